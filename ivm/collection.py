@@ -1,0 +1,319 @@
+"""The user-facing collection API: build dataflows by chaining operators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ivm.errors import ForeignCollectionError, PlanError
+from ivm.lattice import ALTNEU, ITERATE
+from ivm.operators import aggregates as K
+from ivm.operators.arrange import Arrange
+from ivm.operators.base import Operator
+from ivm.operators.io import Input
+from ivm.operators.iterate import Enter, Feedback, Leave, Variable
+from ivm.operators.join import Join
+from ivm.operators.linear import Concat, Filter, FlatMap, Map, Negate, Project
+from ivm.operators.reduce import Reduce
+from ivm.schema import ColumnRef, Schema
+
+if TYPE_CHECKING:
+    from ivm.dataflow import Dataflow, Scope
+
+KeySpec = Sequence[ColumnRef] | ColumnRef
+
+
+class Collection:
+    """A multiset of rows that changes over time; the result of an operator."""
+
+    def __init__(self, graph: Dataflow, op: Operator) -> None:
+        self.graph = graph
+        self.op = op
+
+    # -- basics ------------------------------------------------------------------------------
+    @property
+    def schema(self) -> Schema:
+        return self.op.schema
+
+    @property
+    def scope(self) -> Scope:
+        from ivm.dataflow import out_scope
+
+        return out_scope(self.op)
+
+    def __repr__(self) -> str:
+        return f"Collection({self.op.name} {self.schema})"
+
+    def _check_graph(self, graph: Dataflow) -> None:
+        if self.graph is not graph:
+            raise ForeignCollectionError(
+                f"{self.op.name} belongs to dataflow {self.graph.name!r}, not {graph.name!r}")
+
+    def _other(self, other: Collection) -> Collection:
+        if not isinstance(other, Collection):
+            raise PlanError(f"expected a Collection, got {type(other).__name__}")
+        other._check_graph(self.graph)
+        return other
+
+    def _deeper(self, *others: Collection) -> Scope:
+        scope = self.scope
+        for o in others:
+            s = o.scope
+            if s.is_within(scope):
+                scope = s
+            elif not scope.is_within(s):
+                raise PlanError("collections from two different loops cannot be combined; "
+                                "use the loops' results")
+        return scope
+
+    def _unary(self, cls: type[Operator], schema: Schema, **kw: Any) -> Collection:
+        return Collection(self.graph, cls(self.graph, self.scope, [self.op], schema, **kw))
+
+    # -- linear operators ----------------------------------------------------------------
+    def map(self, fn: Callable[..., Any], schema: Any) -> Collection:
+        """Apply a vectorized ``fn(*cols) -> tuple of arrays`` to every update."""
+        return self._unary(Map, Schema.of(schema), fn=fn)
+
+    def filter(self, fn: Callable[..., Any]) -> Collection:
+        """Keep the updates whose row satisfies a vectorized predicate."""
+        return self._unary(Filter, self.schema, fn=fn)
+
+    def flat_map(self, fn: Callable[..., Any], schema: Any) -> Collection:
+        """``fn(*cols) -> (parent_index, columns)``: any number of output rows per row."""
+        return self._unary(FlatMap, Schema.of(schema), fn=fn)
+
+    def project(self, *cols: ColumnRef) -> Collection:
+        idx = self.schema.indices(list(cols))
+        return self._unary(Project, self.schema.select(idx), idx=idx)
+
+    def rename(self, names: Sequence[str]) -> Collection:
+        return self._unary(Project, self.schema.rename(list(names)),
+                           idx=tuple(range(len(self.schema))))
+
+    def concat(self, *others: Collection) -> Collection:
+        others = tuple(self._other(o) for o in others)
+        for o in others:
+            if len(o.schema) != len(self.schema):
+                raise PlanError(f"concat of {self.schema} and {o.schema}: arities differ")
+        scope = self._deeper(*others)
+        ops = [self.graph._enter(c.op, scope) for c in (self, *others)]
+        return Collection(self.graph, Concat(self.graph, scope, ops, self.schema))
+
+    def negate(self) -> Collection:
+        return self._unary(Negate, self.schema)
+
+    # -- arrangements and joins ------------------------------------------------------------
+    def arrange(self, key: KeySpec) -> Arrange:
+        """The shared arrangement of this collection by ``key``."""
+        idx = self.schema.indices(key)
+        cache_key = (self.op.id, idx)
+        arr = self.graph._arrangements.get(cache_key)
+        if arr is None:
+            arr = Arrange(self.graph, self.scope, [self.op], self.schema, key_idx=idx)
+            self.graph._arrangements[cache_key] = arr
+        return arr
+
+    def join(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]) -> Collection:
+        """Equi-join: all columns of ``self`` then all of ``other`` (clashes get ``_r``)."""
+        other = self._other(other)
+        pairs = list(on)
+        lk = self.schema.indices([a for a, _ in pairs])
+        rk = other.schema.indices([b for _, b in pairs])
+        la, ra = self.arrange(lk), other.arrange(rk)
+        scope = self._deeper(other)
+        ls, rs = self.graph._enter(la, scope), self.graph._enter(ra, scope)
+        op = Join(self.graph, scope, [ls, rs], self.schema.concat(other.schema),
+                  left=la, right=ra)
+        return Collection(self.graph, op)
+
+    def semijoin(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]
+                 ) -> Collection:
+        """Rows whose key is present in ``other`` (``other``'s keys taken as a set)."""
+        other = self._other(other)
+        pairs = list(on)
+        keys = other.project(*[b for _, b in pairs]).distinct()
+        j = self.join(keys, [(a, i) for i, (a, _) in enumerate(pairs)])
+        return j.project(*range(len(self.schema))).rename(self.schema.names)
+
+    def antijoin(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]
+                 ) -> Collection:
+        """Rows whose key is absent from ``other``: ``self − semijoin(self, other)``."""
+        return self.concat(self.semijoin(other, on).negate())
+
+    # -- reductions ------------------------------------------------------------------------
+    def _reduce(self, key_idx: tuple[int, ...], kernel: K.Kernel) -> Collection:
+        arr = self.arrange(key_idx)
+        schema = Schema(tuple(self.schema.names[i] for i in key_idx) + kernel.out_names,
+                        tuple(self.schema.dtypes[i] for i in key_idx) + kernel.out_dtypes)
+        op = Reduce(self.graph, self.scope, [arr], schema, source=arr, kernel=kernel)
+        return Collection(self.graph, op)
+
+    def reduce(self, key: KeySpec, aggs: Iterable[tuple], names: Sequence[str] | None = None
+               ) -> Collection:
+        """Per group of ``key``: ``[("count",), ("sum", col), ("min", col), ...]``."""
+        key_idx = self.schema.indices(key) if key != () else ()
+        specs: list[tuple[str, int | None]] = []
+        auto: list[str] = []
+        for a in aggs:
+            fn = a[0]
+            col = self.schema.index(a[1]) if len(a) > 1 and a[1] is not None else None
+            specs.append((fn, col))
+            auto.append(fn if col is None else f"{fn}_{self.schema.names[col]}")
+        out_names = list(names) if names is not None else auto
+        if len(out_names) != len(specs):
+            raise PlanError("reduce: one name per aggregate")
+        return self._reduce(key_idx, K.AggregateKernel(specs, self.schema.dtypes, out_names))
+
+    def count(self, key: KeySpec = ()) -> Collection:
+        return self.reduce(key, [("count",)], names=["count"])
+
+    def sum(self, key: KeySpec, col: ColumnRef) -> Collection:
+        return self.reduce(key, [("sum", col)], names=["sum"])
+
+    def min(self, key: KeySpec, col: ColumnRef) -> Collection:
+        return self.reduce(key, [("min", col)], names=["min"])
+
+    def max(self, key: KeySpec, col: ColumnRef) -> Collection:
+        return self.reduce(key, [("max", col)], names=["max"])
+
+    def distinct(self) -> Collection:
+        """Each row with a positive count, once."""
+        return self._reduce(tuple(range(len(self.schema))), K.DistinctKernel())
+
+    def top_k(self, key: KeySpec, order_by: Sequence[tuple[ColumnRef, bool]], k: int
+              ) -> Collection:
+        """Per group, the first ``k`` rows by ``order_by`` ((col, descending) pairs)."""
+        key_idx = self.schema.indices(key) if key != () else ()
+        rest = tuple(i for i in range(len(self.schema)) if i not in key_idx)
+        order = [(self.schema.index(c), bool(d)) for c, d in order_by]
+        kernel = K.TopKKernel(order, int(k), rest, [self.schema.names[i] for i in rest],
+                              [self.schema.dtypes[i] for i in rest])
+        out = self._reduce(key_idx, kernel)
+        pos = {orig: j for j, orig in enumerate(key_idx + rest)}
+        return out.project(*[pos[i] for i in range(len(self.schema))])
+
+    def reduce_group(self, key: KeySpec, fn: Callable[[tuple, list[tuple], list[int]],
+                                                      Iterable[tuple[tuple, int]]],
+                     schema: Any) -> Collection:
+        """General reduce: ``fn(key, rows, counts) -> [(value_row, count), ...]`` per group.
+
+        The result has the key columns followed by the columns of ``schema``.
+        """
+        key_idx = self.schema.indices(key) if key != () else ()
+        s = Schema.of(schema)
+        return self._reduce(key_idx, K.GroupFunctionKernel(fn, key_idx, s.names, s.dtypes))
+
+    # -- loops -----------------------------------------------------------------------------
+    def iterate(self, body: Callable[[Collection], Collection],
+                max_iterations: int | None = None,
+                entry: Callable[..., Any] | None = None) -> Collection:
+        """The fixed point of ``body`` starting from this collection."""
+        return iterate([self], lambda vs: [body(vs[0])], max_iterations=max_iterations,
+                       entry=entry)[0]
+
+    def enter_scope(self, scope: Scope) -> Collection:
+        return Collection(self.graph, self.graph._enter(self.op, scope))
+
+    # -- alt/neu calculus ------------------------------------------------------------------
+    def differentiate(self, body: Callable[[Collection], Collection]) -> Collection:
+        """Run ``body`` on the changes of this collection, each a momentary blip.
+
+        Inside an alt/neu scope every update ``(r, t, d)`` becomes ``(r, (t, alt), d)`` and
+        ``(r, (t, neu), −d)`` (the blog-post seed: differentiate); ``body``'s result is
+        integrated on the way out by keeping only its ``alt`` updates, so
+        ``self.differentiate(lambda d: d) == self``.
+        """
+        from ivm.dataflow import Scope
+
+        g = self.graph
+        parent = self.scope
+        inner = Scope(g, parent, ALTNEU)
+        entered = Enter(g, inner, [self.op], self.schema, label="differentiate")
+        blip = Collection(g, entered)
+        retract = Collection(g, _Delay(g, inner, [entered], self.schema))
+        changes = blip.concat(retract)
+        result = body(changes)
+        result._check_graph(g)
+        rop = g._enter(result.op, inner)
+        leave = Leave(g, inner, [rop], result.schema, alt_only=True, label="integrate")
+        inner.leaves.append(leave)
+        parent.items.append(inner)
+        g._invalidate()
+        return Collection(g, leave)
+
+
+class _Delay(Operator):
+    """``(r, (t, alt), d) -> (r, (t, neu), −d)``: the retraction half of differentiate."""
+
+    kind = "neu_retract"
+
+    def process(self, time: Any, inputs: list[Any]) -> None:
+        b = inputs[0]
+        if b is not None and time[-1] == 0:
+            for op, port in self.consumers:
+                op.push(port, (*time[:-1], 1), b.negate())
+
+
+def iterate(inits: Sequence[Collection], body: Callable[[list[Collection]], list[Collection]],
+            max_iterations: int | None = None, entry: Callable[..., Any] | None = None
+            ) -> list[Collection]:
+    """Mutually recursive fixed point: ``body([v1, ...]) -> [r1, ...]``.
+
+    Each variable starts as its initial collection; each iteration sets it to the body's
+    result for it.  Returns the results at the fixed point (or after ``max_iterations``).
+    """
+    from ivm.dataflow import Scope
+
+    if not inits:
+        raise PlanError("iterate needs at least one collection")
+    g = inits[0].graph
+    for c in inits:
+        c._check_graph(g)
+    parent = inits[0]._deeper(*inits[1:])
+    if max_iterations is not None and max_iterations < 1:
+        raise PlanError("max_iterations must be at least 1")
+    inner = Scope(g, parent, ITERATE)
+    variables = []
+    for c in inits:
+        e = Enter(g, inner, [g._enter(c.op, parent)], c.schema, entry=entry, label="ingress")
+        v = Variable(g, inner, [e], c.schema, label="variable")
+        v.nports = 2
+        variables.append((v, e))
+    results = body([Collection(g, v) for v, _ in variables])
+    if len(results) != len(inits):
+        raise PlanError(f"iterate body returned {len(results)} collections for {len(inits)}")
+    outs = []
+    for (v, e), r in zip(variables, results, strict=True):
+        r._check_graph(g)
+        if len(r.schema) != len(v.schema):
+            raise PlanError(f"iterate: body result {r.schema} does not match {v.schema}")
+        rop = g._enter(r.op, inner)
+        Feedback(g, inner, [rop, e], v.schema, variable=v, max_iterations=max_iterations)
+        leave = Leave(g, inner, [rop], v.schema, label="egress")
+        inner.leaves.append(leave)
+        outs.append(Collection(g, leave))
+    parent.items.append(inner)
+    g._invalidate()
+    return outs
+
+
+class InputCollection(Collection):
+    """An input: push changes, then ``Dataflow.step()``."""
+
+    op: Input
+
+    def insert(self, rows: Any) -> None:
+        self.op.send(rows, 1)
+
+    def delete(self, rows: Any) -> None:
+        self.op.send(rows, -1)
+
+    def update(self, old_rows: Any, new_rows: Any) -> None:
+        from ivm.operators.io import rows_to_columns
+
+        rows_to_columns(self.op, new_rows)  # validate both before changing anything
+        self.op.send(old_rows, -1)
+        self.op.send(new_rows, 1)
+
+    def send(self, rows: Any, diffs: Any) -> None:
+        self.op.send(rows, diffs)

@@ -1,0 +1,342 @@
+"""The dataflow graph, its scopes, and the scheduler that processes epochs.
+
+Scheduling (CIDR 2013 §3; Naiad §3): each epoch is processed as one outer time ``(e,)``.
+Within a scope, times are processed in lexicographic order — a linear extension of the
+product order — and within a time, operators in the order they were built (a topological
+order, feedback edges excepted, as they go to a later iteration).  When an operator
+processes time t, every update at a time ``<= t`` has therefore already reached it.  A loop
+scope runs its iterations ``(t, 0), (t, 1), ...`` while any operator inside has work at
+``(t, i)`` for a later ``i``; then its ``Leave`` operators hand the sums to the parent.
+At the end of an epoch every trace is compacted to the next epoch's frontier.
+"""
+
+from __future__ import annotations
+
+import time as _clock
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ivm.errors import EpochError, IvmError, PlanError
+from ivm.lattice import ALTNEU, Kinds, Time
+from ivm.metrics import Metrics
+from ivm.operators.base import Operator
+from ivm.operators.io import Input, Output
+from ivm.operators.iterate import Enter, Leave
+from ivm.schema import Schema
+
+if TYPE_CHECKING:
+    from ivm.collection import Collection, InputCollection
+
+
+class LoopLimitError(IvmError, RuntimeError):
+    """A loop did not reach its fixed point within the iteration limit."""
+
+
+class Scope:
+    """A region of the dataflow whose times share a prefix: the root, a loop, an alt/neu."""
+
+    def __init__(self, graph: Dataflow, parent: Scope | None, kind: int | None,
+                 label: str = "") -> None:
+        self.graph = graph
+        self.parent = parent
+        self.kind = kind
+        self.kinds: Kinds = (*parent.kinds, kind) if parent is not None and kind is not None \
+            else ()
+        self.depth = len(self.kinds)
+        self.items: list[Operator | Scope] = []
+        self.leaves: list[Leave] = []
+        self.label = label or ("root" if parent is None else
+                               ("altneu" if kind == ALTNEU else "loop"))
+        self._ops_cache: list[Operator] | None = None
+
+    def is_within(self, other: Scope) -> bool:
+        s: Scope | None = self
+        while s is not None:
+            if s is other:
+                return True
+            s = s.parent
+        return False
+
+    def subtree_ops(self) -> list[Operator]:
+        if self._ops_cache is None:
+            ops: list[Operator] = []
+            for item in self.items:
+                ops.extend(item.subtree_ops() if isinstance(item, Scope) else [item])
+            self._ops_cache = ops
+        return self._ops_cache
+
+    def next_coordinate(self, t: Time, after: int) -> int | None:
+        """Smallest coordinate > ``after`` at which something in the scope has work."""
+        n = len(t)
+        best: int | None = None
+        for op in self.subtree_ops():
+            for pt in op.pending_times():
+                if len(pt) > n and pt[:n] == t:
+                    c = pt[n]
+                    if c > after and (best is None or c < best):
+                        best = c
+        return best
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """What one epoch did."""
+
+    epoch: int
+    input_rows: int
+    differences: int
+    seconds: float
+
+
+class Dataflow:
+    """A differential dataflow: build it with collections, then feed it epoch by epoch."""
+
+    def __init__(self, name: str = "dataflow", loop_limit: int = 1_000_000) -> None:
+        self.name = name
+        self.loop_limit = loop_limit
+        self.ops: list[Operator] = []
+        self.root = Scope(self, None, None)
+        self.epoch = 0
+        self.inputs: dict[str, Input] = {}
+        self.outputs: dict[str, Output] = {}
+        self.metrics = Metrics()
+        self._arrangements: dict[tuple[int, tuple[int, ...]], Any] = {}
+        self._entered: dict[tuple[int, int], Operator] = {}
+        self._constants: list[Input] = []
+        self._running = False
+
+    def _register(self, op: Operator) -> int:
+        self.ops.append(op)
+        self._invalidate()
+        return len(self.ops) - 1
+
+    def _invalidate(self) -> None:
+        s: list[Scope] = [self.root]
+        while s:
+            sc = s.pop()
+            sc._ops_cache = None
+            s.extend(i for i in sc.items if isinstance(i, Scope))
+
+    # -- building --------------------------------------------------------------------------
+    def input(self, name: str, schema: Any) -> InputCollection:
+        """A new input collection with the given schema (``[(name, dtype), ...]``)."""
+        from ivm.collection import InputCollection
+
+        if name in self.inputs:
+            raise PlanError(f"dataflow {self.name!r} already has an input named {name!r}")
+        op = Input(self, self.root, [], Schema.of(schema), label=f"input:{name}")
+        self.inputs[name] = op
+        return InputCollection(self, op)
+
+    def constant(self, rows: Any, schema: Any, name: str = "constant") -> Collection:
+        """A collection holding ``rows`` from the first epoch on."""
+        from ivm.collection import Collection
+
+        op = Input(self, self.root, [], Schema.of(schema), label=f"const:{name}")
+        op.send(rows, 1)
+        self._constants.append(op)
+        return Collection(self, op)
+
+    def empty(self, schema: Any) -> Collection:
+        return self.constant([], schema, "empty")
+
+    def output(self, collection: Collection, name: str) -> Output:
+        """Expose a collection: its last changes and its current contents."""
+        collection._check_graph(self)
+        if collection.scope is not self.root:
+            raise PlanError(f"output {name!r}: the collection is inside a loop; use the "
+                            "result of iterate() instead")
+        if name in self.outputs:
+            raise PlanError(f"dataflow {self.name!r} already has an output named {name!r}")
+        op = Output(self, self.root, [collection.op], collection.schema, label=f"output:{name}")
+        self.outputs[name] = op
+        return op
+
+    def _enter(self, op: Operator, scope: Scope) -> Operator:
+        """``op``'s stream as seen from ``scope`` (entering each loop on the way)."""
+        src = out_scope(op)
+        if src is scope:
+            return op
+        if not scope.is_within(src):
+            raise PlanError(f"{op.name} lives in a loop that {scope.label} is not inside; "
+                            "use the loop's result instead")
+        parent = scope.parent
+        assert parent is not None
+        outer = self._enter(op, parent)
+        key = (outer.id, id(scope))
+        found = self._entered.get(key)
+        if found is None:
+            found = Enter(self, scope, [outer], op.schema, label="enter")
+            self._entered[key] = found
+        return found
+
+    # -- running ---------------------------------------------------------------------------
+    def step(self, epoch: int | None = None) -> StepReport:
+        """Process every pending change as one epoch."""
+        if self._running:
+            raise EpochError("step() called while an epoch is being processed")
+        e = self.epoch + 1 if epoch is None else int(epoch)
+        if e <= self.epoch:
+            raise EpochError(f"epoch {e} does not advance past the last epoch {self.epoch}")
+        started = _clock.perf_counter()
+        t: Time = (e,)
+        n_in = sum(op.pending_rows() for op in self.inputs.values()) + \
+            sum(op.pending_rows() for op in self._constants)
+        before = self.metrics.total(epoch=e)
+        self._running = True
+        try:
+            for op in self.ops:
+                if isinstance(op, Input):
+                    op.start_epoch(t)
+            self._run_items(self.root, t)
+            for op in self.ops:
+                op.end_epoch()
+        finally:
+            self._running = False
+        leftover = [op.name for op in self.ops if op.pending_times()]
+        if leftover:
+            raise IvmError(f"internal: work left after epoch {e} at {leftover}")
+        self.epoch = e
+        return StepReport(e, n_in, self.metrics.total(epoch=e) - before,
+                          _clock.perf_counter() - started)
+
+    def _run_items(self, scope: Scope, t: Time) -> None:
+        for item in scope.items:
+            if isinstance(item, Scope):
+                self._run_scope(item, t)
+            else:
+                item.run(t)
+
+    def _run_scope(self, scope: Scope, t: Time) -> None:
+        i = scope.next_coordinate(t, -1)
+        rounds = 0
+        while i is not None:
+            self._run_items(scope, (*t, i))
+            rounds += 1
+            if rounds > self.loop_limit:
+                raise LoopLimitError(f"{scope.label} did not converge in {self.loop_limit} "
+                                     "iterations; bound it with max_iterations")
+            i = scope.next_coordinate(t, i)
+        for leave in scope.leaves:
+            leave.flush(t)
+
+    # -- inspecting ------------------------------------------------------------------------
+    def arrangement_rows(self) -> dict[str, int]:
+        """Rows held by every trace (arrangements, reduce outputs, output contents)."""
+        from ivm.operators.arrange import Arrange
+        from ivm.operators.reduce import Reduce
+
+        out = {}
+        for op in self.ops:
+            if isinstance(op, Arrange):
+                out[op.name] = op.trace.rows_held()
+            elif isinstance(op, Reduce):
+                out[op.name] = op.out.rows_held()
+        return out
+
+    def explain(self) -> str:
+        lines = [f"dataflow {self.name!r} (epoch {self.epoch})"]
+
+        def walk(scope: Scope, indent: str) -> None:
+            for item in scope.items:
+                if isinstance(item, Scope):
+                    lines.append(f"{indent}{item.label} scope (depth {item.depth}):")
+                    walk(item, indent + "  ")
+                else:
+                    srcs = ", ".join(i.name for i in item.inputs)
+                    lines.append(f"{indent}{item.describe()}" + (f" <- {srcs}" if srcs else ""))
+
+        walk(self.root, "  ")
+        return "\n".join(lines)
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def state(self) -> dict[str, pa.Table]:
+        """Every trace as an Arrow table, plus the epoch: a checkpoint of the dataflow."""
+        if self._running:
+            raise EpochError("state() during an epoch")
+        if any(op.pending for op in self.inputs.values()):
+            raise EpochError("state() with unprocessed input changes; call step() first")
+        out = {"__meta__": pa.table({"epoch": [self.epoch], "ops": [len(self.ops)],
+                                     "signature": [self.signature()]})}
+        for op in self.ops:
+            for key, (cols, times, diff) in op.state().items():
+                out[f"{op.id}.{key}"] = _to_arrow(cols, times, diff)
+        return out
+
+    def load_state(self, state: dict[str, pa.Table]) -> None:
+        """Restore a checkpoint taken by :meth:`state` of a dataflow built the same way."""
+        meta = state["__meta__"].to_pylist()[0]
+        if meta["signature"] != self.signature():
+            raise PlanError("checkpoint was taken from a differently built dataflow")
+        for op in self.ops:
+            parts = {k.split(".", 1)[1]: _from_arrow(v, op, k.split(".", 1)[1])
+                     for k, v in state.items() if k.split(".", 1)[0] == str(op.id)}
+            if parts:
+                op.load_state(parts)
+        for c in self._constants:
+            c.pending = []
+        self.epoch = int(meta["epoch"])
+
+    def signature(self) -> str:
+        """A fingerprint of the graph's shape (operator kinds, schemas, wiring)."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for op in self.ops:
+            h.update(f"{op.id}:{op.kind}:{op.schema}:{[i.id for i in op.inputs]};".encode())
+        return h.hexdigest()[:16]
+
+    def operators(self) -> Iterator[Operator]:
+        return iter(self.ops)
+
+
+def out_scope(op: Operator) -> Scope:
+    """The scope in which an operator's output collection lives."""
+    if isinstance(op, Leave):
+        assert op.scope.parent is not None
+        return op.scope.parent
+    return op.scope
+
+
+def _to_arrow(cols: tuple, times: np.ndarray, diff: np.ndarray) -> pa.Table:
+    import pickle
+
+    arrays: dict[str, pa.Array] = {}
+    for i, c in enumerate(cols):
+        if c.dtype == object:
+            try:
+                arrays[f"c{i}"] = pa.array(c.tolist())
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+                arrays[f"p{i}"] = pa.array([pickle.dumps(v) for v in c.tolist()], pa.binary())
+        else:
+            arrays[f"c{i}"] = pa.array(c)
+    for k in range(times.shape[1]):
+        arrays[f"t{k}"] = pa.array(times[:, k])
+    arrays["diff"] = pa.array(diff)
+    return pa.table(arrays)
+
+
+def _from_arrow(table: pa.Table, op: Operator, key: str) -> tuple:
+    import pickle
+
+    cols = []
+    for i, d in enumerate(op.dtypes):
+        if f"p{i}" in table.column_names:
+            vals = [pickle.loads(v) for v in table.column(f"p{i}").to_pylist()]
+        else:
+            col = table.column(f"c{i}")
+            vals = col.to_pylist() if d == np.dtype(object) else col.to_numpy()
+        arr = np.empty(len(vals), dtype=d) if d == np.dtype(object) else None
+        if arr is not None:
+            arr[:] = vals
+            cols.append(arr)
+        else:
+            cols.append(np.asarray(vals, dtype=d))
+    depth = sum(1 for n in table.column_names if n.startswith("t"))
+    times = np.column_stack([table.column(f"t{k}").to_numpy() for k in range(depth)]) \
+        if depth else np.zeros((table.num_rows, 0), dtype=np.int64)
+    return tuple(cols), times.astype(np.int64), table.column("diff").to_numpy().astype(np.int64)

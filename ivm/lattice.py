@@ -1,0 +1,147 @@
+"""Partially ordered times: the product lattice of epochs and loop counters, with alt/neu.
+
+A time is a tuple ``(epoch, c1, ..., cd)``.  Each coordinate after the epoch belongs to one
+scope and has a *kind*:
+
+* ``ITERATE`` — a loop counter; the time of the scope is ``Product(outer, counter)`` and is
+  compared coordinate-wise (CIDR 2013 §2.2, the product order).
+* ``ALTNEU`` — the two moments ``alt < neu`` that ``differentiate`` adds to a time (the
+  blog-post seed, "AltNeu"): ``AltNeu(a, n) <= AltNeu(b, m)`` iff ``a == b and n <= m`` or
+  ``a != b and a <= b``.
+
+The scalar functions take whole times; the ``*_rows`` functions take a matrix of inner
+coordinates (one row per update, the epoch left out: every time kept in a trace has been
+advanced to the current epoch, see :func:`advance_rows`) and one inner time, and are
+vectorized with numpy.  Scheduling uses the lexicographic order of the tuples, which is a
+linear extension of this partial order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+ITERATE = 0
+ALTNEU = 1
+
+Time = tuple[int, ...]
+Kinds = tuple[int, ...]
+
+
+def less_equal(a: Time, b: Time, kinds: Kinds) -> bool:
+    """``a <= b`` in the partial order (epochs compared as a product coordinate)."""
+    le = a[0] <= b[0]
+    eq = a[0] == b[0]
+    for k, kind in enumerate(kinds, start=1):
+        x, y = a[k], b[k]
+        if kind == ITERATE:
+            le = le and x <= y
+        else:
+            le = (x <= y) if eq else le
+        eq = eq and x == y
+    return le
+
+
+def join(a: Time, b: Time, kinds: Kinds) -> Time:
+    """The least upper bound of ``a`` and ``b``."""
+    out = [max(a[0], b[0])]
+    le, ge, eq = a[0] <= b[0], a[0] >= b[0], a[0] == b[0]
+    for k, kind in enumerate(kinds, start=1):
+        x, y = a[k], b[k]
+        if kind == ITERATE:
+            out.append(max(x, y))
+            le, ge = le and x <= y, ge and x >= y
+        else:
+            if eq:
+                out.append(max(x, y))
+            elif le:
+                out.append(y)
+            elif ge:
+                out.append(x)
+            else:
+                out.append(0)
+            if eq:
+                le, ge = x <= y, x >= y
+        eq = eq and x == y
+    return tuple(out)
+
+
+def meet(a: Time, b: Time, kinds: Kinds) -> Time:
+    """The greatest lower bound of ``a`` and ``b``."""
+    out = [min(a[0], b[0])]
+    le, ge, eq = a[0] <= b[0], a[0] >= b[0], a[0] == b[0]
+    for k, kind in enumerate(kinds, start=1):
+        x, y = a[k], b[k]
+        if kind == ITERATE:
+            out.append(min(x, y))
+            le, ge = le and x <= y, ge and x >= y
+        else:
+            if eq:
+                out.append(min(x, y))
+            elif le:
+                out.append(x)
+            elif ge:
+                out.append(y)
+            else:
+                out.append(1)
+            if eq:
+                le, ge = x <= y, x >= y
+        eq = eq and x == y
+    return tuple(out)
+
+
+def less_equal_rows(times: np.ndarray, t: Sequence[int], kinds: Kinds) -> np.ndarray:
+    """For each row of inner coordinates (same epoch as ``t``): is it ``<= t``?"""
+    n = times.shape[0]
+    le = np.ones(n, dtype=bool)
+    if not kinds:
+        return le
+    eq = np.ones(n, dtype=bool)
+    for k, kind in enumerate(kinds):
+        x = times[:, k]
+        y = t[k]
+        if kind == ITERATE:
+            le &= x <= y
+        else:
+            le = np.where(eq, x <= y, le)
+        eq &= x == y
+    return le
+
+
+def join_rows(times: np.ndarray, t: Sequence[int], kinds: Kinds) -> np.ndarray:
+    """Row-wise join of inner coordinates with one inner time ``t`` (same epoch)."""
+    n = times.shape[0]
+    out = np.empty_like(times)
+    le = np.ones(n, dtype=bool)
+    ge = np.ones(n, dtype=bool)
+    eq = np.ones(n, dtype=bool)
+    for k, kind in enumerate(kinds):
+        x = times[:, k]
+        y = t[k]
+        if kind == ITERATE:
+            out[:, k] = np.maximum(x, y)
+            le &= x <= y
+            ge &= x >= y
+        else:
+            out[:, k] = np.where(eq, np.maximum(x, y), np.where(le, y, np.where(ge, x, 0)))
+            le = np.where(eq, x <= y, le)
+            ge = np.where(eq, x >= y, ge)
+        eq &= x == y
+    return out
+
+
+def advance_rows(times: np.ndarray, kinds: Kinds) -> np.ndarray:
+    """Advance inner coordinates of a past epoch to the frontier of the next epoch.
+
+    Joining ``(e, c)`` with the frontier ``(e+1, 0, ..., alt)`` keeps every loop counter and
+    sets every alt/neu coordinate to ``alt``: the epoch differs, so no alt/neu pair can be
+    told apart any more.  This is the compaction rule of CIDR 2013 §3.3 for our times.
+    """
+    if not kinds or ALTNEU not in kinds:
+        return times
+    out = times.copy()
+    for k, kind in enumerate(kinds):
+        if kind == ALTNEU:
+            out[:, k] = 0
+    return out

@@ -1,0 +1,64 @@
+"""Counts of work: differences processed per operator per time, rows held per trace.
+
+These counts do not depend on machine noise, so tests and benchmarks use them to show that
+the work of a refresh follows the size of the change (CIDR 2013 Fig. 1).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ivm.lattice import Time
+
+if TYPE_CHECKING:
+    from ivm.operators.base import Operator
+
+
+@dataclass(frozen=True)
+class Difference:
+    operator: str
+    kind: str
+    epoch: int
+    iteration: tuple[int, ...]
+    rows: int
+
+
+class Metrics:
+    """Differences processed per (operator, time)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[int, Time], int] = defaultdict(int)
+        self._ops: dict[int, Operator] = {}
+
+    def record(self, op: Operator, time: Time, rows: int) -> None:
+        self._ops[op.id] = op
+        self._rows[(op.id, time)] += rows
+
+    def clear(self) -> None:
+        self._rows.clear()
+
+    def differences(self, epoch: int | None = None) -> list[Difference]:
+        """Every (operator, epoch, iteration) with the number of updates it processed."""
+        out = []
+        for (oid, t), n in sorted(self._rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            if epoch is not None and t[0] != epoch:
+                continue
+            op = self._ops[oid]
+            out.append(Difference(op.name, op.kind, t[0], t[1:], n))
+        return out
+
+    def total(self, epoch: int | None = None, kind: str | None = None) -> int:
+        """Updates processed by every operator (optionally of one kind) in an epoch."""
+        return sum(n for (oid, t), n in self._rows.items()
+                   if (epoch is None or t[0] == epoch)
+                   and (kind is None or self._ops[oid].kind == kind))
+
+    def by_iteration(self, epoch: int) -> dict[tuple[int, ...], int]:
+        """Updates processed per inner time (loop counters) in one epoch, all operators."""
+        out: dict[tuple[int, ...], int] = defaultdict(int)
+        for (_, t), n in self._rows.items():
+            if t[0] == epoch:
+                out[t[1:]] += n
+        return dict(sorted(out.items()))

@@ -1,0 +1,1 @@
+"""Dataflow operators, one module per family."""

@@ -1,0 +1,277 @@
+"""Reduction kernels: a function of each group's accumulated multiset, vectorized.
+
+A kernel gets the accumulated contents of several groups at one time — rows sorted by group
+id, each with its (non-zero) count — and returns the output rows of every group, as the
+group id of each output row, the output's non-key columns, and its multiplicity.  The
+:class:`~ivm.operators.reduce.Reduce` operator turns those into differences (CIDR 2013
+§3.4).  NULL follows SQL: ``None`` in object columns is ignored by count(col), sum, min and
+max; sum/min/max of a group with no non-NULL value is NULL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ivm.batch import Columns, group_sorted, hash_rows
+from ivm.errors import PlanError, SchemaError
+from ivm.schema import DTYPES
+
+AGG_FUNCTIONS = ("count", "sum", "min", "max", "count_distinct")
+
+
+def _starts(group: np.ndarray) -> np.ndarray:
+    if len(group) == 0:
+        return np.zeros(0, dtype=np.int64)
+    b = np.empty(len(group), dtype=bool)
+    b[0] = True
+    np.not_equal(group[1:], group[:-1], out=b[1:])
+    return np.flatnonzero(b)
+
+
+def _not_null(col: np.ndarray) -> np.ndarray:
+    if col.dtype != object:
+        return np.ones(len(col), dtype=bool)
+    return np.fromiter((v is not None for v in col), dtype=bool, count=len(col))
+
+
+class Kernel:
+    """Base of reduction kernels."""
+
+    out_names: tuple[str, ...] = ()
+    out_dtypes: tuple[str, ...] = ()
+
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray
+                 ) -> tuple[np.ndarray, Columns, np.ndarray]:
+        raise NotImplementedError
+
+
+class AggregateKernel(Kernel):
+    """One row per non-empty group with one value per aggregate."""
+
+    def __init__(self, aggs: Sequence[tuple[str, int | None]], in_dtypes: Sequence[str],
+                 names: Sequence[str]) -> None:
+        self.aggs = list(aggs)
+        dtypes = []
+        for fn, idx in self.aggs:
+            if fn not in AGG_FUNCTIONS:
+                raise PlanError(f"unknown aggregate {fn!r}; expected one of {AGG_FUNCTIONS}")
+            if fn in ("count", "count_distinct"):
+                dtypes.append("int64")
+            else:
+                if idx is None:
+                    raise PlanError(f"aggregate {fn} needs a column")
+                d = in_dtypes[idx]
+                if fn == "sum" and d == "bool":
+                    raise PlanError("sum of a bool column")
+                dtypes.append("any" if d == "str" and fn == "sum" else d)
+        self.out_names = tuple(names)
+        self.out_dtypes = tuple(dtypes)
+
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray
+                 ) -> tuple[np.ndarray, Columns, np.ndarray]:
+        starts = _starts(group)
+        total = np.add.reduceat(counts, starts) if len(starts) else counts[:0]
+        exists = total > 0
+        gids = group[starts]
+        positive = counts > 0
+        out: list[np.ndarray] = []
+        for (fn, idx), dtype in zip(self.aggs, self.out_dtypes, strict=True):
+            if fn == "count" and idx is None:
+                out.append(total.astype(np.int64))
+                continue
+            assert idx is not None
+            col = cols[idx]
+            valid = _not_null(col) & positive
+            if fn == "count":
+                w = np.where(valid, counts, 0)
+                out.append(np.add.reduceat(w, starts) if len(starts) else w[:0])
+            elif fn == "count_distinct":
+                out.append(self._count_distinct(group, col, valid, gids))
+            elif fn == "sum":
+                out.append(self._sum(col, counts, valid, starts, dtype))
+            else:
+                out.append(self._extreme(fn, group, col, valid, gids, dtype))
+        keep = np.flatnonzero(exists)
+        return gids[keep], tuple(c[keep] for c in out), np.ones(len(keep), dtype=np.int64)
+
+    @staticmethod
+    def _sum(col: np.ndarray, counts: np.ndarray, valid: np.ndarray, starts: np.ndarray,
+             dtype: str) -> np.ndarray:
+        if col.dtype != object:
+            w = np.where(valid, col * counts, 0).astype(DTYPES[dtype])
+            return np.add.reduceat(w, starts) if len(starts) else w[:0]
+        out = np.empty(len(starts), dtype=object)
+        bounds = list(starts) + [len(col)]
+        for g in range(len(starts)):
+            acc: Any = None
+            for j in range(bounds[g], bounds[g + 1]):
+                if valid[j]:
+                    v = col[j] * int(counts[j])
+                    acc = v if acc is None else acc + v
+            out[g] = acc
+        return out
+
+    @staticmethod
+    def _extreme(fn: str, group: np.ndarray, col: np.ndarray, valid: np.ndarray,
+                 gids: np.ndarray, dtype: str) -> np.ndarray:
+        sel = np.flatnonzero(valid)
+        res = np.empty(len(gids), dtype=DTYPES[dtype])
+        if col.dtype == object:
+            res[:] = None
+        if len(sel) == 0:
+            return res
+        g = group[sel]
+        vals = col[sel]
+        s = _starts(g)
+        ufunc = np.minimum if fn == "min" else np.maximum
+        try:
+            red = ufunc.reduceat(vals, s)
+        except TypeError as exc:
+            raise SchemaError(f"{fn} over values that cannot be compared: {exc}") from None
+        pos = np.searchsorted(gids, g[s])
+        res[pos] = red
+        return res
+
+    @staticmethod
+    def _count_distinct(group: np.ndarray, col: np.ndarray, valid: np.ndarray,
+                        gids: np.ndarray) -> np.ndarray:
+        sel = np.flatnonzero(valid)
+        res = np.zeros(len(gids), dtype=np.int64)
+        if len(sel) == 0:
+            return res
+        g, v = group[sel], col[sel]
+        h = hash_rows((g, v), len(sel))
+        order = np.argsort(h, kind="stable")
+        firsts = group_sorted(h[order], (g[order], v[order]))
+        distinct_groups = g[order][firsts]
+        uniq, cnt = np.unique(distinct_groups, return_counts=True)
+        res[np.searchsorted(gids, uniq)] = cnt
+        return res
+
+
+class DistinctKernel(Kernel):
+    """Every row with a positive count, once (the key is the whole row)."""
+
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray
+                 ) -> tuple[np.ndarray, Columns, np.ndarray]:
+        pos = np.flatnonzero(counts > 0)
+        # rows are consolidated, so each group (= row) appears once
+        return group[pos], (), np.ones(len(pos), dtype=np.int64)
+
+
+def _sort_key(value: Any, descending: bool) -> tuple:
+    # Spark: NULLS FIRST for ascending, NULLS LAST for descending
+    if value is None:
+        return (0,) if not descending else (2,)
+    return (1, value)
+
+
+class TopKKernel(Kernel):
+    """Per group, the first ``k`` rows in ``order`` (multiplicities counted)."""
+
+    def __init__(self, order: Sequence[tuple[int, bool]], k: int, value_idx: Sequence[int],
+                 names: Sequence[str], dtypes: Sequence[str]) -> None:
+        if k < 0:
+            raise PlanError("top_k needs k >= 0")
+        self.order = list(order)
+        self.k = k
+        self.value_idx = tuple(value_idx)
+        self.out_names = tuple(names)
+        self.out_dtypes = tuple(dtypes)
+
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray
+                 ) -> tuple[np.ndarray, Columns, np.ndarray]:
+        pos = np.flatnonzero(counts > 0)
+        group, counts = group[pos], counts[pos]
+        cols = tuple(c[pos] for c in cols)
+        n = len(group)
+        if all(cols[i].dtype != object for i, _ in self.order):
+            keys = [group]
+            for i, desc in self.order:
+                c = cols[i]
+                keys.append(-c if desc and c.dtype.kind in "if" else (~c if desc else c))
+            # tie-break on the whole row for determinism
+            order = np.lexsort(tuple(reversed(keys)))
+        else:
+            def key(j: int) -> tuple:
+                return (int(group[j]),) + tuple(
+                    _neg(_sort_key(cols[i][j], d)) if d else _sort_key(cols[i][j], d)
+                    for i, d in self.order)
+            order = np.asarray(sorted(range(n), key=key), dtype=np.int64)
+        g = group[order]
+        c = counts[order]
+        starts = _starts(g)
+        cum = np.cumsum(c)
+        base = np.repeat(cum[starts] - c[starts], np.diff(np.append(starts, n)))
+        before = cum - c - base
+        take_n = np.clip(self.k - before, 0, c)
+        keep = np.flatnonzero(take_n > 0)
+        sel = order[keep]
+        return (group[sel], tuple(cols[i][sel] for i in self.value_idx),
+                take_n[keep].astype(np.int64))
+
+
+class _Neg:
+    __slots__ = ("v",)
+
+    def __init__(self, v: Any) -> None:
+        self.v = v
+
+    def __lt__(self, other: _Neg) -> bool:
+        return bool(other.v < self.v)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Neg) and bool(self.v == other.v)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _neg(t: tuple) -> Any:
+    return _Neg(t)
+
+
+class GroupFunctionKernel(Kernel):
+    """An arbitrary user function of each accumulated group (CIDR 2013 §3.4)."""
+
+    def __init__(self, fn: Callable[[tuple, list[tuple], list[int]], Iterable[tuple[tuple, int]]],
+                 key_idx: Sequence[int], names: Sequence[str], dtypes: Sequence[str]) -> None:
+        self.fn = fn
+        self.key_idx = tuple(key_idx)
+        self.out_names = tuple(names)
+        self.out_dtypes = tuple(dtypes)
+
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray
+                 ) -> tuple[np.ndarray, Columns, np.ndarray]:
+        starts = _starts(group)
+        bounds = [*starts.tolist(), len(group)]
+        rows = list(zip(*(c.tolist() for c in cols), strict=True)) if cols else [()] * len(group)
+        cl = counts.tolist()
+        out_g: list[int] = []
+        out_rows: list[tuple] = []
+        out_m: list[int] = []
+        width = len(self.out_names)
+        for gi in range(len(starts)):
+            a, b = bounds[gi], bounds[gi + 1]
+            key = tuple(rows[a][i] for i in self.key_idx)
+            result = self.fn(key, rows[a:b], cl[a:b])
+            for row, mult in result:
+                row = tuple(row)
+                if len(row) != width:
+                    raise SchemaError(
+                        f"reduce_group function returned {len(row)} values, expected {width}")
+                if not isinstance(mult, int | np.integer) or isinstance(mult, bool):
+                    raise SchemaError("reduce_group multiplicities must be integers")
+                if mult:
+                    out_g.append(int(group[a]))
+                    out_rows.append(row)
+                    out_m.append(int(mult))
+        out_cols = []
+        for j, d in enumerate(self.out_dtypes):
+            arr = np.empty(len(out_rows), dtype=DTYPES[d])
+            arr[:] = [r[j] for r in out_rows]
+            out_cols.append(arr)
+        return (np.asarray(out_g, dtype=np.int64), tuple(out_cols),
+                np.asarray(out_m, dtype=np.int64))

@@ -1,0 +1,173 @@
+"""Inputs users push changes into, and outputs they read changes and contents from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ivm.batch import Batch
+from ivm.errors import DiffError, SchemaError
+from ivm.lattice import Time
+from ivm.operators.base import Operator
+from ivm.schema import coerce_column
+from ivm.trace import Trace
+
+
+def rows_to_columns(op: Operator, rows: Any) -> tuple[np.ndarray, ...]:
+    """Validate and convert user rows (tuples, dict of columns, Arrow) to engine columns."""
+    schema = op.schema
+    if isinstance(rows, pa.RecordBatch):
+        rows = pa.Table.from_batches([rows])
+    if isinstance(rows, pa.Table):
+        missing = [n for n in schema.names if n not in rows.column_names]
+        if missing:
+            raise SchemaError(f"{op.name}: Arrow data lacks column(s) {missing}")
+        data = {n: rows.column(n).to_pylist() for n in schema.names}
+        return tuple(coerce_column(data[n], d, n)
+                     for n, d in zip(schema.names, schema.dtypes, strict=True))
+    if isinstance(rows, dict):
+        extra = set(rows) - set(schema.names)
+        missing = [n for n in schema.names if n not in rows]
+        if extra or missing:
+            raise SchemaError(
+                f"{op.name}: columns must be {list(schema.names)}; "
+                f"missing {missing}, unexpected {sorted(extra)}")
+        cols = [coerce_column(rows[n], d, n)
+                for n, d in zip(schema.names, schema.dtypes, strict=True)]
+        lens = {len(c) for c in cols}
+        if len(lens) > 1:
+            raise SchemaError(f"{op.name}: columns of different lengths {sorted(lens)}")
+        return tuple(cols)
+    try:
+        rows = list(rows)
+    except TypeError:
+        raise SchemaError(f"{op.name}: rows must be a list of tuples, a dict of columns or "
+                          f"an Arrow table, got {type(rows).__name__}") from None
+    width = len(schema)
+    for r in rows:
+        if not isinstance(r, tuple | list) or len(r) != width:
+            raise SchemaError(
+                f"{op.name}: row {r!r} does not match schema {schema} ({width} columns)")
+    if not rows:
+        return tuple(coerce_column([], d, n) for n, d in zip(schema.names, schema.dtypes,
+                                                                 strict=True))
+    return tuple(coerce_column([r[i] for r in rows], d, n)
+                 for i, (n, d) in enumerate(zip(schema.names, schema.dtypes, strict=True)))
+
+
+def coerce_diffs(op: Operator, diffs: Any, n: int) -> np.ndarray:
+    if isinstance(diffs, int | np.integer) and not isinstance(diffs, bool):
+        return np.full(n, int(diffs), dtype=np.int64)
+    arr = np.asarray(diffs)
+    if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
+        if arr.dtype == object and all(isinstance(v, int) and not isinstance(v, bool)
+                                       for v in arr.tolist()):
+            arr = arr.astype(np.int64)
+        else:
+            raise DiffError(f"{op.name}: diffs must be integers, got {arr.dtype}")
+    if arr.shape != (n,):
+        raise DiffError(f"{op.name}: {arr.size} diffs for {n} rows")
+    return arr.astype(np.int64)
+
+
+class Input(Operator):
+    """A collection users change; changes wait here until the next epoch."""
+
+    kind = "input"
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.pending: list[Batch] = []
+
+    def send(self, rows: Any, diffs: Any) -> None:
+        cols = rows_to_columns(self, rows)
+        n = len(cols[0]) if cols else 0
+        d = coerce_diffs(self, diffs, n)
+        if n:
+            self.pending.append(Batch(cols, d))
+
+    def pending_rows(self) -> int:
+        return sum(len(b) for b in self.pending)
+
+    def start_epoch(self, time: Time) -> None:
+        for b in self.pending:
+            self.push(0, time, b)
+        self.pending = []
+
+    def process(self, time: Time, inputs: list[Batch | None]) -> None:
+        if inputs[0] is not None:
+            self.emit(time, inputs[0].consolidate())
+
+
+class Output(Operator):
+    """The changes of the last epoch and the current contents of a collection."""
+
+    kind = "output"
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.contents_trace = Trace(self.dtypes, tuple(range(len(self.schema))), ())
+        self._epoch_parts: list[Batch] = []
+        self.last_changes: Batch = self.empty_batch()
+
+    def process(self, time: Time, inputs: list[Batch | None]) -> None:
+        if inputs[0] is not None:
+            self._epoch_parts.append(inputs[0])
+
+    def end_epoch(self) -> None:
+        if self._epoch_parts:
+            self.last_changes = Batch.concat(self._epoch_parts).consolidate()
+        else:
+            self.last_changes = self.empty_batch()
+        self._epoch_parts = []
+        if len(self.last_changes):
+            b = self.last_changes
+            self.contents_trace.insert(b.cols, np.zeros((len(b), 0), dtype=np.int64), b.diff)
+        self.contents_trace.compact()
+
+    def consolidated(self) -> Batch:
+        cols, _, diff = self.contents_trace.all_updates()
+        return Batch(cols, diff)
+
+    def state(self) -> dict[str, tuple]:
+        return {"contents": self.contents_trace.all_updates()}
+
+    def load_state(self, state: dict[str, tuple]) -> None:
+        self.contents_trace = Trace(self.dtypes, tuple(range(len(self.schema))), ())
+        cols, times, diff = state["contents"]
+        self.contents_trace.insert(cols, times, diff)
+
+    # -- reading (user API) ----------------------------------------------------------------
+    def _table(self, b: Batch, diff_col: str | None) -> pa.Table:
+        arrays = {n: pa.array(c.tolist() if c.dtype == object else c)
+                  for n, c in zip(self.schema.names, b.cols, strict=True)}
+        if diff_col:
+            arrays[diff_col] = pa.array(b.diff, type=pa.int64())
+        return pa.table(arrays) if arrays else pa.table({"__empty__": pa.array([], pa.int8())})
+
+    def changes(self) -> pa.Table:
+        """The consolidated changes of the last epoch, with a ``__diff__`` column."""
+        return self._table(self.last_changes, "__diff__")
+
+    def contents(self) -> pa.Table:
+        """The current rows (a row with count n appears n times)."""
+        b = self.consolidated()
+        if (b.diff < 0).any():
+            bad = b.take(np.flatnonzero(b.diff < 0))
+            raise SchemaError(f"{self.name}: negative multiplicities in output: "
+                              f"{list(zip(*(c.tolist() for c in bad.cols), strict=True))[:5]}")
+        idx = np.repeat(np.arange(len(b)), b.diff)
+        return self._table(b.take(idx), None)
+
+    def counts(self) -> dict[tuple, int]:
+        """The current contents as ``{row: count}`` (plain Python values)."""
+        b = self.consolidated()
+        rows = zip(*(c.tolist() for c in b.cols), strict=True) if b.cols else [()] * len(b)
+        return {tuple(r): int(d) for r, d in zip(rows, b.diff.tolist(), strict=True)}
+
+    def changed_counts(self) -> dict[tuple, int]:
+        b = self.last_changes
+        rows = zip(*(c.tolist() for c in b.cols), strict=True) if b.cols else [()] * len(b)
+        return {tuple(r): int(d) for r, d in zip(rows, b.diff.tolist(), strict=True)}

@@ -1,0 +1,148 @@
+"""Reduce: a function of each key's accumulated group, corrected at interesting times.
+
+Correctness (CIDR 2013 §3.4; Foundations §3): the output must accumulate, at every time t,
+to ``f(A(t))`` per key.  The difference to emit at t is therefore
+``f(A(t)) − Σ_{s < t} out(s)``.  It can be non-zero only at times that are joins of the
+times of the key's input updates ("interesting times").  When a key is processed at t we
+join t with every time in the key's input and output history; each join greater than t is
+scheduled for this key.  Because every processed time is joined with the history, the
+schedule reaches the closure of the joins, so a change at an early loop iteration is
+corrected at every later iteration where older history of the key exists — even one at
+which the input did not change.
+
+The accumulation ``A(t)`` is gathered from the shared input arrangement (every update whose
+time is ``<= t``), and ``Σ out`` from this operator's own output trace.  Both are vectorized
+over all keys processed at t; the per-key function is a :class:`~ivm.operators.aggregates.Kernel`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ivm.batch import Batch, Columns, concat_columns, hash_rows, take
+from ivm.lattice import Time, join_rows, less_equal_rows
+from ivm.operators.aggregates import Kernel
+from ivm.operators.arrange import Arrange
+from ivm.operators.base import Operator
+from ivm.operators.join import pad_times
+from ivm.trace import Gathered, Trace
+
+
+def unique_keys(cols: Columns, n: int) -> tuple[np.ndarray, Columns]:
+    """Distinct key rows (exact, even under hash collisions) and their hashes."""
+    h = hash_rows(cols, n)
+    if n <= 1:
+        return h, cols
+    b = Batch(cols, np.ones(n, dtype=np.int64)).consolidate()
+    return hash_rows(b.cols, len(b)), b.cols
+
+
+class Reduce(Operator):
+    kind = "reduce"
+
+    def __init__(self, *args: Any, source: Arrange, kernel: Kernel, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.source = source
+        source.users += 1
+        self.kernel = kernel
+        self.key_idx = source.key_idx
+        self.kinds = self.scope.kinds
+        self.depth = len(self.kinds)
+        nkey = len(self.key_idx)
+        self.out = Trace(self.dtypes, tuple(range(nkey)), self.kinds)
+        self.scheduled: dict[Time, list[Columns]] = {}
+
+    def pending_times(self) -> list[Time]:
+        return [*self.inbox, *self.scheduled]
+
+    def has_work(self, time: Time) -> bool:
+        return time in self.inbox or time in self.scheduled
+
+    def _accumulate(self, found: Gathered, t_inner: tuple[int, ...]) -> Gathered:
+        if self.depth == 0:
+            return found
+        times = pad_times(found.times, self.depth)
+        m = less_equal_rows(times, t_inner, self.kinds)
+        if m.all():
+            return Gathered(found.owner, found.cols, times, found.diff)
+        idx = np.flatnonzero(m)
+        return Gathered(found.owner[idx], take(found.cols, idx), times[idx], found.diff[idx])
+
+    def process(self, time: Time, inputs: list[Batch | None]) -> None:
+        delta = inputs[0]
+        parts: list[Columns] = self.scheduled.pop(time, [])
+        if delta is not None:
+            parts = [*parts, tuple(delta.cols[i] for i in self.key_idx)]
+        if not parts:
+            return
+        keys = concat_columns(parts)
+        nkeys = len(keys[0]) if keys else max(len(delta) if delta is not None else 0, 1)
+        if not keys:
+            probe_h, probe_cols = hash_rows((), 1), ()
+        else:
+            probe_h, probe_cols = unique_keys(keys, nkeys)
+        t_inner = time[1:]
+
+        found = self.source.trace.lookup(probe_h, probe_cols, None)
+        acc = self._accumulate(found, t_inner)
+        # consolidate the accumulation per (key, row) and sort by key
+        b = Batch((acc.owner, *acc.cols), acc.diff).consolidate()
+        owner = b.cols[0]
+        order = np.argsort(owner, kind="stable")
+        group = owner[order]
+        rows = take(b.cols[1:], order)
+        counts = b.diff[order]
+        g_out, extra, mult = self.kernel.evaluate(group, rows, counts)
+        new_out = Batch(take(probe_cols, g_out) + extra, mult)
+
+        old = self.out.lookup(probe_h, probe_cols, None)
+        old_acc = self._accumulate(old, t_inner)
+        diff = Batch.concat([new_out, Batch(old_acc.cols, -old_acc.diff)]).consolidate()
+        if len(diff):
+            times = np.tile(np.asarray(t_inner, dtype=np.int64), (len(diff), 1)).reshape(
+                len(diff), self.depth)
+            self.out.insert(diff.cols, times, diff.diff)
+            self.emit(time, diff)
+
+        if self.depth:
+            self._schedule(time, probe_cols, found, old)
+
+    def _schedule(self, time: Time, probe_cols: Columns, found: Gathered, old: Gathered) -> None:
+        """Schedule every key at each join of ``time`` with a time in its history."""
+        t_inner = time[1:]
+        owners = np.concatenate([found.owner, old.owner])
+        if len(owners) == 0:
+            return
+        times = np.concatenate([pad_times(found.times, self.depth),
+                                pad_times(old.times, self.depth)])
+        joined = join_rows(times, t_inner, self.kinds)
+        later = np.flatnonzero(np.any(joined != np.asarray(t_inner), axis=1))
+        if len(later) == 0:
+            return
+        pairs = np.unique(np.column_stack([joined[later], owners[later]]), axis=0)
+        tcols = pairs[:, : self.depth]
+        uniq_t, inv = np.unique(tcols, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        for j in range(len(uniq_t)):
+            sel = pairs[inv == j, self.depth]
+            when = (time[0], *(int(x) for x in uniq_t[j]))
+            self.scheduled.setdefault(when, []).append(take(probe_cols, sel))
+
+    def end_epoch(self) -> None:
+        assert not self.scheduled, f"{self.name}: work scheduled past the end of the epoch"
+        self.out.compact()
+
+    def state(self) -> dict[str, tuple]:
+        return {"out": self.out.all_updates()}
+
+    def load_state(self, state: dict[str, tuple]) -> None:
+        self.out = Trace(self.dtypes, tuple(range(len(self.key_idx))), self.kinds)
+        cols, times, diff = state["out"]
+        self.out.insert(cols, times, diff)
+
+    def describe(self) -> str:
+        keys = [self.source.schema.names[i] for i in self.key_idx]
+        return (f"{self.name} {type(self.kernel).__name__} by {keys} over {self.source.name} "
+                f"out_rows={self.out.rows_held()}")

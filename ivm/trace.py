@@ -1,0 +1,225 @@
+"""Traces: the indexed, compacted history of a collection, arranged by key.
+
+A trace holds updates ``(row, inner time, diff)`` in immutable *runs*, each sorted by the
+hash of the key columns, so "every update for these keys" is a vectorized binary search per
+run (``np.searchsorted``) whose cost follows the size of the answer, not of the state.  Runs
+are merged geometrically, as differential dataflow's spines are: a new run is merged with
+the previous one while that one is not much larger, so there are O(log n) runs.  Merging
+consolidates: equal ``(row, time)`` updates are summed and cancelled ones dropped.
+
+Times kept here omit the epoch: at the end of every epoch each time is advanced to the next
+epoch's frontier (:func:`ivm.lattice.advance_rows`), so every kept time belongs to the
+current epoch — the compaction of CIDR 2013 §3.3.  State is then proportional to the
+distinct ``(row, loop counters)`` that are live, not to the history of changes.
+
+The updates of the time an operator is processing are *staged* apart from the committed
+runs: a consumer asks for the trace "as of strictly before" its time, which includes the
+staged updates unless they are at exactly that time.  This is what lets a join see each pair
+of updates exactly once (CIDR 2013 §3.2) and what the delta-query "nudge" uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ivm.batch import Batch, Columns, group_sorted, hash_rows, hash_times, take
+from ivm.lattice import Kinds, advance_rows
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Immutable updates sorted by key hash."""
+
+    keyhash: np.ndarray  # uint64, sorted
+    cols: Columns
+    times: np.ndarray  # (n, depth) int64 inner coordinates
+    diff: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.diff)
+
+
+def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges [lo, hi): (index of the range, position) of every element."""
+    counts = hi - lo
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(len(lo)), counts)
+    if total == 0:
+        return owner, owner
+    ends = np.cumsum(counts)
+    pos = np.arange(total) + np.repeat(lo - (ends - counts), counts)
+    return owner, pos
+
+
+def consolidate_updates(cols: Columns, times: np.ndarray, diff: np.ndarray,
+                        key_idx: tuple[int, ...]) -> Run:
+    """Sum equal ``(row, time)`` updates, drop zeros, and sort by key hash."""
+    n = len(diff)
+    rowh = hash_times(hash_rows(cols, n), times) if n else np.zeros(0, dtype=np.uint64)
+    if n > 1:
+        order = np.argsort(rowh, kind="stable")
+        cols_s = take(cols, order)
+        times_s = times[order]
+        starts = group_sorted(rowh[order], cols_s, times_s)
+        sums = np.add.reduceat(diff[order], starts)
+        keep = starts[sums != 0]
+        cols, times, diff = take(cols_s, keep), times_s[keep], sums[sums != 0]
+    elif n == 1 and diff[0] == 0:
+        cols, times, diff = take(cols, np.zeros(0, dtype=np.int64)), times[:0], diff[:0]
+    return sort_run(cols, times, diff, key_idx)
+
+
+def sort_run(cols: Columns, times: np.ndarray, diff: np.ndarray,
+             key_idx: tuple[int, ...]) -> Run:
+    n = len(diff)
+    kh = hash_rows([cols[i] for i in key_idx], n)
+    if n > 1:
+        order = np.argsort(kh, kind="stable")
+        return Run(kh[order], take(cols, order), times[order], diff[order])
+    return Run(kh, cols, times, diff)
+
+
+@dataclass(slots=True)
+class Gathered:
+    """Updates found for a set of probes: ``owner[j]`` is the probe that row j matched."""
+
+    owner: np.ndarray
+    cols: Columns
+    times: np.ndarray
+    diff: np.ndarray
+
+
+class Trace:
+    """An arrangement's state: runs of updates indexed by key (see the module docstring)."""
+
+    def __init__(self, dtypes: tuple[np.dtype, ...], key_idx: tuple[int, ...],
+                 kinds: Kinds) -> None:
+        self.dtypes = dtypes
+        self.key_idx = key_idx
+        self.kinds = kinds
+        self.depth = len(kinds)
+        self.runs: list[Run] = []
+        self.staged: Run | None = None
+        self.staged_time: tuple[int, ...] | None = None
+
+    # -- writing -------------------------------------------------------------------------
+    def stage(self, batch: Batch, time: tuple[int, ...]) -> None:
+        """Stage the updates of ``time`` (the time now being processed)."""
+        self.commit()
+        if len(batch) == 0:
+            return
+        times = np.tile(np.asarray(time[1:], dtype=np.int64), (len(batch), 1)).reshape(
+            len(batch), self.depth)
+        self.staged = sort_run(batch.cols, times, batch.diff, self.key_idx)
+        self.staged_time = time
+
+    def insert(self, cols: Columns, times: np.ndarray, diff: np.ndarray) -> None:
+        """Add committed updates at arbitrary inner times."""
+        if len(diff):
+            self._push(sort_run(cols, times, diff, self.key_idx))
+
+    def commit(self) -> None:
+        if self.staged is not None:
+            self._push(self.staged)
+            self.staged = None
+            self.staged_time = None
+
+    def _push(self, run: Run) -> None:
+        runs = self.runs
+        runs.append(run)
+        while len(runs) >= 2 and len(runs[-2]) <= 2 * len(runs[-1]):
+            b = runs.pop()
+            a = runs.pop()
+            runs.append(self._merge([a, b]))
+
+    def _merge(self, parts: list[Run]) -> Run:
+        cols = tuple(np.concatenate([p.cols[i] for p in parts]) for i in range(len(self.dtypes)))
+        times = np.concatenate([p.times for p in parts])
+        diff = np.concatenate([p.diff for p in parts])
+        return consolidate_updates(cols, times, diff, self.key_idx)
+
+    def compact(self) -> None:
+        """End of epoch: advance times to the next epoch's frontier and consolidate."""
+        self.commit()
+        if not self.runs:
+            return
+        from ivm.lattice import ALTNEU
+
+        if ALTNEU in self.kinds:
+            self.runs = [self._merge([Run(r.keyhash, r.cols, advance_rows(r.times, self.kinds),
+                                          r.diff) for r in self.runs])]
+        elif len(self.runs) > 1:
+            small = sum(len(r) for r in self.runs[1:])
+            if small * 2 > len(self.runs[0]):
+                self.runs = [self._merge(self.runs)]
+        if self.runs and len(self.runs[-1]) == 0:
+            self.runs = [r for r in self.runs if len(r)]
+
+    # -- reading -------------------------------------------------------------------------
+    def _visible(self, query_time: tuple[int, ...] | None) -> list[Run]:
+        runs = list(self.runs)
+        if self.staged is not None:
+            st = self.staged_time
+            assert st is not None
+            if query_time is None:
+                runs.append(self.staged)
+            else:
+                padded = st + (0,) * (len(query_time) - len(st))
+                if padded != query_time:
+                    runs.append(self.staged)
+        return runs
+
+    def lookup(self, probe_hash: np.ndarray, probe_cols: Columns,
+               before: tuple[int, ...] | None = None) -> Gathered:
+        """Every update whose key equals a probe's key.
+
+        ``probe_cols`` are the probes' key columns (used to reject hash collisions).
+        With ``before=t`` updates staged at exactly ``t`` are left out ("strictly before t"
+        for the time being processed); with ``None`` everything is included.
+        """
+        owners, cols_parts, times_parts, diff_parts = [], [], [], []
+        for run in self._visible(before):
+            if len(run) == 0:
+                continue
+            lo = np.searchsorted(run.keyhash, probe_hash, side="left")
+            hi = np.searchsorted(run.keyhash, probe_hash, side="right")
+            owner, pos = _expand(lo, hi)
+            if len(pos) == 0:
+                continue
+            owners.append(owner)
+            cols_parts.append(take(run.cols, pos))
+            times_parts.append(run.times[pos])
+            diff_parts.append(run.diff[pos])
+        if not owners:
+            return Gathered(np.zeros(0, dtype=np.int64),
+                            tuple(np.empty(0, dtype=d) for d in self.dtypes),
+                            np.zeros((0, self.depth), dtype=np.int64),
+                            np.zeros(0, dtype=np.int64))
+        owner = np.concatenate(owners) if len(owners) > 1 else owners[0]
+        cols = tuple(np.concatenate(cs) for cs in zip(*cols_parts, strict=True)) \
+            if len(cols_parts) > 1 else cols_parts[0]
+        times = np.concatenate(times_parts) if len(times_parts) > 1 else times_parts[0]
+        diff = np.concatenate(diff_parts) if len(diff_parts) > 1 else diff_parts[0]
+        # reject hash collisions: the key columns must really be equal
+        from ivm.batch import rows_equal
+
+        key_cols = tuple(cols[i] for i in self.key_idx)
+        ok = rows_equal(key_cols, np.arange(len(owner)), probe_cols, owner)
+        if not ok.all():
+            owner, cols, times, diff = owner[ok], take(cols, ok), times[ok], diff[ok]
+        return Gathered(owner, cols, times, diff)
+
+    def all_updates(self) -> tuple[Columns, np.ndarray, np.ndarray]:
+        """Every committed and staged update (for checkpoints and reading contents)."""
+        runs = self._visible(None)
+        if not runs:
+            return (tuple(np.empty(0, dtype=d) for d in self.dtypes),
+                    np.zeros((0, self.depth), dtype=np.int64), np.zeros(0, dtype=np.int64))
+        merged = self._merge(runs) if len(runs) > 1 else runs[0]
+        return merged.cols, merged.times, merged.diff
+
+    def rows_held(self) -> int:
+        n = sum(len(r) for r in self.runs)
+        return n + (len(self.staged) if self.staged is not None else 0)
