@@ -24,9 +24,9 @@ _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 def _mix(h: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer: a bijection of uint64 with good avalanche."""
-    with np.errstate(over="ignore"):
-        h = (h ^ (h >> _S30)) * _M1
-        h = (h ^ (h >> _S27)) * _M2
+    # integer array arithmetic wraps silently in numpy (no overflow checks on arrays)
+    h = (h ^ (h >> _S30)) * _M1
+    h = (h ^ (h >> _S27)) * _M2
     return h ^ (h >> _S31)
 
 
@@ -45,24 +45,26 @@ def hash_column(col: np.ndarray) -> np.ndarray:
         bits = out.view(np.uint64).copy()
         bits[integral] = asint[integral].view(np.uint64)
         return bits
-    return np.fromiter((hash(v) for v in col), dtype=np.int64, count=len(col)).view(np.uint64)
+    return np.fromiter(map(hash, col), dtype=np.int64, count=len(col)).view(np.uint64)
 
 
 def hash_rows(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     """Hash of each row of ``cols`` (``n`` rows; zero columns hash to a constant)."""
     h = np.full(n, _GOLDEN, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for c in cols:
-            h = _mix(h * _M2 + hash_column(c))
+    for c in cols:
+        h = _mix(h * _M2 + hash_column(c))
     return h
 
 
 def hash_times(h: np.ndarray, times: np.ndarray) -> np.ndarray:
     """Fold inner time coordinates into row hashes."""
-    with np.errstate(over="ignore"):
-        for k in range(times.shape[1]):
-            h = _mix(h * _M2 + times[:, k].astype(np.uint64))
+    for k in range(times.shape[1]):
+        h = _mix(h * _M2 + times[:, k].astype(np.uint64))
     return h
+
+
+def _eq(u: object, v: object) -> bool:
+    return bool(u == v)
 
 
 def take(cols: Columns, idx: np.ndarray) -> Columns:
@@ -75,15 +77,17 @@ def concat_columns(parts: Sequence[Columns]) -> Columns:
     return tuple(np.concatenate(cs) for cs in zip(*parts, strict=True))
 
 
-def rows_equal(a: Columns, ia: np.ndarray, b: Columns, ib: np.ndarray) -> np.ndarray:
-    """Row-wise equality of ``a[ia]`` and ``b[ib]`` (NULL equals NULL, as in grouping)."""
-    eq = np.ones(len(ia), dtype=bool)
+def rows_equal(a: Columns, ia: np.ndarray | None, b: Columns, ib: np.ndarray) -> np.ndarray:
+    """Row-wise equality of ``a[ia]`` and ``b[ib]`` (NULL equals NULL, as in grouping).
+
+    ``ia=None`` means every row of ``a`` in order.
+    """
+    eq = np.ones(len(ib), dtype=bool)
     for ca, cb in zip(a, b, strict=True):
-        x, y = ca[ia], cb[ib]
-        if x.dtype == object or y.dtype == object:
-            e = np.fromiter((u == v for u, v in zip(x, y, strict=True)), dtype=bool, count=len(x))
-        else:
-            e = x == y
+        x, y = (ca if ia is None else ca[ia]), cb[ib]
+        e = x == y
+        if not isinstance(e, np.ndarray) or e.dtype != np.bool_:
+            e = np.fromiter(map(_eq, x, y), dtype=bool, count=len(x))
         eq &= e
     return eq
 
@@ -141,14 +145,46 @@ class Batch:
     def consolidate(self) -> Batch:
         """Sum the diffs of equal rows and drop rows whose diff is zero."""
         n = len(self.diff)
-        if n == 0:
-            return self
-        h = hash_rows(self.cols, n)
-        if n == 1:
-            return self if self.diff[0] != 0 else self.take(np.zeros(0, dtype=np.int64))
-        order = np.argsort(h, kind="stable")
-        cols_s = take(self.cols, order)
-        starts = group_sorted(h[order], cols_s)
-        sums = np.add.reduceat(self.diff[order], starts)
-        keep = sums != 0
-        return Batch(take(cols_s, starts[keep]), sums[keep])
+        if n <= 1:
+            return self if n == 0 or self.diff[0] != 0 else self.take(_NONE)
+        keep, sums = consolidate_hashed(hash_rows(self.cols, n), self.cols, self.diff)
+        return Batch(take(self.cols, keep), sums)
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def consolidate_hashed(h: np.ndarray, cols: Columns, diff: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Group equal rows (hash ``h``, verified on ``cols``): a representative index of each
+    group with a non-zero sum, and that sum."""
+    if len(h) <= 1:
+        nz = np.flatnonzero(diff != 0)
+        return nz, diff[nz]
+    order = np.argsort(h)
+    starts = group_sorted(h[order], take(cols, order))
+    sums = np.add.reduceat(diff[order], starts)
+    nz = sums != 0
+    return order[starts[nz]], sums[nz]
+
+
+def combine_hash(h: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """Fold one more column into row hashes."""
+    return _mix(h * _M2 + hash_column(col))
+
+
+def unique_int_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of an int matrix (lexicographically sorted) and, per input row, the
+    index of its distinct row."""
+    n = mat.shape[0]
+    if n == 0:
+        return mat, _NONE
+    order = np.lexsort(mat.T[::-1])
+    srt = mat[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.any(srt[1:] != srt[:-1], axis=1, out=new[1:])
+    gid = np.cumsum(new) - 1
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = gid
+    return srt[new], inverse

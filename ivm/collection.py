@@ -82,9 +82,13 @@ class Collection:
         """``fn(*cols) -> (parent_index, columns)``: any number of output rows per row."""
         return self._unary(FlatMap, Schema.of(schema), fn=fn)
 
-    def project(self, *cols: ColumnRef) -> Collection:
+    def project(self, *cols: ColumnRef, names: Sequence[str] | None = None) -> Collection:
+        """Keep (and reorder) columns; ``names`` renames the result."""
         idx = self.schema.indices(list(cols))
-        return self._unary(Project, self.schema.select(idx), idx=idx)
+        schema = self.schema.select(idx)
+        if names is not None:
+            schema = schema.rename(list(names))
+        return self._unary(Project, schema, idx=idx)
 
     def rename(self, names: Sequence[str]) -> Collection:
         return self._unary(Project, self.schema.rename(list(names)),
@@ -212,6 +216,11 @@ class Collection:
                        entry=entry)[0]
 
     def enter_scope(self, scope: Scope) -> Collection:
+        """This collection as seen inside ``scope`` (a loop this collection's scope encloses).
+
+        ``iterate`` nests its loop in the deepest scope of its initial collections; enter
+        them first to iterate inside a deeper loop whose collections the body uses.
+        """
         return Collection(self.graph, self.graph._enter(self.op, scope))
 
     # -- alt/neu calculus ------------------------------------------------------------------

@@ -30,14 +30,17 @@ class Metrics:
 
     def __init__(self) -> None:
         self._rows: dict[tuple[int, Time], int] = defaultdict(int)
+        self._per_epoch: dict[int, int] = defaultdict(int)
         self._ops: dict[int, Operator] = {}
 
     def record(self, op: Operator, time: Time, rows: int) -> None:
         self._ops[op.id] = op
         self._rows[(op.id, time)] += rows
+        self._per_epoch[time[0]] += rows
 
     def clear(self) -> None:
         self._rows.clear()
+        self._per_epoch.clear()
 
     def differences(self, epoch: int | None = None) -> list[Difference]:
         """Every (operator, epoch, iteration) with the number of updates it processed."""
@@ -51,6 +54,8 @@ class Metrics:
 
     def total(self, epoch: int | None = None, kind: str | None = None) -> int:
         """Updates processed by every operator (optionally of one kind) in an epoch."""
+        if kind is None and epoch is not None:
+            return self._per_epoch.get(epoch, 0)
         return sum(n for (oid, t), n in self._rows.items()
                    if (epoch is None or t[0] == epoch)
                    and (kind is None or self._ops[oid].kind == kind))

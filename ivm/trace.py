@@ -24,8 +24,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ivm.batch import Batch, Columns, group_sorted, hash_rows, hash_times, take
+from ivm.batch import Batch, Columns, group_sorted, hash_rows, hash_times, rows_equal, take
 from ivm.lattice import Kinds, advance_rows
+
+
+#: runs smaller than this are merged eagerly, so lookups visit few runs
+SMALL_RUN = 256
+
+#: marker for "every row" in :func:`ivm.batch.rows_equal`
+_ALL = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +40,7 @@ class Run:
     """Immutable updates sorted by key hash."""
 
     keyhash: np.ndarray  # uint64, sorted
+    rowhash: np.ndarray  # uint64 hash of the whole row (times excluded)
     cols: Columns
     times: np.ndarray  # (n, depth) int64 inner coordinates
     diff: np.ndarray  # int64
@@ -41,44 +49,57 @@ class Run:
         return len(self.diff)
 
 
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
 def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ranges [lo, hi): (index of the range, position) of every element."""
     counts = hi - lo
     total = int(counts.sum())
-    owner = np.repeat(np.arange(len(lo)), counts)
     if total == 0:
-        return owner, owner
+        return _EMPTY, _EMPTY
+    if counts.max() == 1:
+        owner = np.flatnonzero(counts)
+        return owner, lo[owner]
+    owner = np.repeat(np.arange(len(lo)), counts)
     ends = np.cumsum(counts)
     pos = np.arange(total) + np.repeat(lo - (ends - counts), counts)
     return owner, pos
 
 
 def consolidate_updates(cols: Columns, times: np.ndarray, diff: np.ndarray,
-                        key_idx: tuple[int, ...]) -> Run:
+                        key_idx: tuple[int, ...], rowhash: np.ndarray | None = None,
+                        keyhash: np.ndarray | None = None) -> Run:
     """Sum equal ``(row, time)`` updates, drop zeros, and sort by key hash."""
     n = len(diff)
-    rowh = hash_times(hash_rows(cols, n), times) if n else np.zeros(0, dtype=np.uint64)
+    rowh = hash_rows(cols, n) if rowhash is None else rowhash
     if n > 1:
-        order = np.argsort(rowh, kind="stable")
+        h = hash_times(rowh, times) if times.shape[1] else rowh
+        order = np.argsort(h)
         cols_s = take(cols, order)
         times_s = times[order]
-        starts = group_sorted(rowh[order], cols_s, times_s)
+        starts = group_sorted(h[order], cols_s, times_s)
         sums = np.add.reduceat(diff[order], starts)
-        keep = starts[sums != 0]
-        cols, times, diff = take(cols_s, keep), times_s[keep], sums[sums != 0]
+        nz = sums != 0
+        keep = order[starts[nz]]
+        cols, times, diff, rowh = take(cols, keep), times[keep], sums[nz], rowh[keep]
+        if keyhash is not None:
+            keyhash = keyhash[keep]
     elif n == 1 and diff[0] == 0:
-        cols, times, diff = take(cols, np.zeros(0, dtype=np.int64)), times[:0], diff[:0]
-    return sort_run(cols, times, diff, key_idx)
+        return sort_run(take(cols, _EMPTY), times[:0], diff[:0], key_idx)
+    return sort_run(cols, times, diff, key_idx, rowh, keyhash)
 
 
 def sort_run(cols: Columns, times: np.ndarray, diff: np.ndarray,
-             key_idx: tuple[int, ...]) -> Run:
+             key_idx: tuple[int, ...], rowhash: np.ndarray | None = None,
+             keyhash: np.ndarray | None = None) -> Run:
     n = len(diff)
-    kh = hash_rows([cols[i] for i in key_idx], n)
+    kh = hash_rows([cols[i] for i in key_idx], n) if keyhash is None else keyhash
+    rh = hash_rows(cols, n) if rowhash is None else rowhash
     if n > 1:
-        order = np.argsort(kh, kind="stable")
-        return Run(kh[order], take(cols, order), times[order], diff[order])
-    return Run(kh, cols, times, diff)
+        order = np.argsort(kh)
+        return Run(kh[order], rh[order], take(cols, order), times[order], diff[order])
+    return Run(kh, rh, cols, times, diff)
 
 
 @dataclass(slots=True)
@@ -89,6 +110,7 @@ class Gathered:
     cols: Columns
     times: np.ndarray
     diff: np.ndarray
+    rowhash: np.ndarray
 
 
 class Trace:
@@ -105,14 +127,15 @@ class Trace:
         self.staged_time: tuple[int, ...] | None = None
 
     # -- writing -------------------------------------------------------------------------
-    def stage(self, batch: Batch, time: tuple[int, ...]) -> None:
+    def stage(self, batch: Batch, time: tuple[int, ...],
+              rowhash: np.ndarray | None = None) -> None:
         """Stage the updates of ``time`` (the time now being processed)."""
         self.commit()
         if len(batch) == 0:
             return
         times = np.tile(np.asarray(time[1:], dtype=np.int64), (len(batch), 1)).reshape(
             len(batch), self.depth)
-        self.staged = sort_run(batch.cols, times, batch.diff, self.key_idx)
+        self.staged = sort_run(batch.cols, times, batch.diff, self.key_idx, rowhash)
         self.staged_time = time
 
     def insert(self, cols: Columns, times: np.ndarray, diff: np.ndarray) -> None:
@@ -129,7 +152,8 @@ class Trace:
     def _push(self, run: Run) -> None:
         runs = self.runs
         runs.append(run)
-        while len(runs) >= 2 and len(runs[-2]) <= 2 * len(runs[-1]):
+        while len(runs) >= 2 and (len(runs[-2]) <= 2 * len(runs[-1])
+                                  or len(runs[-2]) + len(runs[-1]) <= SMALL_RUN):
             b = runs.pop()
             a = runs.pop()
             runs.append(self._merge([a, b]))
@@ -138,7 +162,9 @@ class Trace:
         cols = tuple(np.concatenate([p.cols[i] for p in parts]) for i in range(len(self.dtypes)))
         times = np.concatenate([p.times for p in parts])
         diff = np.concatenate([p.diff for p in parts])
-        return consolidate_updates(cols, times, diff, self.key_idx)
+        return consolidate_updates(cols, times, diff, self.key_idx,
+                                   np.concatenate([p.rowhash for p in parts]),
+                                   np.concatenate([p.keyhash for p in parts]))
 
     def compact(self) -> None:
         """End of epoch: advance times to the next epoch's frontier and consolidate."""
@@ -148,8 +174,9 @@ class Trace:
         from ivm.lattice import ALTNEU
 
         if ALTNEU in self.kinds:
-            self.runs = [self._merge([Run(r.keyhash, r.cols, advance_rows(r.times, self.kinds),
-                                          r.diff) for r in self.runs])]
+            self.runs = [self._merge([Run(r.keyhash, r.rowhash, r.cols,
+                                          advance_rows(r.times, self.kinds), r.diff)
+                                      for r in self.runs])]
         elif len(self.runs) > 1:
             small = sum(len(r) for r in self.runs[1:])
             if small * 2 > len(self.runs[0]):
@@ -179,7 +206,7 @@ class Trace:
         With ``before=t`` updates staged at exactly ``t`` are left out ("strictly before t"
         for the time being processed); with ``None`` everything is included.
         """
-        owners, cols_parts, times_parts, diff_parts = [], [], [], []
+        owners, runs_hit, positions = [], [], []
         for run in self._visible(before):
             if len(run) == 0:
                 continue
@@ -189,27 +216,32 @@ class Trace:
             if len(pos) == 0:
                 continue
             owners.append(owner)
-            cols_parts.append(take(run.cols, pos))
-            times_parts.append(run.times[pos])
-            diff_parts.append(run.diff[pos])
+            runs_hit.append(run)
+            positions.append(pos)
         if not owners:
-            return Gathered(np.zeros(0, dtype=np.int64),
-                            tuple(np.empty(0, dtype=d) for d in self.dtypes),
-                            np.zeros((0, self.depth), dtype=np.int64),
-                            np.zeros(0, dtype=np.int64))
-        owner = np.concatenate(owners) if len(owners) > 1 else owners[0]
-        cols = tuple(np.concatenate(cs) for cs in zip(*cols_parts, strict=True)) \
-            if len(cols_parts) > 1 else cols_parts[0]
-        times = np.concatenate(times_parts) if len(times_parts) > 1 else times_parts[0]
-        diff = np.concatenate(diff_parts) if len(diff_parts) > 1 else diff_parts[0]
+            return Gathered(_EMPTY, tuple(np.empty(0, dtype=d) for d in self.dtypes),
+                            np.zeros((0, self.depth), dtype=np.int64), _EMPTY,
+                            np.zeros(0, dtype=np.uint64))
+        if len(owners) == 1:
+            run, pos, owner = runs_hit[0], positions[0], owners[0]
+            cols = take(run.cols, pos)
+            times, diff, rowh = run.times[pos], run.diff[pos], run.rowhash[pos]
+        else:
+            owner = np.concatenate(owners)
+            cols = tuple(np.concatenate([r.cols[i][p] for r, p in zip(runs_hit, positions,
+                                                                         strict=True)])
+                         for i in range(len(self.dtypes)))
+            times = np.concatenate([r.times[p] for r, p in zip(runs_hit, positions, strict=True)])
+            diff = np.concatenate([r.diff[p] for r, p in zip(runs_hit, positions, strict=True)])
+            rowh = np.concatenate([r.rowhash[p] for r, p in zip(runs_hit, positions,
+                                                                  strict=True)])
         # reject hash collisions: the key columns must really be equal
-        from ivm.batch import rows_equal
-
         key_cols = tuple(cols[i] for i in self.key_idx)
-        ok = rows_equal(key_cols, np.arange(len(owner)), probe_cols, owner)
+        ok = rows_equal(key_cols, _ALL, probe_cols, owner)
         if not ok.all():
-            owner, cols, times, diff = owner[ok], take(cols, ok), times[ok], diff[ok]
-        return Gathered(owner, cols, times, diff)
+            owner, cols, times, diff, rowh = (owner[ok], take(cols, ok), times[ok], diff[ok],
+                                              rowh[ok])
+        return Gathered(owner, cols, times, diff, rowh)
 
     def all_updates(self) -> tuple[Columns, np.ndarray, np.ndarray]:
         """Every committed and staged update (for checkpoints and reading contents)."""

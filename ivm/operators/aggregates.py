@@ -144,7 +144,7 @@ class AggregateKernel(Kernel):
             return res
         g, v = group[sel], col[sel]
         h = hash_rows((g, v), len(sel))
-        order = np.argsort(h, kind="stable")
+        order = np.argsort(h)
         firsts = group_sorted(h[order], (g[order], v[order]))
         distinct_groups = g[order][firsts]
         uniq, cnt = np.unique(distinct_groups, return_counts=True)
@@ -163,9 +163,10 @@ class DistinctKernel(Kernel):
 
 
 def _sort_key(value: Any, descending: bool) -> tuple:
-    # Spark: NULLS FIRST for ascending, NULLS LAST for descending
+    # Spark: NULLS FIRST for ascending, NULLS LAST for descending.  A descending key is
+    # negated afterwards (``_neg``), so NULL ranks lowest here in both cases.
     if value is None:
-        return (0,) if not descending else (2,)
+        return (0,)
     return (1, value)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ivm.batch import Batch
+from ivm.batch import Batch, consolidate_hashed, hash_rows, take
 from ivm.lattice import Time
 from ivm.operators.base import Operator
 from ivm.trace import Trace
@@ -28,8 +28,10 @@ class Arrange(Operator):
         b = inputs[0]
         if b is None:
             return
-        b = b.consolidate()
-        self.trace.stage(b, time)
+        h = hash_rows(b.cols, len(b))
+        keep, sums = consolidate_hashed(h, b.cols, b.diff)
+        b = Batch(take(b.cols, keep), sums)
+        self.trace.stage(b, time, h[keep])
         self.emit(time, b)
 
     def end_epoch(self) -> None:

@@ -97,8 +97,9 @@ class Input(Operator):
         self.pending = []
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
+        # not consolidated here: every stateful consumer consolidates what it keeps
         if inputs[0] is not None:
-            self.emit(time, inputs[0].consolidate())
+            self.emit(time, inputs[0])
 
 
 class Output(Operator):

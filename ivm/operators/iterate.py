@@ -59,7 +59,7 @@ class Variable(Operator):
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         parts = [b for b in inputs if b is not None]
         if parts:
-            self.emit(time, Batch.concat(parts).consolidate())
+            self.emit(time, Batch.concat(parts))
 
 
 class Feedback(Operator):

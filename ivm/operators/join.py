@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ivm.batch import Batch, hash_rows, take
+from ivm.batch import Batch, hash_rows, take, unique_int_rows
 from ivm.lattice import Time, join_rows
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
@@ -74,9 +74,7 @@ class Join(Operator):
             return
         self.emit(time, out.take(np.flatnonzero(here)))
         rest = np.flatnonzero(~here)
-        later = times[rest]
-        uniq, inv = np.unique(later, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
+        uniq, inv = unique_int_rows(times[rest])
         for j in range(len(uniq)):
             sel = rest[inv == j]
             self.emit((time[0], *(int(x) for x in uniq[j])), out.take(sel))

@@ -21,7 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from ivm.batch import Batch, Columns, concat_columns, hash_rows, take
+from ivm.batch import (
+    Batch,
+    Columns,
+    combine_hash,
+    concat_columns,
+    consolidate_hashed,
+    hash_rows,
+    rows_equal,
+    take,
+    unique_int_rows,
+)
 from ivm.lattice import Time, join_rows, less_equal_rows
 from ivm.operators.aggregates import Kernel
 from ivm.operators.arrange import Arrange
@@ -35,8 +45,14 @@ def unique_keys(cols: Columns, n: int) -> tuple[np.ndarray, Columns]:
     h = hash_rows(cols, n)
     if n <= 1:
         return h, cols
-    b = Batch(cols, np.ones(n, dtype=np.int64)).consolidate()
-    return hash_rows(b.cols, len(b)), b.cols
+    uh, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    if len(uh) == n:
+        return h, cols
+    rep = first[inverse.reshape(-1)]
+    if not rows_equal(cols, None, cols, rep).all():  # a hash collision: group exactly
+        b = Batch(cols, np.ones(n, dtype=np.int64)).consolidate()
+        return hash_rows(b.cols, len(b)), b.cols
+    return uh, take(cols, first)
 
 
 class Reduce(Operator):
@@ -66,9 +82,10 @@ class Reduce(Operator):
         times = pad_times(found.times, self.depth)
         m = less_equal_rows(times, t_inner, self.kinds)
         if m.all():
-            return Gathered(found.owner, found.cols, times, found.diff)
+            return Gathered(found.owner, found.cols, times, found.diff, found.rowhash)
         idx = np.flatnonzero(m)
-        return Gathered(found.owner[idx], take(found.cols, idx), times[idx], found.diff[idx])
+        return Gathered(found.owner[idx], take(found.cols, idx), times[idx], found.diff[idx],
+                        found.rowhash[idx])
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         delta = inputs[0]
@@ -88,18 +105,26 @@ class Reduce(Operator):
         found = self.source.trace.lookup(probe_h, probe_cols, None)
         acc = self._accumulate(found, t_inner)
         # consolidate the accumulation per (key, row) and sort by key
-        b = Batch((acc.owner, *acc.cols), acc.diff).consolidate()
-        owner = b.cols[0]
-        order = np.argsort(owner, kind="stable")
+        keep, counts = consolidate_hashed(combine_hash(acc.rowhash, acc.owner),
+                                          (acc.owner, *acc.cols), acc.diff)
+        owner = acc.owner[keep]
+        order = np.argsort(owner)
         group = owner[order]
-        rows = take(b.cols[1:], order)
-        counts = b.diff[order]
+        rows = take(acc.cols, keep[order])
+        counts = counts[order]
         g_out, extra, mult = self.kernel.evaluate(group, rows, counts)
         new_out = Batch(take(probe_cols, g_out) + extra, mult)
 
         old = self.out.lookup(probe_h, probe_cols, None)
         old_acc = self._accumulate(old, t_inner)
-        diff = Batch.concat([new_out, Batch(old_acc.cols, -old_acc.diff)]).consolidate()
+        if len(old_acc.diff) == 0:
+            diff = new_out.consolidate()
+        else:
+            n_new = len(new_out)
+            both = Batch.concat([new_out, Batch(old_acc.cols, -old_acc.diff)])
+            h = np.concatenate([hash_rows(new_out.cols, n_new), old_acc.rowhash])
+            keep, sums = consolidate_hashed(h, both.cols, both.diff)
+            diff = Batch(take(both.cols, keep), sums)
         if len(diff):
             times = np.tile(np.asarray(t_inner, dtype=np.int64), (len(diff), 1)).reshape(
                 len(diff), self.depth)
@@ -121,10 +146,8 @@ class Reduce(Operator):
         later = np.flatnonzero(np.any(joined != np.asarray(t_inner), axis=1))
         if len(later) == 0:
             return
-        pairs = np.unique(np.column_stack([joined[later], owners[later]]), axis=0)
-        tcols = pairs[:, : self.depth]
-        uniq_t, inv = np.unique(tcols, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
+        pairs, _ = unique_int_rows(np.column_stack([joined[later], owners[later]]))
+        uniq_t, inv = unique_int_rows(pairs[:, : self.depth])
         for j in range(len(uniq_t)):
             sel = pairs[inv == j, self.depth]
             when = (time[0], *(int(x) for x in uniq_t[j]))

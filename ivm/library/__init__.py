@@ -1,0 +1,1 @@
+"""Dataflows built from the engine's primitives: graph algorithms of the papers."""
