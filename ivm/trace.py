@@ -20,6 +20,7 @@ of updates exactly once (CIDR 2013 §3.2) and what the delta-query "nudge" uses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -199,12 +200,17 @@ class Trace:
         return runs
 
     def lookup(self, probe_hash: np.ndarray, probe_cols: Columns,
-               before: tuple[int, ...] | None = None) -> Gathered:
+               before: tuple[int, ...] | None = None,
+               time_filter: Callable[[np.ndarray], np.ndarray] | None = None,
+               all_times: list[tuple[np.ndarray, np.ndarray]] | None = None) -> Gathered:
         """Every update whose key equals a probe's key.
 
         ``probe_cols`` are the probes' key columns (used to reject hash collisions).
         With ``before=t`` updates staged at exactly ``t`` are left out ("strictly before t"
         for the time being processed); with ``None`` everything is included.
+        ``time_filter(times) -> mask`` keeps only some updates before their columns are
+        gathered; ``all_times`` then receives ``(owner, times)`` of every match (a hash match:
+        collisions included, which only costs a spurious re-evaluation).
         """
         owners, runs_hit, positions = [], [], []
         for run in self._visible(before):
@@ -215,6 +221,15 @@ class Trace:
             owner, pos = _expand(lo, hi)
             if len(pos) == 0:
                 continue
+            if time_filter is not None:
+                times = run.times[pos]
+                if all_times is not None:
+                    all_times.append((owner, times))
+                m = time_filter(times)
+                if not m.all():
+                    owner, pos = owner[m], pos[m]
+                    if len(pos) == 0:
+                        continue
             owners.append(owner)
             runs_hit.append(run)
             positions.append(pos)

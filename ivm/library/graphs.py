@@ -41,12 +41,16 @@ def propagate_min_label(edges: Collection, seeds: Collection,
     return seeds.iterate(body, entry=entry)
 
 
-def connected_components(edges: Collection) -> Collection:
-    """Weakly connected components: ``(node, smallest node id in its component)``."""
+def connected_components(edges: Collection, prioritized: bool = False) -> Collection:
+    """Weakly connected components: ``(node, smallest node id in its component)``.
+
+    ``prioritized`` introduces small labels first (Foundations §5), so most nodes change
+    label once instead of once per smaller label that reaches them.
+    """
     both = symmetric(edges)
     nodes = both.project("src").distinct()
     seeds = nodes.map(lambda n: (n, n), NODE_LABEL)
-    return propagate_min_label(both, seeds)
+    return propagate_min_label(both, seeds, entry=_priority if prioritized else None)
 
 
 def reachable(edges: Collection, roots: Collection) -> Collection:

@@ -102,8 +102,10 @@ class Reduce(Operator):
             probe_h, probe_cols = unique_keys(keys, nkeys)
         t_inner = time[1:]
 
-        found = self.source.trace.lookup(probe_h, probe_cols, None)
-        acc = self._accumulate(found, t_inner)
+        hist: list[tuple[np.ndarray, np.ndarray]] | None = [] if self.depth else None
+        tf = self._time_filter(t_inner)
+        acc = self._accumulate(
+            self.source.trace.lookup(probe_h, probe_cols, None, tf, hist), t_inner)
         # consolidate the accumulation per (key, row) and sort by key
         keep, counts = consolidate_hashed(combine_hash(acc.rowhash, acc.owner),
                                           (acc.owner, *acc.cols), acc.diff)
@@ -115,8 +117,8 @@ class Reduce(Operator):
         g_out, extra, mult = self.kernel.evaluate(group, rows, counts)
         new_out = Batch(take(probe_cols, g_out) + extra, mult)
 
-        old = self.out.lookup(probe_h, probe_cols, None)
-        old_acc = self._accumulate(old, t_inner)
+        old_acc = self._accumulate(self.out.lookup(probe_h, probe_cols, None, tf, hist),
+                                   t_inner)
         if len(old_acc.diff) == 0:
             diff = new_out.consolidate()
         else:
@@ -131,25 +133,59 @@ class Reduce(Operator):
             self.out.insert(diff.cols, times, diff.diff)
             self.emit(time, diff)
 
-        if self.depth:
-            self._schedule(time, probe_cols, found, old)
+        if hist:
+            self._schedule(time, probe_cols, hist)
 
-    def _schedule(self, time: Time, probe_cols: Columns, found: Gathered, old: Gathered) -> None:
-        """Schedule every key at each join of ``time`` with a time in its history."""
+    def _time_filter(self, t_inner: tuple[int, ...]) -> Any:
+        if self.depth == 0:
+            return None
+        kinds = self.kinds
+        depth = self.depth
+
+        def keep(times: np.ndarray) -> np.ndarray:
+            return less_equal_rows(pad_times(times, depth), t_inner, kinds)
+
+        return keep
+
+    def _schedule(self, time: Time, probe_cols: Columns,
+                  hist: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Schedule every key at each join of ``time`` with a time in its history.
+
+        In a single loop (depth 1) the times of an epoch are totally ordered, so it is enough
+        to schedule each key at its *next* later history time: processing it there joins
+        that time with the history again and schedules the one after.
+        """
         t_inner = time[1:]
-        owners = np.concatenate([found.owner, old.owner])
+        owners = np.concatenate([o for o, _ in hist])
         if len(owners) == 0:
             return
-        times = np.concatenate([pad_times(found.times, self.depth),
-                                pad_times(old.times, self.depth)])
+        times = np.concatenate([pad_times(t, self.depth) for _, t in hist])
+        if self.depth == 1:
+            it = times[:, 0]
+            later = np.flatnonzero(it > t_inner[0])
+            if len(later) == 0:
+                return
+            o, it = owners[later], it[later]
+            order = np.lexsort((it, o))
+            o, it = o[order], it[order]
+            first = np.ones(len(o), dtype=bool)
+            first[1:] = o[1:] != o[:-1]
+            o, it = o[first], it[first]
+            for when_it in np.unique(it):
+                sel = o[it == when_it]
+                self.scheduled.setdefault((time[0], int(when_it)), []).append(
+                    take(probe_cols, sel))
+            return
         joined = join_rows(times, t_inner, self.kinds)
         later = np.flatnonzero(np.any(joined != np.asarray(t_inner), axis=1))
         if len(later) == 0:
             return
         pairs, _ = unique_int_rows(np.column_stack([joined[later], owners[later]]))
         uniq_t, inv = unique_int_rows(pairs[:, : self.depth])
+        order = np.argsort(inv, kind="stable")
+        bounds = np.searchsorted(inv[order], np.arange(len(uniq_t) + 1))
         for j in range(len(uniq_t)):
-            sel = pairs[inv == j, self.depth]
+            sel = pairs[order[bounds[j]:bounds[j + 1]], self.depth]
             when = (time[0], *(int(x) for x in uniq_t[j]))
             self.scheduled.setdefault(when, []).append(take(probe_cols, sel))
 

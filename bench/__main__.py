@@ -1,0 +1,65 @@
+"""``python -m bench <command>`` (``./run bench <command>``).
+
+Commands:
+  engine    W1/W2/W3 on the ivm engine with a recompute baseline (see bench/engine_bench.py)
+  report    print the markdown table of stored results (bench/results/engine_<scale>.json)
+  describe  generate the workloads of a scale and print their sizes
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def _report(argv: list[str]) -> int:
+    from bench.engine_bench import RESULTS_DIR, markdown
+
+    scales = argv or ["small", "medium"]
+    for scale in scales:
+        p = RESULTS_DIR / f"engine_{scale}.json"
+        if not p.exists():
+            print(f"(no {p})")
+            continue
+        print(markdown(json.loads(p.read_text())["workloads"], scale))
+        print()
+    return 0
+
+
+def _describe(argv: list[str]) -> int:
+    from bench import workloads as W
+
+    for scale in argv or ["small"]:
+        t = time.perf_counter()
+        w1 = W.make_wcc(scale)
+        w2 = W.make_reach(scale)
+        w3 = W.make_join(scale)
+        print(
+            f"{scale}: W1 {w1.n_nodes:,} nodes, window {w1.window:,}, {w1.n_steps} slides of "
+            f"{W.SLIDE}; W2 {w2.n_nodes:,} nodes, {len(w2.initial_edges):,} edges, roots "
+            f"{w2.roots}; W3 {len(w3.orders['id']):,} orders, {len(w3.customers['id']):,} "
+            f"customers; generated in {time.perf_counter() - t:.2f}s"
+        )
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(__doc__)
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "engine":
+        from bench.engine_bench import main as engine_main
+
+        return engine_main(rest)
+    if cmd == "report":
+        return _report(rest)
+    if cmd == "describe":
+        return _describe(rest)
+    print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,628 @@
+"""W1/W2/W3 on the ``ivm`` engine (in-process, Python API), with a from-scratch baseline.
+
+For each workload, in one process and on the same data:
+
+* the engine: initial computation (push the initial data, ``g.step()``), then per step the
+  time from pushing the change batch to ``g.step()`` returning with the output's changes
+  read (``out.changes()``); counted work per step (differences processed, from
+  ``g.metrics``) and rows held in arrangements;
+* a from-scratch recomputation baseline, as in ``../shared/peers``: networkx for W1 (graph
+  maintained in place, ``connected_components``) and W2 (multi-source BFS), DuckDB for W3
+  (DML on the base tables, then the view's SQL);
+* a check that the engine's output equals the baseline's after the initial computation, at
+  the middle step and at the last step (outside the timed regions).
+
+Results go to ``bench/results/engine_<scale>.json``; a markdown table (with the peers'
+medians read from ``../shared/peers/results/RESULTS.md``) is printed.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import re
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import ivm
+from bench import workloads as W
+from ivm.library.graphs import connected_components, reachable
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = ROOT / "bench" / "results"
+PEERS_RESULTS = ROOT.parent / "shared" / "peers" / "results" / "RESULTS.md"
+
+EDGE = [("src", "int64"), ("dst", "int64")]
+TARGET_MS = {"w1": 100.0, "w2": 5.0, "w3": 30.0}
+TARGET_INITIAL_S = 5.0
+PEER_NAMES = {"w1": "wcc-sliding", "w2": "reach", "w3": "join-agg"}
+TITLES = {"w1": "W1 WCC sliding window", "w2": "W2 reachability", "w3": "W3 join-aggregate"}
+
+clock = time.perf_counter
+# Process CPU time (all threads): on a shared, overloaded machine the wall-clock step times
+# include waiting for a core; CPU time is what the step would take with a core to itself.
+cpu = time.process_time
+
+
+def pct(xs: list[float], q: float) -> float | None:
+    """Linear-interpolated percentile (same rule as the peers' harness)."""
+    if not xs:
+        return None
+    s = sorted(xs)
+    k = (len(s) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def edge_cols(e: np.ndarray) -> dict[str, np.ndarray]:
+    return {"src": np.ascontiguousarray(e[:, 0]), "dst": np.ascontiguousarray(e[:, 1])}
+
+
+class Run:
+    """Collects the measurements of one workload run."""
+
+    def __init__(self, workload: str, scale: str, n_steps: int, profile: bool) -> None:
+        self.rec: dict[str, Any] = dict(
+            workload=workload, peer_name=PEER_NAMES[workload], scale=scale, steps=n_steps, checks=[]
+        )
+        self.step_s: list[float] = []
+        self.step_cpu_s: list[float] = []
+        self.base_step_s: list[float] = []
+        self.base_step_cpu_s: list[float] = []
+        self.diffs: list[int] = []
+        self.iterations: list[int] = []
+        self.checks = set(W.check_steps(n_steps))
+        self.profiler = cProfile.Profile() if profile else None
+        self.init_profiler = cProfile.Profile() if profile else None
+
+    def timed_step(self, g: ivm.Dataflow, push: Callable[[], None], out: ivm.Output) -> None:
+        """Push one change batch and step; the output's changes are read inside the timing."""
+        if self.profiler is not None:
+            self.profiler.enable()
+        c, t = cpu(), clock()
+        push()
+        rep = g.step()
+        out.changes()
+        dt, dc = clock() - t, cpu() - c
+        if self.profiler is not None:
+            self.profiler.disable()
+        self.step_s.append(dt)
+        self.step_cpu_s.append(dc)
+        self.diffs.append(rep.differences)
+        self.iterations.append(len(g.metrics.by_iteration(rep.epoch)))
+
+    def check(self, step: int, ok: bool, msg: str) -> None:
+        self.rec["checks"].append(dict(step=step, ok=bool(ok), msg=msg))
+        print(f"  check step {step}: {'OK' if ok else 'WRONG'} ({msg})", flush=True)
+
+    def finish(self, g: ivm.Dataflow, live_rows: int) -> dict[str, Any]:
+        r = self.rec
+        r["step_ms"] = [round(x * 1e3, 3) for x in self.step_s]
+        r["median_ms"] = statistics.median(self.step_s) * 1e3 if self.step_s else None
+        r["p90_ms"] = pct(self.step_s, 0.9) * 1e3 if self.step_s else None
+        r["cpu_median_ms"] = statistics.median(self.step_cpu_s) * 1e3 if self.step_s else None
+        r["cpu_p90_ms"] = pct(self.step_cpu_s, 0.9) * 1e3 if self.step_s else None
+        r["baseline_cpu_median_ms"] = (
+            statistics.median(self.base_step_cpu_s) * 1e3 if self.base_step_cpu_s else None
+        )
+        r["baseline_step_ms"] = [round(x * 1e3, 3) for x in self.base_step_s]
+        r["baseline_median_ms"] = (
+            statistics.median(self.base_step_s) * 1e3 if self.base_step_s else None
+        )
+        r["baseline_p90_ms"] = pct(self.base_step_s, 0.9) * 1e3 if self.base_step_s else None
+        r["differences_per_step"] = self.diffs
+        r["differences_median"] = statistics.median(self.diffs) if self.diffs else None
+        r["iterations_per_step"] = self.iterations
+        arr = g.arrangement_rows()
+        r["arrangement_rows_final"] = int(sum(arr.values()))
+        r["arrangement_rows_by_op"] = {k: int(v) for k, v in arr.items()}
+        r["live_input_rows"] = int(live_rows)
+        r["correct"] = all(c["ok"] for c in r["checks"]) if r["checks"] else None
+        if self.profiler is not None and self.init_profiler is not None:
+            r["profile"] = (
+                "=== engine steps ===\n"
+                + profile_text(self.profiler)
+                + "\n=== initial computation ===\n"
+                + profile_text(self.init_profiler)
+            )
+        return r
+
+
+def profile_text(prof: cProfile.Profile, top: int = 30) -> str:
+    s = io.StringIO()
+    st = pstats.Stats(prof, stream=s)
+    st.sort_stats("tottime").print_stats(top)
+    st.sort_stats("cumulative").print_stats(top)
+    return s.getvalue()
+
+
+# -- W1: WCC over a sliding window ----------------------------------------------------------
+
+
+def nx_labels(graph: Any, n: int) -> np.ndarray:
+    import networkx as nx
+
+    lab = np.arange(n, dtype=np.int64)
+    for comp in nx.connected_components(graph):
+        members = np.fromiter(comp, dtype=np.int64, count=len(comp))
+        lab[members] = members.min()
+    return lab
+
+
+def engine_labels(out: ivm.Output, n: int) -> np.ndarray:
+    """node -> label for all nodes; nodes without edges are their own component."""
+    t = out.contents()
+    lab = np.arange(n, dtype=np.int64)
+    nodes = t.column("node").to_numpy()
+    lab[nodes] = t.column("label").to_numpy()
+    if len(np.unique(nodes)) != len(nodes):
+        raise AssertionError("a node has more than one label")
+    return lab
+
+
+def run_w1(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
+    import networkx as nx
+
+    w = W.make_wcc(scale, seed, n_steps)
+    n = w.n_nodes
+    run = Run("w1", scale, n_steps, profile)
+    run.rec["size"] = dict(nodes=n, window=w.window, slide=W.SLIDE)
+
+    g = ivm.Dataflow("w1")
+    edges = g.input("edges", EDGE)
+    out = g.output(connected_components(edges), "wcc")
+    if run.init_profiler is not None:
+        run.init_profiler.enable()
+    c, t = cpu(), clock()
+    edges.insert(edge_cols(w.initial_edges))
+    rep = g.step()
+    out.changes()
+    run.rec["initial_s"] = clock() - t
+    if run.init_profiler is not None:
+        run.init_profiler.disable()
+    run.rec["initial_cpu_s"] = cpu() - c
+    run.rec["initial_differences"] = rep.differences
+    run.rec["initial_iterations"] = len(g.metrics.by_iteration(rep.epoch))
+    run.rec["arrangement_rows_initial"] = int(sum(g.arrangement_rows().values()))
+    print(
+        f"  engine initial {run.rec['initial_s']:.3f}s, {rep.differences:,} differences", flush=True
+    )
+
+    gx = nx.Graph()
+    gx.add_nodes_from(range(n))
+    t = clock()
+    gx.add_edges_from(w.initial_edges.tolist())
+    base = nx_labels(gx, n)
+    run.rec["baseline_initial_s"] = clock() - t
+
+    def compare(i: int) -> None:
+        got = engine_labels(out, n)
+        ref = base if baseline else nx_labels(gx, n)
+        bad = int(np.count_nonzero(got != ref))
+        run.check(i, bad == 0, f"{bad} of {n} labels differ")
+
+    compare(0)
+    for i in range(1, n_steps + 1):
+        rem, add = w.step(i)
+
+        def push(rem: np.ndarray = rem, add: np.ndarray = add) -> None:
+            edges.delete(edge_cols(rem))
+            edges.insert(edge_cols(add))
+
+        run.timed_step(g, push, out)
+        c, t = cpu(), clock()
+        gx.remove_edges_from(rem.tolist())
+        gx.add_edges_from(add.tolist())
+        if baseline:
+            base = nx_labels(gx, n)
+            run.base_step_s.append(clock() - t)
+            run.base_step_cpu_s.append(cpu() - c)
+        print(
+            f"  step {i}: engine {run.step_s[-1] * 1e3:.1f} ms "
+            f"(cpu {run.step_cpu_s[-1] * 1e3:.1f}) "
+            f"({run.diffs[-1]:,} diffs)"
+            + (f", networkx {run.base_step_s[-1] * 1e3:.1f} ms" if baseline else ""),
+            flush=True,
+        )
+        if i in run.checks:
+            compare(i)
+    run.rec["baseline"] = "networkx recompute (connected_components)"
+    return run.finish(g, w.window)
+
+
+# -- W2: reachability -----------------------------------------------------------------------
+
+
+def nx_reach(graph: Any, roots: list[int]) -> set[int]:
+    seen = set(roots)
+    frontier = list(roots)
+    succ = graph._succ
+    while frontier:
+        nxt = []
+        for x in frontier:
+            for y in succ[x]:
+                if y not in seen:
+                    seen.add(y)
+                    nxt.append(y)
+        frontier = nxt
+    return seen
+
+
+def run_w2(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
+    import networkx as nx
+
+    w = W.make_reach(scale, seed, n_steps)
+    run = Run("w2", scale, n_steps, profile)
+    run.rec["size"] = dict(
+        nodes=w.n_nodes, edges=len(w.initial_edges), roots=len(w.roots), changes=2 * W.REACH_CHANGES
+    )
+
+    g = ivm.Dataflow("w2")
+    edges = g.input("edges", EDGE)
+    roots = g.input("roots", [("node", "int64")])
+    out = g.output(reachable(edges, roots), "reach")
+    if run.init_profiler is not None:
+        run.init_profiler.enable()
+    c, t = cpu(), clock()
+    edges.insert(edge_cols(w.initial_edges))
+    roots.insert({"node": np.asarray(w.roots, dtype=np.int64)})
+    rep = g.step()
+    out.changes()
+    run.rec["initial_s"] = clock() - t
+    if run.init_profiler is not None:
+        run.init_profiler.disable()
+    run.rec["initial_cpu_s"] = cpu() - c
+    run.rec["initial_differences"] = rep.differences
+    run.rec["initial_iterations"] = len(g.metrics.by_iteration(rep.epoch))
+    run.rec["arrangement_rows_initial"] = int(sum(g.arrangement_rows().values()))
+    print(
+        f"  engine initial {run.rec['initial_s']:.3f}s, {rep.differences:,} differences", flush=True
+    )
+
+    gx = nx.DiGraph()
+    gx.add_nodes_from(range(w.n_nodes))
+    t = clock()
+    gx.add_edges_from(w.initial_edges.tolist())
+    base = nx_reach(gx, w.roots)
+    run.rec["baseline_initial_s"] = clock() - t
+
+    def compare(i: int) -> None:
+        col = out.contents().column("node").to_numpy()
+        got = set(col.tolist())
+        ref = base if baseline else nx_reach(gx, w.roots)
+        ok = got == ref and len(col) == len(got)
+        run.check(
+            i,
+            ok,
+            f"|reach| {len(col)} expected {len(ref)}, missing {len(ref - got)}, "
+            f"extra {len(got - ref)}",
+        )
+
+    compare(0)
+    for i in range(1, n_steps + 1):
+        rem, add = w.steps[i - 1]
+
+        def push(rem: np.ndarray = rem, add: np.ndarray = add) -> None:
+            edges.delete(edge_cols(rem))
+            edges.insert(edge_cols(add))
+
+        run.timed_step(g, push, out)
+        c, t = cpu(), clock()
+        gx.remove_edges_from(rem.tolist())
+        gx.add_edges_from(add.tolist())
+        if baseline:
+            base = nx_reach(gx, w.roots)
+            run.base_step_s.append(clock() - t)
+            run.base_step_cpu_s.append(cpu() - c)
+        print(
+            f"  step {i}: engine {run.step_s[-1] * 1e3:.2f} ms "
+            f"(cpu {run.step_cpu_s[-1] * 1e3:.2f}) "
+            f"({run.diffs[-1]:,} diffs)"
+            + (f", networkx {run.base_step_s[-1] * 1e3:.1f} ms" if baseline else ""),
+            flush=True,
+        )
+        if i in run.checks:
+            compare(i)
+    run.rec["baseline"] = "networkx recompute (multi-source BFS)"
+    return run.finish(g, len(w.initial_edges))
+
+
+# -- W3: orders ⋈ customers, filtered, grouped ---------------------------------------------
+
+VIEW_SQL = """SELECT c.id, c.region, COUNT(*) AS n, SUM(o.amount) AS total
+              FROM orders o JOIN customers c ON o.cust = c.id
+              WHERE o.status <> 'cancelled'
+              GROUP BY c.id, c.region"""
+ORDER = [("id", "int64"), ("cust", "int64"), ("amount", "int64"), ("status", "str")]
+CUSTOMER = [("id", "int64"), ("name", "str"), ("region", "str")]
+
+
+def build_w3(g: ivm.Dataflow) -> tuple[ivm.InputCollection, ivm.InputCollection, ivm.Output]:
+    """The view on the engine: filter → join → reduce (count, sum) per (c.id, c.region)."""
+    orders = g.input("orders", ORDER)
+    customers = g.input("customers", CUSTOMER)
+    live = orders.filter(lambda id, cust, amount, status: status != "cancelled")
+    joined = live.project("cust", "amount").join(
+        customers.project("id", "region"), on=[("cust", "id")]
+    )
+    view = joined.reduce(["id", "region"], [("count",), ("sum", "amount")], names=["n", "total"])
+    return orders, customers, g.output(view, "customer_totals")
+
+
+def rows_of(table: Any) -> dict[int, tuple[str, int, int]]:
+    d = table.to_pydict() if hasattr(table, "to_pydict") else table
+    cols = list(d.values())
+    return {int(c): (str(r), int(n), int(t)) for c, r, n, t in zip(*cols, strict=True)}
+
+
+def run_w3(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
+    import duckdb
+    import pandas as pd
+
+    w = W.make_join(scale, seed, n_steps)
+    run = Run("w3", scale, n_steps, profile)
+    run.rec["size"] = dict(
+        orders=len(w.orders["id"]),
+        customers=len(w.customers["id"]),
+        insert=W.N_INSERT,
+        delete=W.N_DELETE,
+        update=W.N_UPDATE,
+    )
+
+    g = ivm.Dataflow("w3")
+    orders, customers, out = build_w3(g)
+    if run.init_profiler is not None:
+        run.init_profiler.enable()
+    c, t = cpu(), clock()
+    customers.insert(w.customers)
+    orders.insert(w.orders)
+    rep = g.step()
+    out.changes()
+    run.rec["initial_s"] = clock() - t
+    if run.init_profiler is not None:
+        run.init_profiler.disable()
+    run.rec["initial_cpu_s"] = cpu() - c
+    run.rec["initial_differences"] = rep.differences
+    run.rec["arrangement_rows_initial"] = int(sum(g.arrangement_rows().values()))
+    print(
+        f"  engine initial {run.rec['initial_s']:.3f}s, {rep.differences:,} differences", flush=True
+    )
+
+    con = duckdb.connect(":memory:")
+    con.execute("SET threads = 2")
+    cdf = pd.DataFrame(w.customers)  # noqa: F841  (read by DuckDB's replacement scan)
+    odf = pd.DataFrame(w.orders)  # noqa: F841
+    con.execute("CREATE TABLE customers (id BIGINT PRIMARY KEY, name VARCHAR, region VARCHAR)")
+    con.execute("INSERT INTO customers SELECT id, name, region FROM cdf")
+    t = clock()
+    con.execute(
+        "CREATE TABLE orders (id BIGINT PRIMARY KEY, cust BIGINT, amount BIGINT, status VARCHAR)"
+    )
+    con.execute("INSERT INTO orders SELECT id, cust, amount, status FROM odf")
+    base = con.execute(VIEW_SQL).fetchall()
+    run.rec["baseline_initial_s"] = clock() - t
+
+    def compare(i: int) -> None:
+        got = rows_of(out.contents())
+        ref_rows = base if baseline else con.execute(VIEW_SQL).fetchall()
+        ref = {int(c): (str(r), int(n), int(tt)) for c, r, n, tt in ref_rows}
+        bad = sum(1 for k in set(got) | set(ref) if got.get(k) != ref.get(k))
+        run.check(
+            i,
+            bad == 0 and len(got) == out.contents().num_rows,
+            f"{len(got)} groups, expected {len(ref)}, {bad} differ",
+        )
+
+    compare(0)
+    for i in range(1, n_steps + 1):
+        st = w.steps[i - 1]
+
+        def push(st: W.JoinStep = st) -> None:
+            orders.delete(st.delete)
+            orders.update(st.update_old, st.update_new)  # delete old row + insert new row
+            orders.insert(st.insert)
+
+        run.timed_step(g, push, out)
+        dl = pd.DataFrame({"id": st.delete["id"]})  # noqa: F841
+        up = pd.DataFrame({"id": st.update_new["id"], "status": st.update_new["status"]})  # noqa: F841
+        ins = pd.DataFrame(st.insert)  # noqa: F841
+        c, t = cpu(), clock()
+        con.execute("DELETE FROM orders WHERE id IN (SELECT id FROM dl)")
+        con.execute("UPDATE orders SET status = up.status FROM up WHERE orders.id = up.id")
+        con.execute("INSERT INTO orders SELECT id, cust, amount, status FROM ins")
+        if baseline:
+            base = con.execute(VIEW_SQL).fetchall()
+            run.base_step_s.append(clock() - t)
+            run.base_step_cpu_s.append(cpu() - c)
+        print(
+            f"  step {i}: engine {run.step_s[-1] * 1e3:.1f} ms "
+            f"(cpu {run.step_cpu_s[-1] * 1e3:.1f}) "
+            f"({run.diffs[-1]:,} diffs)"
+            + (f", duckdb {run.base_step_s[-1] * 1e3:.1f} ms" if baseline else ""),
+            flush=True,
+        )
+        if i in run.checks:
+            compare(i)
+    run.rec["baseline"] = "DuckDB recompute (DML + view SQL + fetch), threads=2"
+    live = len(w.orders["id"]) + n_steps * (W.N_INSERT - W.N_DELETE)
+    return run.finish(g, live + len(w.customers["id"]))
+
+
+RUNNERS = {"w1": run_w1, "w2": run_w2, "w3": run_w3}
+ALIASES = {"wcc-sliding": "w1", "wcc": "w1", "reach": "w2", "join-agg": "w3", "join": "w3"}
+
+
+# -- peers and reporting --------------------------------------------------------------------
+
+
+def peer_medians(scale: str, path: Path = PEERS_RESULTS) -> dict[str, dict[str, float]]:
+    """``{workload: {peer: median ms}}`` from the peers' RESULTS.md (its per-scale tables)."""
+    out: dict[str, dict[str, float]] = {}
+    if not path.exists():
+        return out
+    text = path.read_text()
+    m = re.search(rf"^## Scale: {re.escape(scale)}\s*$(.*?)(?=^## |\Z)", text, re.S | re.M)
+    if not m:
+        return out
+    for sec in re.finditer(r"^### (\S+)[^\n]*\n(.*?)(?=^### |\Z)", m.group(1), re.S | re.M):
+        wl = sec.group(1)
+        for line in sec.group(2).splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) < 6 or cells[0] in ("peer", "") or set(cells[0]) <= {"-"}:
+                continue
+            try:
+                out.setdefault(wl, {})[cells[0]] = float(cells[4])
+            except ValueError:
+                continue
+    return out
+
+
+def fmt(x: float | None, nd: int = 1) -> str:
+    return "—" if x is None else f"{x:,.{nd}f}"
+
+
+def markdown(results: dict[str, dict], scale: str) -> str:
+    peers = peer_medians(scale)
+    lines = [
+        f"### Engine benchmark, scale {scale}",
+        "",
+        "Step times in ms: wall-clock median / p90, and (CPU) the process CPU time median — "
+        "the machine is shared, so wall time includes waiting for a core (see `load`).",
+        "",
+        "| workload | initial s (CPU) | median ms (CPU) | p90 ms | target ms | "
+        "baseline median ms (CPU) | peers median ms (RESULTS.md) | diffs/step | "
+        "arranged rows | load 1m | correct |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for wl in ("w1", "w2", "w3"):
+        r = results.get(wl)
+        if r is None:
+            continue
+        pm = peers.get(PEER_NAMES[wl], {})
+        keep = ("pathway", "pathway_t2", "networkx", "duckdb")
+        peer_s = ", ".join(f"{p} {pm[p]:g}" for p in keep if p in pm) or "—"
+        base = r.get("baseline", "").split(" ")[0]
+        load = r.get("loadavg_1m") or []
+        lines.append(
+            f"| {TITLES[wl]} | {fmt(r.get('initial_s'), 2)} ({fmt(r.get('initial_cpu_s'), 2)}) | "
+            f"{fmt(r.get('median_ms'))} ({fmt(r.get('cpu_median_ms'))}) | "
+            f"{fmt(r.get('p90_ms'))} | {TARGET_MS[wl]:g} | "
+            f"{fmt(r.get('baseline_median_ms'))} ({fmt(r.get('baseline_cpu_median_ms'))}) "
+            f"{base} | {peer_s} | "
+            f"{fmt(r.get('differences_median'), 0)} | {r.get('arrangement_rows_final', 0):,} | "
+            f"{'–'.join(f'{x:.1f}' for x in load)} | "
+            f"{'yes' if r.get('correct') else 'NO'}{' (profiled)' if r.get('profiled') else ''} |"
+        )
+    lines.append("")
+    lines.append(f"Targets: per-step median as above, initial ≤ {TARGET_INITIAL_S:g} s.")
+    return "\n".join(lines)
+
+
+def engine_fingerprint() -> str:
+    """A hash of the engine's sources: the lead tunes ``ivm/`` between runs, so every stored
+    result says which engine code produced it."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted((ROOT / "ivm").rglob("*.py")):
+        h.update(f.relative_to(ROOT).as_posix().encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def store(results: dict[str, dict], scale: str, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    p = out_dir / f"engine_{scale}.json"
+    data: dict[str, Any] = {}
+    if p.exists():
+        try:
+            data = json.loads(p.read_text())
+        except ValueError:
+            data = {}
+    data.setdefault("workloads", {}).update(results)
+    data["machine"] = dict(
+        python=platform.python_version(), cores=os.cpu_count(), platform=platform.platform()
+    )
+    data["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    tmp = p.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=float))
+    os.replace(tmp, p)
+    return p
+
+
+def parse_workloads(spec: str) -> list[str]:
+    if spec == "all":
+        return ["w1", "w2", "w3"]
+    out = []
+    for s in spec.split(","):
+        s = ALIASES.get(s.strip().lower(), s.strip().lower())
+        if s not in RUNNERS:
+            raise SystemExit(f"unknown workload {s!r}: use w1,w2,w3 or all")
+        out.append(s)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m bench engine",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--scale", default="small", choices=sorted(W.SCALES))
+    ap.add_argument("--workload", default="all", help="all, or a comma list of w1,w2,w3")
+    ap.add_argument("--steps", type=int, default=W.N_STEPS)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip timing the recompute baseline (outputs are still checked)",
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile the engine's timed steps; top entries go to the JSON "
+        "and to bench/results/profile_<workload>_<scale>.txt",
+    )
+    ap.add_argument("--out", type=Path, default=RESULTS_DIR)
+    ap.add_argument("--no-store", action="store_true")
+    a = ap.parse_args(argv)
+
+    results: dict[str, dict] = {}
+    for wl in parse_workloads(a.workload):
+        print(f"[engine] {TITLES[wl]} scale={a.scale} steps={a.steps}", flush=True)
+        load_before = os.getloadavg()[0]
+        rec = RUNNERS[wl](a.scale, a.seed, a.steps, not a.no_baseline, a.profile)
+        rec["seed"] = a.seed
+        rec["profiled"] = a.profile
+        rec["engine_fingerprint"] = engine_fingerprint()
+        rec["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        # the machine is shared: record how busy it was (1-minute load average)
+        rec["loadavg_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+        prof = rec.pop("profile", None)
+        if prof is not None and not a.no_store:
+            a.out.mkdir(parents=True, exist_ok=True)
+            (a.out / f"profile_{wl}_{a.scale}.txt").write_text(prof)
+        results[wl] = rec
+        print(
+            f"  => initial {rec['initial_s']:.3f}s, median {fmt(rec['median_ms'], 2)} ms, "
+            f"p90 {fmt(rec['p90_ms'], 2)} ms, cpu median {fmt(rec['cpu_median_ms'], 2)} ms, "
+            f"baseline median "
+            f"{fmt(rec['baseline_median_ms'], 1)} ms, correct={rec['correct']}",
+            flush=True,
+        )
+    if not a.no_store:
+        print(f"stored {store(results, a.scale, a.out)}")
+    print()
+    print(markdown(results, a.scale))
+    return 0 if all(r.get("correct") for r in results.values()) else 1

@@ -1,0 +1,60 @@
+"""Tables, views, Delta I/O, change feeds, state checkpoints and atomic refresh commits.
+
+Modules, one job each:
+
+* :mod:`catalog.errors` — the typed errors (``CatalogError`` and subclasses);
+* :mod:`catalog.names` — identifiers (``name`` / ``db.name``), validated and normalized;
+* :mod:`catalog.paths` — the warehouse layout; nothing is written outside it;
+* :mod:`catalog.dtypes` — Delta/Arrow types <-> engine dtypes;
+* :mod:`catalog.delta` — Delta tables through delta-rs: create, insert/delete/update/merge,
+  snapshots, history, commit metadata;
+* :mod:`catalog.changes` — a table's change data feed as ``(row, __diff__)`` batches;
+* :mod:`catalog.view_table` — how a view is stored (append-only updates) and read;
+* :mod:`catalog.checkpoint` — atomic state checkpoints;
+* :mod:`catalog.refresh` — the atomic refresh protocol (checkpoint, then idempotent commits);
+* :mod:`catalog.store` — the persisted list of tables and views;
+* :mod:`catalog.manager` — :class:`Catalog`, the facade the Session uses.
+"""
+
+from __future__ import annotations
+
+from catalog.errors import (
+    CatalogError,
+    CheckpointError,
+    DeltaOperationError,
+    DependencyError,
+    DroppedInputError,
+    InvalidIdentifierError,
+    InvalidPathError,
+    NameClashError,
+    NotADeltaTableError,
+    RecoveryError,
+    SchemaChangeError,
+    UnknownTableError,
+    UnknownViewError,
+    UnsupportedTypeError,
+)
+from catalog.manager import Catalog
+from catalog.names import Identifier, parse_identifier
+from catalog.paths import Warehouse
+
+__all__ = [
+    "Catalog",
+    "CatalogError",
+    "CheckpointError",
+    "DeltaOperationError",
+    "DependencyError",
+    "DroppedInputError",
+    "Identifier",
+    "InvalidIdentifierError",
+    "InvalidPathError",
+    "NameClashError",
+    "NotADeltaTableError",
+    "RecoveryError",
+    "SchemaChangeError",
+    "UnknownTableError",
+    "UnknownViewError",
+    "UnsupportedTypeError",
+    "Warehouse",
+    "parse_identifier",
+]

@@ -1,0 +1,255 @@
+"""State checkpoints: a dataflow's ``g.state()`` saved atomically under the warehouse.
+
+Layout of one checkpoint group (one dataflow, named by an identifier)::
+
+    _ivm/checkpoints/<db>/<group>/
+      CURRENT                       {"epoch": 7, "dir": "epoch-000000000007-3f2a9c1e"}
+      epoch-000000000007-3f2a9c1e/
+        manifest.json               epoch, input versions, file of each state / pending table
+        state-00000.arrow ...       Arrow IPC files, one per entry of g.state()
+        pending-00000.arrow ...     the view changes of this epoch (see catalog.refresh)
+      .tmp-<uuid>/                  a checkpoint being written (removed on the next save)
+
+Atomicity: a checkpoint is written into a fresh ``.tmp-*`` directory (files fsynced), renamed
+to its final ``epoch-*`` name, and only then made current by replacing ``CURRENT`` with
+``os.replace`` (write temp file, fsync, rename, fsync the directory).  A crash at any point
+leaves ``CURRENT`` naming either the old complete checkpoint or the new complete one; leftover
+directories are garbage-collected by the next save.  Table keys are never used as file names
+(the manifest maps them), so any string key is safe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from catalog.errors import CheckpointError
+from catalog.paths import Warehouse
+
+FORMAT = 1
+CURRENT = "CURRENT"
+Hook = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One saved epoch of a dataflow.
+
+    ``state``: the engine's ``g.state()``; ``pending``: per view, the change batch of this
+    epoch (row columns + ``__diff__``) that the view table must receive; ``input_versions``:
+    the Delta version of every input the state reflects; ``meta``: JSON-able extras (e.g. a
+    fingerprint of the view definitions).
+    """
+
+    group: str
+    epoch: int
+    input_versions: Mapping[str, int]
+    state: Mapping[str, pa.Table] = field(default_factory=dict)
+    pending: Mapping[str, pa.Table] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if int(self.epoch) < 0:
+            raise CheckpointError(f"checkpoint epoch must be >= 0, got {self.epoch}")
+        for k, v in self.input_versions.items():
+            if int(v) < 0:
+                raise CheckpointError(f"input {k!r}: version must be >= 0, got {v}")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A checkpoint's manifest without its tables (cheap to read)."""
+
+    group: str
+    epoch: int
+    input_versions: Mapping[str, int]
+    pending_views: tuple[str, ...]
+    meta: Mapping[str, Any]
+    directory: Path
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_table(path: Path, table: pa.Table) -> None:
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_table(path: Path) -> pa.Table:
+    with pa.memory_map(str(path), "r") as source:
+        return pa.ipc.open_file(source).read_all()
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically (temp file, fsync, ``os.replace``)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+class CheckpointStore:
+    """Saves and loads the checkpoints of the dataflows of one warehouse."""
+
+    def __init__(self, warehouse: Warehouse, *, keep: int = 2) -> None:
+        self.warehouse = warehouse
+        self.keep = max(1, keep)
+
+    def directory(self, group: str) -> Path:
+        return self.warehouse.checkpoint_dir(group)
+
+    # -- reading --------------------------------------------------------------------------
+    def manifest(self, group: str) -> Manifest | None:
+        """The current checkpoint's manifest, or ``None`` if the group has none."""
+        base = self.directory(group)
+        pointer = base / CURRENT
+        if not pointer.exists():
+            return None
+        try:
+            cur = json.loads(pointer.read_text(encoding="utf-8"))
+            d = self.warehouse.check_inside(base / cur["dir"])
+            m = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError) as exc:
+            raise CheckpointError(f"checkpoint of {group!r} is unreadable: {exc}") from exc
+        if m.get("format") != FORMAT or int(m["epoch"]) != int(cur["epoch"]):
+            raise CheckpointError(f"checkpoint of {group!r} has an unexpected manifest")
+        return Manifest(
+            group=group,
+            epoch=int(m["epoch"]),
+            input_versions={k: int(v) for k, v in m["input_versions"].items()},
+            pending_views=tuple(m["pending"]),
+            meta=m.get("meta", {}),
+            directory=d,
+        )
+
+    def current_epoch(self, group: str) -> int | None:
+        m = self.manifest(group)
+        return None if m is None else m.epoch
+
+    def load(self, group: str) -> Checkpoint | None:
+        """The current checkpoint with its tables, or ``None``."""
+        m = self.manifest(group)
+        if m is None:
+            return None
+        raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
+        try:
+            state = {k: _read_table(m.directory / f) for k, f in raw["state"].items()}
+            pending = {k: _read_table(m.directory / f) for k, f in raw["pending"].items()}
+        except (OSError, pa.ArrowException) as exc:
+            raise CheckpointError(f"checkpoint of {group!r} is unreadable: {exc}") from exc
+        return Checkpoint(
+            group=group,
+            epoch=m.epoch,
+            input_versions=m.input_versions,
+            state=state,
+            pending=pending,
+            meta=m.meta,
+        )
+
+    # -- writing --------------------------------------------------------------------------
+    def save(self, ckpt: Checkpoint, *, hook: Hook | None = None) -> Path:
+        """Write ``ckpt`` and make it current, atomically; returns its directory.
+
+        The epoch must be greater than the current checkpoint's.  ``hook(step)`` is called
+        after ``"files_written"`` and ``"renamed"`` (crash-injection points for tests).
+        """
+        base = self.directory(ckpt.group)
+        base.mkdir(parents=True, exist_ok=True)
+        current = self.current_epoch(ckpt.group)
+        if current is not None and ckpt.epoch <= current:
+            raise CheckpointError(
+                f"checkpoint of {ckpt.group!r}: epoch {ckpt.epoch} is not after {current}"
+            )
+        self._collect_garbage(base, keep_current=True)
+        tmp = base / f".tmp-{uuid.uuid4().hex}"
+        tmp.mkdir()
+        state_files: dict[str, str] = {}
+        pending_files: dict[str, str] = {}
+        try:
+            for i, (key, table) in enumerate(ckpt.state.items()):
+                state_files[str(key)] = f"state-{i:05d}.arrow"
+                _write_table(tmp / state_files[str(key)], _as_table(table, key))
+            for i, (view, table) in enumerate(ckpt.pending.items()):
+                pending_files[str(view)] = f"pending-{i:05d}.arrow"
+                _write_table(tmp / pending_files[str(view)], _as_table(table, view))
+            manifest = {
+                "format": FORMAT,
+                "group": ckpt.group,
+                "epoch": int(ckpt.epoch),
+                "input_versions": {k: int(v) for k, v in ckpt.input_versions.items()},
+                "state": state_files,
+                "pending": pending_files,
+                "meta": dict(ckpt.meta),
+            }
+            write_json_atomic(tmp / "manifest.json", manifest)
+        except (OSError, TypeError, ValueError, pa.ArrowException) as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise CheckpointError(f"cannot write checkpoint of {ckpt.group!r}: {exc}") from exc
+        if hook:
+            hook("files_written")
+        final = base / f"epoch-{int(ckpt.epoch):012d}-{uuid.uuid4().hex[:8]}"
+        os.rename(tmp, final)
+        _fsync_dir(base)
+        if hook:
+            hook("renamed")
+        write_json_atomic(base / CURRENT, {"epoch": int(ckpt.epoch), "dir": final.name})
+        self._collect_garbage(base, keep_current=True)
+        return final
+
+    def clear(self, group: str) -> None:
+        """Delete every checkpoint of ``group`` (e.g. when its view is dropped)."""
+        base = self.directory(group)
+        if base.exists():
+            shutil.rmtree(base)
+
+    def _collect_garbage(self, base: Path, *, keep_current: bool) -> None:
+        current = None
+        pointer = base / CURRENT
+        if keep_current and pointer.exists():
+            try:
+                current = json.loads(pointer.read_text(encoding="utf-8"))["dir"]
+            except (OSError, ValueError, KeyError):
+                return  # never delete anything while the pointer is unreadable
+        dirs = sorted(d.name for d in base.iterdir() if d.is_dir() and d.name.startswith("epoch-"))
+        older = [d for d in dirs if d != current and (current is None or d < current)]
+        newer = [d for d in dirs if current is not None and d > current]
+        doomed = older[: max(0, len(older) - (self.keep - 1))] + newer
+        for entry in base.iterdir():
+            if entry.name.startswith(".tmp-") or entry.name.startswith(f".{CURRENT}."):
+                doomed.append(entry.name)
+        for name in doomed:
+            target = base / name
+            if target.is_dir():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+
+
+def _as_table(value: Any, key: object) -> pa.Table:
+    if isinstance(value, pa.Table):
+        return value
+    if isinstance(value, pa.RecordBatch):
+        return pa.Table.from_batches([value])
+    raise CheckpointError(f"state entry {key!r} is {type(value).__name__}, not a pyarrow Table")

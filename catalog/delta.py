@@ -1,0 +1,382 @@
+"""Delta Lake tables through ``deltalake`` (delta-rs): create, write, read, history.
+
+Every function takes a table location (a local path) and returns plain Arrow / Python
+values; delta-rs failures become :class:`DeltaOperationError` (or
+:class:`NotADeltaTableError`) naming the table.  Tables this module creates have the change
+data feed on (``delta.enableChangeDataFeed=true``), so deletes, updates and merges write
+change files that :mod:`catalog.changes` reads back.
+
+Commit metadata: writers may attach ``commit_metadata`` (string keys and values); it is stored
+in the commit's ``commitInfo`` and returned by :func:`history` as :attr:`CommitInfo.metadata`
+(only keys starting with ``ivm.``).  ``app_transaction=(app_id, version)`` additionally writes
+a Delta ``txn`` action, read back with :func:`transaction_version` — Delta's own idempotency
+marker, used by the refresh protocol (catalog.refresh).
+
+>>> import pyarrow as pa, tempfile
+>>> p = tempfile.mkdtemp() + "/t"
+>>> create_table(p, pa.schema([("id", pa.int64())]))
+0
+>>> insert(p, pa.table({"id": [1, 2]})).version
+1
+>>> read_snapshot(p).column("id").to_pylist()
+[1, 2]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+
+from catalog.dtypes import conform, storage_schema
+from catalog.errors import CatalogError, DeltaOperationError, NotADeltaTableError
+
+CDF_CONFIGURATION: dict[str, str | None] = {"delta.enableChangeDataFeed": "true"}
+METADATA_PREFIX = "ivm."
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """The table version a write created and delta-rs's operation metrics for it."""
+
+    version: int
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One entry of a table's history."""
+
+    version: int
+    operation: str
+    metrics: Mapping[str, Any]
+    metadata: Mapping[str, str]
+    timestamp_ms: int
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    """One ``WHEN`` clause of a MERGE.
+
+    ``when``: ``"matched"``, ``"not_matched"`` (source row without target) or
+    ``"not_matched_by_source"`` (target row without source).  ``action``: ``"update"``
+    (with ``assignments`` column -> SQL expression), ``"update_all"``, ``"delete"``,
+    ``"insert"`` (with ``assignments``) or ``"insert_all"``.  ``condition`` is an optional
+    extra SQL predicate over the aliases.
+    """
+
+    when: Literal["matched", "not_matched", "not_matched_by_source"]
+    action: Literal["update", "update_all", "delete", "insert", "insert_all"]
+    condition: str | None = None
+    assignments: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        allowed = {
+            "matched": {"update", "update_all", "delete"},
+            "not_matched": {"insert", "insert_all"},
+            "not_matched_by_source": {"update", "delete"},
+        }
+        if self.when not in allowed:
+            raise ValueError(f"unknown MERGE clause kind {self.when!r}")
+        if self.action not in allowed[self.when]:
+            raise ValueError(f"WHEN {self.when} cannot {self.action}")
+        if self.action in ("update", "insert") and not self.assignments:
+            raise ValueError(f"MERGE {self.action} needs assignments")
+
+
+def _guard(operation: str, path: str, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except CatalogError:
+        raise
+    except TableNotFoundError:
+        raise NotADeltaTableError(path) from None
+    except Exception as exc:  # delta-rs raises DeltaError and plain Exceptions alike
+        raise DeltaOperationError(operation, path, str(exc).strip()) from exc
+
+
+def _commit_properties(
+    commit_metadata: Mapping[str, str] | None, app_transaction: tuple[str, int] | None
+) -> CommitProperties | None:
+    if not commit_metadata and app_transaction is None:
+        return None
+    meta = None
+    if commit_metadata:
+        meta = {str(k): str(v) for k, v in commit_metadata.items()}
+    txns = None
+    if app_transaction is not None:
+        txns = [Transaction(app_id=app_transaction[0], version=int(app_transaction[1]))]
+    return CommitProperties(custom_metadata=meta, app_transactions=txns)
+
+
+# -- tables ------------------------------------------------------------------------------
+
+
+def is_delta_table(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds a Delta table."""
+    p = os.fspath(path)
+    return os.path.isdir(os.path.join(p, "_delta_log")) and DeltaTable.is_deltatable(p)
+
+
+def open_table(path: str | os.PathLike[str], version: int | None = None) -> DeltaTable:
+    """Open the table at ``path`` (at ``version`` if given)."""
+    p = os.fspath(path)
+    if not is_delta_table(p):
+        raise NotADeltaTableError(p)
+    return _guard("open", p, lambda: DeltaTable(p, version=version))
+
+
+def create_table(
+    path: str | os.PathLike[str],
+    schema: pa.Schema,
+    *,
+    description: str | None = None,
+    partition_by: Sequence[str] | None = None,
+    commit_metadata: Mapping[str, str] | None = None,
+) -> int:
+    """Create an empty Delta table with the change data feed on; returns its version (0)."""
+    p = os.fspath(path)
+    if is_delta_table(p):
+        raise DeltaOperationError("create", p, "a Delta table already exists there")
+    dt = _guard(
+        "create",
+        p,
+        lambda: DeltaTable.create(
+            p,
+            storage_schema(schema),
+            mode="error",
+            partition_by=list(partition_by) if partition_by else None,
+            description=description,
+            configuration=CDF_CONFIGURATION,
+            commit_properties=_commit_properties(commit_metadata, None),
+        ),
+    )
+    return int(dt.version())
+
+
+def table_schema(path: str | os.PathLike[str], version: int | None = None) -> pa.Schema:
+    """The table's Arrow schema as declared in Delta (nullability included)."""
+    dt = open_table(path, version)
+    return pa.schema(dt.schema().to_arrow())
+
+
+def current_version(path: str | os.PathLike[str]) -> int:
+    """The table's latest committed version."""
+    return int(open_table(path).version())
+
+
+def change_feed_enabled(path: str | os.PathLike[str]) -> bool:
+    conf = open_table(path).metadata().configuration
+    return str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true"
+
+
+def transaction_version(path: str | os.PathLike[str], app_id: str) -> int | None:
+    """The latest version recorded by ``app_id``'s ``txn`` actions, or ``None``."""
+    dt = open_table(path)
+    v = _guard("read", os.fspath(path), lambda: dt.transaction_version(app_id))
+    return None if v is None else int(v)
+
+
+def read_snapshot(
+    path: str | os.PathLike[str], version: int | None = None, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """The table's rows at ``version`` (latest if ``None``), typed as its Delta schema."""
+    p = os.fspath(path)
+    dt = open_table(p, version)
+    schema = pa.schema(dt.schema().to_arrow())
+    table = _guard(
+        "read",
+        p,
+        lambda: dt.to_pyarrow_table(columns=list(columns) if columns is not None else None),
+    )
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
+    return conform(table, storage_schema(schema), name=p)
+
+
+# -- writes ------------------------------------------------------------------------------
+
+
+def insert(
+    path: str | os.PathLike[str],
+    rows: pa.Table,
+    *,
+    commit_metadata: Mapping[str, str] | None = None,
+    app_transaction: tuple[str, int] | None = None,
+    target_file_size: int | None = None,
+) -> WriteResult:
+    """Append ``rows`` (cast to the table's schema) as one new version."""
+    p = os.fspath(path)
+    dt = open_table(p)
+    schema = storage_schema(pa.schema(dt.schema().to_arrow()))
+    data = conform(rows, schema, name=p)
+    if len(data.column_names) != len(rows.column_names):
+        unknown = sorted(set(rows.column_names) - set(schema.names))
+        raise DeltaOperationError("insert", p, f"unknown column(s) {unknown}")
+    _guard(
+        "insert",
+        p,
+        lambda: write_deltalake(
+            dt,
+            data,
+            mode="append",
+            target_file_size=target_file_size,
+            commit_properties=_commit_properties(commit_metadata, app_transaction),
+        ),
+    )
+    return WriteResult(int(dt.version()), _last_metrics(dt))
+
+
+def overwrite(
+    path: str | os.PathLike[str],
+    rows: pa.Table,
+    *,
+    commit_metadata: Mapping[str, str] | None = None,
+    app_transaction: tuple[str, int] | None = None,
+) -> WriteResult:
+    """Replace the table's contents by ``rows`` in one version."""
+    p = os.fspath(path)
+    dt = open_table(p)
+    schema = storage_schema(pa.schema(dt.schema().to_arrow()))
+    data = conform(rows, schema, name=p)
+    _guard(
+        "overwrite",
+        p,
+        lambda: write_deltalake(
+            dt,
+            data,
+            mode="overwrite",
+            commit_properties=_commit_properties(commit_metadata, app_transaction),
+        ),
+    )
+    return WriteResult(int(dt.version()), _last_metrics(dt))
+
+
+def delete(
+    path: str | os.PathLike[str],
+    predicate: str | None = None,
+    *,
+    commit_metadata: Mapping[str, str] | None = None,
+) -> WriteResult:
+    """Delete the rows matching the SQL ``predicate`` (all rows if ``None``)."""
+    p = os.fspath(path)
+    dt = open_table(p)
+    metrics = _guard(
+        "delete",
+        p,
+        lambda: dt.delete(predicate, commit_properties=_commit_properties(commit_metadata, None)),
+    )
+    return WriteResult(int(dt.version()), dict(metrics))
+
+
+def update(
+    path: str | os.PathLike[str],
+    assignments: Mapping[str, str],
+    predicate: str | None = None,
+    *,
+    commit_metadata: Mapping[str, str] | None = None,
+) -> WriteResult:
+    """``UPDATE t SET col = <sql expr>, ... WHERE predicate``."""
+    p = os.fspath(path)
+    dt = open_table(p)
+    metrics = _guard(
+        "update",
+        p,
+        lambda: dt.update(
+            updates=dict(assignments),
+            predicate=predicate,
+            commit_properties=_commit_properties(commit_metadata, None),
+        ),
+    )
+    return WriteResult(int(dt.version()), dict(metrics))
+
+
+def merge(
+    path: str | os.PathLike[str],
+    source: pa.Table,
+    on: str,
+    clauses: Sequence[MergeClause],
+    *,
+    source_alias: str = "s",
+    target_alias: str = "t",
+    commit_metadata: Mapping[str, str] | None = None,
+) -> WriteResult:
+    """``MERGE INTO t USING source s ON <on> WHEN ...`` with ``clauses`` applied in order."""
+    p = os.fspath(path)
+    if not clauses:
+        raise DeltaOperationError("merge", p, "MERGE needs at least one WHEN clause")
+    dt = open_table(p)
+
+    def run() -> dict[str, Any]:
+        m = dt.merge(
+            source,
+            on,
+            source_alias=source_alias,
+            target_alias=target_alias,
+            commit_properties=_commit_properties(commit_metadata, None),
+        )
+        for c in clauses:
+            kw: dict[str, Any] = {"predicate": c.condition}
+            match (c.when, c.action):
+                case ("matched", "update"):
+                    m = m.when_matched_update(dict(c.assignments or {}), **kw)
+                case ("matched", "update_all"):
+                    m = m.when_matched_update_all(**kw)
+                case ("matched", "delete"):
+                    m = m.when_matched_delete(**kw)
+                case ("not_matched", "insert"):
+                    m = m.when_not_matched_insert(dict(c.assignments or {}), **kw)
+                case ("not_matched", "insert_all"):
+                    m = m.when_not_matched_insert_all(**kw)
+                case ("not_matched_by_source", "update"):
+                    m = m.when_not_matched_by_source_update(dict(c.assignments or {}), **kw)
+                case ("not_matched_by_source", "delete"):
+                    m = m.when_not_matched_by_source_delete(**kw)
+                case _:  # pragma: no cover - MergeClause validates
+                    raise ValueError(f"bad MERGE clause {c}")
+        return dict(m.execute())
+
+    metrics = _guard("merge", p, run)
+    return WriteResult(int(dt.version()), metrics)
+
+
+# -- history -----------------------------------------------------------------------------
+
+
+def _commit_info(entry: Mapping[str, Any]) -> CommitInfo:
+    meta = {k: str(v) for k, v in entry.items() if k.startswith(METADATA_PREFIX)}
+    return CommitInfo(
+        version=int(entry.get("version", -1)),
+        operation=str(entry.get("operation", "")),
+        metrics=dict(entry.get("operationMetrics") or {}),
+        metadata=meta,
+        timestamp_ms=int(entry.get("timestamp", 0)),
+    )
+
+
+def history(path: str | os.PathLike[str], limit: int | None = None) -> list[CommitInfo]:
+    """Commits, newest first (at most ``limit``)."""
+    p = os.fspath(path)
+    dt = open_table(p)
+    return [_commit_info(e) for e in _guard("history", p, lambda: dt.history(limit))]
+
+
+def commit_at(path: str | os.PathLike[str], version: int) -> CommitInfo:
+    """The commit that created ``version``."""
+    latest = current_version(path)
+    for c in history(path, max(1, latest - version + 1)):
+        if c.version == version:
+            return c
+    raise DeltaOperationError("history", os.fspath(path), f"no commit for version {version}")
+
+
+def _last_metrics(dt: DeltaTable) -> dict[str, Any]:
+    h = dt.history(1)
+    return dict(h[0].get("operationMetrics") or {}) if h else {}

@@ -1,0 +1,242 @@
+"""Mapping between Delta/Arrow column types and the engine's dtypes.
+
+The engine knows five dtypes (docs/engine-api.md): ``int64``, ``float64``, ``bool`` (numpy
+arrays without NULLs) and ``str``, ``any`` (numpy object arrays, ``None`` is NULL).  A column
+keeps its Arrow type in a :class:`ColumnMapping`, so values travel into the engine in the
+engine's form and are written back to Delta with exactly the table's type.
+
+=====================================  ===========  ======================================
+Arrow / Delta type                     non-null     nullable (SQL default)
+=====================================  ===========  ======================================
+int8, int16, int32, int64, uint8-32    ``int64``    ``any`` (Python int or None)
+uint64                                 ``any``      ``any``
+float16, float32, float64              ``float64``  ``any`` (Python float or None)
+bool                                   ``bool``     ``any`` (Python bool or None)
+string, large_string, string_view      ``str``      ``str``
+decimal128/256                         ``any``      ``any`` (decimal.Decimal)
+date32/64                              ``any``      ``any`` (datetime.date)
+timestamp (with or without zone)       ``any``      ``any`` (datetime.datetime)
+time32/64, duration                    ``any``      ``any`` (datetime.time / timedelta)
+binary, large_binary, fixed binary     ``any``      ``any`` (bytes)
+list, large_list, fixed_size_list      ``any``      ``any`` (tuple: hashable)
+dictionary<value>                      as value     as value
+struct, map, union                     refused: :class:`UnsupportedTypeError`
+=====================================  ===========  ======================================
+
+Nullability comes from the Delta schema (``CREATE TABLE t (a BIGINT NOT NULL)``); SQL columns
+are nullable unless declared otherwise, so most columns arrive as ``any``.
+
+>>> import pyarrow as pa
+>>> [m.dtype for m in column_mappings(pa.schema([pa.field("a", pa.int32(), False),
+...                                               pa.field("b", pa.int32())]))]
+['int64', 'any']
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from catalog.errors import SchemaChangeError, UnsupportedTypeError
+
+ENGINE_DTYPES = ("int64", "float64", "bool", "str", "any")
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """One column: its name, Arrow type and nullability in Delta, and its engine dtype."""
+
+    name: str
+    arrow_type: pa.DataType
+    nullable: bool
+    dtype: str
+
+    @property
+    def field(self) -> pa.Field:
+        return pa.field(self.name, self.arrow_type, self.nullable)
+
+
+def normalize_arrow_type(t: pa.DataType) -> pa.DataType:
+    """The canonical Arrow type for storage: views and large variants become plain ones."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_dictionary(t):
+        return normalize_arrow_type(t.value_type)
+    if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return pa.list_(normalize_arrow_type(t.value_type))
+    if pa.types.is_list(t):
+        return pa.list_(
+            pa.field(t.value_field.name, normalize_arrow_type(t.value_type), t.value_field.nullable)
+        )
+    return t
+
+
+def engine_dtype(name: str, arrow_type: pa.DataType, nullable: bool) -> str:
+    """The engine dtype that carries a column of this Arrow type (see the module table)."""
+    t = normalize_arrow_type(arrow_type)
+    if pa.types.is_integer(t):
+        if pa.types.is_uint64(t):
+            return "any"
+        return "any" if nullable else "int64"
+    if pa.types.is_floating(t):
+        return "any" if nullable else "float64"
+    if pa.types.is_boolean(t):
+        return "any" if nullable else "bool"
+    if pa.types.is_string(t):
+        return "str"
+    if (
+        pa.types.is_decimal(t)
+        or pa.types.is_temporal(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_fixed_size_binary(t)
+        or pa.types.is_null(t)
+    ):
+        return "any"
+    if pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
+        engine_dtype(name, t.value_type, True)  # refuses unsupported element types
+        return "any"
+    raise UnsupportedTypeError(name, str(arrow_type))
+
+
+def column_mappings(schema: pa.Schema) -> tuple[ColumnMapping, ...]:
+    """One :class:`ColumnMapping` per column of an Arrow schema."""
+    return tuple(
+        ColumnMapping(
+            f.name,
+            normalize_arrow_type(f.type),
+            f.nullable,
+            engine_dtype(f.name, f.type, f.nullable),
+        )
+        for f in schema
+    )
+
+
+def engine_schema(schema: pa.Schema) -> list[tuple[str, str]]:
+    """``[(name, dtype), ...]`` as ``ivm.Dataflow.input`` expects."""
+    return [(m.name, m.dtype) for m in column_mappings(schema)]
+
+
+def storage_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every type normalized (see :func:`normalize_arrow_type`)."""
+    return pa.schema([pa.field(f.name, normalize_arrow_type(f.type), f.nullable) for f in schema])
+
+
+# -- values ------------------------------------------------------------------------------
+
+
+def _tupled(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_tupled(x) for x in v)
+    return v
+
+
+def to_engine_columns(table: pa.Table, mappings: Sequence[ColumnMapping]) -> dict[str, np.ndarray]:
+    """Columns of ``table`` as the numpy arrays the engine expects, in mapping order."""
+    out: dict[str, np.ndarray] = {}
+    for m in mappings:
+        col = table.column(m.name)
+        if m.dtype in ("int64", "float64", "bool"):
+            if col.null_count:
+                raise SchemaChangeError(m.name, "NULL in a column declared NOT NULL")
+            np_type = {"int64": np.int64, "float64": np.float64, "bool": np.bool_}[m.dtype]
+            out[m.name] = np.asarray(col.to_numpy(), dtype=np_type)
+        else:
+            values = col.to_pylist()
+            if pa.types.is_list(m.arrow_type) or pa.types.is_fixed_size_list(m.arrow_type):
+                values = [_tupled(v) for v in values]
+            arr = np.empty(len(values), dtype=object)
+            arr[:] = values
+            out[m.name] = arr
+    return out
+
+
+def from_engine_columns(columns: Mapping[str, Any], schema: pa.Schema) -> pa.Table:
+    """Build an Arrow table of ``schema`` from engine columns (numpy arrays or sequences)."""
+    arrays = []
+    for f in schema:
+        values = columns[f.name]
+        if isinstance(values, np.ndarray) and values.dtype != object:
+            arrays.append(pa.array(values).cast(f.type))
+        else:
+            seq = list(values)
+            if pa.types.is_list(f.type) or pa.types.is_fixed_size_list(f.type):
+                seq = [list(v) if isinstance(v, tuple) else v for v in seq]
+            arrays.append(pa.array(seq, type=f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def conform(
+    table: pa.Table, schema: pa.Schema, *, name: str, extra: Sequence[str] = ()
+) -> pa.Table:
+    """Select ``schema``'s columns from ``table`` by name and cast them to its types.
+
+    ``extra`` names further columns to keep after them unchanged (e.g. ``"__diff__"``).
+    Raises :class:`SchemaChangeError` naming the table when a column is missing or cannot be
+    cast safely.
+    """
+    arrays: list[pa.ChunkedArray] = []
+    fields: list[pa.Field] = []
+    present = set(table.column_names)
+    for f in schema:
+        if f.name not in present:
+            raise SchemaChangeError(name, f"missing column {f.name!r}")
+        col = table.column(f.name)
+        if not col.type.equals(f.type):
+            try:
+                col = pc.cast(col, f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaChangeError(
+                    name, f"column {f.name!r}: cannot cast {col.type} to {f.type}: {exc}"
+                ) from None
+        arrays.append(col)
+        fields.append(f)
+    for e in extra:
+        if e not in present:
+            raise SchemaChangeError(name, f"missing column {e!r}")
+        arrays.append(table.column(e))
+        fields.append(table.schema.field(e))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def check_compatible(expected: pa.Schema, actual: pa.Schema, *, name: str) -> None:
+    """Raise :class:`SchemaChangeError` unless ``actual`` still carries ``expected``.
+
+    Compatible means: every expected column is present with the same (normalized) Arrow type
+    and the same engine dtype.  Added columns are fine (readers project them away); dropped,
+    retyped, or newly nullable NOT NULL columns are not.
+    """
+    have = {f.name: f for f in actual}
+    for f in expected:
+        g = have.get(f.name)
+        if g is None:
+            raise SchemaChangeError(name, f"column {f.name!r} was dropped")
+        ft, gt = normalize_arrow_type(f.type), normalize_arrow_type(g.type)
+        if not ft.equals(gt):
+            raise SchemaChangeError(name, f"column {f.name!r} changed type from {ft} to {gt}")
+        if engine_dtype(f.name, ft, f.nullable) != engine_dtype(g.name, gt, g.nullable):
+            raise SchemaChangeError(name, f"column {f.name!r} became nullable")
+
+
+# -- serialization (catalog store) --------------------------------------------------------
+
+
+def schema_to_text(schema: pa.Schema) -> str:
+    """Lossless text form of an Arrow schema (base64 of its IPC encoding)."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def schema_from_text(text: str) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+def describe_schema(schema: pa.Schema) -> list[list[Any]]:
+    """Human-readable ``[[name, type, nullable], ...]`` (informational only)."""
+    return [[f.name, str(f.type), f.nullable] for f in schema]

@@ -1,0 +1,136 @@
+"""Typed errors of the catalog: tables, views, Delta I/O, checkpoints and refresh commits.
+
+Every error derives from :class:`CatalogError` (itself an :class:`ivm.errors.IvmError`) and,
+where one fits, from the matching builtin, so ``except KeyError`` / ``except ValueError`` keep
+working for callers that do not know this package.  Messages name the object concerned.
+
+>>> try:
+...     raise UnknownTableError("edges")
+... except KeyError as exc:
+...     print(exc)
+unknown table or view 'edges'
+"""
+
+from __future__ import annotations
+
+from ivm.errors import IvmError
+
+
+class CatalogError(IvmError):
+    """Root of every catalog failure."""
+
+
+class UnknownTableError(CatalogError, KeyError):
+    """A table or view name that the catalog does not know."""
+
+    def __init__(
+        self, name: str, *, known: tuple[str, ...] = (), kind: str = "table or view"
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.known = known
+        hint = f"; known: {', '.join(known)}" if known else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}")
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return str(self.args[0])
+
+
+class UnknownViewError(UnknownTableError):
+    """A view name that the catalog does not know (it may be a table)."""
+
+    def __init__(self, name: str, *, known: tuple[str, ...] = ()) -> None:
+        super().__init__(name, known=known, kind="materialized view")
+
+
+class NameClashError(CatalogError, ValueError):
+    """Creating a table or view whose name is already taken."""
+
+    def __init__(self, name: str, existing_kind: str) -> None:
+        self.name = name
+        self.existing_kind = existing_kind
+        super().__init__(f"cannot create {name!r}: a {existing_kind} with that name exists")
+
+
+class InvalidIdentifierError(CatalogError, ValueError):
+    """A table, view or database name that is not a valid identifier."""
+
+    def __init__(self, text: str, reason: str) -> None:
+        self.text = text
+        self.reason = reason
+        super().__init__(f"invalid identifier {text!r}: {reason}")
+
+
+class InvalidPathError(CatalogError, ValueError):
+    """A location that is not acceptable (escapes the warehouse, bad scheme, ...)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"invalid path {path!r}: {reason}")
+
+
+class NotADeltaTableError(CatalogError, ValueError):
+    """A location that holds no Delta table."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"no Delta table at {path!r}")
+
+
+class DroppedInputError(CatalogError):
+    """An input of a view whose Delta table has disappeared or was dropped."""
+
+    def __init__(self, name: str, path: str, view: str | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.view = view
+        of_view = f" (input of view {view!r})" if view else ""
+        super().__init__(f"table {name!r}{of_view} was dropped: no Delta table at {path!r}")
+
+
+class SchemaChangeError(CatalogError, ValueError):
+    """An input whose schema changed incompatibly since a view was defined on it."""
+
+    def __init__(self, name: str, detail: str) -> None:
+        self.name = name
+        self.detail = detail
+        super().__init__(f"incompatible schema change of {name!r}: {detail}")
+
+
+class UnsupportedTypeError(CatalogError, TypeError):
+    """A Delta/Arrow column type that the engine cannot carry."""
+
+    def __init__(self, column: str, arrow_type: str) -> None:
+        self.column = column
+        self.arrow_type = arrow_type
+        super().__init__(f"column {column!r} has unsupported type {arrow_type}")
+
+
+class DependencyError(CatalogError, ValueError):
+    """Dropping an object that other views still read."""
+
+    def __init__(self, name: str, dependents: tuple[str, ...]) -> None:
+        self.name = name
+        self.dependents = dependents
+        super().__init__(
+            f"cannot drop {name!r}: materialized view(s) {', '.join(dependents)} depend on it"
+        )
+
+
+class DeltaOperationError(CatalogError, ValueError):
+    """A Delta write (insert, delete, update, merge) that delta-rs refused."""
+
+    def __init__(self, operation: str, path: str, detail: str) -> None:
+        self.operation = operation
+        self.path = path
+        self.detail = detail
+        super().__init__(f"{operation} on Delta table {path!r} failed: {detail}")
+
+
+class CheckpointError(CatalogError):
+    """A state checkpoint that cannot be written or read."""
+
+
+class RecoveryError(CatalogError):
+    """Warehouse state that the refresh protocol cannot reconcile (e.g. a lost checkpoint)."""

@@ -1,0 +1,256 @@
+"""The catalog facade: named tables and views backed by Delta tables in one warehouse.
+
+It ties the pieces together so that every user-facing operation validates first and writes
+last (no partial writes on bad input):
+
+* :meth:`Catalog.create_table` — a managed Delta table under ``<warehouse>/tables``;
+* :meth:`Catalog.register_table` — an existing Delta table by location (never modified by the
+  catalog itself; only the user's own DML writes to it);
+* :meth:`Catalog.create_view` — a view entry plus its (empty) view table under
+  ``<warehouse>/views``;
+* :meth:`Catalog.check_input` / :meth:`Catalog.pin_versions` / :meth:`Catalog.read_changes` —
+  what a refresh needs from its inputs, with :class:`DroppedInputError` and
+  :class:`SchemaChangeError` for inputs that vanished or changed incompatibly.
+
+>>> import tempfile, pyarrow as pa
+>>> cat = Catalog(tempfile.mkdtemp())
+>>> cat.create_table("edges", pa.schema([("src", pa.int64()), ("dst", pa.int64())])).name
+'edges'
+>>> cat.create_table("Edges", pa.schema([("x", pa.int64())]))
+Traceback (most recent call last):
+...
+catalog.errors.NameClashError: cannot create 'edges': a table with that name exists
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from catalog import delta, view_table
+from catalog.changes import read_changes
+from catalog.checkpoint import CheckpointStore
+from catalog.dtypes import check_compatible, column_mappings, storage_schema
+from catalog.errors import (
+    CatalogError,
+    DroppedInputError,
+    InvalidPathError,
+    NameClashError,
+    NotADeltaTableError,
+)
+from catalog.names import Identifier, parse_identifier
+from catalog.paths import Warehouse, resolve_location
+from catalog.store import CatalogStore, Entry, TableEntry, ViewEntry, ViewKind, default_group
+
+
+class Catalog:
+    """Tables and views of one warehouse directory."""
+
+    def __init__(self, warehouse: str | os.PathLike[str] | Warehouse) -> None:
+        self.warehouse = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+        self.warehouse.ensure()
+        self.store = CatalogStore(self.warehouse)
+        self.checkpoints = CheckpointStore(self.warehouse)
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.warehouse.root.as_posix()!r})"
+
+    # -- lookups --------------------------------------------------------------------------
+    def lookup(self, name: str | Identifier) -> Entry:
+        return self.store.lookup(name)
+
+    def table(self, name: str | Identifier) -> TableEntry:
+        return self.store.table(name)
+
+    def view(self, name: str | Identifier) -> ViewEntry:
+        return self.store.view(name)
+
+    def tables(self) -> tuple[TableEntry, ...]:
+        return self.store.tables()
+
+    def views(self) -> tuple[ViewEntry, ...]:
+        return self.store.views()
+
+    def _check_free(self, ident: Identifier) -> None:
+        existing = self.store.find(ident)
+        if existing is not None:
+            raise NameClashError(str(ident), existing.kind)
+
+    def _clear_orphan(self, path: Path) -> None:
+        """Remove a managed location that no entry owns (left by a crashed create/drop)."""
+        self.warehouse.check_inside(path)
+        entries: list[Entry] = [*self.store.tables(), *self.store.views()]
+        owned = {os.path.normpath(e.path) for e in entries}
+        if path.exists() and os.path.normpath(str(path)) not in owned:
+            shutil.rmtree(path)
+
+    # -- tables ---------------------------------------------------------------------------
+    def create_table(
+        self, name: str | Identifier, schema: pa.Schema, *, if_not_exists: bool = False
+    ) -> TableEntry:
+        """Create a managed Delta table (change data feed on) called ``name``."""
+        ident = parse_identifier(name)
+        if if_not_exists:
+            existing = self.store.find(ident)
+            if isinstance(existing, TableEntry):
+                return existing
+        self._check_free(ident)
+        if len(schema) == 0:
+            raise CatalogError(f"table {ident}: a table needs at least one column")
+        column_mappings(schema)  # refuses unsupported types before anything is written
+        path = self.warehouse.table_path(ident)
+        self._clear_orphan(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        delta.create_table(path, schema)
+        entry = TableEntry(ident, path.as_posix(), True, storage_schema(schema))
+        try:
+            return self.store.add(entry)  # type: ignore[return-value]
+        except BaseException:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+
+    def register_table(
+        self, name: str | Identifier, location: str | os.PathLike[str]
+    ) -> TableEntry:
+        """Register the existing Delta table at ``location`` as ``name`` (external)."""
+        ident = parse_identifier(name)
+        self._check_free(ident)
+        path = resolve_location(location)
+        if self.warehouse.contains(path):
+            raise InvalidPathError(path, "an external table cannot live inside the warehouse")
+        if not delta.is_delta_table(path):
+            raise NotADeltaTableError(path)
+        schema = delta.table_schema(path)
+        column_mappings(schema)
+        return self.store.add(TableEntry(ident, path, False, schema))  # type: ignore[return-value]
+
+    def drop_table(self, name: str | Identifier, *, if_exists: bool = False) -> None:
+        """Forget a table; a managed table's data is deleted, an external one is kept."""
+        ident = parse_identifier(name)
+        if if_exists and not isinstance(self.store.find(ident), TableEntry):
+            return
+        entry = self.store.remove(ident, kind="table")
+        if isinstance(entry, TableEntry) and entry.managed:
+            shutil.rmtree(self.warehouse.check_inside(entry.path), ignore_errors=True)
+
+    # -- views ----------------------------------------------------------------------------
+    def create_view(
+        self,
+        name: str | Identifier,
+        definition: str,
+        language: ViewKind,
+        dependencies: Iterable[str | Identifier],
+        schema: pa.Schema,
+        *,
+        group: str | None = None,
+    ) -> ViewEntry:
+        """Record a view and create its empty view table (see catalog.view_table)."""
+        ident = parse_identifier(name)
+        self._check_free(ident)
+        deps = tuple(dict.fromkeys(parse_identifier(d) for d in dependencies))
+        for d in deps:
+            self.store.lookup(d)
+        column_mappings(schema)
+        view_table.view_table_schema(schema)  # refuses reserved column names
+        path = self.warehouse.view_path(ident)
+        self._clear_orphan(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        view_table.create_view_table(path, schema, view=str(ident))
+        entry = ViewEntry(
+            ident,
+            definition,
+            language,
+            deps,
+            path.as_posix(),
+            storage_schema(schema),
+            group or default_group(ident),
+        )
+        try:
+            return self.store.add(entry)  # type: ignore[return-value]
+        except BaseException:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+
+    def drop_view(self, name: str | Identifier, *, if_exists: bool = False) -> None:
+        """Forget a view, delete its table and (if it has its own group) its checkpoints."""
+        ident = parse_identifier(name)
+        if if_exists and not isinstance(self.store.find(ident), ViewEntry):
+            return
+        entry = self.store.remove(ident, kind="view")
+        assert isinstance(entry, ViewEntry)
+        shutil.rmtree(self.warehouse.check_inside(entry.path), ignore_errors=True)
+        if not any(v.group == entry.group for v in self.store.views()):
+            self.checkpoints.clear(entry.group)
+
+    def dependency_order(self, names: Iterable[str | Identifier] | None = None) -> list[ViewEntry]:
+        """Views (all, or ``names`` and the views they read) with every view after its inputs."""
+        views = {v.ident: v for v in self.store.views()}
+        wanted = list(views) if names is None else [self.view(n).ident for n in names]
+        order: list[ViewEntry] = []
+        state: dict[Identifier, int] = {}
+
+        def visit(i: Identifier, path: tuple[Identifier, ...]) -> None:
+            if state.get(i) == 2:
+                return
+            if state.get(i) == 1:
+                cycle = " -> ".join(str(x) for x in (*path, i))
+                raise CatalogError(f"views depend on each other in a cycle: {cycle}")
+            state[i] = 1
+            for d in views[i].dependencies:
+                if d in views:
+                    visit(d, (*path, i))
+            state[i] = 2
+            order.append(views[i])
+
+        for i in wanted:
+            visit(i, ())
+        return order
+
+    # -- inputs of a refresh --------------------------------------------------------------
+    def check_input(self, name: str | Identifier, *, view: str | None = None) -> Entry:
+        """The input ``name`` if its Delta table exists and still carries its schema."""
+        entry = self.store.lookup(name)
+        if not delta.is_delta_table(entry.path):
+            raise DroppedInputError(entry.name, entry.path, view)
+        actual = delta.table_schema(entry.path)
+        if isinstance(entry, ViewEntry):
+            actual = view_table.row_schema_of(actual)
+        check_compatible(entry.schema, actual, name=entry.name)
+        return entry
+
+    def pin_versions(
+        self, names: Sequence[str | Identifier], *, view: str | None = None
+    ) -> dict[str, int]:
+        """The current Delta version of each input (checked with :meth:`check_input`)."""
+        out: dict[str, int] = {}
+        for n in names:
+            e = self.check_input(n, view=view)
+            out[e.name] = delta.current_version(e.path)
+        return out
+
+    def read_changes(self, name: str | Identifier, after: int | None, upto: int) -> pa.Table:
+        """Changes of a table or view in Delta versions ``(after, upto]``: rows + ``__diff__``.
+
+        Typed by the catalog's schema of ``name`` (extra columns added since are dropped).
+        """
+        entry = self.check_input(name)
+        if isinstance(entry, ViewEntry):
+            return view_table.read_view_changes(entry.path, after, upto, name=entry.name)
+        return read_changes(entry.path, after, upto, schema=entry.schema, name=entry.name)
+
+    def read(self, name: str | Identifier, version: int | None = None) -> pa.Table:
+        """Current rows of a table or view (views decoded to their multiset)."""
+        entry = self.check_input(name)
+        if isinstance(entry, ViewEntry):
+            return view_table.read_view(entry.path, version)
+        return delta.read_snapshot(entry.path, version, columns=entry.schema.names)
+
+    def input_changes(
+        self, pinned: Mapping[str, int], previous: Mapping[str, int]
+    ) -> dict[str, pa.Table]:
+        """For each pinned input, its changes since ``previous`` (all rows if absent)."""
+        return {n: self.read_changes(n, previous.get(n), v) for n, v in pinned.items()}

@@ -1,0 +1,107 @@
+"""The warehouse layout, and the rule that nothing is written outside it.
+
+::
+
+    <warehouse>/
+      tables/<db>/<name>/        managed base tables (Delta)
+      views/<db>/<name>/         view tables (Delta, see catalog.view_table)
+      _ivm/catalog.json          the catalog store (catalog.store)
+      _ivm/checkpoints/<group>/  state checkpoints (catalog.checkpoint)
+
+Every path the catalog creates comes from :class:`Warehouse` and passes
+:meth:`Warehouse.check_inside`, which resolves symlinks and ``..`` before comparing, so a
+crafted name or a symlink cannot direct a write elsewhere.  External tables (registered by
+location) live wherever the user put them; the catalog never creates or deletes them.
+
+>>> wh = Warehouse("/tmp/wh")
+>>> wh.table_path(parse_identifier("sales.orders")).as_posix()
+'/tmp/wh/tables/sales/orders'
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from catalog.errors import InvalidPathError
+from catalog.names import Identifier, parse_identifier
+
+__all__ = ["Warehouse", "parse_identifier", "resolve_location"]
+
+
+class Warehouse:
+    """Paths inside one warehouse directory (created on demand)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        text = os.fspath(root)
+        if not text or "\x00" in text:
+            raise InvalidPathError(text, "empty or contains NUL")
+        self.root = Path(text).expanduser().resolve()
+
+    def __repr__(self) -> str:
+        return f"Warehouse({self.root.as_posix()!r})"
+
+    # -- layout ---------------------------------------------------------------------------
+    def table_path(self, ident: Identifier) -> Path:
+        """Location of a managed base table."""
+        return self.check_inside(self.root / "tables" / ident.database / ident.name)
+
+    def view_path(self, ident: Identifier) -> Path:
+        """Location of a view's table."""
+        return self.check_inside(self.root / "views" / ident.database / ident.name)
+
+    @property
+    def internal_dir(self) -> Path:
+        return self.root / "_ivm"
+
+    @property
+    def catalog_file(self) -> Path:
+        return self.internal_dir / "catalog.json"
+
+    def checkpoint_dir(self, group: str) -> Path:
+        """Directory of the state checkpoints of one dataflow (``group`` is an identifier)."""
+        ident = parse_identifier(group)
+        return self.check_inside(self.internal_dir / "checkpoints" / ident.database / ident.name)
+
+    # -- safety ---------------------------------------------------------------------------
+    def contains(self, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` (after resolving symlinks and ``..``) lies inside the warehouse."""
+        resolved = Path(os.fspath(path)).expanduser().resolve()
+        return resolved == self.root or self.root in resolved.parents
+
+    def check_inside(self, path: str | os.PathLike[str]) -> Path:
+        """Return ``path`` resolved, or raise :class:`InvalidPathError` if it escapes."""
+        text = os.fspath(path)
+        if "\x00" in text:
+            raise InvalidPathError(text, "contains NUL")
+        if not self.contains(text):
+            raise InvalidPathError(text, f"outside the warehouse {self.root.as_posix()}")
+        return Path(text).expanduser().resolve()
+
+    def ensure(self) -> None:
+        """Create the warehouse's top-level directories."""
+        self.internal_dir.mkdir(parents=True, exist_ok=True)
+
+
+def resolve_location(location: str | os.PathLike[str]) -> str:
+    """Normalize a user-given table location to an absolute local path.
+
+    Accepts an absolute or relative path (relative to the current directory) or a ``file:``
+    URI.  Object-store URIs (``s3://`` ...) are refused for now: they need storage options the
+    catalog does not carry yet.
+
+    >>> resolve_location("file:///data/t")
+    '/data/t'
+    """
+    text = os.fspath(location).strip()
+    if not text or "\x00" in text:
+        raise InvalidPathError(text, "empty or contains NUL")
+    if "://" in text or text.startswith("file:"):
+        parsed = urlparse(text)
+        if parsed.scheme != "file":
+            raise InvalidPathError(text, f"unsupported scheme {parsed.scheme!r}; use a local path")
+        if parsed.netloc not in ("", "localhost"):
+            raise InvalidPathError(text, "file URIs must not name a host")
+        text = unquote(parsed.path)
+    return Path(text).expanduser().resolve().as_posix()

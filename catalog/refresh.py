@@ -1,0 +1,178 @@
+"""The atomic refresh protocol: state checkpoint first, then the view commits, each idempotent.
+
+A refresh of a dataflow (one *group*: the views computed by one ``ivm`` dataflow) at epoch
+``e`` has computed, from the checkpoint of epoch ``p < e`` and the input changes in Delta
+versions ``(I_p, I_e]``, the new engine state ``S_e`` and, per view ``v``, a change batch
+``Δv_e``.  It then:
+
+1. **checkpoint** — saves ``(e, I_e, S_e, pending={v: Δv_e})`` atomically
+   (catalog.checkpoint).  This is the commit point of the refresh: before it, the refresh
+   did not happen; after it, it did, and its view changes are durable in ``pending``.
+2. **publish** — for each view with a non-empty ``Δv_e``, in dependency order, appends it to
+   the view table as one Delta version carrying the Delta ``txn`` action
+   ``("spark-ivm:<v>", e)`` and commit metadata ``(e, I_e)`` (catalog.view_table).  A view
+   whose ``txn`` version is already ``>= e`` is skipped: publishing is idempotent.
+
+**Recovery** (:func:`recover`, run before every refresh and by a new process): load the
+current checkpoint ``(c, I_c, S_c, pending)`` and publish its pending changes (step 2 again).
+
+Why every crash point is safe ("nothing lost, nothing twice"):
+
+* crash before or during step 1 (``CURRENT`` not yet replaced): the current checkpoint is
+  still ``p`` and all of ``p``'s pending changes were published before epoch ``e`` began
+  (:func:`commit_refresh` checks it).  Nothing of epoch ``e`` is visible anywhere; the next
+  refresh recomputes it from ``S_p`` and the inputs' changes after ``I_p``, exactly as an
+  uninterrupted run would.
+* crash after step 1, before or between view commits: recovery publishes the views whose
+  ``txn`` version is below ``e`` — each exactly once, since the ``txn`` version is written
+  in the same atomic Delta commit as the rows.  The next refresh then starts from ``S_e`` and
+  ``I_e``.
+* crash inside a Delta commit: the commit is atomic (the log entry is created with
+  put-if-absent); either it exists with its ``txn`` or it does not.
+* a view table whose ``txn`` version is *ahead* of the checkpoint means the checkpoint was
+  lost or rolled back: :class:`RecoveryError` (the view must be recomputed), never a silent
+  double count.
+
+A view reader in Spark sees the view table's latest version: always a whole refresh of that
+view.  Views of one group are published one after the other, so for a moment a downstream
+view may be one epoch behind its upstream; both record their input versions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from catalog import view_table
+from catalog.changes import consolidate
+from catalog.checkpoint import Checkpoint, CheckpointStore, Hook
+from catalog.delta import WriteResult
+from catalog.errors import RecoveryError
+
+
+@dataclass(frozen=True)
+class ViewTarget:
+    """A view of a group and the location of its table."""
+
+    name: str
+    path: str
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    """What a refresh (or a recovery) committed."""
+
+    epoch: int
+    input_versions: Mapping[str, int]
+    commits: Mapping[str, WriteResult | None]  # view -> its new version, None if unchanged
+
+    @property
+    def published(self) -> tuple[str, ...]:
+        return tuple(v for v, r in self.commits.items() if r is not None)
+
+
+def publish(
+    ckpt: Checkpoint, targets: Sequence[ViewTarget], *, hook: Hook | None = None
+) -> RefreshResult:
+    """Commit the checkpoint's pending view changes that are not yet in their tables.
+
+    ``targets`` gives the order (dependency order) and the tables; pending changes of views
+    not in ``targets`` (dropped since) are ignored.  ``hook(f"committed:{view}")`` runs after
+    each commit.
+    """
+    commits: dict[str, WriteResult | None] = {}
+    for t in targets:
+        done = view_table.committed_epoch(t.path, t.name)
+        if done is not None and done > ckpt.epoch:
+            raise RecoveryError(
+                f"view {t.name!r} has a commit for epoch {done}, after the checkpoint's epoch "
+                f"{ckpt.epoch}: the checkpoint was lost or rolled back; recompute the view"
+            )
+        change = ckpt.pending.get(t.name)
+        if change is None or (done is not None and done >= ckpt.epoch):
+            commits[t.name] = None
+            continue
+        commits[t.name] = view_table.commit_view_changes(
+            t.path, change, view=t.name, epoch=ckpt.epoch, input_versions=ckpt.input_versions
+        )
+        if hook:
+            hook(f"committed:{t.name}")
+    return RefreshResult(ckpt.epoch, dict(ckpt.input_versions), commits)
+
+
+def recover(
+    store: CheckpointStore, group: str, targets: Sequence[ViewTarget]
+) -> tuple[Checkpoint | None, RefreshResult | None]:
+    """Bring the view tables of ``group`` up to its current checkpoint.
+
+    Returns the checkpoint (to resume the engine from: ``g.load_state(ckpt.state)``) and
+    what was rolled forward; ``(None, None)`` if the group has no checkpoint yet (then a
+    view table that already has refresh commits raises :class:`RecoveryError`).
+    """
+    ckpt = store.load(group)
+    if ckpt is None:
+        for t in targets:
+            if os.path.exists(t.path) and view_table.committed_epoch(t.path, t.name) is not None:
+                raise RecoveryError(
+                    f"view {t.name!r} has refresh commits but its group {group!r} has no "
+                    "checkpoint; recompute the view"
+                )
+        return None, None
+    return ckpt, publish(ckpt, targets)
+
+
+def commit_refresh(
+    store: CheckpointStore,
+    group: str,
+    *,
+    epoch: int,
+    input_versions: Mapping[str, int],
+    state: Mapping[str, pa.Table],
+    view_changes: Mapping[str, pa.Table],
+    targets: Sequence[ViewTarget],
+    meta: Mapping[str, object] | None = None,
+    hook: Hook | None = None,
+) -> RefreshResult:
+    """Steps 1 and 2 of the protocol for one epoch.
+
+    ``view_changes``: per view, the epoch's output changes (row columns + ``__diff__``);
+    ``targets``: every view of the group in dependency order.  ``hook(step)`` is called at
+    ``"before_checkpoint"``, the checkpoint's own points (``"files_written"``,
+    ``"renamed"``), ``"checkpointed"`` and ``"committed:<view>"`` — the crash-injection
+    points of the tests.
+    """
+    manifest = store.manifest(group)
+    if manifest is not None:
+        for t in targets:
+            if t.name in manifest.pending_views:
+                done = view_table.committed_epoch(t.path, t.name)
+                if done is None or done < manifest.epoch:
+                    raise RecoveryError(
+                        f"epoch {manifest.epoch} of view {t.name!r} is not published yet; "
+                        "call recover() before refreshing"
+                    )
+    unknown = set(view_changes) - {t.name for t in targets}
+    if unknown:
+        raise RecoveryError(f"changes for views without a target: {sorted(unknown)}")
+    pending = {}
+    for name, change in view_changes.items():
+        c = consolidate(change)
+        if c.num_rows:
+            pending[name] = c
+    ckpt = Checkpoint(
+        group=group,
+        epoch=epoch,
+        input_versions=dict(input_versions),
+        state=dict(state),
+        pending=pending,
+        meta=dict(meta or {}),
+    )
+    if hook:
+        hook("before_checkpoint")
+    store.save(ckpt, hook=hook)
+    if hook:
+        hook("checkpointed")
+    return publish(ckpt, targets, hook=hook)

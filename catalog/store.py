@@ -1,0 +1,300 @@
+"""The catalog store: which tables and views exist, persisted in the warehouse.
+
+One JSON document, ``<warehouse>/_ivm/catalog.json``, holds every entry.  Each change takes an
+exclusive lock (``fcntl.flock`` on ``_ivm/catalog.lock``), re-reads the document, applies the
+change, and writes it back atomically (temp file, fsync, ``os.replace``), so concurrent
+processes never lose each other's changes and a crash leaves the old or the new document,
+never a torn one.  Readers re-read the document when it changed on disk, so a new process (or
+another one) sees every committed change.
+
+Tables and views share one namespace, as in Spark.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from catalog.checkpoint import write_json_atomic
+from catalog.dtypes import describe_schema, schema_from_text, schema_to_text
+from catalog.errors import (
+    CatalogError,
+    DependencyError,
+    NameClashError,
+    UnknownTableError,
+    UnknownViewError,
+)
+from catalog.names import Identifier, parse_identifier
+from catalog.paths import Warehouse
+
+FORMAT = 1
+ViewKind = Literal["sql", "datalog"]
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """A base table: managed (created in the warehouse) or external (registered location)."""
+
+    ident: Identifier
+    path: str
+    managed: bool
+    schema: pa.Schema
+    created_ms: int = 0
+
+    kind = "table"
+
+    @property
+    def name(self) -> str:
+        return str(self.ident)
+
+
+@dataclass(frozen=True)
+class ViewEntry:
+    """A materialized view: its definition, inputs, table, and checkpoint group."""
+
+    ident: Identifier
+    definition: str
+    language: ViewKind
+    dependencies: tuple[Identifier, ...]
+    path: str
+    schema: pa.Schema
+    group: str
+    created_ms: int = 0
+
+    kind = "materialized view"
+
+    def __post_init__(self) -> None:
+        if self.language not in ("sql", "datalog"):
+            raise CatalogError(f"view {self.ident}: language must be 'sql' or 'datalog'")
+        if self.ident in self.dependencies:
+            raise CatalogError(f"view {self.ident} cannot depend on itself")
+
+    @property
+    def name(self) -> str:
+        return str(self.ident)
+
+
+Entry = TableEntry | ViewEntry
+
+
+def _encode(e: Entry) -> dict[str, Any]:
+    base = {
+        "path": e.path,
+        "schema": schema_to_text(e.schema),
+        "columns": describe_schema(e.schema),
+        "created_ms": e.created_ms,
+    }
+    if isinstance(e, TableEntry):
+        return {**base, "managed": e.managed}
+    return {
+        **base,
+        "definition": e.definition,
+        "language": e.language,
+        "dependencies": [str(d) for d in e.dependencies],
+        "group": e.group,
+    }
+
+
+def _decode_table(name: str, d: dict[str, Any]) -> TableEntry:
+    return TableEntry(
+        parse_identifier(name),
+        d["path"],
+        bool(d["managed"]),
+        schema_from_text(d["schema"]),
+        int(d.get("created_ms", 0)),
+    )
+
+
+def _decode_view(name: str, d: dict[str, Any]) -> ViewEntry:
+    return ViewEntry(
+        parse_identifier(name),
+        d["definition"],
+        d["language"],
+        tuple(parse_identifier(x) for x in d["dependencies"]),
+        d["path"],
+        schema_from_text(d["schema"]),
+        d["group"],
+        int(d.get("created_ms", 0)),
+    )
+
+
+class CatalogStore:
+    """Tables and views of one warehouse."""
+
+    def __init__(self, warehouse: Warehouse) -> None:
+        self.warehouse = warehouse
+        self._stamp: tuple[int, int] | None = None
+        self._tables: dict[str, TableEntry] = {}
+        self._views: dict[str, ViewEntry] = {}
+
+    # -- reading --------------------------------------------------------------------------
+    def _load(self) -> None:
+        f = self.warehouse.catalog_file
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            self._stamp, self._tables, self._views = None, {}, {}
+            return
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp == self._stamp:
+            return
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CatalogError(f"catalog {f} is unreadable: {exc}") from exc
+        if doc.get("format") != FORMAT:
+            raise CatalogError(f"catalog {f} has unknown format {doc.get('format')!r}")
+        self._tables = {k: _decode_table(k, v) for k, v in doc["tables"].items()}
+        self._views = {k: _decode_view(k, v) for k, v in doc["views"].items()}
+        self._stamp = stamp
+
+    def tables(self) -> tuple[TableEntry, ...]:
+        self._load()
+        return tuple(self._tables[k] for k in sorted(self._tables))
+
+    def views(self) -> tuple[ViewEntry, ...]:
+        self._load()
+        return tuple(self._views[k] for k in sorted(self._views))
+
+    def names(self) -> tuple[str, ...]:
+        self._load()
+        return tuple(sorted([*self._tables, *self._views]))
+
+    def find(self, name: str | Identifier) -> Entry | None:
+        key = str(parse_identifier(name))
+        self._load()
+        return self._tables.get(key) or self._views.get(key)
+
+    def lookup(self, name: str | Identifier) -> Entry:
+        """The table or view called ``name``; :class:`UnknownTableError` if none."""
+        e = self.find(name)
+        if e is None:
+            raise UnknownTableError(str(name), known=self.names())
+        return e
+
+    def table(self, name: str | Identifier) -> TableEntry:
+        e = self.find(name)
+        if not isinstance(e, TableEntry):
+            raise UnknownTableError(
+                str(name), known=tuple(t.name for t in self.tables()), kind="table"
+            )
+        return e
+
+    def view(self, name: str | Identifier) -> ViewEntry:
+        e = self.find(name)
+        if not isinstance(e, ViewEntry):
+            raise UnknownViewError(str(name), known=tuple(v.name for v in self.views()))
+        return e
+
+    def dependents(self, name: str | Identifier) -> tuple[str, ...]:
+        """Views that read ``name`` directly."""
+        ident = parse_identifier(name)
+        return tuple(v.name for v in self.views() if ident in v.dependencies)
+
+    # -- writing --------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        self.warehouse.ensure()
+        lock = self.warehouse.internal_dir / "catalog.lock"
+        with open(lock, "a+", encoding="utf-8") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                self._stamp = None
+                self._load()
+                tables = {k: _encode(v) for k, v in self._tables.items()}
+                views = {k: _encode(v) for k, v in self._views.items()}
+                yield tables, views
+                write_json_atomic(
+                    self.warehouse.catalog_file,
+                    {"format": FORMAT, "tables": tables, "views": views},
+                )
+                self._stamp = None
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def add(self, entry: Entry) -> Entry:
+        """Add a table or view; :class:`NameClashError` if the name is taken."""
+        key = str(entry.ident)
+        if not entry.created_ms:
+            stamped: Entry
+            if isinstance(entry, TableEntry):
+                stamped = TableEntry(
+                    entry.ident, entry.path, entry.managed, entry.schema, int(time.time() * 1000)
+                )
+            else:
+                stamped = ViewEntry(
+                    entry.ident,
+                    entry.definition,
+                    entry.language,
+                    entry.dependencies,
+                    entry.path,
+                    entry.schema,
+                    entry.group,
+                    int(time.time() * 1000),
+                )
+            entry = stamped
+        with self._locked() as (tables, views):
+            if key in tables:
+                raise NameClashError(key, "table")
+            if key in views:
+                raise NameClashError(key, "materialized view")
+            if isinstance(entry, ViewEntry):
+                missing = [
+                    str(d)
+                    for d in entry.dependencies
+                    if str(d) not in tables and str(d) not in views
+                ]
+                if missing:
+                    raise UnknownTableError(missing[0], known=tuple(sorted([*tables, *views])))
+                views[key] = _encode(entry)
+            else:
+                tables[key] = _encode(entry)
+        return entry
+
+    def remove(
+        self, name: str | Identifier, *, kind: Literal["table", "view"] | None = None
+    ) -> Entry:
+        """Remove an entry; :class:`DependencyError` if a view still reads it."""
+        ident = parse_identifier(name)
+        key = str(ident)
+        with self._locked() as (tables, views):
+            entry: Entry | None = self._tables.get(key) if kind != "view" else None
+            if entry is None and kind != "table":
+                entry = self._views.get(key)
+            if entry is None:
+                if kind == "view":
+                    raise UnknownViewError(key, known=tuple(sorted(views)))
+                raise UnknownTableError(key, known=tuple(sorted([*tables, *views])))
+            deps = tuple(sorted(v.name for v in self._views.values() if ident in v.dependencies))
+            if deps:
+                raise DependencyError(key, deps)
+            tables.pop(key, None) if isinstance(entry, TableEntry) else views.pop(key, None)
+        return entry
+
+    def replace_schema(self, name: str | Identifier, schema: pa.Schema) -> Entry:
+        """Record a new schema for an existing entry (e.g. after a compatible evolution)."""
+        key = str(parse_identifier(name))
+        with self._locked() as (tables, views):
+            slot = tables if key in tables else views if key in views else None
+            if slot is None:
+                raise UnknownTableError(key, known=tuple(sorted([*tables, *views])))
+            slot[key]["schema"] = schema_to_text(schema)
+            slot[key]["columns"] = describe_schema(schema)
+        return self.lookup(key)
+
+
+def default_group(view: Identifier) -> str:
+    """The checkpoint group of a view computed by its own dataflow."""
+    return str(view)
+
+
+def entry_path(entry: Entry) -> str:
+    return os.fspath(entry.path)

@@ -1,0 +1,150 @@
+"""Text → analysed sqlglot AST: parse, refuse, qualify, rewrite, annotate.
+
+The passes are sqlglot's own optimizer rules, in this order (:data:`RULES`); the one rule of
+ours, :mod:`sql_frontend.rules.subquery_to_semijoin`, runs right after qualification:
+
+1. ``qualify``: resolve tables and columns against the catalog, expand ``*``, validate;
+2. ``subquery_to_semijoin``: EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
+3. ``unnest_subqueries``: other (scalar, correlated) subqueries → joins with grouped subqueries;
+4. ``pushdown_predicates``: filters move towards the scans (and into join conditions);
+5. ``eliminate_subqueries``: derived tables become CTEs, so every FROM names a relation;
+6. ``annotate_types``.
+
+Non-deterministic functions and statements that are not queries are refused before anything
+else, while the tree still carries line and column positions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import OptimizeError, ParseError, SqlglotError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.eliminate_subqueries import eliminate_subqueries
+from sqlglot.optimizer.pushdown_predicates import pushdown_predicates
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.unnest_subqueries import unnest_subqueries
+
+from sql_frontend.errors import (
+    NonDeterministicError,
+    SqlAnalysisError,
+    SqlSyntaxError,
+    UnsupportedSqlError,
+)
+from sql_frontend.rules.subquery_to_semijoin import subquery_to_semijoin
+from sql_frontend.types import SqlType, parse_type
+
+DIALECT = "spark"
+
+CatalogLike = Mapping[str, Sequence[tuple[str, Any]]]
+"""``{table: [(column, type)]}``; a type is an engine dtype, a SQL type name or a SqlType."""
+
+NON_DETERMINISTIC_NODES: tuple[type[exp.Expr], ...] = tuple(
+    getattr(exp, name) for name in (
+        "Rand", "Randn", "Uuid", "CurrentTimestamp", "CurrentDate", "CurrentTime",
+        "CurrentDatetime", "CurrentUser", "CurrentSchema", "CurrentCatalog", "Localtimestamp",
+        "Localtime", "UnixTimestamp", "Randstr", "Uniform", "Shuffle", "Sysdate",
+        "CurrentTimezone",
+    ) if hasattr(exp, name))
+NON_DETERMINISTIC_NAMES = frozenset({
+    "rand", "random", "randn", "uuid", "shuffle", "now", "current_timestamp", "current_date",
+    "localtimestamp", "monotonically_increasing_id", "spark_partition_id", "input_file_name",
+    "randstr", "uniform", "current_user", "user", "session_user", "current_timezone",
+    "input_file_block_start", "input_file_block_length", "unix_timestamp", "curdate",
+    "try_reflect", "reflect", "java_method",
+})
+
+
+def position(node: exp.Expr | None) -> tuple[int | None, int | None]:
+    """Line and column of ``node`` in the SQL text (of its first token that has one)."""
+    if node is None:
+        return None, None
+    for n in node.walk():
+        meta = getattr(n, "_meta", None) or {}
+        if "line" in meta:
+            return meta["line"], meta.get("col")
+    for parent in iter(lambda: node.parent, None):  # pragma: no cover - defensive
+        node = parent
+        meta = getattr(node, "_meta", None) or {}
+        if "line" in meta:
+            return meta["line"], meta.get("col")
+    return None, None
+
+
+def unsupported(construct: str, node: exp.Expr | None, reason: str | None = None
+                ) -> UnsupportedSqlError:
+    line, col = position(node)
+    return UnsupportedSqlError(construct, line=line, column=col, reason=reason)
+
+
+def catalog_schema(catalog: CatalogLike) -> dict[str, dict[str, SqlType]]:
+    """The catalog with every type read as a :class:`SqlType`."""
+    out: dict[str, dict[str, SqlType]] = {}
+    for table, columns in catalog.items():
+        cols: dict[str, SqlType] = {}
+        for name, t in columns:
+            cols[name] = t if isinstance(t, SqlType) else parse_type(str(t))
+        out[table] = cols
+    return out
+
+
+def parse(sql: str) -> exp.Expr:
+    """One Spark SQL query (a ``CREATE [MATERIALIZED] VIEW v AS q`` yields ``q``)."""
+    try:
+        statements = sqlglot.parse(sql, read=DIALECT)
+    except ParseError as e:
+        err = e.errors[0] if e.errors else {}
+        raise SqlSyntaxError(f"cannot parse SQL: {err.get('description', e)}",
+                             line=err.get("line"), column=err.get("col")) from e
+    statements = [s for s in statements if s is not None]
+    if len(statements) != 1:
+        raise SqlSyntaxError(f"expected one query, found {len(statements)} statements")
+    tree = statements[0]
+    if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query):
+        tree = tree.expression
+    if not isinstance(tree, exp.Query):
+        raise unsupported(f"{type(tree).__name__.upper()} statement", tree,
+                          "a view is defined by a query")
+    return tree
+
+
+def refuse_non_deterministic(tree: exp.Expr) -> None:
+    for node in tree.walk():
+        name = None
+        if isinstance(node, NON_DETERMINISTIC_NODES):
+            name = node.sql_name() if hasattr(node, "sql_name") else type(node).__name__
+        elif isinstance(node, exp.Anonymous) and str(node.name).lower() in NON_DETERMINISTIC_NAMES:
+            name = str(node.name)
+        if name is not None:
+            line, col = position(node)
+            raise NonDeterministicError(name.upper(), line=line, column=col)
+
+
+def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
+    """Parse ``sql`` and run the analysis passes; returns the annotated query."""
+    tree = parse(sql)
+    refuse_non_deterministic(tree)
+    schema = {t: {c: str(ty) for c, ty in cols.items()}
+              for t, cols in catalog_schema(catalog).items()}
+    try:
+        tree = qualify(tree, schema=schema, dialect=DIALECT, quote_identifiers=False,
+                       validate_qualify_columns=True, identify=False)
+    except OptimizeError as e:
+        raise SqlAnalysisError(f"cannot resolve: {e}") from e
+    except SqlglotError as e:  # pragma: no cover - sqlglot raises OptimizeError in practice
+        raise SqlAnalysisError(str(e)) from e
+    try:
+        for rule in RULES:
+            tree = rule(tree)
+        tree = annotate_types(tree, schema=schema, dialect=DIALECT)
+    except OptimizeError as e:
+        raise SqlAnalysisError(f"cannot analyse: {e}") from e
+    assert isinstance(tree, exp.Query)
+    return tree
+
+
+RULES = (subquery_to_semijoin, unnest_subqueries, pushdown_predicates, eliminate_subqueries)
+"""The rewrite passes after ``qualify``, in order."""

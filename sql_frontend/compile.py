@@ -1,0 +1,616 @@
+"""The relational plan → an ``ivm`` dataflow.
+
+Each plan node becomes a few engine operators; every intermediate collection names its
+columns ``c0, c1, ...`` by position, so plan column positions and engine columns agree.
+Equal subplans are compiled once (nodes are values), so a table read twice is one input and a
+subquery used twice is one dataflow fragment. Identities used (SQL semantics, NULL-correct):
+
+* inner join = ``join`` on non-NULL keys, then the residual as a filter;
+* left outer join = inner join ∪ (left rows without a match, padded with NULLs), where
+  "without a match" is ``antijoin`` on the keys (no residual) or, with a residual, on the whole
+  left row against the distinct left rows that matched;
+* semi/anti join = ``semijoin``/``antijoin`` likewise; NOT IN (null-aware anti join on x = v) =
+  (left rows with x NULL, kept iff the right is empty) ∪ (left rows with x not NULL and no
+  equal v, kept iff the right has no NULL v);
+* a global aggregate = the ``reduce`` result ∪ (its empty-input row unless the result has a row);
+* INTERSECT / EXCEPT ALL = a per-row ``reduce_group`` of min(l, r) / max(l − r, 0);
+* ORDER BY … LIMIT and window functions = ``reduce_group`` per partition (CIDR 2013 §3.4);
+* WITH RECURSIVE = ``ivm.iterate`` of ``seed ∪ step(relations)`` (``distinct`` for UNION).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import ivm
+from ivm.errors import PlanError
+from sql_frontend import plan as p
+from sql_frontend.analyze import CatalogLike
+from sql_frontend.errors import UnsupportedSqlError
+from sql_frontend.expressions.evaluate import compile_predicate, compile_vec
+from sql_frontend.expressions.vec import to_column
+from sql_frontend.planner import plan_sql
+from sql_frontend.scalar import Ref, Scalar
+from sql_frontend.types import SqlType
+
+Collection = Any  # ivm.Collection (kept loose: the engine is typed dynamically)
+
+
+def _names(n: int) -> list[str]:
+    return [f"c{i}" for i in range(n)]
+
+
+@dataclass(frozen=True)
+class CompiledView:
+    """A SQL view compiled into a dataflow.
+
+    ``collection`` is the view's rows (engine columns named as ``schema``), ``schema`` its
+    columns with Spark SQL types, ``plan`` the relational plan, ``tables`` the inputs it reads.
+    """
+
+    collection: Collection
+    schema: tuple[tuple[str, SqlType], ...]
+    plan: p.Node
+    explain: str
+    tables: tuple[str, ...]
+
+    @property
+    def engine_schema(self) -> list[tuple[str, str]]:
+        return list(zip(self.collection.schema.names, self.collection.schema.dtypes,
+                        strict=True))
+
+
+def output_names(schema: p.Schema) -> list[str]:
+    """Unique column names for the view (``x``, ``x_1``, ... for repeats)."""
+    seen: dict[str, int] = {}
+    out = []
+    for n, _ in schema:
+        base = n or "col"
+        k = seen.get(base, 0)
+        name = base if k == 0 else f"{base}_{k}"
+        while name in seen:
+            k += 1
+            name = f"{base}_{k}"
+        seen[base] = k + 1
+        seen.setdefault(name, 1)
+        out.append(name)
+    return out
+
+
+def compile_view(sql: str, catalog: CatalogLike, dataflow: ivm.Dataflow,
+                 inputs: Mapping[str, Collection]) -> CompiledView:
+    """Compile the view ``sql`` over ``catalog`` into ``dataflow`` reading ``inputs``.
+
+    >>> import ivm
+    >>> g = ivm.Dataflow()
+    >>> t = g.input("t", [("a", "any")])
+    >>> v = compile_view("SELECT a, count(*) AS n FROM t GROUP BY a", {"t": [("a", "bigint")]},
+    ...                  g, {"t": t})
+    >>> out = g.output(v.collection, "v")
+    >>> t.insert([(1,), (1,), (None,)]); _ = g.step()
+    >>> sorted(out.counts().items(), key=str)
+    [((1, 2), 1), ((None, 1), 1)]
+    """
+    node = plan_sql(sql, catalog)
+    coll = compile_plan(node, dataflow, inputs)
+    coll = coll.rename(output_names(node.schema))
+    return CompiledView(coll, node.schema, node, explain_text(node), p.tables(node))
+
+
+def explain_text(node: p.Node) -> str:
+    return "== Relational plan ==\n" + p.explain(node)
+
+
+def explain(sql: str, catalog: CatalogLike) -> str:
+    """EXPLAIN of a view: its relational plan and the dataflow it compiles to."""
+    node = plan_sql(sql, catalog)
+    g = ivm.Dataflow("explain")
+    inputs = {}
+    for scan in {n for n in p.walk(node) if isinstance(n, p.Scan)}:
+        if scan.table not in inputs:
+            inputs[scan.table] = g.input(scan.table, [(c, t.engine_dtype) for c, t in
+                                                      scan.columns])
+    coll = compile_plan(node, g, inputs)
+    g.output(coll, "view")
+    return explain_text(node) + "\n== Dataflow ==\n" + g.explain()
+
+
+def compile_plan(node: p.Node, dataflow: ivm.Dataflow, inputs: Mapping[str, Collection]
+                 ) -> Collection:
+    """The collection computing ``node`` (columns ``c0..``)."""
+    return _Compiler(dataflow, inputs).compile(node, {})
+
+
+def _has_recref(node: p.Node) -> bool:
+    return any(isinstance(n, p.RecRef) for n in p.walk(node))
+
+
+class _Compiler:
+    def __init__(self, g: ivm.Dataflow, inputs: Mapping[str, Collection]) -> None:
+        self.g = g
+        self.inputs = inputs
+        self.memo: dict[p.Node, Collection] = {}
+        self.loops: dict[tuple[p.Binding, ...], list[Collection]] = {}
+
+    def compile(self, node: p.Node, rec: dict[str, Collection]) -> Collection:
+        inner = bool(rec) and _has_recref(node)
+        memo = self.memo if not inner else self._loop_memo(rec)
+        hit = memo.get(node)
+        if hit is not None:
+            return hit
+        method: Callable[[Any, dict[str, Collection]], Collection] | None = getattr(
+            self, f"_{type(node).__name__}", None)
+        if method is None:
+            raise UnsupportedSqlError(f"plan node {type(node).__name__}")
+        out = method(node, rec if inner else {})
+        if len(out.schema) != node.width:
+            raise PlanError(f"{type(node).__name__} compiled to {len(out.schema)} columns, "
+                            f"expected {node.width}")
+        memo[node] = out
+        return out
+
+    def _loop_memo(self, rec: dict[str, Collection]) -> dict[p.Node, Collection]:
+        key = ("__loop__", tuple(id(c) for c in rec.values()))
+        return self.__dict__.setdefault(str(key), {})  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------ helpers
+    def named(self, c: Collection) -> Collection:
+        names = _names(len(c.schema))
+        return c if tuple(c.schema.names) == tuple(names) else c.rename(names)
+
+    def map_exprs(self, c: Collection, exprs: tuple[Scalar, ...]) -> Collection:
+        """``c`` mapped to one column per expression."""
+        idx = [e.index for e in exprs if isinstance(e, Ref)]
+        if len(idx) == len(exprs) and len(set(idx)) == len(idx):
+            return self.named(c.project(*idx))
+        in_dtypes = list(c.schema.dtypes)
+        fns: list[Callable[..., np.ndarray]] = []
+        dtypes: list[str] = []
+        for e in exprs:
+            if isinstance(e, Ref):
+                i = e.index
+                fns.append(lambda *cols, i=i: cols[i])
+                dtypes.append(in_dtypes[i])
+            else:
+                ev = compile_vec(e)
+                fns.append(lambda *cols, ev=ev: to_column(ev(cols, len(cols[0]) if cols
+                                                               else 0)))
+                dtypes.append(e.type.engine_dtype)
+
+        def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
+            return tuple(f(*cols) for f in fns)
+        return c.map(fn, list(zip(_names(len(exprs)), dtypes, strict=True)))
+
+    def drop_null_keys(self, c: Collection, keys: tuple[int, ...]) -> Collection:
+        obj = [k for k in keys if c.schema.dtypes[k] in ("any", "str")]
+        if not obj:
+            return c
+
+        def keep(*cols: np.ndarray) -> np.ndarray:
+            m = np.ones(len(cols[0]), dtype=bool)
+            for k in obj:
+                m &= np.fromiter((v is not None for v in cols[k]), dtype=bool,
+                                 count=len(cols[k]))
+            return m
+        return c.filter(keep)
+
+    def pad_nulls(self, c: Collection, left_width: int, right_dtypes: list[str],
+                  pad_right: bool) -> Collection:
+        """Rows of one side padded with NULL columns for the other side."""
+        in_dtypes = list(c.schema.dtypes)
+        n_in = len(in_dtypes)
+        pad = ["any" if d not in ("str",) else "str" for d in right_dtypes]
+
+        def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
+            n = len(cols[0]) if cols else 0
+            nulls = tuple(np.full(n, None, dtype=object) for _ in pad)
+            return (*cols, *nulls) if pad_right else (*nulls, *cols)
+        dtypes = in_dtypes + pad if pad_right else pad + in_dtypes
+        del left_width, n_in
+        return c.map(fn, list(zip(_names(len(dtypes)), dtypes, strict=True)))
+
+    def const_col(self, c: Collection, value: int = 1) -> Collection:
+        width = len(c.schema)
+
+        def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
+            n = len(cols[0]) if cols else 0
+            return (*cols, np.full(n, value, dtype=np.int64))
+        return c.map(fn, [*zip(c.schema.names, c.schema.dtypes, strict=True),
+                          (f"c{width}", "int64")])
+
+    def marker(self, c: Collection) -> Collection:
+        """One row ``(1,)`` if ``c`` is not empty, else nothing."""
+        def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
+            n = len(cols[0]) if cols else 0
+            return (np.ones(n, dtype=np.int64),)
+        return c.map(fn, [("m", "int64")]).distinct()
+
+    def unify_dtypes(self, a: Collection, b: Collection) -> tuple[Collection, Collection]:
+        """Make both sides' engine dtypes equal (object where they differ)."""
+        da, db = list(a.schema.dtypes), list(b.schema.dtypes)
+        if da == db:
+            return a, b
+        target = [x if x == y else "any" for x, y in zip(da, db, strict=True)]
+        return self.retype(a, target), self.retype(b, target)
+
+    def retype(self, c: Collection, dtypes: list[str]) -> Collection:
+        if list(c.schema.dtypes) == dtypes:
+            return c
+        src = list(c.schema.dtypes)
+
+        def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
+            out = []
+            for col, s, d in zip(cols, src, dtypes, strict=True):
+                if s == d:
+                    out.append(col)
+                else:
+                    o = np.empty(len(col), dtype=object)
+                    o[:] = col.tolist()
+                    out.append(o)
+            return tuple(out)
+        return c.map(fn, list(zip(_names(len(dtypes)), dtypes, strict=True)))
+
+    # ------------------------------------------------------------ nodes
+    def _Scan(self, node: p.Scan, rec: dict[str, Collection]) -> Collection:
+        if node.table not in self.inputs:
+            raise PlanError(f"view reads {node.table!r} but no input of that name was given; "
+                            f"inputs: {sorted(self.inputs)}")
+        c = self.inputs[node.table]
+        names = list(c.schema.names)
+        lower = [n.lower() for n in names]
+        idx = []
+        for col, _ in node.columns:
+            if col in names:
+                idx.append(names.index(col))
+            elif col.lower() in lower:
+                idx.append(lower.index(col.lower()))
+            else:
+                raise PlanError(f"input {node.table!r} has no column {col!r}; it has {names}")
+        return self.named(c.project(*idx))
+
+    def _Filter(self, node: p.Filter, rec: dict[str, Collection]) -> Collection:
+        c = self.compile(node.input, rec)
+        return c.filter(compile_predicate(node.predicate))
+
+    def _Project(self, node: p.Project, rec: dict[str, Collection]) -> Collection:
+        return self.map_exprs(self.compile(node.input, rec), node.exprs)
+
+    def _Distinct(self, node: p.Distinct, rec: dict[str, Collection]) -> Collection:
+        return self.compile(node.input, rec).distinct()
+
+    def _RecRef(self, node: p.RecRef, rec: dict[str, Collection]) -> Collection:
+        if node.name not in rec:
+            raise PlanError(f"recursive relation {node.name} used outside its loop")
+        return rec[node.name]
+
+    def _Recursive(self, node: p.Recursive, rec: dict[str, Collection]) -> Collection:
+        group = node.bindings
+        if group not in self.loops:
+            seeds = [self.compile(b.seed, rec) for b in group]
+            # Every relation keeps one dtype per column across iterations: object.
+            seeds = [self.retype(s, ["str" if d == "str" else "any" for d in s.schema.dtypes])
+                     for s in seeds]
+
+            def body(vs: list[Collection]) -> list[Collection]:
+                env = dict(rec)
+                env.update({b.name: v for b, v in zip(group, vs, strict=True)})
+                outs = []
+                for b, v, seed in zip(group, vs, seeds, strict=True):
+                    step = self.retype(self.compile(b.step, env), list(v.schema.dtypes))
+                    r = self.named(step).concat(seed)
+                    outs.append(r.distinct() if b.distinct else r)
+                return outs
+
+            self.loops[group] = ivm.iterate(seeds, body)
+        return self.loops[group][node.index]
+
+    # ------------------------------------------------------------ joins
+    def _Join(self, node: p.Join, rec: dict[str, Collection]) -> Collection:
+        left = self.compile(node.left, rec)
+        right = self.compile(node.right, rec)
+        lw, rw = node.left.width, node.right.width
+        if node.kind == "cross":
+            lk = self.const_col(left)
+            rk = self.const_col(right)
+            j = lk.join(rk, on=[(f"c{lw}", f"c{rw}")])
+            keep = list(range(lw)) + [lw + 1 + i for i in range(rw)]
+            return self.named(j.project(*keep))
+        if node.null_aware:
+            return self.null_aware_anti(node, left, right)
+        if not node.left_keys and node.kind != "inner":
+            # no equi keys: join on a constant (every pair is a candidate)
+            left2, right2 = self.const_col(left), self.const_col(right)
+            inner_node = p.Join(node.left, node.right, "inner", (), (), node.residual)
+            return self.outer_like(node, left, right, left2, right2, (lw,), (rw,), inner_node)
+        lkeys, rkeys = node.left_keys, node.right_keys
+        lnn = self.drop_null_keys(left, lkeys)
+        rnn = self.drop_null_keys(right, rkeys)
+        return self.outer_like(node, left, right, lnn, rnn, lkeys, rkeys, node)
+
+    def inner(self, lnn: Collection, rnn: Collection, lkeys: tuple[int, ...],
+              rkeys: tuple[int, ...], lw: int, rw: int, residual: Scalar | None
+              ) -> Collection:
+        lcols = len(lnn.schema)
+        j = lnn.join(rnn, on=[(f"c{a}", f"c{b}") for a, b in zip(lkeys, rkeys, strict=True)])
+        keep = list(range(lw)) + [lcols + i for i in range(rw)]
+        j = self.named(j.project(*keep)) if lcols != lw or len(rnn.schema) != rw \
+            else self.named(j)
+        if residual is not None:
+            j = j.filter(compile_predicate(residual))
+        return j
+
+    def outer_like(self, node: p.Join, left: Collection, right: Collection, lnn: Collection,
+                   rnn: Collection, lkeys: tuple[int, ...], rkeys: tuple[int, ...],
+                   shape: p.Join) -> Collection:
+        lw, rw = node.left.width, node.right.width
+        if not node.left_keys and node.kind == "inner":
+            lnn, rnn = self.const_col(left), self.const_col(right)
+            lkeys, rkeys = (lw,), (rw,)
+        inner = self.inner(lnn, rnn, lkeys, rkeys, lw, rw, node.residual)
+        if node.kind == "inner":
+            return inner
+        all_l = list(range(lw))
+        all_r = list(range(lw, lw + rw))
+        if node.kind in ("semi", "anti"):
+            if node.residual is None:
+                keys = [(f"c{a}", f"c{b}") for a, b in zip(lkeys, rkeys, strict=True)]
+                src = lnn if node.kind == "semi" else left
+                if len(lnn.schema) != lw:  # constant key column added
+                    src = self.const_col(left)
+                    out = (src.semijoin(rnn, keys) if node.kind == "semi"
+                           else src.antijoin(rnn, keys))
+                    return self.named(out.project(*all_l))
+                return src.semijoin(rnn, keys) if node.kind == "semi" \
+                    else src.antijoin(rnn, keys)
+            matched = self.named(inner.project(*all_l)).distinct()
+            on = [(f"c{i}", f"c{i}") for i in all_l]
+            return left.semijoin(matched, on) if node.kind == "semi" \
+                else left.antijoin(matched, on)
+        parts = [inner]
+        if node.kind in ("left", "full"):
+            if node.residual is None and len(lnn.schema) == lw:
+                unmatched_l = left.antijoin(rnn, [(f"c{a}", f"c{b}") for a, b in
+                                                   zip(lkeys, rkeys, strict=True)])
+            else:
+                matched = self.named(inner.project(*all_l)).distinct()
+                unmatched_l = left.antijoin(matched, [(f"c{i}", f"c{i}") for i in all_l])
+            parts.append(self.pad_nulls(unmatched_l, lw, list(right.schema.dtypes), True))
+        if node.kind in ("right", "full"):
+            if node.residual is None and len(rnn.schema) == rw:
+                unmatched_r = right.antijoin(lnn, [(f"c{b}", f"c{a}") for a, b in
+                                                    zip(lkeys, rkeys, strict=True)])
+            else:
+                matched_r = self.named(inner.project(*all_r)).distinct()
+                unmatched_r = right.antijoin(matched_r, [(f"c{i}", f"c{i}") for i in range(rw)])
+            parts.append(self.pad_nulls(self.named(unmatched_r), rw,
+                                        list(left.schema.dtypes), False))
+        out = self.named(parts[0])
+        target = [a if all(x.schema.dtypes[i] == a for x in parts) else "any"
+                  for i, a in enumerate(out.schema.dtypes)]
+        parts = [self.retype(self.named(x), target) for x in parts]
+        return parts[0].concat(*parts[1:])
+
+    def null_aware_anti(self, node: p.Join, left: Collection, right: Collection) -> Collection:
+        lw = node.left.width
+        (x,), (v,) = node.left_keys, node.right_keys
+        lnull = left.filter(lambda *cols: np.fromiter((c is None for c in cols[x]), dtype=bool,
+                                                      count=len(cols[x])))
+        lval = self.drop_null_keys(left, (x,))
+        rvals = self.drop_null_keys(right, (v,))
+        rnulls = right.filter(lambda *cols: np.fromiter((c is None for c in cols[v]),
+                                                        dtype=bool, count=len(cols[v])))
+        nonempty = self.marker(right)
+        has_null = self.marker(rnulls)
+        # x NULL: kept iff the right side is empty
+        a = self.named(self.const_col(lnull).antijoin(nonempty, [(f"c{lw}", "m")])
+                       .project(*range(lw)))
+        # x not NULL: kept iff no v = x and no v is NULL
+        b = lval.antijoin(rvals, [(f"c{x}", f"c{v}")])
+        b = self.named(self.const_col(b).antijoin(has_null, [(f"c{lw}", "m")])
+                       .project(*range(lw)))
+        a, b = self.unify_dtypes(a, b)
+        return a.concat(b)
+
+    # ------------------------------------------------------------ aggregation
+    def _Aggregate(self, node: p.Aggregate, rec: dict[str, Collection]) -> Collection:
+        c = self.compile(node.input, rec)
+        specs: list[tuple] = []
+        for a in node.aggs:
+            if a.func == "count_star":
+                specs.append(("count",))
+            elif a.func == "count":
+                specs.append(("count_distinct" if a.distinct else "count", f"c{a.arg}"))
+            elif a.func in ("sum", "min", "max"):
+                specs.append((a.func, f"c{a.arg}"))
+            else:
+                raise UnsupportedSqlError(f"aggregate {a.func}")
+        names = _names(node.width)
+        key = [f"c{g}" for g in node.group]
+        out = c.reduce(key if key else (), specs, names=names[len(key):])
+        out = self.named(out)
+        if node.group:
+            return out
+        # Global aggregate: one row even over an empty input.
+        default = tuple(0 if a.func in ("count", "count_star") else None for a in node.aggs)
+        dtypes = list(out.schema.dtypes)
+        const = self.g.constant([(*default, 1)], [*zip(names, dtypes, strict=True),
+                                                   ("m", "int64")], name="empty_aggregate")
+        missing = const.antijoin(self.marker(out), [("m", "m")]).project(*range(len(names)))
+        return out.concat(self.named(missing))
+
+    # ------------------------------------------------------------ set operations
+    def _SetOp(self, node: p.SetOp, rec: dict[str, Collection]) -> Collection:
+        left, right = self.unify_dtypes(self.compile(node.left, rec),
+                                        self.compile(node.right, rec))
+        w = node.width
+        on = [(f"c{i}", f"c{i}") for i in range(w)]
+        if node.kind == "union":
+            u = left.concat(right)
+            return u if node.all else u.distinct()
+        if not node.all:
+            ld = left.distinct()
+            return ld.semijoin(right, on) if node.kind == "intersect" else ld.antijoin(right, on)
+        # ALL variants: per row, counts of each side.
+        tag_l = self.const_col(left, 0)
+        tag_r = self.const_col(right, 1)
+        both = tag_l.concat(tag_r)
+        is_intersect = node.kind == "intersect"
+
+        def fn(key: tuple, rows: list[tuple], counts: list[int]) -> Iterable[tuple[tuple, int]]:
+            nl = sum(c for r, c in zip(rows, counts, strict=True) if r[w] == 0)
+            nr = sum(c for r, c in zip(rows, counts, strict=True) if r[w] == 1)
+            n = min(nl, nr) if is_intersect else max(nl - nr, 0)
+            return [((), n)] if n else []
+        out = both.reduce_group([f"c{i}" for i in range(w)], fn, [])
+        return self.named(out)
+
+    # ------------------------------------------------------------ order
+    def _TopK(self, node: p.TopK, rec: dict[str, Collection]) -> Collection:
+        c = self.compile(node.input, rec)
+        order, limit, offset, width = node.order, node.limit, node.offset, node.width
+        group = node.group
+        cmp = functools.cmp_to_key(_row_comparator(order))
+
+        def fn(key: tuple, rows: list[tuple], counts: list[int]) -> Iterable[tuple[tuple, int]]:
+            items = sorted(zip(rows, counts, strict=True), key=lambda rc: cmp(rc[0]))
+            out = []
+            skip, take = offset, limit
+            for r, n in items:
+                if n <= 0:
+                    continue
+                s = min(skip, n)
+                skip -= s
+                n -= s
+                t = min(take, n)
+                if t > 0:
+                    out.append((tuple(r[i] for i in range(width) if i not in group), t))
+                    take -= t
+                if take == 0:
+                    break
+            return out
+        rest = [i for i in range(width) if i not in group]
+        out = c.reduce_group([f"c{g}" for g in group] if group else (), fn,
+                             [(f"v{i}", c.schema.dtypes[i]) for i in rest])
+        if group:
+            pos = {orig: j for j, orig in enumerate([*group, *rest])}
+            out = out.project(*[pos[i] for i in range(width)])
+        return self.named(out)
+
+    def _Window(self, node: p.Window, rec: dict[str, Collection]) -> Collection:
+        c = self.compile(node.input, rec)
+        width = node.input.width
+        funcs, order, part = node.funcs, node.order, node.partition
+        cmp = functools.cmp_to_key(_row_comparator(order)) if order else None
+        order_cols = [k.index for k in order]
+
+        def fn(key: tuple, rows: list[tuple], counts: list[int]) -> Iterable[tuple[tuple, int]]:
+            expanded: list[tuple] = []
+            for r, n in zip(rows, counts, strict=True):
+                expanded.extend([r] * max(n, 0))
+            if cmp is not None:
+                expanded.sort(key=cmp)
+            values = [_window_values(f, expanded, order_cols) for f in funcs]
+            out: dict[tuple, int] = {}
+            for i, r in enumerate(expanded):
+                row = r + tuple(v[i] for v in values)
+                out[row] = out.get(row, 0) + 1
+            return list(out.items())
+        dtypes = list(c.schema.dtypes) + [f.type.engine_dtype for f in funcs]
+        out = c.reduce_group([f"c{i}" for i in part] if part else (), fn,
+                             list(zip([f"v{i}" for i in range(width + len(funcs))], dtypes,
+                                      strict=True)))
+        return self.named(out.project(*range(len(part), len(part) + width + len(funcs))))
+
+
+def _sort_value(v: object) -> object:
+    return v
+
+
+def _row_comparator(order: tuple[p.SortKey, ...]) -> Callable[[tuple, tuple], int]:
+    """Spark's ordering of rows; ties broken by the whole row, so results are deterministic."""
+    def cmp(a: tuple, b: tuple) -> int:
+        for k in order:
+            x, y = a[k.index], b[k.index]
+            if x is None or y is None:
+                if x is None and y is None:
+                    continue
+                first = -1 if k.nulls_first else 1
+                return first if x is None else -first
+            if x == y:
+                continue
+            if isinstance(x, float) and x != x:
+                c = 1
+            elif isinstance(y, float) and y != y:
+                c = -1
+            else:
+                c = -1 if x < y else 1  # type: ignore[operator]
+            return -c if k.descending else c
+        ra, rb = repr(a), repr(b)
+        return (ra > rb) - (ra < rb)
+    return cmp
+
+
+def _window_values(f: p.WindowCall, rows: list[tuple], order_cols: list[int]) -> list[object]:
+    n = len(rows)
+    if f.func == "row_number":
+        return list(range(1, n + 1))
+    peers = [tuple(r[i] for i in order_cols) for r in rows]
+    if f.func in ("rank", "dense_rank"):
+        out: list[object] = []
+        rank = dense = 0
+        for i in range(n):
+            if i == 0 or peers[i] != peers[i - 1]:
+                rank = i + 1
+                dense += 1
+            out.append(rank if f.func == "rank" else dense)
+        return out
+    # aggregates: whole partition without ORDER BY, else running up to the last peer
+    vals = [None if f.arg is None else r[f.arg] for r in rows]
+    ends = list(range(n))
+    if order_cols:
+        j = n - 1
+        for i in range(n - 1, -1, -1):
+            if i < n - 1 and peers[i] != peers[i + 1]:
+                j = i
+            ends[i] = j
+    else:
+        ends = [n - 1] * n
+    results: list[object] = []
+    cache: dict[int, object] = {}
+    for i in range(n):
+        e = ends[i]
+        if e not in cache:
+            cache[e] = _aggregate(f, vals[:e + 1])
+        results.append(cache[e])
+    return results
+
+
+def _aggregate(f: p.WindowCall, vals: list[object]) -> object:
+    from decimal import Decimal
+
+    if f.func == "count_star":
+        return len(vals)
+    live = [v for v in vals if v is not None]
+    if f.func == "count":
+        return len(live)
+    if not live:
+        return None
+    if f.func == "min":
+        return min(live)  # type: ignore[type-var]
+    if f.func == "max":
+        return max(live)  # type: ignore[type-var]
+    total = sum(live)  # type: ignore[arg-type]
+    if f.func == "sum":
+        if f.type.is_fractional:
+            return float(total)
+        return total
+    if f.type.is_decimal:
+        from sql_frontend.expressions.evaluate import DECIMAL_CONTEXT, _decimal_result
+        return _decimal_result(DECIMAL_CONTEXT.divide(Decimal(total), Decimal(len(live))),
+                               f.type)
+    return float(total) / len(live)

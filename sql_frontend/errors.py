@@ -1,0 +1,51 @@
+"""Errors raised by the SQL front end.
+
+Every error points into the user's SQL text: ``line`` and ``column`` (1-based, as sqlglot
+reports them) and the ``construct`` that was refused, so a user can act on the message.
+
+>>> from sql_frontend.errors import UnsupportedSqlError
+>>> str(UnsupportedSqlError("LATERAL VIEW", line=2, column=5))
+'unsupported SQL construct: LATERAL VIEW (line 2, column 5)'
+"""
+
+from __future__ import annotations
+
+from ivm.errors import SourceError
+
+
+class SqlError(SourceError):
+    """Root of the SQL front end's errors (a :class:`ivm.errors.SourceError`)."""
+
+
+class SqlSyntaxError(SqlError, ValueError):
+    """The text is not valid Spark SQL."""
+
+
+class SqlAnalysisError(SqlError, ValueError):
+    """Valid syntax that does not resolve: unknown table or column, type mismatch, ..."""
+
+
+class UnsupportedSqlError(SqlError, NotImplementedError):
+    """A construct that cannot be maintained incrementally (yet); refused at CREATE time."""
+
+    def __init__(self, construct: str, *, line: int | None = None, column: int | None = None,
+                 reason: str | None = None) -> None:
+        message = f"unsupported SQL construct: {construct}"
+        if reason:
+            message += f" ({reason})"
+        super().__init__(message, line=line, column=column, construct=construct)
+
+
+class NonDeterministicError(UnsupportedSqlError):
+    """A non-deterministic function (rand, uuid, current_timestamp, ...): a maintained view
+    must be a function of its inputs, so these are refused at CREATE time."""
+
+    def __init__(self, function: str, *, line: int | None = None,
+                 column: int | None = None) -> None:
+        super().__init__(function, line=line, column=column,
+                         reason="non-deterministic functions cannot be maintained incrementally")
+
+
+class SqlRuntimeError(SqlError, ArithmeticError):
+    """An expression failed on a row as Spark's default ANSI mode fails the query: division by
+    zero, integer overflow, an invalid CAST. The refresh is aborted; no state changes."""

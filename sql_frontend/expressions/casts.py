@@ -1,0 +1,240 @@
+"""CAST and TRY_CAST with Spark 4's ANSI rules: an invalid or out-of-range value fails the
+refresh under CAST and is NULL under TRY_CAST."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+
+import numpy as np
+
+from sql_frontend.errors import UnsupportedSqlError
+from sql_frontend.expressions.evaluate import (
+    OPS,
+    DECIMAL_CONTEXT,
+    _decimal_result,
+    elementwise,
+    runtime_error,
+)
+from sql_frontend.expressions.vec import Vec
+from sql_frontend.types import SqlType
+
+_INT_BOUNDS = {"TINYINT": 2**7, "SMALLINT": 2**15, "INT": 2**31, "BIGINT": 2**63}
+
+
+class _Invalid(Exception):
+    pass
+
+
+def java_double_str(x: float) -> str:
+    """Spark's (Java's) text of a double: ``1.0``, ``1.0E10``, ``1.0E-4``, ``NaN``."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0.0" if math.copysign(1, x) < 0 else "0.0"
+    a = abs(x)
+    if 1e-3 <= a < 1e7:
+        s = repr(x)
+        if "e" in s or "E" in s:
+            s = format(x, "f")
+        return s if "." in s else s + ".0"
+    mant, exp = repr(x).lower().split("e") if "e" in repr(x) else (repr(x), "0")
+    # normalise to one digit before the point, as Java does
+    d = Decimal(repr(x))
+    sign, digits, exponent = d.as_tuple()
+    assert isinstance(exponent, int)
+    ds = "".join(map(str, digits)).rstrip("0") or "0"
+    e10 = len(digits) + exponent - 1
+    m = ds[0] + "." + (ds[1:] or "0")
+    return f"{'-' if sign else ''}{m}E{e10}"
+
+
+def timestamp_str(v: dt.datetime) -> str:
+    s = v.strftime("%Y-%m-%d %H:%M:%S")
+    if v.microsecond:
+        s += ("." + f"{v.microsecond:06d}").rstrip("0")
+    return s
+
+
+def to_str(v: object, t: SqlType) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return java_double_str(v)
+    if isinstance(v, Decimal):
+        return format(v, "f")
+    if isinstance(v, dt.datetime):
+        return timestamp_str(v)
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    return str(v)
+
+
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_DATE_RE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?(?:[ T].*)?$")
+_TS_RE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$")
+
+
+def _to_int(v: object, t: SqlType) -> int:
+    if isinstance(v, bool):
+        r = int(v)
+    elif isinstance(v, int):
+        r = v
+    elif isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            raise _Invalid
+        r = int(v)
+    elif isinstance(v, Decimal):
+        r = int(v)
+    elif isinstance(v, str):
+        s = v.strip()
+        if _INT_RE.match(s):
+            r = int(s)
+        else:
+            try:
+                r = int(Decimal(s))
+            except InvalidOperation:
+                raise _Invalid from None
+    else:
+        raise _Invalid
+    bound = _INT_BOUNDS[t.name]
+    if not -bound <= r < bound:
+        raise _Invalid
+    return r
+
+
+def _to_double(v: object, t: SqlType) -> float:
+    if isinstance(v, str):
+        s = v.strip()
+        try:
+            return float(s)
+        except ValueError:
+            raise _Invalid from None
+    if isinstance(v, (int, float, Decimal)):
+        return float(v)
+    raise _Invalid
+
+
+def _to_decimal(v: object, t: SqlType) -> Decimal:
+    if isinstance(v, bool):
+        d = Decimal(int(v))
+    elif isinstance(v, int):
+        d = Decimal(v)
+    elif isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            raise _Invalid
+        d = Decimal(repr(v))
+    elif isinstance(v, Decimal):
+        d = v
+    elif isinstance(v, str):
+        try:
+            d = Decimal(v.strip())
+        except InvalidOperation:
+            raise _Invalid from None
+        if not d.is_finite():
+            raise _Invalid
+    else:
+        raise _Invalid
+    assert t.scale is not None and t.precision is not None
+    q = d.quantize(Decimal(1).scaleb(-t.scale), context=DECIMAL_CONTEXT)
+    if q != 0 and q.adjusted() >= t.precision - t.scale:
+        raise _Invalid
+    return q
+
+
+def _to_bool(v: object, t: SqlType) -> bool:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float, Decimal)):
+        return v != 0
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in ("t", "true", "y", "yes", "1"):
+            return True
+        if s in ("f", "false", "n", "no", "0"):
+            return False
+    raise _Invalid
+
+
+def _to_date(v: object, t: SqlType) -> dt.date:
+    if isinstance(v, dt.datetime):
+        return v.date()
+    if isinstance(v, dt.date):
+        return v
+    if isinstance(v, str):
+        m = _DATE_RE.match(v.strip())
+        if m:
+            try:
+                return dt.date(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1))
+            except ValueError:
+                raise _Invalid from None
+    raise _Invalid
+
+
+def _to_timestamp(v: object, t: SqlType) -> dt.datetime:
+    if isinstance(v, dt.datetime):
+        return v
+    if isinstance(v, dt.date):
+        return dt.datetime(v.year, v.month, v.day)
+    if isinstance(v, str):
+        m = _TS_RE.match(v.strip())
+        if m:
+            frac = (m.group(7) or "0")[:6].ljust(6, "0")
+            try:
+                return dt.datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)),
+                                   int(m.group(4) or 0), int(m.group(5) or 0),
+                                   int(m.group(6) or 0), int(frac))
+            except ValueError:
+                raise _Invalid from None
+    raise _Invalid
+
+
+_CONVERT: dict[str, Callable[[object, SqlType], object]] = {
+    "TINYINT": _to_int, "SMALLINT": _to_int, "INT": _to_int, "BIGINT": _to_int,
+    "FLOAT": _to_double, "DOUBLE": _to_double, "DECIMAL": _to_decimal, "BOOLEAN": _to_bool,
+    "DATE": _to_date, "TIMESTAMP": _to_timestamp, "STRING": to_str,
+}
+
+
+def _cast(args: list[Vec], t: SqlType, safe: bool) -> Vec:
+    (a,) = args
+    src = a.type
+    if src == t:
+        return a
+    if src.name == "NULL":
+        return elementwise(lambda v: None, args, t)
+    if t.name not in _CONVERT:
+        raise UnsupportedSqlError(f"CAST to {t}")
+    # Fast vectorized paths.
+    if src.is_integral and t.is_integral:
+        if not safe:
+            bound = _INT_BOUNDS[t.name]
+            bad = ((a.data >= bound) | (a.data < -bound)) & ~a.null
+            if bad.any():
+                raise runtime_error(f"[CAST_OVERFLOW] value does not fit {t}")
+            return Vec(a.data, a.null, t)
+    if (src.is_integral or src.is_fractional) and t.is_fractional:
+        return Vec(a.data.astype(np.float64), a.null, t)
+    convert = _CONVERT[t.name]
+
+    def one(v: object) -> object:
+        try:
+            return convert(v, t)
+        except _Invalid:
+            if safe:
+                return None
+            raise runtime_error(f"[CAST_INVALID_INPUT] cannot cast {v!r} of {src} to {t}"
+                                ) from None
+
+    return elementwise(one, args, t)
+
+
+OPS["cast"] = lambda args, t: _cast(args, t, False)
+OPS["try_cast"] = lambda args, t: _cast(args, t, True)
+
+__all__ = ["_decimal_result", "java_double_str", "timestamp_str", "to_str"]

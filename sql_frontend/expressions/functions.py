@@ -1,0 +1,220 @@
+"""String, math and date functions (Spark semantics), registered in ``OPS``."""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import math
+import re
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from functools import lru_cache
+
+import numpy as np
+
+from sql_frontend.expressions.casts import to_str
+from sql_frontend.expressions.evaluate import OPS, elementwise, runtime_error
+from sql_frontend.expressions.vec import Vec, from_objects, objects
+from sql_frontend.types import SqlType
+
+
+def _reg(name: str, fn, nulls: bool = False) -> None:  # type: ignore[no-untyped-def]
+    OPS[name] = lambda args, t: elementwise(fn, args, t)
+
+
+# ---------------------------------------------------------------- strings
+
+def _substring(s: str, pos: int, length: int | None = None) -> str:
+    """Spark's 1-based substring; pos 0 acts as 1, negative counts from the end."""
+    n = len(s)
+    if pos > 0:
+        start = pos - 1
+    elif pos == 0:
+        start = 0
+    else:
+        start = n + pos
+    if length is None:
+        end = n
+    else:
+        end = start + length if length > 0 else start
+        if pos < 0 and start < 0:
+            end = start + length
+    start = max(start, 0)
+    end = max(min(end, n), 0)
+    return s[start:end] if end > start else ""
+
+
+_reg("upper", lambda s: s.upper())
+_reg("lower", lambda s: s.lower())
+_reg("length", lambda s: len(s))
+_reg("reverse", lambda s: s[::-1])
+_reg("initcap", lambda s: " ".join(w[:1].upper() + w[1:].lower() for w in s.split(" ")))
+_reg("substring", _substring)
+_reg("left", lambda s, n: s[:max(n, 0)])
+_reg("right", lambda s, n: s[len(s) - n:] if n > 0 else "")
+_reg("trim", lambda s: s.strip(" "))
+_reg("ltrim", lambda s: s.lstrip(" "))
+_reg("rtrim", lambda s: s.rstrip(" "))
+_reg("trim_chars", lambda s, c: s.strip(c))
+_reg("replace", lambda s, a, b: s.replace(a, b) if a else s)
+_reg("instr", lambda s, sub: s.find(sub) + 1)
+_reg("startswith", lambda s, p: s.startswith(p))
+_reg("endswith", lambda s, p: s.endswith(p))
+_reg("contains", lambda s, p: p in s)
+_reg("repeat", lambda s, n: s * max(n, 0))
+
+
+def _pad(s: str, n: int, fill: str, left: bool) -> str:
+    if n <= 0:
+        return ""
+    if len(s) >= n:
+        return s[:n]
+    if not fill:
+        return s
+    need = n - len(s)
+    pad = (fill * (need // len(fill) + 1))[:need]
+    return pad + s if left else s + pad
+
+
+_reg("lpad", lambda s, n, f: _pad(s, n, f, True))
+_reg("rpad", lambda s, n, f: _pad(s, n, f, False))
+
+
+def _concat(args: list[Vec], t: SqlType) -> Vec:
+    return elementwise(lambda *xs: "".join(to_str(x, t) for x in xs), args, t)
+
+
+def _concat_ws(args: list[Vec], t: SqlType) -> Vec:
+    """concat_ws skips NULL arguments (but a NULL separator yields NULL)."""
+    sep = objects(args[0])
+    cols = [objects(a) for a in args[1:]]
+    out: list[object] = []
+    for i in range(len(sep)):
+        if sep[i] is None:
+            out.append(None)
+        else:
+            out.append(sep[i].join(to_str(c[i], t) for c in cols if c[i] is not None))
+    return from_objects(out, t)
+
+
+OPS["concat"] = _concat
+OPS["concat_ws"] = _concat_ws
+
+
+@lru_cache(maxsize=256)
+def like_regex(pattern: str, escape: str = "\\") -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == escape and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+        i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+_reg("like", lambda s, p: like_regex(p).fullmatch(s) is not None)
+_reg("ilike", lambda s, p: like_regex(p.lower()).fullmatch(s.lower()) is not None)
+_reg("rlike", lambda s, p: re.search(p, s) is not None)
+
+# ---------------------------------------------------------------- math
+
+
+def _round_half_up(x: object, d: int, t: SqlType) -> object:
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, int):
+        if d >= 0:
+            return x
+        q = Decimal(x).quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)
+        return int(q)
+    if isinstance(x, float):
+        if math.isnan(x) or math.isinf(x):
+            return x
+        return float(Decimal(repr(x)).quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP))
+    if isinstance(x, Decimal):
+        q = x.quantize(Decimal(1).scaleb(-max(d, 0) if d >= 0 else -d), rounding=ROUND_HALF_UP)
+        assert t.scale is not None
+        return q.quantize(Decimal(1).scaleb(-t.scale), rounding=ROUND_HALF_UP)
+    raise runtime_error(f"round of {x!r}")
+
+
+OPS["round"] = lambda args, t: elementwise(lambda x, d: _round_half_up(x, d, t), args, t)
+
+
+def _floor_ceil(x: object, up: bool) -> object:
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float):
+        if math.isnan(x) or math.isinf(x):
+            raise runtime_error("floor/ceil of a non-finite double")
+        return math.ceil(x) if up else math.floor(x)
+    if isinstance(x, Decimal):
+        return x.to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR)
+    raise runtime_error(f"floor/ceil of {x!r}")
+
+
+_reg("floor", lambda x: _floor_ceil(x, False))
+_reg("ceil", lambda x: _floor_ceil(x, True))
+
+
+def _double_fn(fn):  # type: ignore[no-untyped-def]
+    def run(args: list[Vec], t: SqlType) -> Vec:
+        xs = [np.array([float(v) if v is not None else 0.0 for v in objects(a)])
+              if a.data.dtype == object else a.data.astype(np.float64) for a in args]
+        null = np.zeros(len(args[0]), dtype=bool)
+        for a in args:
+            null |= a.null
+        with np.errstate(all="ignore"):
+            r = fn(*xs)
+        return Vec(np.asarray(r, dtype=np.float64), null, t)
+    return run
+
+
+OPS["sqrt"] = _double_fn(np.sqrt)
+OPS["exp"] = _double_fn(np.exp)
+OPS["power"] = _double_fn(np.power)
+
+
+def _ln(args: list[Vec], t: SqlType) -> Vec:
+    v = _double_fn(np.log)(args, t)
+    x = args[0]
+    xs = x.data.astype(np.float64) if x.data.dtype != object else np.array(
+        [float(y) if y is not None else 1.0 for y in x.data])
+    return Vec(v.data, v.null | (xs <= 0), t)  # Spark: ln of a non-positive number is NULL
+
+
+OPS["ln"] = _ln
+OPS["sign"] = _double_fn(np.sign)
+
+# ---------------------------------------------------------------- dates
+
+
+def _date(v: object) -> dt.date:
+    return v.date() if isinstance(v, dt.datetime) else v  # type: ignore[return-value]
+
+
+def add_months(d: dt.date, n: int) -> dt.date:
+    """Spark's add_months: the day is clamped to the target month's length."""
+    m = d.month - 1 + n
+    y, m = d.year + m // 12, m % 12 + 1
+    return dt.date(y, m, min(d.day, calendar.monthrange(y, m)[1]))
+
+
+_reg("year", lambda d: d.year)
+_reg("month", lambda d: d.month)
+_reg("day", lambda d: d.day)
+_reg("quarter", lambda d: (d.month - 1) // 3 + 1)
+_reg("dayofweek", lambda d: d.isoweekday() % 7 + 1)
+_reg("dayofyear", lambda d: d.timetuple().tm_yday)
+_reg("hour", lambda d: d.hour if isinstance(d, dt.datetime) else 0)
+_reg("minute", lambda d: d.minute if isinstance(d, dt.datetime) else 0)
+_reg("second", lambda d: d.second if isinstance(d, dt.datetime) else 0)
+_reg("date_add", lambda d, n: _date(d) + dt.timedelta(days=int(n)))
+_reg("date_sub", lambda d, n: _date(d) - dt.timedelta(days=int(n)))
+_reg("datediff", lambda a, b: (_date(a) - _date(b)).days)
+_reg("add_months", lambda d, n: add_months(_date(d), int(n)))
+_reg("last_day", lambda d: dt.date(d.year, d.month, calendar.monthrange(d.year, d.month)[1]))
+_reg("to_date", lambda d: _date(d))

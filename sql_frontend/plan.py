@@ -1,0 +1,488 @@
+"""The relational plan: immutable, typed, closed.
+
+Every node is a frozen dataclass with tuple fields that validates itself when built and derives
+its output ``schema`` (a tuple of ``(name, SqlType)``). Columns are referred to by position.
+There is one traversal API: :meth:`Node.children`, :meth:`Node.with_children`, :func:`walk`
+and :func:`transform_up`. :func:`explain` renders a plan as indented text (shared subplans,
+which are equal nodes, are rendered each time they occur).
+
+>>> from sql_frontend.types import BIGINT
+>>> s = Scan("t", (("a", BIGINT),))
+>>> print(explain(Distinct(s)))
+Distinct [a:BIGINT]
+  Scan t [a:BIGINT]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields, replace
+from functools import cached_property
+
+from ivm.errors import PlanError
+from sql_frontend import scalar as sc
+from sql_frontend.scalar import Scalar
+from sql_frontend.types import BIGINT, DOUBLE, SqlType
+
+Schema = tuple[tuple[str, SqlType], ...]
+
+JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
+SET_KINDS = ("union", "intersect", "except")
+AGG_FUNCS = ("count", "count_star", "sum", "min", "max", "avg")
+WINDOW_FUNCS = ("row_number", "rank", "dense_rank", "count", "count_star", "sum", "min", "max",
+                "avg")
+
+
+def _check_refs(what: str, e: Scalar, width: int) -> None:
+    bad = [i for i in sc.refs(e) if not 0 <= i < width]
+    if bad:
+        raise PlanError(f"{what} {e} reads column(s) {bad} of an input with {width} columns")
+
+
+def _check_cols(what: str, cols: tuple[int, ...], width: int) -> None:
+    bad = [i for i in cols if not 0 <= i < width]
+    if bad:
+        raise PlanError(f"{what} reads column(s) {bad} of an input with {width} columns")
+
+
+def _fmt_schema(schema: Schema) -> str:
+    return "[" + ", ".join(f"{n}:{t}" for n, t in schema) + "]"
+
+
+class Node:
+    """Base of plan nodes (all are frozen dataclasses)."""
+
+    def children(self) -> tuple[Node, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self)  # type: ignore[arg-type]
+                     if isinstance(getattr(self, f.name), Node))
+
+    def with_children(self, children: tuple[Node, ...]) -> Node:
+        names = [f.name for f in fields(self)  # type: ignore[arg-type]
+                 if isinstance(getattr(self, f.name), Node)]
+        if len(names) != len(children):
+            raise PlanError(f"{type(self).__name__} takes {len(names)} children")
+        if all(getattr(self, n) is c for n, c in zip(names, children, strict=True)):
+            return self
+        return replace(self, **dict(zip(names, children, strict=True)))  # type: ignore[type-var]
+
+    @property
+    def schema(self) -> Schema:
+        raise NotImplementedError
+
+    @property
+    def width(self) -> int:
+        return len(self.schema)
+
+    def label(self) -> str:
+        """One line describing this node (without children) for EXPLAIN."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Scan(Node):
+    """A base table or a materialized view read as an input of the dataflow."""
+
+    table: str
+    columns: Schema
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        return self.columns
+
+    def label(self) -> str:
+        return f"Scan {self.table}"
+
+
+@dataclass(frozen=True)
+class Filter(Node):
+    """Rows of ``input`` for which ``predicate`` is TRUE (NULL and FALSE drop the row)."""
+
+    input: Node
+    predicate: Scalar
+
+    def __post_init__(self) -> None:
+        _check_refs("Filter predicate", self.predicate, self.input.width)
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        return self.input.schema
+
+    def label(self) -> str:
+        return f"Filter {self.predicate}"
+
+
+@dataclass(frozen=True)
+class Project(Node):
+    """One output column per expression over ``input``'s columns."""
+
+    input: Node
+    exprs: tuple[Scalar, ...]
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.exprs) != len(self.names):
+            raise PlanError("Project needs one name per expression")
+        for e in self.exprs:
+            _check_refs("Project expression", e, self.input.width)
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        return tuple((n, e.type) for n, e in zip(self.names, self.exprs, strict=True))
+
+    @property
+    def is_identity(self) -> bool:
+        return (len(self.exprs) == self.input.width
+                and all(isinstance(e, sc.Ref) and e.index == i for i, e in enumerate(self.exprs)))
+
+    def label(self) -> str:
+        return "Project " + ", ".join(
+            f"{e}" if isinstance(e, sc.Ref) and e.name == n else f"{e} AS {n}"
+            for e, n in zip(self.exprs, self.names, strict=True))
+
+
+@dataclass(frozen=True)
+class Join(Node):
+    """``left`` joined with ``right``: equality of ``left_keys[i]`` and ``right_keys[i]`` (SQL
+    equality: NULL keys never match) and ``residual`` over the concatenated row (left columns
+    then right columns). semi/anti output only the left columns. ``null_aware`` (anti only,
+    one key, no residual) is NOT IN: a left row is dropped when its key matches, when its key
+    is NULL and the right side is not empty, or when the right side holds a NULL key."""
+
+    left: Node
+    right: Node
+    kind: str
+    left_keys: tuple[int, ...] = ()
+    right_keys: tuple[int, ...] = ()
+    residual: Scalar | None = None
+    null_aware: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in JOIN_KINDS:
+            raise PlanError(f"unknown join kind {self.kind!r}; known: {JOIN_KINDS}")
+        if len(self.left_keys) != len(self.right_keys):
+            raise PlanError("Join needs as many left keys as right keys")
+        _check_cols("Join left key", self.left_keys, self.left.width)
+        _check_cols("Join right key", self.right_keys, self.right.width)
+        if self.residual is not None:
+            _check_refs("Join residual", self.residual, self.left.width + self.right.width)
+        if self.null_aware and (self.kind != "anti" or len(self.left_keys) != 1
+                                or self.residual is not None):
+            raise PlanError("a null-aware join is an anti join on one key without residual")
+        if self.kind == "cross" and (self.left_keys or self.residual is not None):
+            raise PlanError("a cross join has no condition")
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        if self.kind in ("semi", "anti"):
+            return self.left.schema
+        return self.left.schema + self.right.schema
+
+    def label(self) -> str:
+        keys = ", ".join(f"#{a} = #{self.left.width + b}"
+                         for a, b in zip(self.left_keys, self.right_keys, strict=True))
+        parts = [f"Join {self.kind}" + (" null-aware" if self.null_aware else "")]
+        if keys:
+            parts.append(f"keys [{keys}]")
+        if self.residual is not None:
+            parts.append(f"residual {self.residual}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """An aggregate over column ``arg`` of the aggregate's input (None for COUNT(*))."""
+
+    func: str
+    arg: int | None
+    distinct: bool
+    type: SqlType
+
+    def __post_init__(self) -> None:
+        if self.func not in AGG_FUNCS:
+            raise PlanError(f"unknown aggregate {self.func!r}; known: {AGG_FUNCS}")
+        if (self.arg is None) != (self.func == "count_star"):
+            raise PlanError("only COUNT(*) has no argument")
+
+    def __str__(self) -> str:
+        if self.func == "count_star":
+            return "count(*)"
+        return f"{self.func}({'DISTINCT ' if self.distinct else ''}#{self.arg})"
+
+
+@dataclass(frozen=True)
+class Aggregate(Node):
+    """GROUP BY ``group`` columns; output: the group columns then one column per aggregate.
+    With no group columns this is a global aggregate: exactly one row, even over no input."""
+
+    input: Node
+    group: tuple[int, ...]
+    aggs: tuple[AggCall, ...]
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _check_cols("Aggregate group", self.group, self.input.width)
+        _check_cols("Aggregate argument", tuple(a.arg for a in self.aggs if a.arg is not None),
+                    self.input.width)
+        if len(self.names) != len(self.group) + len(self.aggs):
+            raise PlanError("Aggregate needs one name per group column and aggregate")
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        types = [self.input.schema[g][1] for g in self.group] + [a.type for a in self.aggs]
+        return tuple(zip(self.names, types, strict=True))
+
+    def label(self) -> str:
+        return (f"Aggregate group [{', '.join(f'#{g}' for g in self.group)}] "
+                f"aggs [{', '.join(map(str, self.aggs))}]")
+
+
+@dataclass(frozen=True)
+class Distinct(Node):
+    """Each row of ``input`` once."""
+
+    input: Node
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        return self.input.schema
+
+    def label(self) -> str:
+        return "Distinct"
+
+
+@dataclass(frozen=True)
+class SetOp(Node):
+    """UNION / INTERSECT / EXCEPT, ``all`` keeping multiplicities; rows compare with NULLs
+    equal. Output names are the left's."""
+
+    kind: str
+    all: bool
+    left: Node
+    right: Node
+
+    def __post_init__(self) -> None:
+        if self.kind not in SET_KINDS:
+            raise PlanError(f"unknown set operation {self.kind!r}")
+        if self.left.width != self.right.width:
+            raise PlanError(f"{self.kind.upper()} of {self.left.width} and "
+                            f"{self.right.width} columns")
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        return self.left.schema
+
+    def label(self) -> str:
+        return f"{self.kind.capitalize()}{' All' if self.all else ''}"
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """Order by column ``index``; Spark's default puts NULLs first ascending, last descending."""
+
+    index: int
+    descending: bool = False
+    nulls_first: bool = True
+
+    def __str__(self) -> str:
+        return (f"#{self.index} {'DESC' if self.descending else 'ASC'} "
+                f"NULLS {'FIRST' if self.nulls_first else 'LAST'}")
+
+
+@dataclass(frozen=True)
+class TopK(Node):
+    """Per ``group``, the first ``limit`` rows (after skipping ``offset``) in ``order``."""
+
+    input: Node
+    order: tuple[SortKey, ...]
+    limit: int
+    offset: int = 0
+    group: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_cols("TopK order", tuple(k.index for k in self.order), self.input.width)
+        _check_cols("TopK group", self.group, self.input.width)
+        if self.limit < 0 or self.offset < 0:
+            raise PlanError("TopK needs a non-negative limit and offset")
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        return self.input.schema
+
+    def label(self) -> str:
+        grp = f" group [{', '.join(f'#{g}' for g in self.group)}]" if self.group else ""
+        off = f" offset {self.offset}" if self.offset else ""
+        return f"TopK {self.limit}{off}{grp} order [{', '.join(map(str, self.order))}]"
+
+
+@dataclass(frozen=True)
+class WindowCall:
+    """A window function over column ``arg`` (None for ranking functions and COUNT(*))."""
+
+    func: str
+    arg: int | None
+    type: SqlType
+
+    def __post_init__(self) -> None:
+        if self.func not in WINDOW_FUNCS:
+            raise PlanError(f"unknown window function {self.func!r}; known: {WINDOW_FUNCS}")
+
+    def __str__(self) -> str:
+        return f"{self.func}({'' if self.arg is None else f'#{self.arg}'})"
+
+
+@dataclass(frozen=True)
+class Window(Node):
+    """Adds one column per function, computed over the row's partition. Without ``order``
+    aggregates span the whole partition; with it they run from the partition's start to the
+    row's last peer (Spark's default frame)."""
+
+    input: Node
+    partition: tuple[int, ...]
+    order: tuple[SortKey, ...]
+    funcs: tuple[WindowCall, ...]
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _check_cols("Window partition", self.partition, self.input.width)
+        _check_cols("Window order", tuple(k.index for k in self.order), self.input.width)
+        _check_cols("Window argument", tuple(f.arg for f in self.funcs if f.arg is not None),
+                    self.input.width)
+        if len(self.names) != len(self.funcs):
+            raise PlanError("Window needs one name per function")
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        return self.input.schema + tuple(
+            (n, f.type) for n, f in zip(self.names, self.funcs, strict=True))
+
+    def label(self) -> str:
+        return (f"Window partition [{', '.join(f'#{p}' for p in self.partition)}] "
+                f"order [{', '.join(map(str, self.order))}] "
+                f"[{', '.join(map(str, self.funcs))}]")
+
+
+@dataclass(frozen=True)
+class RecRef(Node):
+    """Inside a recursive binding: the current value of the recursive relation ``name``."""
+
+    name: str
+    columns: Schema
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        return self.columns
+
+    def label(self) -> str:
+        return f"RecRef {self.name}"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One relation of a recursive CTE: the least fixed point of
+    ``name = seed ∪ step(names...)`` (``distinct``: UNION; else UNION ALL)."""
+
+    name: str
+    columns: Schema
+    seed: Node
+    step: Node
+    distinct: bool
+
+    def __post_init__(self) -> None:
+        for part in (self.seed, self.step):
+            if part.width != len(self.columns):
+                raise PlanError(f"recursive CTE {self.name} has {len(self.columns)} columns "
+                                f"but a part of it has {part.width}")
+
+
+@dataclass(frozen=True)
+class Recursive(Node):
+    """The fixed point of relation ``index`` of a group of (mutually) recursive bindings."""
+
+    bindings: tuple[Binding, ...]
+    index: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < len(self.bindings):
+            raise PlanError("Recursive index out of range")
+
+    def children(self) -> tuple[Node, ...]:
+        return tuple(n for b in self.bindings for n in (b.seed, b.step))
+
+    def with_children(self, children: tuple[Node, ...]) -> Node:
+        if len(children) != 2 * len(self.bindings):
+            raise PlanError("Recursive takes a seed and a step per binding")
+        bindings = tuple(replace(b, seed=children[2 * i], step=children[2 * i + 1])
+                         for i, b in enumerate(self.bindings))
+        return self if bindings == self.bindings else replace(self, bindings=bindings)
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        return self.bindings[self.index].columns
+
+    def label(self) -> str:
+        b = self.bindings[self.index]
+        others = [x.name for x in self.bindings if x is not b]
+        mutual = f" (with {', '.join(others)})" if others else ""
+        return f"Recursive {b.name}{mutual} {'UNION' if b.distinct else 'UNION ALL'}"
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node of the plan, parents before children (shared subplans once per path)."""
+    yield node
+    for c in node.children():
+        yield from walk(c)
+
+
+def transform_up(node: Node, fn: Callable[[Node], Node | None]) -> tuple[Node, bool]:
+    """Rebuild ``node`` bottom-up, replacing each node ``n`` by ``fn(n)`` unless that is None;
+    returns the new plan and whether anything changed."""
+    changed = False
+    kids = []
+    for c in node.children():
+        new, ch = transform_up(c, fn)
+        kids.append(new)
+        changed = changed or ch
+    node = node.with_children(tuple(kids)) if kids else node
+    out = fn(node)
+    if out is not None and out is not node:
+        return out, True
+    return node, changed
+
+
+def tables(node: Node) -> tuple[str, ...]:
+    """Names of the inputs a plan scans, sorted."""
+    return tuple(sorted({n.table for n in walk(node) if isinstance(n, Scan)}))
+
+
+def explain(node: Node) -> str:
+    """The plan as indented text, one node per line with its output schema."""
+    lines: list[str] = []
+    seen_loops: set[tuple[Binding, ...]] = set()
+
+    def go(n: Node, depth: int) -> None:
+        pad = "  " * depth
+        lines.append(f"{pad}{n.label()} {_fmt_schema(n.schema)}")
+        if isinstance(n, Recursive):
+            if n.bindings in seen_loops:
+                lines.append(f"{pad}  (loop shown above)")
+                return
+            seen_loops.add(n.bindings)
+            for b in n.bindings:
+                lines.append(f"{pad}  binding {b.name} {'UNION' if b.distinct else 'UNION ALL'}")
+                lines.append(f"{pad}    seed:")
+                go(b.seed, depth + 3)
+                lines.append(f"{pad}    step:")
+                go(b.step, depth + 3)
+            return
+        for c in n.children():
+            go(c, depth + 1)
+
+    go(node, 0)
+    return "\n".join(lines)
+
+
+__all__ = [
+    "BIGINT", "DOUBLE", "AggCall", "Aggregate", "Binding", "Distinct", "Filter", "Join", "Node",
+    "Project", "RecRef", "Recursive", "Scan", "Schema", "SetOp", "SortKey", "TopK", "Window",
+    "WindowCall", "explain", "tables", "transform_up", "walk",
+]

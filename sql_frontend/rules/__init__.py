@@ -1,0 +1,1 @@
+"""Rewrite rules of the SQL front end that sqlglot's optimizer does not provide."""

@@ -1,0 +1,112 @@
+"""Scalar expressions of the relational plan: a small, closed, immutable IR.
+
+Expressions refer to the columns of their input relation by position (:class:`Ref`), hold
+constants (:class:`Lit`) and apply a named operation (:class:`Call`) with a fixed vocabulary
+(the keys of ``sql_frontend.expressions.OPS``). Every node carries its Spark SQL type.
+
+>>> from sql_frontend.types import BIGINT, BOOLEAN
+>>> e = Call("gt", (Ref(0, BIGINT, "a"), Lit(1, BIGINT)), BOOLEAN)
+>>> str(e)
+'gt(#0:a, 1)'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from sql_frontend.types import SqlType
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Column ``index`` of the input row (``name`` only for display)."""
+
+    index: int
+    type: SqlType
+    name: str = ""
+
+    def __str__(self) -> str:
+        return f"#{self.index}:{self.name}" if self.name else f"#{self.index}"
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A constant; ``None`` is NULL."""
+
+    value: object
+    type: SqlType
+
+    def __str__(self) -> str:
+        if self.value is None:
+            return "NULL"
+        if isinstance(self.value, str):
+            return repr(self.value)
+        return str(self.value)
+
+
+@dataclass(frozen=True)
+class Call:
+    """Operation ``op`` applied to ``args``; ``type`` is the result type. ``CAST`` is
+    ``Call("cast", (x,), target)``; ``CASE`` is ``Call("case", (c1, v1, ..., else))``."""
+
+    op: str
+    args: tuple[Scalar, ...]
+    type: SqlType
+
+    def __str__(self) -> str:
+        if self.op == "cast":
+            return f"cast({self.args[0]} as {self.type})"
+        return f"{self.op}({', '.join(map(str, self.args))})"
+
+
+Scalar = Ref | Lit | Call
+
+
+def walk(e: Scalar) -> Iterator[Scalar]:
+    """Every node of ``e``, parents before children."""
+    yield e
+    if isinstance(e, Call):
+        for a in e.args:
+            yield from walk(a)
+
+
+def refs(e: Scalar) -> set[int]:
+    """The input column positions ``e`` reads."""
+    return {n.index for n in walk(e) if isinstance(n, Ref)}
+
+
+def remap(e: Scalar, fn: Callable[[Ref], Scalar]) -> Scalar:
+    """``e`` with every column reference replaced by ``fn(ref)``."""
+    match e:
+        case Ref():
+            return fn(e)
+        case Lit():
+            return e
+        case Call(op, args, t):
+            return Call(op, tuple(remap(a, fn) for a in args), t)
+    raise TypeError(e)
+
+
+def shift(e: Scalar, offset: int) -> Scalar:
+    """``e`` reading column ``i + offset`` where it read ``i``."""
+    return remap(e, lambda r: Ref(r.index + offset, r.type, r.name))
+
+
+def conjuncts(e: Scalar | None) -> list[Scalar]:
+    """The AND-ed parts of a predicate."""
+    if e is None:
+        return []
+    if isinstance(e, Call) and e.op == "and":
+        return [c for a in e.args for c in conjuncts(a)]
+    return [e]
+
+
+def conjunction(parts: list[Scalar]) -> Scalar | None:
+    """AND of ``parts`` (None when empty)."""
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = Call("and", (out, p), out.type)
+    return out

@@ -1,0 +1,696 @@
+"""The analysed sqlglot AST → the relational plan (:mod:`sql_frontend.plan`).
+
+One function per clause: FROM/JOIN build a relation and the scope that names its columns;
+WHERE filters; GROUP BY / aggregates / HAVING make an :class:`~plan.Aggregate` between two
+projections; window functions a :class:`~plan.Window`; SELECT a :class:`~plan.Project`;
+DISTINCT, set operations, ORDER BY … LIMIT (a :class:`~plan.TopK`) and WITH [RECURSIVE]
+follow. Whatever has no translation is refused by name with its position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sql_frontend import plan as p
+from sql_frontend import scalar as sc
+from sql_frontend.analyze import unsupported
+from sql_frontend.errors import SqlAnalysisError
+from sql_frontend.scalar import Call, Lit, Ref, Scalar
+from sql_frontend.translate_expr import ExprTranslator, cast_to
+from sql_frontend.types import (
+    BIGINT,
+    BOOLEAN,
+    NULL,
+    SqlType,
+    avg_type,
+    sum_type,
+    wider,
+)
+
+_AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
+_RANKING = {exp.RowNumber: "row_number"}
+
+
+@dataclass(frozen=True)
+class Field:
+    alias: str  # table alias ("" for none)
+    name: str
+
+
+@dataclass
+class Relation:
+    """A plan and the names its columns answer to."""
+
+    node: p.Node
+    fields: list[Field]
+    subqueries: dict[str, Ref] | None = None
+    grouped: bool = False
+
+    def lookup(self, node: exp.Expr) -> Scalar | None:
+        if self.subqueries and isinstance(node, exp.Subquery):
+            return self.subqueries.get(key_of(node))
+        return None
+
+    def resolve(self, col: exp.Column) -> Ref:
+        if self.grouped:
+            raise SqlAnalysisError(f"column {col.sql()} is neither grouped nor aggregated",
+                                   construct=col.sql())
+        table, name = col.table, col.name
+        hits = [i for i, f in enumerate(self.fields)
+                if f.name.lower() == name.lower() and (not table or f.alias == table)]
+        if not hits:
+            raise SqlAnalysisError(f"column {col.sql()} not found",
+                                   construct=col.sql())
+        i = hits[-1] if table else hits[0]
+        n, t = self.node.schema[i]
+        return Ref(i, t, name)
+
+
+Env = Mapping[str, p.Node]
+
+
+def key_of(node: exp.Expr) -> str:
+    return node.sql(dialect="spark")
+
+
+class Translator:
+    def __init__(self, catalog: Mapping[str, Mapping[str, SqlType]]):
+        self.catalog = {k.lower(): v for k, v in catalog.items()}
+
+    # ------------------------------------------------------------ queries
+    def query(self, q: exp.Expr, env: Env) -> p.Node:
+        env = dict(env)
+        with_ = q.args.get("with_")
+        if with_ is not None:
+            env.update(self.ctes(with_, env))
+        if isinstance(q, exp.Subquery):
+            node = self.query(q.this, env)
+            return self.order_limit(q, node, None, env)
+        if isinstance(q, exp.SetOperation):
+            return self.set_operation(q, env)
+        if isinstance(q, exp.Select):
+            return self.select(q, env)
+        raise unsupported(type(q).__name__.upper(), q)
+
+    def ctes(self, with_: exp.With, env: dict[str, p.Node]) -> dict[str, p.Node]:
+        out: dict[str, p.Node] = {}
+        ctes = list(with_.expressions)
+        if not with_.args.get("recursive"):
+            for cte in ctes:
+                out[cte.alias_or_name] = self.rename(self.query(cte.this, {**env, **out}), cte)
+            return out
+        names = [c.alias_or_name for c in ctes]
+        refs = {c.alias_or_name: {t.name for t in c.this.find_all(exp.Table)
+                                  if t.name in names and not t.db} for c in ctes}
+        for group in _sccs(names, refs):
+            recursive = len(group) > 1 or group[0] in refs[group[0]]
+            if not recursive:
+                cte = next(c for c in ctes if c.alias_or_name == group[0])
+                out[group[0]] = self.rename(self.query(cte.this, {**env, **out}), cte)
+                continue
+            out.update(self.recursive(group, [c for c in ctes if c.alias_or_name in group],
+                                      {**env, **out}))
+        return out
+
+    def recursive(self, names: list[str], ctes: list[exp.CTE], env: Env) -> dict[str, p.Node]:
+        # First the seeds (parts that do not mention the group) fix every schema.
+        seeds: dict[str, p.Node] = {}
+        steps: dict[str, list[exp.Expr]] = {}
+        distinct: dict[str, bool] = {}
+        for cte in ctes:
+            name = cte.alias_or_name
+            body = cte.this
+            parts: list[exp.Expr] = []
+            flags: set[bool] = set()
+            while isinstance(body, exp.Union):
+                parts.append(body.expression)
+                flags.add(bool(body.args.get("distinct")))
+                body = body.this
+            parts.append(body)
+            parts.reverse()
+            if len(flags) != 1:
+                raise unsupported("recursive CTE mixing UNION and UNION ALL", cte)
+            distinct[name] = flags.pop()
+            seed_parts = [x for x in parts if not _mentions(x, names)]
+            step_parts = [x for x in parts if _mentions(x, names)]
+            if not seed_parts:
+                raise unsupported("recursive CTE without a base case", cte)
+            seed = self.union_all([self.query(x, env) for x in seed_parts])
+            seeds[name] = self.rename(seed, cte)
+            steps[name] = step_parts
+        rec_env = dict(env)
+        for name in names:
+            rec_env[name] = p.RecRef(name, seeds[name].schema)
+        bindings = []
+        for cte in ctes:
+            name = cte.alias_or_name
+            step = self.union_all([self.coerce(self.query(x, rec_env), seeds[name].schema)
+                                   for x in steps[name]])
+            bindings.append(p.Binding(name, seeds[name].schema, seeds[name],
+                                      self.rename(step, cte, seeds[name].schema),
+                                      distinct[name]))
+        group = tuple(bindings)
+        return {b.name: p.Recursive(group, i) for i, b in enumerate(group)}
+
+    def union_all(self, nodes: list[p.Node]) -> p.Node:
+        out = nodes[0]
+        for n in nodes[1:]:
+            out = p.SetOp("union", True, out, self.coerce(n, out.schema))
+        return out
+
+    def coerce(self, node: p.Node, schema: p.Schema) -> p.Node:
+        if len(node.schema) != len(schema):
+            raise SqlAnalysisError(f"{len(node.schema)} columns where {len(schema)} expected")
+        if all(a[1] == b[1] for a, b in zip(node.schema, schema, strict=True)):
+            return node
+        exprs = tuple(cast_to(Ref(i, t, n), schema[i][1])
+                      for i, (n, t) in enumerate(node.schema))
+        return p.Project(node, exprs, tuple(n for n, _ in node.schema))
+
+    def rename(self, node: p.Node, cte: exp.CTE, schema: p.Schema | None = None) -> p.Node:
+        alias = cte.args.get("alias")
+        cols = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
+        if schema is not None:
+            node = self.coerce(node, schema)
+        if not cols:
+            return node
+        if len(cols) != node.width:
+            raise SqlAnalysisError(f"CTE {cte.alias_or_name} names {len(cols)} columns but "
+                                   f"has {node.width}")
+        return p.Project(node, tuple(Ref(i, t, n) for i, (n, t) in enumerate(node.schema)),
+                         tuple(cols))
+
+    def set_operation(self, q: exp.SetOperation, env: Env) -> p.Node:
+        left = self.query(q.this, env)
+        right = self.query(q.expression, env)
+        if left.width != right.width:
+            raise SqlAnalysisError(f"{type(q).__name__.upper()} of {left.width} and "
+                                   f"{right.width} columns")
+        types = [wider(a[1], b[1]) for a, b in zip(left.schema, right.schema, strict=True)]
+        schema = tuple((n, t if t != NULL else a) for (n, a), t in
+                       zip(left.schema, types, strict=True))
+        kind = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}[type(q)]
+        node: p.Node = p.SetOp(kind, not q.args.get("distinct"), self.coerce(left, schema),
+                               self.coerce(right, schema))
+        return self.order_limit(q, node, None, env)
+
+    # ------------------------------------------------------------ SELECT
+    def select(self, s: exp.Select, env: Env) -> p.Node:
+        for arg in ("qualify", "windows", "laterals", "pivots", "sample", "connect", "into",
+                    "kind", "locks", "cluster", "distribute", "sort", "prewhere"):
+            if s.args.get(arg):
+                raise unsupported(arg.upper(), s.args[arg] if isinstance(s.args[arg], exp.Expr)
+                                  else s)
+        if s.args.get("distinct") is not None and s.args["distinct"].args.get("on"):
+            raise unsupported("DISTINCT ON", s)
+        if not s.args.get("from_"):
+            raise unsupported("SELECT without FROM", s,
+                              "a view must read at least one table")
+        rel = self.from_(s, env)
+        where = s.args.get("where")
+        if where is not None:
+            rel = self.attach_subqueries(rel, [where.this], env)
+            pred = self.tr(rel).boolean(where.this)
+            if not (isinstance(pred, Lit) and pred.value is True):
+                rel = Relation(p.Filter(rel.node, pred), rel.fields)
+        aggregated = bool(s.args.get("group")) or any(
+            _aggregates(x) for x in [*s.selects, s.args.get("having")] if x is not None)
+        lookup = None
+        having = s.args.get("having")
+        if aggregated:
+            rel, lookup = self.aggregate(s, rel, env)
+        elif having is not None:
+            raise unsupported("HAVING without aggregation", having)
+        rel = self.attach_subqueries(rel, [*s.selects, *([having.this] if having else [])], env)
+        if having is not None:
+            pred = self.tr(rel, lookup).boolean(having.this)
+            rel = Relation(p.Filter(rel.node, pred), rel.fields, rel.subqueries, rel.grouped)
+        windows = [w for x in s.selects for w in x.find_all(exp.Window)]
+        if windows:
+            rel, lookup = self.window(rel, windows, lookup)
+        tr = self.tr(rel, lookup)
+        exprs, names = [], []
+        for item in s.selects:
+            exprs.append(tr(item))
+            names.append(item.alias_or_name)
+        projected = p.Project(rel.node, tuple(exprs), tuple(names))
+        node: p.Node = projected
+        if s.args.get("distinct") is not None:
+            node = p.Distinct(node)
+        return self.order_limit(s, node, (rel, lookup, tuple(exprs)), env)
+
+    def order_limit(self, q: exp.Expr, node: p.Node, pre, env: Env) -> p.Node:  # type: ignore[no-untyped-def]
+        order = q.args.get("order")
+        limit = q.args.get("limit")
+        offset = q.args.get("offset")
+        if limit is None and offset is None:
+            return node  # a view is a multiset: ORDER BY alone does not change it
+        if order is None:
+            raise unsupported("LIMIT without ORDER BY", limit or offset,
+                              "the rows kept would be arbitrary")
+        k = _constant_int(limit.expression if limit is not None else None, limit)
+        off = _constant_int(offset.expression if offset is not None else None, offset) or 0
+        names = [n for n, _ in node.schema]
+        keys: list[p.SortKey] = []
+        hidden: list[Scalar] = []
+        for o in order.expressions:
+            desc = bool(o.args.get("desc"))
+            nulls_first = o.args.get("nulls_first")
+            nulls_first = (not desc) if nulls_first is None else bool(nulls_first)
+            e = o.this
+            idx = None
+            if isinstance(e, exp.Column) and not e.table and e.name in names:
+                idx = names.index(e.name)
+            elif isinstance(e, exp.Literal) and not e.is_string:
+                idx = int(e.this) - 1
+            elif pre is not None:
+                rel, lookup, exprs = pre
+                s = self.tr(rel, lookup)(e)
+                if s in exprs:
+                    idx = exprs.index(s)
+                elif isinstance(node, p.Distinct):
+                    raise unsupported("ORDER BY an expression not in SELECT DISTINCT", e)
+                else:
+                    idx = len(names) + len(hidden)
+                    hidden.append(s)
+            if idx is None:
+                raise unsupported("ORDER BY expression", e)
+            keys.append(p.SortKey(idx, desc, nulls_first))
+        if hidden:
+            assert isinstance(node, p.Project)
+            node = p.Project(node.input, node.exprs + tuple(hidden),
+                             node.names + tuple(f"_order{i}" for i in range(len(hidden))))
+        top: p.Node = p.TopK(node, tuple(keys), k if k is not None else 2**62, off)
+        if hidden:
+            top = p.Project(top, tuple(Ref(i, t, n) for i, (n, t) in
+                                       enumerate(top.schema[:len(names)])), tuple(names))
+        return top
+
+    # ------------------------------------------------------------ FROM and JOIN
+    def source(self, src: exp.Expr, env: Env) -> Relation:
+        if isinstance(src, exp.Table):
+            if src.args.get("db") or src.args.get("catalog"):
+                raise unsupported("qualified table name", src)
+            name = src.name
+            node: p.Node
+            if name in env:
+                node = env[name]
+            elif name.lower() in self.catalog:
+                cols = self.catalog[name.lower()]
+                node = p.Scan(name, tuple(cols.items()))
+            else:
+                raise SqlAnalysisError(f"table {name} not found", construct=name)
+            alias = src.alias_or_name
+        elif isinstance(src, exp.Subquery):
+            node = self.query(src.this, env)
+            alias = src.alias_or_name
+        else:
+            raise unsupported(f"{type(src).__name__} in FROM", src)
+        if isinstance(src.args.get("alias"), exp.TableAlias) and src.args["alias"].columns:
+            cols = [c.name for c in src.args["alias"].columns]
+            node = p.Project(node, tuple(Ref(i, t, n) for i, (n, t) in enumerate(node.schema)),
+                             tuple(cols))
+        return Relation(node, [Field(alias, n) for n, _ in node.schema])
+
+    def from_(self, s: exp.Select, env: Env) -> Relation:
+        rel = self.source(s.args["from_"].this, env)
+        for j in s.args.get("joins") or []:
+            rel = self.join(rel, j, env)
+        return rel
+
+    def join(self, left: Relation, j: exp.Join, env: Env) -> Relation:
+        right = self.source(j.this, env)
+        side = (j.args.get("side") or "").lower()
+        kind = (j.args.get("kind") or "").lower()
+        if j.args.get("method") or j.args.get("match_condition"):
+            raise unsupported("join method", j)
+        if kind in ("semi", "anti"):
+            jk = kind
+        elif side in ("left", "right", "full"):
+            jk = side
+        elif kind in ("", "inner", "cross", "outer"):
+            jk = "inner"
+        else:
+            raise unsupported(f"{kind.upper()} JOIN", j)
+        both = Relation(p.Join(left.node, right.node, "cross"), left.fields + right.fields)
+        cond = j.args.get("on")
+        using = j.args.get("using")
+        conds: list[Scalar] = []
+        tr = ExprTranslator(both.resolve)
+        if using:
+            for ident in using:
+                name = ident.name
+                li = max(i for i, f in enumerate(left.fields) if f.name == name)
+                ri = next(i for i, f in enumerate(right.fields) if f.name == name)
+                conds.append(tr.compare("eq", Ref(li, left.node.schema[li][1], name),
+                                        Ref(left.node.width + ri, right.node.schema[ri][1],
+                                            name)))
+        null_aware = False
+        if cond is not None:
+            if jk == "anti" and _is_null_aware(cond):
+                null_aware = True
+                cond = cond.this  # x = v
+            pred = tr.boolean(cond)
+            conds += sc.conjuncts(pred)
+        lw = left.node.width
+        lkeys: list[int] = []
+        rkeys: list[int] = []
+        residual: list[Scalar] = []
+        lnode, rnode = left.node, right.node
+        extra_l: list[Scalar] = []
+        extra_r: list[Scalar] = []
+        for c in conds:
+            if isinstance(c, Call) and c.op == "eq":
+                a, b = c.args
+                ra, rb = sc.refs(a), sc.refs(b)
+                if ra and rb and max(ra) < lw <= min(rb):
+                    pass
+                elif ra and rb and max(rb) < lw <= min(ra):
+                    a, b = b, a
+                else:
+                    residual.append(c)
+                    continue
+                if isinstance(a, Ref):
+                    lkeys.append(a.index)
+                else:
+                    lkeys.append(lw + len(extra_l))
+                    extra_l.append(a)
+                b = sc.shift(b, -lw)
+                if isinstance(b, Ref):
+                    rkeys.append(b.index)
+                else:
+                    rkeys.append(rnode.width + len(extra_r))
+                    extra_r.append(b)
+            elif isinstance(c, Lit) and c.value is True:
+                continue
+            else:
+                residual.append(c)
+        if null_aware and (len(lkeys) != 1 or residual):
+            raise unsupported("correlated or multi-column NOT IN", cond)
+        if extra_l:
+            lnode = _extend(lnode, extra_l)
+        if extra_r:
+            rnode = _extend(rnode, extra_r)
+        res = sc.conjunction(residual)
+        if res is not None and extra_l:  # right columns moved by the extra left columns
+            n_extra = len(extra_l)
+            res = sc.remap(res, lambda r: Ref(r.index + n_extra, r.type, r.name)
+                           if r.index >= lw else r)
+        if jk == "inner" and not lkeys and res is None:
+            jk = "cross"
+        node: p.Node = p.Join(lnode, rnode, jk, tuple(lkeys), tuple(rkeys), res, null_aware)
+        if extra_l or extra_r:
+            keep = list(range(lw))
+            if jk not in ("semi", "anti"):
+                keep += [lnode.width + i for i in range(right.node.width)]
+            node = p.Project(node, tuple(Ref(i, node.schema[i][1], node.schema[i][0])
+                                         for i in keep),
+                             tuple(node.schema[i][0] for i in keep))
+        fields = left.fields if jk in ("semi", "anti") else left.fields + right.fields
+        return Relation(node, fields)
+
+    # ------------------------------------------------------------ subqueries
+    def tr(self, rel: Relation, lookup=None) -> ExprTranslator:  # type: ignore[no-untyped-def]
+        """The expression translator of ``rel`` (plus grouped/windowed ``lookup``)."""
+        def both(node: exp.Expr) -> Scalar | None:
+            hit = lookup(node) if lookup is not None else None
+            return hit if hit is not None else rel.lookup(node)
+        return ExprTranslator(rel.resolve, both)
+
+    def attach_subqueries(self, rel: Relation, exprs: list[exp.Expr], env: Env) -> Relation:
+        """Uncorrelated scalar subqueries in ``exprs`` become columns of ``rel`` (a cross join
+        with their single row)."""
+        subs: dict[str, Ref] = dict(rel.subqueries or {})
+        node, fields = rel.node, list(rel.fields)
+        for e in exprs:
+            for sq in e.find_all(exp.Subquery):
+                if isinstance(sq.parent, exp.In | exp.Exists) or key_of(sq) in subs:
+                    continue
+                inner = sq.this
+                if not (isinstance(inner, exp.Select) and len(inner.selects) == 1
+                        and not inner.args.get("group") and not inner.args.get("having")
+                        and _aggregates(inner.selects[0]) and not inner.args.get("limit")):
+                    raise unsupported("scalar subquery", sq,
+                                      "scalar subqueries must be global aggregates (one row)")
+                sub = self.query(inner, env)
+                subs[key_of(sq)] = Ref(node.width, sub.schema[0][1], "subquery")
+                node = p.Join(node, sub, "cross")
+                fields.append(Field("", "\x00subquery"))
+        if node is rel.node:
+            return rel
+        return Relation(node, fields, subs, rel.grouped)
+
+    # ------------------------------------------------------------ GROUP BY
+    def aggregate(self, s: exp.Select, rel: Relation, env: Env):  # type: ignore[no-untyped-def]
+        tr = self.tr(rel)
+        group_nodes = list(s.args["group"].expressions) if s.args.get("group") else []
+        for g in group_nodes:
+            if isinstance(g, exp.Rollup | exp.Cube | exp.GroupingSets):
+                raise unsupported(type(g).__name__.upper(), g)
+        group_exprs = [tr(g) for g in group_nodes]
+        calls: list[exp.AggFunc] = []
+        for x in [*s.selects, s.args.get("having"),
+                  *(s.args["order"].expressions if s.args.get("order") else [])]:
+            if x is None:
+                continue
+            for a in _aggregates(x):
+                if key_of(a) not in {key_of(c) for c in calls}:
+                    calls.append(a)
+        pre_exprs: list[Scalar] = list(group_exprs)
+        aggs: list[p.AggCall] = []
+        post: dict[str, Scalar] = {}
+        agg_cols: list[tuple[str, Scalar]] = []
+        base = len(group_exprs)
+        for a in calls:
+            fname = _AGGS.get(type(a))
+            if fname is None:
+                raise unsupported(f"aggregate {a.sql_name()}", a)
+            arg_node = a.this
+            distinct = isinstance(arg_node, exp.Distinct)
+            if distinct:
+                if len(arg_node.expressions) != 1:
+                    raise unsupported(f"{fname.upper()}(DISTINCT on several columns)", a)
+                arg_node = arg_node.expressions[0]
+            if fname == "count" and (isinstance(arg_node, exp.Star) or arg_node is None):
+                aggs.append(p.AggCall("count_star", None, False, BIGINT))
+                agg_cols.append((key_of(a), Ref(base + len(aggs) - 1, BIGINT)))
+                continue
+            if fname == "count" and a.expressions:
+                raise unsupported("COUNT of several columns", a)
+            if distinct and fname in ("sum", "avg"):
+                raise unsupported(f"{fname.upper()}(DISTINCT ...)", a)
+            arg = tr(arg_node)
+            if isinstance(arg, Lit) and fname == "count" and arg.value is not None:
+                aggs.append(p.AggCall("count_star", None, False, BIGINT))
+                agg_cols.append((key_of(a), Ref(base + len(aggs) - 1, BIGINT)))
+                continue
+            col = len(pre_exprs)
+            if arg.type.name == "STRING" and fname in ("sum", "avg"):
+                arg = cast_to(arg, sum_type(arg.type))
+            pre_exprs.append(arg)
+            if fname == "count":
+                aggs.append(p.AggCall("count", col, distinct and True, BIGINT))
+                agg_cols.append((key_of(a), Ref(base + len(aggs) - 1, BIGINT)))
+            elif fname in ("min", "max"):
+                aggs.append(p.AggCall(fname, col, False, arg.type))
+                agg_cols.append((key_of(a), Ref(base + len(aggs) - 1, arg.type)))
+            elif fname == "sum":
+                t = sum_type(arg.type)
+                aggs.append(p.AggCall("sum", col, False, t))
+                agg_cols.append((key_of(a), Ref(base + len(aggs) - 1, t)))
+            else:  # avg = sum / count
+                st = sum_type(arg.type)
+                aggs.append(p.AggCall("sum", col, False, st))
+                aggs.append(p.AggCall("count", col, False, BIGINT))
+                s_ref = Ref(base + len(aggs) - 2, st)
+                c_ref = Ref(base + len(aggs) - 1, BIGINT)
+                agg_cols.append((key_of(a), Call("avg", (s_ref, c_ref), avg_type(arg.type))))
+        pre = p.Project(rel.node, tuple(pre_exprs),
+                        tuple(f"_g{i}" for i in range(len(pre_exprs))))
+        names = tuple([f"_g{i}" for i in range(len(group_exprs))]
+                      + [f"_a{i}" for i in range(len(aggs))])
+        agg = p.Aggregate(pre, tuple(range(len(group_exprs))), tuple(aggs), names)
+        for i, (g, ge) in enumerate(zip(group_nodes, group_exprs, strict=True)):
+            post[key_of(g)] = Ref(i, ge.type, g.alias_or_name if isinstance(g, exp.Column)
+                                  else f"_g{i}")
+        for k, e in agg_cols:
+            post[k] = e
+        group_scalars = {ge: i for i, ge in enumerate(group_exprs)}
+
+        def lookup(node: exp.Expr) -> Scalar | None:
+            hit = post.get(key_of(node))
+            if hit is not None:
+                return hit
+            if isinstance(node, exp.Column):
+                try:
+                    e = tr(node)
+                except SqlAnalysisError:
+                    return None
+                if e in group_scalars:
+                    i = group_scalars[e]
+                    return Ref(i, e.type, node.name)
+                raise SqlAnalysisError(f"column {node.sql()} is neither grouped nor aggregated",
+                                       construct=node.sql())
+            return None
+
+        out = Relation(agg, [Field("", n) for n in names], None, grouped=True)
+        return out, lookup
+
+    # ------------------------------------------------------------ windows
+    def window(self, rel: Relation, windows: list[exp.Window], lookup):  # type: ignore[no-untyped-def]
+        tr = self.tr(rel, lookup)
+        width = rel.node.width
+        extra: list[Scalar] = []
+
+        def column_of(e: Scalar) -> int:
+            if isinstance(e, Ref):
+                return e.index
+            if e in extra:
+                return width + extra.index(e)
+            extra.append(e)
+            return width + len(extra) - 1
+
+        groups: dict[tuple, list[tuple[exp.Window, p.WindowCall]]] = {}
+        for w in windows:
+            if w.args.get("spec") is not None:
+                raise unsupported("window frame", w, "only the default frame is supported")
+            part = tuple(column_of(tr(x)) for x in (w.args.get("partition_by") or []))
+            order = []
+            if w.args.get("order") is not None:
+                for o in w.args["order"].expressions:
+                    desc = bool(o.args.get("desc"))
+                    nf = o.args.get("nulls_first")
+                    order.append(p.SortKey(column_of(tr(o.this)), desc,
+                                           (not desc) if nf is None else bool(nf)))
+            f = w.this
+            if isinstance(f, exp.RowNumber):
+                call = p.WindowCall("row_number", None, BIGINT)
+            elif isinstance(f, exp.Anonymous) and str(f.name).lower() in ("rank", "dense_rank"):
+                call = p.WindowCall(str(f.name).lower(), None, INT_T)
+            elif type(f).__name__ in ("Rank", "DenseRank"):
+                call = p.WindowCall("rank" if type(f).__name__ == "Rank" else "dense_rank",
+                                    None, INT_T)
+            elif type(f) in _AGGS:
+                fname = _AGGS[type(f)]
+                arg_node = f.this
+                if isinstance(arg_node, exp.Distinct):
+                    raise unsupported(f"{fname.upper()}(DISTINCT) OVER", f)
+                if fname == "count" and (arg_node is None or isinstance(arg_node, exp.Star)):
+                    call = p.WindowCall("count_star", None, BIGINT)
+                else:
+                    arg = tr(arg_node)
+                    t = {"count": BIGINT, "sum": sum_type(arg.type),
+                         "avg": avg_type(arg.type)}.get(fname, arg.type)
+                    call = p.WindowCall(fname, column_of(arg), t)
+            else:
+                raise unsupported(f"window function {f.sql_name() if isinstance(f, exp.Func) else type(f).__name__}", f)
+            if call.func in ("row_number", "rank", "dense_rank") and not order:
+                raise unsupported(f"{call.func.upper()} without ORDER BY", w)
+            groups.setdefault((part, tuple(order)), []).append((w, call))
+        node = rel.node
+        if extra:
+            node = _extend(node, extra)
+        mapping: dict[str, Scalar] = {}
+        for (part, order), calls in groups.items():
+            start = node.width
+            node = p.Window(node, part, order, tuple(c for _, c in calls),
+                            tuple(f"_w{start + i}" for i in range(len(calls))))
+            for i, (w, c) in enumerate(calls):
+                mapping[key_of(w)] = Ref(start + i, c.type)
+        fields = rel.fields + [Field("", n) for n, _ in node.schema[width:]]
+        out = Relation(node, fields, rel.subqueries, rel.grouped)
+
+        def new_lookup(n: exp.Expr) -> Scalar | None:
+            hit = mapping.get(key_of(n))
+            if hit is not None:
+                return hit
+            return lookup(n) if lookup is not None else None
+        return out, new_lookup
+
+
+INT_T = SqlType("INT")
+
+
+def _extend(node: p.Node, extra: list[Scalar]) -> p.Node:
+    exprs = tuple(Ref(i, t, n) for i, (n, t) in enumerate(node.schema)) + tuple(extra)
+    names = tuple(n for n, _ in node.schema) + tuple(f"_k{i}" for i in range(len(extra)))
+    return p.Project(node, exprs, names)
+
+
+def _aggregates(node: exp.Expr) -> list[exp.AggFunc]:
+    """Aggregate calls in ``node`` outside window functions and nested queries."""
+    out = []
+    for x in node.find_all(exp.AggFunc):
+        anc = x.parent
+        inside = False
+        while anc is not None and anc is not node:
+            if isinstance(anc, exp.Window | exp.Select | exp.Subquery):
+                inside = True
+                break
+            anc = anc.parent
+        if not inside and not isinstance(x.parent, exp.Window):
+            out.append(x)
+    return out
+
+
+def _constant_int(e: exp.Expr | None, where: exp.Expr | None) -> int | None:
+    if e is None:
+        return None
+    if isinstance(e, exp.Literal) and not e.is_string:
+        return int(e.this)
+    raise unsupported("non-constant LIMIT/OFFSET", where)
+
+
+def _is_null_aware(cond: exp.Expr) -> bool:
+    """``x = v OR (x = v) IS NULL``, as :mod:`subquery_to_semijoin` writes NOT IN."""
+    if not isinstance(cond, exp.Or) or not isinstance(cond.this, exp.EQ):
+        return False
+    rhs = cond.expression
+    if not isinstance(rhs, exp.Is) or not isinstance(rhs.expression, exp.Null):
+        return False
+    inner = rhs.this.this if isinstance(rhs.this, exp.Paren) else rhs.this
+    return key_of(inner) == key_of(cond.this)
+
+
+def _mentions(node: exp.Expr, names: list[str]) -> bool:
+    return any(t.name in names and not t.db for t in node.find_all(exp.Table))
+
+
+def _sccs(names: list[str], refs: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components in dependency order (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in refs[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(sorted(comp, key=names.index))
+
+    for v in names:
+        if v not in index:
+            visit(v)
+    return out
+
+
+__all__ = ["BOOLEAN", "Relation", "Translator"]

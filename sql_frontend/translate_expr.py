@@ -1,0 +1,546 @@
+"""sqlglot scalar expressions → :mod:`sql_frontend.scalar`, with Spark's typing rules.
+
+Operands are cast explicitly to the type an operation computes in (integers to DOUBLE for
+``/``, to DECIMAL next to decimals, both sides of a comparison to their common type), so the
+evaluator never guesses. An unknown function is refused naming itself and its position.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from decimal import Decimal
+
+from sqlglot import exp
+
+from sql_frontend.analyze import position, unsupported
+from sql_frontend.errors import SqlAnalysisError
+from sql_frontend.scalar import Call, Lit, Ref, Scalar
+from sql_frontend.types import (
+    BIGINT,
+    BOOLEAN,
+    DATE,
+    DOUBLE,
+    INT,
+    NULL,
+    STRING,
+    TIMESTAMP,
+    SqlType,
+    as_decimal,
+    decimal,
+    numeric_result,
+    parse_type,
+    wider,
+)
+
+Lookup = Callable[[exp.Expr], Scalar | None]
+
+
+def cast_to(e: Scalar, t: SqlType) -> Scalar:
+    if e.type == t:
+        return e
+    if isinstance(e, Lit) and e.value is None:
+        return Lit(None, t)
+    return Call("cast", (e,), t)
+
+
+_ARITH = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod",
+          exp.IntDiv: "intdiv"}
+_CMP = {exp.EQ: "eq", exp.NEQ: "neq", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+_STRING_FNS: dict[type[exp.Expr], tuple[str, SqlType]] = {
+    exp.Upper: ("upper", STRING), exp.Lower: ("lower", STRING), exp.Length: ("length", INT),
+    exp.Initcap: ("initcap", STRING),
+}
+_DATE_PARTS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.DayOfMonth: "day",
+               exp.Quarter: "quarter", exp.DayOfWeek: "dayofweek", exp.DayOfYear: "dayofyear"}
+_ANON = {  # functions sqlglot leaves anonymous: name -> (op, result type or None = arg type)
+    "reverse": ("reverse", STRING), "instr": ("instr", INT), "startswith": ("startswith", BOOLEAN),
+    "endswith": ("endswith", BOOLEAN), "contains": ("contains", BOOLEAN),
+    "repeat": ("repeat", STRING), "hour": ("hour", INT), "minute": ("minute", INT),
+    "second": ("second", INT), "char_length": ("length", INT),
+}
+
+
+class ExprTranslator:
+    """Translates expressions of one scope; ``column`` resolves a column reference and
+    ``lookup`` (tried first, on every node) maps already computed expressions — grouping
+    keys, aggregates, window functions, scalar subqueries — to columns."""
+
+    def __init__(self, column: Callable[[exp.Column], Scalar], lookup: Lookup | None = None):
+        self.column = column
+        self.lookup = lookup
+
+    def __call__(self, node: exp.Expr) -> Scalar:
+        if self.lookup is not None:
+            hit = self.lookup(node)
+            if hit is not None:
+                return hit
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is not None:
+            return method(node)  # type: ignore[no-any-return]
+        for cls, name in _ARITH.items():
+            if type(node) is cls:
+                return self.arith(name, node)
+        for cls, name in _CMP.items():
+            if type(node) is cls:
+                return self.compare(name, self(node.this), self(node.expression))
+        if type(node) in _STRING_FNS:
+            name, t = _STRING_FNS[type(node)]
+            return Call(name, (cast_to(self(node.this), STRING),), t)
+        if type(node) in _DATE_PARTS:
+            return Call(_DATE_PARTS[type(node)], (self.date_arg(node.this),), INT)
+        if isinstance(node, exp.AggFunc):
+            raise unsupported(f"aggregate {node.sql_name()} here", node,
+                              "aggregates are allowed in SELECT, HAVING and ORDER BY of a "
+                              "grouped query")
+        name = node.sql_name() if isinstance(node, exp.Func) else type(node).__name__
+        if isinstance(node, exp.Anonymous):
+            name = str(node.name).upper()
+        raise unsupported(name, node)
+
+    # ------------------------------------------------------------ leaves
+    def _Column(self, node: exp.Column) -> Scalar:
+        return self.column(node)
+
+    def _Paren(self, node: exp.Paren) -> Scalar:
+        return self(node.this)
+
+    def _Alias(self, node: exp.Alias) -> Scalar:
+        return self(node.this)
+
+    def _Null(self, node: exp.Null) -> Scalar:
+        return Lit(None, NULL)
+
+    def _Boolean(self, node: exp.Boolean) -> Scalar:
+        return Lit(bool(node.this), BOOLEAN)
+
+    def _Literal(self, node: exp.Literal) -> Scalar:
+        text = str(node.this)
+        if node.is_string:
+            return Lit(text, STRING)
+        if "e" in text.lower():
+            return Lit(float(text), DOUBLE)
+        if "." in text:
+            d = Decimal(text)
+            _sign, digits, exponent = d.as_tuple()
+            assert isinstance(exponent, int)
+            scale = max(-exponent, 0)
+            precision = max(len(digits), scale, 1)
+            return Lit(d, decimal(precision, scale))
+        v = int(text)
+        if -(2**31) <= v < 2**31:
+            return Lit(v, INT)
+        if -(2**63) <= v < 2**63:
+            return Lit(v, BIGINT)
+        return Lit(Decimal(v), decimal(len(text), 0))
+
+    # ------------------------------------------------------------ arithmetic
+    def arith(self, name: str, node: exp.Expr) -> Scalar:
+        a, b = self(node.this), self(node.expression)
+        if isinstance(node.expression, exp.Interval) or isinstance(node.this, exp.Interval):
+            return self.interval_arith(name, node)
+        if name in ("add", "sub") and (a.type in (DATE, TIMESTAMP) or b.type in (DATE, TIMESTAMP)):
+            if a.type == DATE and b.type.is_integral:
+                return Call("date_add" if name == "add" else "date_sub", (a, b), DATE)
+            if name == "sub" and a.type == DATE and b.type == DATE:
+                raise unsupported("DATE - DATE (an interval)", node)
+            raise unsupported(f"{name} of {a.type} and {b.type}", node)
+        if (a.type.is_decimal and b.type.is_integral) or (b.type.is_decimal and a.type.is_integral):
+            a, b = self.to_exact(a), self.to_exact(b)
+        t = numeric_result(name, a.type, b.type)
+        if name == "div" and t == DOUBLE:
+            return Call(name, (cast_to(a, DOUBLE), cast_to(b, DOUBLE)), t)
+        if name == "intdiv":
+            if a.type.is_decimal or b.type.is_decimal:
+                return Call(name, (a, b), BIGINT)
+            return Call(name, (cast_to(a, BIGINT), cast_to(b, BIGINT)), BIGINT)
+        if t.is_decimal:
+            return Call(name, (self.to_exact(a), self.to_exact(b)), t)
+        return Call(name, (cast_to(a, t), cast_to(b, t)), t)
+
+    @staticmethod
+    def to_exact(e: Scalar) -> Scalar:
+        if e.type.is_decimal:
+            return e
+        if e.type.name == "NULL":
+            return Lit(None, decimal(1, 0))
+        if isinstance(e, Lit) and isinstance(e.value, int) and e.type.is_integral:
+            # Spark types an integer literal next to a decimal by its digits (fromLiteral)
+            digits = max(len(str(abs(e.value))), 1)
+            return Lit(Decimal(e.value), decimal(digits, 0))
+        return cast_to(e, as_decimal(e.type))
+
+    def interval_arith(self, name: str, node: exp.Expr) -> Scalar:
+        base, interval = node.this, node.expression
+        if isinstance(base, exp.Interval):
+            base, interval = interval, base
+            if name == "sub":
+                raise unsupported("INTERVAL - value", node)
+        d = self(base)
+        if d.type not in (DATE, TIMESTAMP) and d.type != STRING:
+            raise unsupported(f"interval arithmetic on {d.type}", node)
+        d = cast_to(d, DATE) if d.type == STRING else d
+        assert isinstance(interval, exp.Interval)
+        unit = str(interval.unit.name if interval.unit else "DAY").upper().rstrip("S")
+        amount = self(interval.this)
+        if amount.type == STRING and isinstance(amount, Lit):
+            amount = Lit(int(str(amount.value).strip()), INT)
+        if name == "sub":
+            amount = Call("neg", (cast_to(amount, INT),), INT)
+        amount = cast_to(amount, INT)
+        if d.type == DATE:
+            if unit in ("DAY",):
+                return Call("date_add", (d, amount), DATE)
+            if unit == "WEEK":
+                return Call("date_add", (d, Call("mul", (amount, Lit(7, INT)), INT)), DATE)
+            if unit == "MONTH":
+                return Call("add_months", (d, amount), DATE)
+            if unit == "YEAR":
+                return Call("add_months", (d, Call("mul", (amount, Lit(12, INT)), INT)), DATE)
+        raise unsupported(f"INTERVAL {unit} on {d.type}", node)
+
+    def _Neg(self, node: exp.Neg) -> Scalar:
+        a = self(node.this)
+        if isinstance(a, Lit) and a.value is not None and a.type.is_numeric:
+            return Lit(-a.value, a.type)  # type: ignore[operator]
+        return Call("neg", (a,), a.type)
+
+    def _Abs(self, node: exp.Abs) -> Scalar:
+        a = self(node.this)
+        return Call("abs", (a,), a.type)
+
+    # ------------------------------------------------------------ comparison and logic
+    def compare(self, name: str, a: Scalar, b: Scalar) -> Scalar:
+        t = wider(a.type, b.type)
+        return Call(name, (cast_to(a, t), cast_to(b, t)), BOOLEAN)
+
+    def _NullSafeEQ(self, node: exp.NullSafeEQ) -> Scalar:
+        a, b = self(node.this), self(node.expression)
+        t = wider(a.type, b.type)
+        return Call("eq_null_safe", (cast_to(a, t), cast_to(b, t)), BOOLEAN)
+
+    def _NullSafeNEQ(self, node: exp.NullSafeNEQ) -> Scalar:
+        return Call("not", (self._NullSafeEQ(node),), BOOLEAN)  # type: ignore[arg-type]
+
+    def boolean(self, node: exp.Expr) -> Scalar:
+        e = self(node)
+        if e.type not in (BOOLEAN, NULL):
+            raise SqlAnalysisError(f"expected a BOOLEAN, got {e.type}",
+                                   line=position(node)[0], column=position(node)[1])
+        return cast_to(e, BOOLEAN)
+
+    def _And(self, node: exp.And) -> Scalar:
+        return Call("and", (self.boolean(node.this), self.boolean(node.expression)), BOOLEAN)
+
+    def _Or(self, node: exp.Or) -> Scalar:
+        return Call("or", (self.boolean(node.this), self.boolean(node.expression)), BOOLEAN)
+
+    def _Not(self, node: exp.Not) -> Scalar:
+        return Call("not", (self.boolean(node.this),), BOOLEAN)
+
+    def _Is(self, node: exp.Is) -> Scalar:
+        target = node.expression
+        if isinstance(target, exp.Null):
+            return Call("is_null", (self(node.this),), BOOLEAN)
+        if isinstance(target, exp.Boolean):
+            return Call("is_true" if target.this else "is_false", (self.boolean(node.this),),
+                        BOOLEAN)
+        raise unsupported("IS", node)
+
+    def _In(self, node: exp.In) -> Scalar:
+        if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+            raise unsupported("IN (subquery) here", node,
+                              "IN subqueries are supported as WHERE conditions")
+        x = self(node.this)
+        vals = [self(v) for v in node.expressions]
+        t = x.type
+        for v in vals:
+            t = wider(t, v.type)
+        return Call("in", (cast_to(x, t), *(cast_to(v, t) for v in vals)), BOOLEAN)
+
+    def _Between(self, node: exp.Between) -> Scalar:
+        x, lo, hi = self(node.this), self(node.args["low"]), self(node.args["high"])
+        return Call("and", (self.compare("ge", x, lo), self.compare("le", x, hi)), BOOLEAN)
+
+    def _Like(self, node: exp.Like) -> Scalar:
+        return self.like("like", node)
+
+    def _ILike(self, node: exp.ILike) -> Scalar:
+        return self.like("ilike", node)
+
+    def _RegexpLike(self, node: exp.RegexpLike) -> Scalar:
+        return self.like("rlike", node)
+
+    def like(self, name: str, node: exp.Expr) -> Scalar:
+        if node.args.get("escape"):
+            raise unsupported("LIKE ... ESCAPE", node)
+        return Call(name, (cast_to(self(node.this), STRING), cast_to(self(node.expression),
+                                                                      STRING)), BOOLEAN)
+
+    def _Escape(self, node: exp.Escape) -> Scalar:
+        raise unsupported("LIKE ... ESCAPE", node)
+
+    # ------------------------------------------------------------ conditionals
+    def _Case(self, node: exp.Case) -> Scalar:
+        operand = self(node.this) if node.this else None
+        conds: list[Scalar] = []
+        values: list[Scalar] = []
+        for branch in node.args.get("ifs") or []:
+            if operand is not None:
+                conds.append(self.compare("eq", operand, self(branch.this)))
+            else:
+                conds.append(self.boolean(branch.this))
+            values.append(self(branch.args["true"]))
+        default = self(node.args["default"]) if node.args.get("default") else Lit(None, NULL)
+        return self.case(conds, [*values, default])
+
+    def case(self, conds: list[Scalar], values: list[Scalar]) -> Scalar:
+        t = NULL
+        for v in values:
+            t = wider(t, v.type)
+        if t == NULL:
+            t = STRING
+        args: list[Scalar] = []
+        for c, v in zip(conds, values, strict=False):
+            args += [c, cast_to(v, t)]
+        args.append(cast_to(values[-1], t))
+        return Call("case", tuple(args), t)
+
+    def _If(self, node: exp.If) -> Scalar:
+        f = node.args.get("false")
+        return self.case([self.boolean(node.this)],
+                         [self(node.args["true"]), self(f) if f is not None else Lit(None, NULL)])
+
+    def _Coalesce(self, node: exp.Coalesce) -> Scalar:
+        vals = [self(node.this), *(self(e) for e in node.expressions)]
+        t = NULL
+        for v in vals:
+            t = wider(t, v.type)
+        return Call("coalesce", tuple(cast_to(v, t) for v in vals), t)
+
+    def _Nullif(self, node: exp.Nullif) -> Scalar:
+        a, b = self(node.this), self(node.expression)
+        t = wider(a.type, b.type)
+        return Call("nullif", (cast_to(a, t), cast_to(b, t)), t)
+
+    def _Greatest(self, node: exp.Greatest) -> Scalar:
+        return self.extreme("greatest", node)
+
+    def _Least(self, node: exp.Least) -> Scalar:
+        return self.extreme("least", node)
+
+    def extreme(self, name: str, node: exp.Expr) -> Scalar:
+        vals = [self(node.this), *(self(e) for e in node.expressions)]
+        t = NULL
+        for v in vals:
+            t = wider(t, v.type)
+        return Call(name, tuple(cast_to(v, t) for v in vals), t)
+
+    # ------------------------------------------------------------ casts
+    def _Cast(self, node: exp.Cast) -> Scalar:
+        return self.cast(node, safe=False)
+
+    def _TryCast(self, node: exp.TryCast) -> Scalar:
+        return self.cast(node, safe=bool(node.args.get("safe")))
+
+    def cast(self, node: exp.Cast, safe: bool) -> Scalar:
+        to = node.args["to"]
+        try:
+            t = parse_type(to.sql(dialect="spark"))
+        except SqlAnalysisError:
+            raise unsupported(f"CAST to {to.sql(dialect='spark')}", node) from None
+        a = self(node.this)
+        if isinstance(a, Lit) and a.type == STRING and t in (DATE, TIMESTAMP):
+            from sql_frontend.expressions.casts import _to_date, _to_timestamp
+            try:
+                v: dt.date = (_to_date if t == DATE else _to_timestamp)(a.value, t)
+            except Exception:
+                raise SqlAnalysisError(f"invalid {t} literal {a.value!r}",
+                                       line=position(node)[0], column=position(node)[1]
+                                       ) from None
+            return Lit(v, t)
+        if a.type == t:
+            return a
+        return Call("try_cast" if safe else "cast", (a,), t)
+
+    def _TsOrDsToDate(self, node: exp.TsOrDsToDate) -> Scalar:
+        if node.args.get("format"):
+            raise unsupported("TO_DATE with a format", node)
+        return self.date_arg(node.this)
+
+    def date_arg(self, node: exp.Expr) -> Scalar:
+        if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
+            return self.date_arg(node.this)
+        e = self(node)
+        if e.type == DATE:
+            return e
+        return cast_to(e, DATE)
+
+    # ------------------------------------------------------------ strings
+    def _DPipe(self, node: exp.DPipe) -> Scalar:
+        return Call("concat", (cast_to(self(node.this), STRING),
+                               cast_to(self(node.expression), STRING)), STRING)
+
+    def _Concat(self, node: exp.Concat) -> Scalar:
+        return Call("concat", tuple(cast_to(self(e), STRING) for e in node.expressions), STRING)
+
+    def _ConcatWs(self, node: exp.ConcatWs) -> Scalar:
+        return Call("concat_ws", tuple(cast_to(self(e), STRING) for e in node.expressions),
+                    STRING)
+
+    def _Substring(self, node: exp.Substring) -> Scalar:
+        args = [cast_to(self(node.this), STRING), cast_to(self(node.args["start"]), INT)]
+        if node.args.get("length") is not None:
+            args.append(cast_to(self(node.args["length"]), INT))
+        return Call("substring", tuple(args), STRING)
+
+    def _Left(self, node: exp.Left) -> Scalar:
+        return Call("left", (cast_to(self(node.this), STRING),
+                             cast_to(self(node.expression), INT)), STRING)
+
+    def _Right(self, node: exp.Right) -> Scalar:
+        return Call("right", (cast_to(self(node.this), STRING),
+                              cast_to(self(node.expression), INT)), STRING)
+
+    def _Trim(self, node: exp.Trim) -> Scalar:
+        pos = str(node.args.get("position") or "").upper()
+        s = cast_to(self(node.this), STRING)
+        if node.expression is not None:
+            if pos:
+                raise unsupported(f"TRIM({pos} chars FROM ...)", node)
+            return Call("trim_chars", (s, cast_to(self(node.expression), STRING)), STRING)
+        return Call({"LEADING": "ltrim", "TRAILING": "rtrim"}.get(pos, "trim"), (s,), STRING)
+
+    def _Replace(self, node: exp.Replace) -> Scalar:
+        repl = node.args.get("replacement")
+        return Call("replace", (cast_to(self(node.this), STRING),
+                                cast_to(self(node.expression), STRING),
+                                cast_to(self(repl), STRING) if repl is not None
+                                else Lit("", STRING)), STRING)
+
+    def _StrPosition(self, node: exp.StrPosition) -> Scalar:
+        if node.args.get("position") is not None:
+            raise unsupported("LOCATE with a start position", node)
+        return Call("instr", (cast_to(self(node.this), STRING),
+                              cast_to(self(node.args["substr"]), STRING)), INT)
+
+    def _Pad(self, node: exp.Pad) -> Scalar:
+        fill = node.args.get("fill_pattern")
+        return Call("lpad" if node.args.get("is_left") else "rpad",
+                    (cast_to(self(node.this), STRING), cast_to(self(node.expression), INT),
+                     cast_to(self(fill), STRING) if fill is not None else Lit(" ", STRING)),
+                    STRING)
+
+    def _Anonymous(self, node: exp.Anonymous) -> Scalar:
+        name = str(node.name).lower()
+        if name not in _ANON:
+            raise unsupported(f"function {name.upper()}", node)
+        op, t = _ANON[name]
+        args = [self(a) for a in node.expressions]
+        if op in ("hour", "minute", "second"):
+            args = [cast_to(a, TIMESTAMP) for a in args]
+        elif op in ("repeat",):
+            args = [cast_to(args[0], STRING), cast_to(args[1], INT)]
+        else:
+            args = [cast_to(a, STRING) for a in args]
+        return Call(op, tuple(args), t)
+
+    # ------------------------------------------------------------ math
+    def _Round(self, node: exp.Round) -> Scalar:
+        a = self(node.this)
+        d = self(node.args["decimals"]) if node.args.get("decimals") is not None else Lit(0, INT)
+        if not isinstance(d, Lit) or not isinstance(d.value, int):
+            raise unsupported("ROUND with a non-constant scale", node)
+        t = a.type
+        if t.is_decimal:
+            assert t.precision is not None and t.scale is not None
+            s = max(min(d.value, t.scale), 0)
+            t = decimal(t.precision - t.scale + s + 1, s)
+        elif t.name == "STRING":
+            a, t = cast_to(a, DOUBLE), DOUBLE
+        return Call("round", (a, d), t)
+
+    def _Floor(self, node: exp.Floor) -> Scalar:
+        return self.floor_ceil("floor", node)
+
+    def _Ceil(self, node: exp.Ceil) -> Scalar:
+        return self.floor_ceil("ceil", node)
+
+    def floor_ceil(self, name: str, node: exp.Expr) -> Scalar:
+        if node.args.get("decimals") is not None:
+            raise unsupported(f"{name.upper()} with a scale", node)
+        a = self(node.this)
+        if a.type.is_decimal:
+            assert a.type.precision is not None and a.type.scale is not None
+            return Call(name, (a,), decimal(a.type.precision - a.type.scale + 1, 0))
+        return Call(name, (cast_to(a, DOUBLE) if not a.type.is_integral else a,), BIGINT)
+
+    def _Sqrt(self, node: exp.Sqrt) -> Scalar:
+        return Call("sqrt", (cast_to(self(node.this), DOUBLE),), DOUBLE)
+
+    def _Exp(self, node: exp.Exp) -> Scalar:
+        return Call("exp", (cast_to(self(node.this), DOUBLE),), DOUBLE)
+
+    def _Ln(self, node: exp.Ln) -> Scalar:
+        return Call("ln", (cast_to(self(node.this), DOUBLE),), DOUBLE)
+
+    def _Pow(self, node: exp.Pow) -> Scalar:
+        return Call("power", (cast_to(self(node.this), DOUBLE),
+                              cast_to(self(node.expression), DOUBLE)), DOUBLE)
+
+    def _Sign(self, node: exp.Sign) -> Scalar:
+        return Call("sign", (cast_to(self(node.this), DOUBLE),), DOUBLE)
+
+    # ------------------------------------------------------------ dates
+    def _TsOrDsAdd(self, node: exp.TsOrDsAdd) -> Scalar:
+        unit = str(node.args.get("unit").name if node.args.get("unit") else "DAY").upper()
+        if unit != "DAY":
+            raise unsupported(f"DATE_ADD by {unit}", node)
+        n = self(node.expression)
+        return Call("date_add", (self.date_arg(node.this), cast_to(n, INT)), DATE)
+
+    def _DateAdd(self, node: exp.DateAdd) -> Scalar:
+        return self._TsOrDsAdd(node)  # type: ignore[arg-type]
+
+    def _DateSub(self, node: exp.DateSub) -> Scalar:
+        return Call("date_sub", (self.date_arg(node.this), cast_to(self(node.expression), INT)),
+                    DATE)
+
+    def _DateDiff(self, node: exp.DateDiff) -> Scalar:
+        unit = node.args.get("unit")
+        if unit is not None and str(unit.name).upper() not in ("DAY", ""):
+            raise unsupported(f"DATEDIFF in {unit.name}", node)
+        return Call("datediff", (self.date_arg(node.this), self.date_arg(node.expression)), INT)
+
+    def _AddMonths(self, node: exp.AddMonths) -> Scalar:
+        return Call("add_months", (self.date_arg(node.this), cast_to(self(node.expression), INT)),
+                    DATE)
+
+    def _LastDay(self, node: exp.LastDay) -> Scalar:
+        return Call("last_day", (self.date_arg(node.this),), DATE)
+
+    def _Extract(self, node: exp.Extract) -> Scalar:
+        part = str(node.this.name).upper()
+        ops = {"YEAR": "year", "MONTH": "month", "DAY": "day", "QUARTER": "quarter",
+               "DAYOFWEEK": "dayofweek", "DOW": "dayofweek", "DOY": "dayofyear",
+               "HOUR": "hour", "MINUTE": "minute", "SECOND": "second"}
+        if part not in ops:
+            raise unsupported(f"EXTRACT({part})", node)
+        arg = self(node.expression)
+        if ops[part] in ("hour", "minute", "second"):
+            return Call(ops[part], (cast_to(arg, TIMESTAMP),), INT)
+        return Call(ops[part], (cast_to(arg, DATE) if arg.type != TIMESTAMP else arg,), INT)
+
+    def _Subquery(self, node: exp.Subquery) -> Scalar:
+        raise unsupported("subquery here", node, "only uncorrelated scalar subqueries that are "
+                          "global aggregates, and correlated ones sqlglot can unnest")
+
+    def _Exists(self, node: exp.Exists) -> Scalar:
+        raise unsupported("EXISTS here", node, "EXISTS is supported as a WHERE condition")
+
+    def _Window(self, node: exp.Window) -> Scalar:
+        raise unsupported("window function here", node,
+                          "window functions are supported in the SELECT list")
+
+    def _Ref(self, node: exp.Expr) -> Ref:  # pragma: no cover - never an AST node
+        raise AssertionError

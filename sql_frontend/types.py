@@ -1,0 +1,224 @@
+"""SQL types of the front end, with Spark's rules, and their engine column dtypes.
+
+A :class:`SqlType` is Spark's type of a column (``BIGINT``, ``DECIMAL(12,2)``, ``STRING``, ...).
+Every SQL value is nullable, so columns the front end computes are held by the engine as
+``"any"`` (numpy object arrays, ``None`` is NULL) or ``"str"``; engine inputs declared
+``"int64"``/``"float64"``/``"bool"`` are read as non-null columns of ``BIGINT``/``DOUBLE``/
+``BOOLEAN``.
+
+>>> parse_type("decimal(10, 2)")
+SqlType(name='DECIMAL', precision=10, scale=2)
+>>> str(numeric_result("add", parse_type("INT"), parse_type("BIGINT")))
+'BIGINT'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sql_frontend.errors import SqlAnalysisError
+
+INTEGRAL = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+FRACTIONAL = ("FLOAT", "DOUBLE")
+_INT_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
+# Digits an integral type needs as a decimal (Spark's DecimalType.forType).
+_INT_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 20}
+MAX_PRECISION = 38
+
+_ALIASES = {
+    "BYTE": "TINYINT", "SHORT": "SMALLINT", "INTEGER": "INT", "LONG": "BIGINT", "REAL": "FLOAT",
+    "BOOL": "BOOLEAN", "VARCHAR": "STRING", "CHAR": "STRING", "TEXT": "STRING", "NUMERIC": "DECIMAL",
+    "DEC": "DECIMAL", "VOID": "NULL", "TIMESTAMP_LTZ": "TIMESTAMP", "TIMESTAMP_NTZ": "TIMESTAMP",
+    "DATETIME": "TIMESTAMP",
+}
+_KNOWN = {*INTEGRAL, *FRACTIONAL, "DECIMAL", "BOOLEAN", "STRING", "DATE", "TIMESTAMP", "NULL",
+          "BINARY"}
+ENGINE_TO_SQL = {"int64": "BIGINT", "float64": "DOUBLE", "bool": "BOOLEAN", "str": "STRING"}
+
+
+@dataclass(frozen=True)
+class SqlType:
+    """A Spark SQL type; ``precision``/``scale`` only for DECIMAL."""
+
+    name: str
+    precision: int | None = None
+    scale: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in _KNOWN:
+            raise SqlAnalysisError(f"unknown SQL type {self.name!r}", construct=self.name)
+        if self.name == "DECIMAL" and (self.precision is None or self.scale is None):
+            raise SqlAnalysisError("DECIMAL needs precision and scale", construct="DECIMAL")
+
+    def __str__(self) -> str:
+        if self.name == "DECIMAL":
+            return f"DECIMAL({self.precision},{self.scale})"
+        return self.name
+
+    @property
+    def is_integral(self) -> bool:
+        return self.name in INTEGRAL
+
+    @property
+    def is_fractional(self) -> bool:
+        return self.name in FRACTIONAL
+
+    @property
+    def is_decimal(self) -> bool:
+        return self.name == "DECIMAL"
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.is_integral or self.is_fractional or self.is_decimal
+
+    @property
+    def int_bits(self) -> int:
+        return _INT_BITS[self.name]
+
+    @property
+    def engine_dtype(self) -> str:
+        """The engine dtype of a nullable column of this type."""
+        return "str" if self.name == "STRING" else "any"
+
+
+BOOLEAN = SqlType("BOOLEAN")
+INT = SqlType("INT")
+BIGINT = SqlType("BIGINT")
+DOUBLE = SqlType("DOUBLE")
+STRING = SqlType("STRING")
+DATE = SqlType("DATE")
+TIMESTAMP = SqlType("TIMESTAMP")
+NULL = SqlType("NULL")
+
+
+def decimal(precision: int, scale: int) -> SqlType:
+    """DECIMAL(precision, scale) bounded as Spark bounds it (adjusting the scale down, keeping
+    at least 6 fractional digits, when precision exceeds 38)."""
+    if precision > MAX_PRECISION:
+        int_digits = precision - scale
+        min_scale = min(scale, 6)
+        scale = max(MAX_PRECISION - int_digits, min_scale)
+        precision = MAX_PRECISION
+    return SqlType("DECIMAL", precision, scale)
+
+
+_TYPE_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$")
+
+
+def parse_type(text: str) -> SqlType:
+    """A SQL type name (``"bigint"``, ``"decimal(10,2)"``) or an engine dtype (``"int64"``)."""
+    if text in ENGINE_TO_SQL:
+        return SqlType(ENGINE_TO_SQL[text])
+    m = _TYPE_RE.match(text)
+    if not m:
+        raise SqlAnalysisError(f"cannot read SQL type {text!r}", construct=text)
+    name = m.group(1).upper()
+    name = _ALIASES.get(name, name)
+    if name == "DECIMAL":
+        precision = int(m.group(2)) if m.group(2) else 10
+        scale = int(m.group(3)) if m.group(3) else 0
+        return SqlType("DECIMAL", precision, scale)
+    return SqlType(name)
+
+
+def as_decimal(t: SqlType) -> SqlType:
+    """The decimal type that holds every value of an integral or decimal type."""
+    if t.is_decimal:
+        return t
+    if t.is_integral:
+        return SqlType("DECIMAL", _INT_DIGITS[t.name], 0)
+    raise SqlAnalysisError(f"{t} is not exact numeric")
+
+
+def wider(a: SqlType, b: SqlType) -> SqlType:
+    """Spark's common type of two types (for comparisons, CASE, COALESCE, set operations)."""
+    if a == b:
+        return a
+    if a.name == "NULL":
+        return b
+    if b.name == "NULL":
+        return a
+    if a.is_numeric and b.is_numeric:
+        if a.is_fractional or b.is_fractional:
+            return DOUBLE if "DOUBLE" in (a.name, b.name) or a.is_decimal or b.is_decimal \
+                else SqlType("FLOAT")
+        if a.is_integral and b.is_integral:
+            return a if a.int_bits >= b.int_bits else b
+        da, db = as_decimal(a), as_decimal(b)
+        assert da.scale is not None and db.scale is not None
+        assert da.precision is not None and db.precision is not None
+        scale = max(da.scale, db.scale)
+        int_digits = max(da.precision - da.scale, db.precision - db.scale)
+        return decimal(int_digits + scale, scale)
+    if {a.name, b.name} == {"DATE", "TIMESTAMP"}:
+        return TIMESTAMP
+    if "STRING" in (a.name, b.name):
+        other = b if a.name == "STRING" else a
+        if other.name in ("DATE", "TIMESTAMP"):
+            return other
+        if other.is_numeric:
+            return DOUBLE if not other.is_integral else BIGINT
+        return STRING
+    raise SqlAnalysisError(f"incompatible types {a} and {b}", construct=f"{a}, {b}")
+
+
+def numeric_result(op: str, a: SqlType, b: SqlType) -> SqlType:
+    """Result type of a binary arithmetic ``op`` (add, sub, mul, div, mod, intdiv) in Spark."""
+    if op == "intdiv":
+        return BIGINT
+    if a.name == "NULL" and b.name == "NULL":
+        return DOUBLE if op == "div" else INT
+    if a.name == "NULL":
+        a = b
+    if b.name == "NULL":
+        b = a
+    if a.name == "STRING" or b.name == "STRING":
+        a = DOUBLE if a.name == "STRING" else a
+        b = DOUBLE if b.name == "STRING" else b
+    if not (a.is_numeric and b.is_numeric):
+        raise SqlAnalysisError(f"arithmetic on {a} and {b}", construct=op)
+    if a.is_fractional or b.is_fractional:
+        return DOUBLE if "DOUBLE" in (a.name, b.name) or a.is_decimal or b.is_decimal \
+            else SqlType("FLOAT")
+    if a.is_integral and b.is_integral:
+        if op == "div":
+            return DOUBLE
+        return a if a.int_bits >= b.int_bits else b
+    da, db = as_decimal(a), as_decimal(b)
+    p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
+    assert p1 is not None and s1 is not None and p2 is not None and s2 is not None
+    if op in ("add", "sub"):
+        scale = max(s1, s2)
+        return decimal(max(p1 - s1, p2 - s2) + scale + 1, scale)
+    if op == "mul":
+        return decimal(p1 + p2 + 1, s1 + s2)
+    if op == "div":
+        scale = max(6, s1 + p2 + 1)
+        return decimal(p1 - s1 + s2 + scale, scale)
+    if op == "mod":
+        scale = max(s1, s2)
+        return decimal(min(p1 - s1, p2 - s2) + scale, scale)
+    raise SqlAnalysisError(f"unknown arithmetic {op}", construct=op)
+
+
+def sum_type(t: SqlType) -> SqlType:
+    """Spark's type of SUM over ``t``."""
+    if t.is_integral:
+        return BIGINT
+    if t.is_decimal:
+        assert t.precision is not None and t.scale is not None
+        return decimal(t.precision + 10, t.scale)
+    if t.is_fractional or t.name in ("STRING", "NULL"):
+        return DOUBLE
+    raise SqlAnalysisError(f"SUM of {t}", construct="SUM")
+
+
+def avg_type(t: SqlType) -> SqlType:
+    """Spark's type of AVG over ``t``."""
+    if t.is_decimal:
+        assert t.precision is not None and t.scale is not None
+        return decimal(t.precision + 4, t.scale + 4)
+    if t.is_numeric or t.name in ("STRING", "NULL"):
+        return DOUBLE
+    raise SqlAnalysisError(f"AVG of {t}", construct="AVG")

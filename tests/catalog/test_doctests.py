@@ -1,0 +1,25 @@
+"""The examples in the catalog's docstrings run."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "catalog.errors",
+    "catalog.names",
+    "catalog.paths",
+    "catalog.dtypes",
+    "catalog.delta",
+    "catalog.changes",
+    "catalog.view_table",
+    "catalog.manager",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0

@@ -1,0 +1,272 @@
+"""Checkpoints and the atomic refresh protocol, with crashes injected between every step.
+
+A toy dataflow stands in for the engine (the real SIGKILL tests run the Session): input
+table ``t(id, v)``; view ``evens`` = rows of t with an even id (duplicates kept); view
+``counts`` = ``(v, count(*))`` per v.  Its state is the accumulated input.  Each scenario
+applies the same base-table changes and refreshes after each; a crash is injected at one
+protocol step of one refresh, then a *new* Catalog (as a new process would) recovers and the
+run continues.  The views must equal the uninterrupted run and the from-scratch oracle, and
+every epoch must be committed to a view table at most once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from catalog import Catalog, delta, view_table
+from catalog.changes import DIFF, consolidate
+from catalog.checkpoint import Checkpoint, CheckpointStore
+from catalog.errors import CheckpointError, RecoveryError
+from catalog.refresh import ViewTarget, commit_refresh, recover
+
+T = pa.schema([("id", pa.int64()), ("v", pa.string())])
+EVENS = T
+COUNTS = pa.schema([("v", pa.string()), ("n", pa.int64())])
+GROUP = "g"
+
+
+class Crash(Exception):
+    pass
+
+
+def bag(t: pa.Table) -> Counter[tuple[object, ...]]:
+    return Counter(tuple(r.values()) for r in t.to_pylist())
+
+
+def counts_of(acc: pa.Table) -> dict[object, int]:
+    out: dict[object, int] = {}
+    for r in acc.to_pylist():
+        out[r["v"]] = out.get(r["v"], 0) + r[DIFF]
+    return {k: n for k, n in out.items() if n}
+
+
+def setup(root: Path) -> Catalog:
+    cat = Catalog(root)
+    cat.create_table("t", T)
+    cat.create_view("evens", "SELECT * FROM t WHERE id % 2 = 0", "sql", ["t"], EVENS, group=GROUP)
+    cat.create_view(
+        "counts", "SELECT v, count(*) FROM t GROUP BY v", "sql", ["t"], COUNTS, group=GROUP
+    )
+    return cat
+
+
+def refresh(root: Path, hook: Callable[[str], None] | None = None) -> None:
+    cat = Catalog(root)  # a fresh object every time: nothing survives in memory
+    targets = [ViewTarget(v.name, v.path) for v in cat.dependency_order()]
+    ckpt, _ = recover(cat.checkpoints, GROUP, targets)
+    previous = dict(ckpt.input_versions) if ckpt else {}
+    acc = ckpt.state["acc"] if ckpt else pa.schema([*T, pa.field(DIFF, pa.int64())]).empty_table()
+    pinned = cat.pin_versions(["t"])
+    if pinned == previous:
+        return
+    change = cat.read_changes("t", previous.get("t"), pinned["t"])
+    new_acc = consolidate(pa.concat_tables([acc, change.cast(acc.schema)]))
+    evens = change.filter(pa.array([i % 2 == 0 for i in change.column("id").to_pylist()]))
+    old, new = counts_of(acc), counts_of(new_acc)
+    rows, diffs = [], []
+    for k in set(old) | set(new):
+        if old.get(k) != new.get(k):
+            if k in old:
+                rows.append((k, old[k]))
+                diffs.append(-1)
+            if k in new:
+                rows.append((k, new[k]))
+                diffs.append(1)
+    counts = pa.table(
+        {
+            "v": pa.array([r[0] for r in rows], pa.string()),
+            "n": pa.array([r[1] for r in rows], pa.int64()),
+            DIFF: diffs,
+        }
+    )
+    commit_refresh(
+        cat.checkpoints,
+        GROUP,
+        epoch=(ckpt.epoch if ckpt else 0) + 1,
+        input_versions=pinned,
+        state={"acc": new_acc},
+        view_changes={"evens": evens, "counts": counts},
+        targets=targets,
+        hook=hook,
+    )
+
+
+def mutations(root: Path) -> list[Callable[[], object]]:
+    p = str(root / "tables" / "default" / "t")
+    return [
+        lambda: delta.insert(
+            p, pa.table({"id": [1, 2, 2, 4], "v": ["a", "b", "b", None]}, schema=T)
+        ),
+        lambda: delta.delete(p, "id = 1"),
+        lambda: delta.update(p, {"v": "'c'"}, "id = 2"),
+        lambda: delta.merge(
+            p,
+            pa.table({"id": [4, 6], "v": ["d", "e"]}, schema=T),
+            "t.id = s.id",
+            [
+                delta.MergeClause("matched", "update_all"),
+                delta.MergeClause("not_matched", "insert_all"),
+            ],
+        ),
+        lambda: delta.insert(p, pa.table({"id": [8], "v": ["c"]}, schema=T)),
+    ]
+
+
+def final_views(root: Path) -> tuple[Counter[tuple[object, ...]], Counter[tuple[object, ...]]]:
+    cat = Catalog(root)
+    return bag(cat.read("evens")), bag(cat.read("counts"))
+
+
+def oracle(root: Path) -> tuple[Counter[tuple[object, ...]], Counter[tuple[object, ...]]]:
+    rows = Catalog(root).read("t").to_pylist()
+    evens = Counter((r["id"], r["v"]) for r in rows if r["id"] % 2 == 0)
+    per_v = Counter(r["v"] for r in rows)
+    return evens, Counter({(v, n): 1 for v, n in per_v.items()})
+
+
+def refresh_epochs(root: Path, view: str) -> list[int]:
+    cat = Catalog(root)
+    return [
+        int(c.metadata["ivm.epoch"])
+        for c in delta.history(cat.view(view).path)
+        if c.metadata.get("ivm.operation") == "refresh"
+    ]
+
+
+def run(root: Path, crash_step: int | None = None, crash_at: str | None = None) -> None:
+    setup(root)
+    for i, mutate in enumerate(mutations(root)):
+        mutate()
+        if i == crash_step:
+
+            def hook(step: str) -> None:
+                if step == crash_at:
+                    raise Crash(step)
+
+            with pytest.raises(Crash):
+                refresh(root, hook)
+        refresh(root)
+
+
+POINTS = [
+    "before_checkpoint",
+    "files_written",
+    "renamed",
+    "checkpointed",
+    "committed:evens",
+    "committed:counts",
+]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Counter, Counter]:
+    root = tmp_path_factory.mktemp("clean")
+    run(root)
+    assert final_views(root) == oracle(root)
+    return final_views(root)
+
+
+@pytest.mark.parametrize("crash_at", POINTS)
+@pytest.mark.parametrize("crash_step", [0, 3])
+def test_crash_then_recover(
+    tmp_path: Path, uninterrupted: tuple[Counter, Counter], crash_at: str, crash_step: int
+) -> None:
+    run(tmp_path, crash_step, crash_at)
+    assert final_views(tmp_path) == uninterrupted == oracle(tmp_path)
+    for view in ("evens", "counts"):
+        epochs = refresh_epochs(tmp_path, view)
+        assert len(epochs) == len(set(epochs)), f"{view}: an epoch was committed twice"
+    leftovers = list((tmp_path / "_ivm" / "checkpoints" / "default" / GROUP).glob(".tmp-*"))
+    assert leftovers == []
+
+
+def test_crash_between_steps_without_new_input_changes(tmp_path: Path) -> None:
+    setup(tmp_path)
+    mutations(tmp_path)[0]()
+
+    def hook(step: str) -> None:
+        if step == "committed:counts":  # views publish in dependency (here: name) order
+            raise Crash(step)
+
+    with pytest.raises(Crash):
+        refresh(tmp_path, hook)
+    # evens is one epoch behind until a recovery publishes it
+    assert bag(Catalog(tmp_path).read("evens")) == Counter()
+    cat = Catalog(tmp_path)
+    targets = [ViewTarget(v.name, v.path) for v in cat.dependency_order()]
+    ckpt, result = recover(cat.checkpoints, GROUP, targets)
+    assert ckpt is not None and result is not None and result.published == ("evens",)
+    assert final_views(tmp_path) == oracle(tmp_path)
+    # a second recovery commits nothing
+    assert recover(cat.checkpoints, GROUP, targets)[1].published == ()  # type: ignore[union-attr]
+
+
+def test_refresh_refuses_to_run_before_recovery(tmp_path: Path) -> None:
+    setup(tmp_path)
+    mutations(tmp_path)[0]()
+
+    def hook(step: str) -> None:
+        if step == "checkpointed":
+            raise Crash(step)
+
+    with pytest.raises(Crash):
+        refresh(tmp_path, hook)
+    cat = Catalog(tmp_path)
+    targets = [ViewTarget(v.name, v.path) for v in cat.dependency_order()]
+    with pytest.raises(RecoveryError, match="not published"):
+        commit_refresh(
+            cat.checkpoints,
+            GROUP,
+            epoch=2,
+            input_versions={"t": 1},
+            state={},
+            view_changes={},
+            targets=targets,
+        )
+
+
+def test_lost_checkpoint_is_detected(tmp_path: Path) -> None:
+    run(tmp_path)
+    cat = Catalog(tmp_path)
+    cat.checkpoints.clear(GROUP)
+    targets = [ViewTarget(v.name, v.path) for v in cat.dependency_order()]
+    with pytest.raises(RecoveryError, match="no checkpoint"):
+        recover(cat.checkpoints, GROUP, targets)
+
+
+def test_checkpoint_round_trip_and_gc(tmp_path: Path) -> None:
+    store = CheckpointStore(Catalog(tmp_path).warehouse)
+    assert store.load("x") is None
+    state = {
+        "trace/join 1": pa.table({"a": [1, None], "b": ["x", "y"]}),
+        "../weird key": pa.table({"z": pa.array([], pa.float64())}),
+    }
+    for e in (1, 2, 3):
+        store.save(Checkpoint("x", e, {"t": e * 10}, state=state, meta={"fp": "abc"}))
+    ck = store.load("x")
+    assert ck is not None and ck.epoch == 3 and dict(ck.input_versions) == {"t": 30}
+    assert {k: v.equals(state[k]) for k, v in ck.state.items()} == {k: True for k in state}
+    assert ck.meta == {"fp": "abc"}
+    dirs = sorted(p.name for p in store.directory("x").iterdir() if p.is_dir())
+    assert len(dirs) == 2  # the current one and one older
+    with pytest.raises(CheckpointError, match="not after"):
+        store.save(Checkpoint("x", 3, {}))
+    with pytest.raises(CheckpointError, match="not a pyarrow Table"):
+        store.save(Checkpoint("x", 4, {}, state={"k": [1, 2]}))  # type: ignore[dict-item]
+    assert store.current_epoch("x") == 3
+    store.clear("x")
+    assert store.load("x") is None
+
+
+def test_view_tables_record_inputs(tmp_path: Path) -> None:
+    run(tmp_path)
+    cat = Catalog(tmp_path)
+    rec = view_table.last_refresh(cat.view("evens").path)
+    assert rec is not None and dict(rec.input_versions) == {
+        "t": delta.current_version(cat.table("t").path)
+    }

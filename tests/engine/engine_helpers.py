@@ -1,0 +1,134 @@
+"""Shared helpers of the engine tests: multiset references and output comparison.
+
+A reference is a plain-Python function of the accumulated inputs that returns a
+``collections.Counter`` of rows.  ``check_output`` compares an ``ivm`` output against it the
+way STYLE.md habit 13 asks: subtract, drop zeros, and print whatever is left over.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+import ivm
+
+# One profile for the whole engine suite: derandomized (failures replay exactly), no
+# deadline (a first epoch can be slow), and a modest example count so the default run
+# stays within a few minutes.  IVM_HYPOTHESIS_EXAMPLES scales it for longer soak runs.
+EXAMPLES = int(os.environ.get("IVM_HYPOTHESIS_EXAMPLES", "0")) or None
+
+settings.register_profile(
+    "ivm-engine",
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def examples(n: int) -> settings:
+    """Hypothesis settings for a test that runs ``n`` examples by default."""
+    return settings(
+        settings.get_profile("ivm-engine"),
+        max_examples=EXAMPLES or n,
+    )
+
+
+def counter(rows: Iterable[tuple] | Mapping[tuple, int]) -> Counter:
+    """A multiset of rows; a mapping is taken as row -> count.  Zero counts are dropped."""
+    c: Counter = Counter()
+    if isinstance(rows, Mapping):
+        for r, n in rows.items():
+            c[tuple(r)] += n
+    else:
+        for r in rows:
+            c[tuple(r)] += 1
+    return Counter({r: n for r, n in c.items() if n != 0})
+
+
+def leftover(got: Mapping[tuple, int], want: Mapping[tuple, int]) -> dict[tuple, int]:
+    """``got − want`` with zero entries dropped (negate, concat, consolidate)."""
+    diff: dict[tuple, int] = {}
+    for r, n in got.items():
+        diff[r] = diff.get(r, 0) + n
+    for r, n in want.items():
+        diff[r] = diff.get(r, 0) - n
+    return {r: n for r, n in diff.items() if n != 0}
+
+
+def delta(new: Mapping[tuple, int], old: Mapping[tuple, int]) -> dict[tuple, int]:
+    """The changes that take multiset ``old`` to ``new``."""
+    return leftover(new, old)
+
+
+def assert_same(got: Mapping[tuple, int], want: Mapping[tuple, int], what: str = "") -> None:
+    left = leftover(got, want)
+    if left:
+        shown = sorted(left.items(), key=repr)[:20]
+        raise AssertionError(
+            f"{what}: output − reference is not empty ({len(left)} rows): {shown}")
+
+
+def check_output(out: Any, want: Mapping[tuple, int], prev: Mapping[tuple, int] | None,
+                 what: str = "") -> None:
+    """``out.counts()`` equals ``want`` and ``out.changed_counts()`` equals ``want − prev``."""
+    assert_same(out.counts(), want, f"{what} contents")
+    if prev is not None:
+        assert_same(out.changed_counts(), delta(want, prev), f"{what} changes")
+
+
+def apply_changes(state: Counter, changes: Iterable[tuple[tuple, int]]) -> None:
+    """Add ``(row, diff)`` changes to a multiset in place (dropping zero counts)."""
+    for r, d in changes:
+        state[r] += d
+        if state[r] == 0:
+            del state[r]
+
+
+# -- change sequences ---------------------------------------------------------------------
+@st.composite
+def change_sequence(draw: st.DrawFn, row: st.SearchStrategy, epochs: int
+                    ) -> list[list[tuple[tuple, int]]]:
+    """Per epoch, ``(row, diff)`` changes: inserts (multiplicity 1–3) and deletes of live
+    rows (never more than are present, so every input stays a multiset)."""
+    live: Counter = Counter()
+    out = []
+    for _ in range(epochs):
+        changes = [(r, m) for r, m in draw(st.lists(st.tuples(row, st.integers(1, 3)),
+                                                     max_size=7))]
+        apply_changes(live, changes)
+        present = sorted(live, key=repr)
+        if present:
+            victims = draw(st.lists(st.sampled_from(present), max_size=5, unique=True))
+            dels = [(r, -draw(st.integers(1, live[r]))) for r in victims]
+            apply_changes(live, dels)
+            changes += dels
+        out.append(changes)
+    return out
+
+
+def push(inp: ivm.InputCollection, changes: list[tuple[tuple, int]], style: int) -> None:
+    """Send changes through one of the input API's forms."""
+    if not changes:
+        return
+    if style == 0:
+        inp.send([r for r, _ in changes], [d for _, d in changes])
+        return
+    ins = [r for r, d in changes if d > 0 for _ in range(d)]
+    dels = [r for r, d in changes if d < 0 for _ in range(-d)]
+    names = inp.schema.names
+    if style == 1:  # dicts of columns
+        if ins:
+            inp.insert({n: [r[i] for r in ins] for i, n in enumerate(names)})
+        if dels:
+            inp.delete({n: [r[i] for r in dels] for i, n in enumerate(names)})
+    else:  # lists of tuples, deletes first (order within an epoch must not matter)
+        if dels:
+            inp.delete(dels)
+        if ins:
+            inp.insert(ins)

@@ -1,0 +1,122 @@
+"""WCC and SCC maintained by the engine equal networkx after every random step.
+
+A random directed graph (no self-loops, no parallel edges) changes by random edge deletes
+and inserts; after every step the engine's weakly connected components
+(``connected_components``: node -> smallest node of its component) and strongly connected
+components (``strongly_connected_edges`` and ``strongly_connected_components``) must equal
+those networkx computes from scratch.  The 1,000-node SCC run is slow (see the marker);
+a 300-node variant runs by default.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import networkx as nx
+import pytest
+
+import ivm
+from ivm.library.graphs import (
+    EDGE,
+    connected_components,
+    strongly_connected_components,
+    strongly_connected_edges,
+)
+
+
+def nx_wcc(edges: set[tuple[int, int]]) -> dict[tuple, int]:
+    g = nx.Graph()
+    g.add_edges_from(edges)
+    return {(v, min(c)): 1 for c in nx.connected_components(g) for v in c}
+
+
+def nx_scc(edges: set[tuple[int, int]]) -> tuple[dict[tuple, int], dict[tuple, int]]:
+    g = nx.DiGraph()
+    g.add_edges_from(edges)
+    comp: dict[int, int] = {}
+    labels: dict[tuple, int] = {}
+    for i, c in enumerate(nx.strongly_connected_components(g)):
+        for v in c:
+            comp[v] = i
+        if len(c) > 1:
+            m = min(c)
+            labels.update({(v, m): 1 for v in c})
+    return {e: 1 for e in edges if comp[e[0]] == comp[e[1]]}, labels
+
+
+def diff_summary(got: dict, want: dict) -> str:
+    extra = sorted(set(got.items()) - set(want.items()))[:8]
+    missing = sorted(set(want.items()) - set(got.items()))[:8]
+    return f"extra {extra} missing {missing} ({len(got)} vs {len(want)} rows)"
+
+
+def random_edge(rng: random.Random, n: int, avoid: set[tuple[int, int]]) -> tuple[int, int]:
+    while True:
+        a, b = rng.randrange(n), rng.randrange(n)
+        if a != b and (a, b) not in avoid:
+            return a, b
+
+
+def run_steps(nodes: int, edges0: int, steps: int, per_step: int, *, wcc: bool, scc: bool,
+              seed: int) -> list[float]:
+    """Insert a random graph, then ``steps`` times delete and insert ``per_step`` edges;
+    compare with networkx after every step.  Returns the engine's seconds per step."""
+    rng = random.Random(seed)
+    g = ivm.Dataflow()
+    edges = g.input("edges", EDGE)
+    outs = {}
+    if wcc:
+        outs["wcc"] = g.output(connected_components(edges), "wcc")
+    if scc:
+        outs["scc_edges"] = g.output(strongly_connected_edges(edges), "scc_edges")
+        outs["scc"] = g.output(strongly_connected_components(edges), "scc")
+    cur: set[tuple[int, int]] = set()
+    while len(cur) < edges0:
+        cur.add(random_edge(rng, nodes, cur))
+    edges.insert(sorted(cur))
+    seconds = []
+    for step in range(steps + 1):
+        if step:
+            dels = rng.sample(sorted(cur), per_step)
+            cur -= set(dels)
+            ins: set[tuple[int, int]] = set()
+            while len(ins) < per_step:
+                ins.add(random_edge(rng, nodes, cur | ins))
+            cur |= ins
+            edges.delete(dels)
+            edges.insert(sorted(ins))
+        t0 = time.perf_counter()
+        g.step()
+        seconds.append(time.perf_counter() - t0)
+        if wcc:
+            want = nx_wcc(cur)
+            got = outs["wcc"].counts()
+            assert got == want, f"seed {seed} step {step} WCC: {diff_summary(got, want)}"
+        if scc:
+            want_e, want_l = nx_scc(cur)
+            got_e = outs["scc_edges"].counts()
+            assert got_e == want_e, f"seed {seed} step {step} SCC edges: " \
+                                    f"{diff_summary(got_e, want_e)}"
+            got_l = outs["scc"].counts()
+            assert got_l == want_l, f"seed {seed} step {step} SCC labels: " \
+                                    f"{diff_summary(got_l, want_l)}"
+    return seconds
+
+
+def test_wcc_1000_nodes_50_steps() -> None:
+    run_steps(1000, 1500, 50, 5, wcc=True, scc=False, seed=11)
+
+
+@pytest.mark.slow
+def test_scc_1000_nodes_50_steps() -> None:
+    run_steps(1000, 1500, 50, 5, wcc=False, scc=True, seed=12)
+
+
+def test_scc_300_nodes_20_steps() -> None:
+    run_steps(300, 450, 20, 5, wcc=False, scc=True, seed=13)
+
+
+def test_wcc_and_scc_dense_small_graph() -> None:
+    """Many cycles and merges: 60 nodes, 150 edges, 20 steps of 10 changes."""
+    run_steps(60, 150, 20, 10, wcc=True, scc=True, seed=14)
