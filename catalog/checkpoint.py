@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,11 +169,16 @@ class CheckpointStore:
         )
 
     # -- writing --------------------------------------------------------------------------
-    def save(self, ckpt: Checkpoint, *, hook: Hook | None = None) -> Path:
+    def save(
+        self, ckpt: Checkpoint, *, hook: Hook | None = None, carry: Iterable[str] = ()
+    ) -> Path:
         """Write ``ckpt`` and make it current, atomically; returns its directory.
 
         The epoch must be greater than the current checkpoint's.  ``hook(step)`` is called
         after ``"files_written"`` and ``"renamed"`` (crash-injection points for tests).
+        ``carry`` names state entries of the *current* checkpoint to keep unchanged in the
+        new one without rewriting them (hard links, a copy where links are not possible), so
+        a checkpoint that adds a little to a large state costs what it adds.
         """
         base = self.directory(ckpt.group)
         base.mkdir(parents=True, exist_ok=True)
@@ -182,12 +187,19 @@ class CheckpointStore:
             raise CheckpointError(
                 f"checkpoint of {ckpt.group!r}: epoch {ckpt.epoch} is not after {current}"
             )
+        carried = self._carried_files(ckpt.group, carry)
+        clash = set(carried) & {str(k) for k in ckpt.state}
+        if clash:
+            raise CheckpointError(f"checkpoint of {ckpt.group!r}: {sorted(clash)} carried and new")
         self._collect_garbage(base, keep_current=True)
         tmp = base / f".tmp-{uuid.uuid4().hex}"
         tmp.mkdir()
         state_files: dict[str, str] = {}
         pending_files: dict[str, str] = {}
         try:
+            for i, (key, source) in enumerate(carried.items()):
+                state_files[key] = f"carried-{i:05d}.arrow"
+                _link_or_copy(source, tmp / state_files[key])
             for i, (key, table) in enumerate(ckpt.state.items()):
                 state_files[str(key)] = f"state-{i:05d}.arrow"
                 _write_table(tmp / state_files[str(key)], _as_table(table, key))
@@ -218,6 +230,27 @@ class CheckpointStore:
         self._collect_garbage(base, keep_current=True)
         return final
 
+    def _carried_files(self, group: str, keys: Iterable[str]) -> dict[str, Path]:
+        wanted = [str(k) for k in keys]
+        if not wanted:
+            return {}
+        m = self.manifest(group)
+        if m is None:
+            raise CheckpointError(f"checkpoint of {group!r}: nothing to carry over")
+        raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
+        missing = [k for k in wanted if k not in raw["state"]]
+        if missing:
+            raise CheckpointError(f"checkpoint of {group!r} has no state entries {missing}")
+        return {k: m.directory / raw["state"][k] for k in wanted}
+
+    def state_keys(self, group: str) -> tuple[str, ...]:
+        """The keys of the current checkpoint's state entries (no table is read)."""
+        m = self.manifest(group)
+        if m is None:
+            return ()
+        raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
+        return tuple(raw["state"])
+
     def clear(self, group: str) -> None:
         """Delete every checkpoint of ``group`` (e.g. when its view is dropped)."""
         base = self.directory(group)
@@ -245,6 +278,18 @@ class CheckpointStore:
                 shutil.rmtree(target, ignore_errors=True)
             else:
                 target.unlink(missing_ok=True)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+        fd = os.open(target, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _as_table(value: Any, key: object) -> pa.Table:

@@ -149,13 +149,33 @@ def to_engine_columns(table: pa.Table, mappings: Sequence[ColumnMapping]) -> dic
             np_type = {"int64": np.int64, "float64": np.float64, "bool": np.bool_}[m.dtype]
             out[m.name] = np.asarray(col.to_numpy(), dtype=np_type)
         else:
-            values = col.to_pylist()
-            if pa.types.is_list(m.arrow_type) or pa.types.is_fixed_size_list(m.arrow_type):
-                values = [_tupled(v) for v in values]
-            arr = np.empty(len(values), dtype=object)
-            arr[:] = values
-            out[m.name] = arr
+            out[m.name] = _object_column(col, m.arrow_type)
     return out
+
+
+def _object_column(col: pa.ChunkedArray | pa.Array, arrow_type: pa.DataType) -> np.ndarray:
+    """A column as a numpy object array of Python values (``None`` for NULL).
+
+    Integers, floats, booleans and strings take a vectorized path (numpy's ``astype(object)``
+    yields Python ``int``/``float``/``bool``; Arrow hands strings over as Python ``str``),
+    about 50x faster than ``to_pylist`` on a million rows; other types go through Python.
+    """
+    t = col.type
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+        if col.null_count:
+            filled = pc.fill_null(col, False if pa.types.is_boolean(t) else 0)
+            arr = np.asarray(filled.to_numpy()).astype(object)
+            arr[np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)] = None
+            return arr
+        return np.asarray(col.to_numpy()).astype(object)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+    values = col.to_pylist()
+    if pa.types.is_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
+        values = [_tupled(v) for v in values]
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr
 
 
 def from_engine_columns(columns: Mapping[str, Any], schema: pa.Schema) -> pa.Table:

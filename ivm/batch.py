@@ -50,6 +50,8 @@ def hash_column(col: np.ndarray) -> np.ndarray:
 
 def hash_rows(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     """Hash of each row of ``cols`` (``n`` rows; zero columns hash to a constant)."""
+    if len(cols) == 1:
+        return _mix(hash_column(cols[0]) + _GOLDEN)
     h = np.full(n, _GOLDEN, dtype=np.uint64)
     for c in cols:
         h = _mix(h * _M2 + hash_column(c))
@@ -77,6 +79,12 @@ def concat_columns(parts: Sequence[Columns]) -> Columns:
     return tuple(np.concatenate(cs) for cs in zip(*parts, strict=True))
 
 
+def hash_is_injective(cols: Columns) -> bool:
+    """Whether :func:`hash_rows` of these columns cannot collide: one integer column
+    (an affine map and splitmix64's finalizer are both bijections of uint64)."""
+    return len(cols) == 1 and cols[0].dtype.kind in "iub"
+
+
 def rows_equal(a: Columns, ia: np.ndarray | None, b: Columns, ib: np.ndarray) -> np.ndarray:
     """Row-wise equality of ``a[ia]`` and ``b[ib]`` (NULL equals NULL, as in grouping).
 
@@ -92,8 +100,9 @@ def rows_equal(a: Columns, ia: np.ndarray | None, b: Columns, ib: np.ndarray) ->
     return eq
 
 
-def group_sorted(h_sorted: np.ndarray, cols_sorted: Columns,
-                 times_sorted: np.ndarray | None = None) -> np.ndarray:
+def group_sorted(
+    h_sorted: np.ndarray, cols_sorted: Columns, times_sorted: np.ndarray | None = None
+) -> np.ndarray:
     """Start index of each group of equal rows in data sorted by hash.
 
     Boundaries are where the hash changes, or (rarely) where the hash is equal but the
@@ -106,7 +115,9 @@ def group_sorted(h_sorted: np.ndarray, cols_sorted: Columns,
     boundary[0] = True
     np.not_equal(h_sorted[1:], h_sorted[:-1], out=boundary[1:])
     same = np.flatnonzero(~boundary[1:])
-    if len(same):
+    if len(same) and not (
+        hash_is_injective(cols_sorted) and (times_sorted is None or times_sorted.shape[1] == 0)
+    ):
         prev, cur = same, same + 1
         eq = rows_equal(cols_sorted, prev, cols_sorted, cur)
         if times_sorted is not None and times_sorted.shape[1]:
@@ -133,8 +144,9 @@ class Batch:
     def concat(parts: Sequence[Batch]) -> Batch:
         if len(parts) == 1:
             return parts[0]
-        return Batch(concat_columns([p.cols for p in parts]),
-                     np.concatenate([p.diff for p in parts]))
+        return Batch(
+            concat_columns([p.cols for p in parts]), np.concatenate([p.diff for p in parts])
+        )
 
     def negate(self) -> Batch:
         return Batch(self.cols, -self.diff)
@@ -154,8 +166,9 @@ class Batch:
 _NONE = np.zeros(0, dtype=np.int64)
 
 
-def consolidate_hashed(h: np.ndarray, cols: Columns, diff: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def consolidate_hashed(
+    h: np.ndarray, cols: Columns, diff: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Group equal rows (hash ``h``, verified on ``cols``): a representative index of each
     group with a non-zero sum, and that sum."""
     if len(h) <= 1:

@@ -47,7 +47,8 @@ class Collection:
     def _check_graph(self, graph: Dataflow) -> None:
         if self.graph is not graph:
             raise ForeignCollectionError(
-                f"{self.op.name} belongs to dataflow {self.graph.name!r}, not {graph.name!r}")
+                f"{self.op.name} belongs to dataflow {self.graph.name!r}, not {graph.name!r}"
+            )
 
     def _other(self, other: Collection) -> Collection:
         if not isinstance(other, Collection):
@@ -62,8 +63,10 @@ class Collection:
             if s.is_within(scope):
                 scope = s
             elif not scope.is_within(s):
-                raise PlanError("collections from two different loops cannot be combined; "
-                                "use the loops' results")
+                raise PlanError(
+                    "collections from two different loops cannot be combined; "
+                    "use the loops' results"
+                )
         return scope
 
     def _unary(self, cls: type[Operator], schema: Schema, **kw: Any) -> Collection:
@@ -91,8 +94,9 @@ class Collection:
         return self._unary(Project, schema, idx=idx)
 
     def rename(self, names: Sequence[str]) -> Collection:
-        return self._unary(Project, self.schema.rename(list(names)),
-                           idx=tuple(range(len(self.schema))))
+        return self._unary(
+            Project, self.schema.rename(list(names)), idx=tuple(range(len(self.schema)))
+        )
 
     def concat(self, *others: Collection) -> Collection:
         others = tuple(self._other(o) for o in others)
@@ -126,12 +130,10 @@ class Collection:
         la, ra = self.arrange(lk), other.arrange(rk)
         scope = self._deeper(other)
         ls, rs = self.graph._enter(la, scope), self.graph._enter(ra, scope)
-        op = Join(self.graph, scope, [ls, rs], self.schema.concat(other.schema),
-                  left=la, right=ra)
+        op = Join(self.graph, scope, [ls, rs], self.schema.concat(other.schema), left=la, right=ra)
         return Collection(self.graph, op)
 
-    def semijoin(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]
-                 ) -> Collection:
+    def semijoin(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]) -> Collection:
         """Rows whose key is present in ``other`` (``other``'s keys taken as a set)."""
         other = self._other(other)
         pairs = list(on)
@@ -139,21 +141,23 @@ class Collection:
         j = self.join(keys, [(a, i) for i, (a, _) in enumerate(pairs)])
         return j.project(*range(len(self.schema))).rename(self.schema.names)
 
-    def antijoin(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]
-                 ) -> Collection:
+    def antijoin(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]) -> Collection:
         """Rows whose key is absent from ``other``: ``self − semijoin(self, other)``."""
         return self.concat(self.semijoin(other, on).negate())
 
     # -- reductions ------------------------------------------------------------------------
     def _reduce(self, key_idx: tuple[int, ...], kernel: K.Kernel) -> Collection:
         arr = self.arrange(key_idx)
-        schema = Schema(tuple(self.schema.names[i] for i in key_idx) + kernel.out_names,
-                        tuple(self.schema.dtypes[i] for i in key_idx) + kernel.out_dtypes)
+        schema = Schema(
+            tuple(self.schema.names[i] for i in key_idx) + kernel.out_names,
+            tuple(self.schema.dtypes[i] for i in key_idx) + kernel.out_dtypes,
+        )
         op = Reduce(self.graph, self.scope, [arr], schema, source=arr, kernel=kernel)
         return Collection(self.graph, op)
 
-    def reduce(self, key: KeySpec, aggs: Iterable[tuple], names: Sequence[str] | None = None
-               ) -> Collection:
+    def reduce(
+        self, key: KeySpec, aggs: Iterable[tuple], names: Sequence[str] | None = None
+    ) -> Collection:
         """Per group of ``key``: ``[("count",), ("sum", col), ("min", col), ...]``."""
         key_idx = self.schema.indices(key) if key != () else ()
         specs: list[tuple[str, int | None]] = []
@@ -184,21 +188,28 @@ class Collection:
         """Each row with a positive count, once."""
         return self._reduce(tuple(range(len(self.schema))), K.DistinctKernel())
 
-    def top_k(self, key: KeySpec, order_by: Sequence[tuple[ColumnRef, bool]], k: int
-              ) -> Collection:
+    def top_k(self, key: KeySpec, order_by: Sequence[tuple[ColumnRef, bool]], k: int) -> Collection:
         """Per group, the first ``k`` rows by ``order_by`` ((col, descending) pairs)."""
         key_idx = self.schema.indices(key) if key != () else ()
         rest = tuple(i for i in range(len(self.schema)) if i not in key_idx)
         order = [(self.schema.index(c), bool(d)) for c, d in order_by]
-        kernel = K.TopKKernel(order, int(k), rest, [self.schema.names[i] for i in rest],
-                              [self.schema.dtypes[i] for i in rest])
+        kernel = K.TopKKernel(
+            order,
+            int(k),
+            rest,
+            [self.schema.names[i] for i in rest],
+            [self.schema.dtypes[i] for i in rest],
+        )
         out = self._reduce(key_idx, kernel)
         pos = {orig: j for j, orig in enumerate(key_idx + rest)}
         return out.project(*[pos[i] for i in range(len(self.schema))])
 
-    def reduce_group(self, key: KeySpec, fn: Callable[[tuple, list[tuple], list[int]],
-                                                      Iterable[tuple[tuple, int]]],
-                     schema: Any) -> Collection:
+    def reduce_group(
+        self,
+        key: KeySpec,
+        fn: Callable[[tuple, list[tuple], list[int]], Iterable[tuple[tuple, int]]],
+        schema: Any,
+    ) -> Collection:
         """General reduce: ``fn(key, rows, counts) -> [(value_row, count), ...]`` per group.
 
         The result has the key columns followed by the columns of ``schema``.
@@ -208,12 +219,16 @@ class Collection:
         return self._reduce(key_idx, K.GroupFunctionKernel(fn, key_idx, s.names, s.dtypes))
 
     # -- loops -----------------------------------------------------------------------------
-    def iterate(self, body: Callable[[Collection], Collection],
-                max_iterations: int | None = None,
-                entry: Callable[..., Any] | None = None) -> Collection:
+    def iterate(
+        self,
+        body: Callable[[Collection], Collection],
+        max_iterations: int | None = None,
+        entry: Callable[..., Any] | None = None,
+    ) -> Collection:
         """The fixed point of ``body`` starting from this collection."""
-        return iterate([self], lambda vs: [body(vs[0])], max_iterations=max_iterations,
-                       entry=entry)[0]
+        return iterate(
+            [self], lambda vs: [body(vs[0])], max_iterations=max_iterations, entry=entry
+        )[0]
 
     def enter_scope(self, scope: Scope) -> Collection:
         """This collection as seen inside ``scope`` (a loop this collection's scope encloses).
@@ -236,16 +251,21 @@ class Collection:
 
         g = self.graph
         parent = self.scope
-        inner = Scope(g, parent, ALTNEU)
-        entered = Enter(g, inner, [self.op], self.schema, label="differentiate")
-        blip = Collection(g, entered)
-        retract = Collection(g, _Delay(g, inner, [entered], self.schema))
-        changes = blip.concat(retract)
-        result = body(changes)
-        result._check_graph(g)
-        rop = g._enter(result.op, inner)
-        leave = Leave(g, inner, [rop], result.schema, alt_only=True, label="integrate")
-        inner.leaves.append(leave)
+        mark = len(g.ops)
+        try:
+            inner = Scope(g, parent, ALTNEU)
+            entered = Enter(g, inner, [self.op], self.schema, label="differentiate")
+            blip = Collection(g, entered)
+            retract = Collection(g, _Delay(g, inner, [entered], self.schema))
+            changes = blip.concat(retract)
+            result = body(changes)
+            result._check_graph(g)
+            rop = g._enter(result.op, inner)
+            leave = Leave(g, inner, [rop], result.schema, alt_only=True, label="integrate")
+            inner.leaves.append(leave)
+        except BaseException:
+            g._rollback(mark)  # a failed body must not leave operators wired in
+            raise
         parent.items.append(inner)
         g._invalidate()
         return Collection(g, leave)
@@ -263,9 +283,12 @@ class _Delay(Operator):
                 op.push(port, (*time[:-1], 1), b.negate())
 
 
-def iterate(inits: Sequence[Collection], body: Callable[[list[Collection]], list[Collection]],
-            max_iterations: int | None = None, entry: Callable[..., Any] | None = None
-            ) -> list[Collection]:
+def iterate(
+    inits: Sequence[Collection],
+    body: Callable[[list[Collection]], list[Collection]],
+    max_iterations: int | None = None,
+    entry: Callable[..., Any] | None = None,
+) -> list[Collection]:
     """Mutually recursive fixed point: ``body([v1, ...]) -> [r1, ...]``.
 
     Each variable starts as its initial collection; each iteration sets it to the body's
@@ -281,26 +304,31 @@ def iterate(inits: Sequence[Collection], body: Callable[[list[Collection]], list
     parent = inits[0]._deeper(*inits[1:])
     if max_iterations is not None and max_iterations < 1:
         raise PlanError("max_iterations must be at least 1")
-    inner = Scope(g, parent, ITERATE)
-    variables = []
-    for c in inits:
-        e = Enter(g, inner, [g._enter(c.op, parent)], c.schema, entry=entry, label="ingress")
-        v = Variable(g, inner, [e], c.schema, label="variable")
-        v.nports = 2
-        variables.append((v, e))
-    results = body([Collection(g, v) for v, _ in variables])
-    if len(results) != len(inits):
-        raise PlanError(f"iterate body returned {len(results)} collections for {len(inits)}")
-    outs = []
-    for (v, e), r in zip(variables, results, strict=True):
-        r._check_graph(g)
-        if len(r.schema) != len(v.schema):
-            raise PlanError(f"iterate: body result {r.schema} does not match {v.schema}")
-        rop = g._enter(r.op, inner)
-        Feedback(g, inner, [rop, e], v.schema, variable=v, max_iterations=max_iterations)
-        leave = Leave(g, inner, [rop], v.schema, label="egress")
-        inner.leaves.append(leave)
-        outs.append(Collection(g, leave))
+    mark = len(g.ops)
+    try:
+        inner = Scope(g, parent, ITERATE)
+        variables = []
+        for c in inits:
+            e = Enter(g, inner, [g._enter(c.op, parent)], c.schema, entry=entry, label="ingress")
+            v = Variable(g, inner, [e], c.schema, label="variable")
+            v.nports = 2
+            variables.append((v, e))
+        results = body([Collection(g, v) for v, _ in variables])
+        if len(results) != len(inits):
+            raise PlanError(f"iterate body returned {len(results)} collections for {len(inits)}")
+        outs = []
+        for (v, e), r in zip(variables, results, strict=True):
+            r._check_graph(g)
+            if len(r.schema) != len(v.schema):
+                raise PlanError(f"iterate: body result {r.schema} does not match {v.schema}")
+            rop = g._enter(r.op, inner)
+            Feedback(g, inner, [rop, e], v.schema, variable=v, max_iterations=max_iterations)
+            leave = Leave(g, inner, [rop], v.schema, label="egress")
+            inner.leaves.append(leave)
+            outs.append(Collection(g, leave))
+    except BaseException:
+        g._rollback(mark)  # a failed body must not leave operators wired in
+        raise
     parent.items.append(inner)
     g._invalidate()
     return outs

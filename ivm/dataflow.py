@@ -39,18 +39,19 @@ class LoopLimitError(IvmError, RuntimeError):
 class Scope:
     """A region of the dataflow whose times share a prefix: the root, a loop, an alt/neu."""
 
-    def __init__(self, graph: Dataflow, parent: Scope | None, kind: int | None,
-                 label: str = "") -> None:
+    def __init__(
+        self, graph: Dataflow, parent: Scope | None, kind: int | None, label: str = ""
+    ) -> None:
         self.graph = graph
         self.parent = parent
         self.kind = kind
-        self.kinds: Kinds = (*parent.kinds, kind) if parent is not None and kind is not None \
-            else ()
+        self.kinds: Kinds = (*parent.kinds, kind) if parent is not None and kind is not None else ()
         self.depth = len(self.kinds)
         self.items: list[Operator | Scope] = []
         self.leaves: list[Leave] = []
-        self.label = label or ("root" if parent is None else
-                               ("altneu" if kind == ALTNEU else "loop"))
+        self.label = label or (
+            "root" if parent is None else ("altneu" if kind == ALTNEU else "loop")
+        )
         self._ops_cache: list[Operator] | None = None
 
     def is_within(self, other: Scope) -> bool:
@@ -121,6 +122,46 @@ class Dataflow:
             sc._ops_cache = None
             s.extend(i for i in sc.items if isinstance(i, Scope))
 
+    def _rollback(self, mark: int) -> None:
+        """Forget every operator registered since ``mark`` (a build that raised).
+
+        Unwires them from their inputs and from every scope, cache and registry, so that
+        an error while building a loop body leaves the dataflow as it was.
+        """
+        removed = self.ops[mark:]
+        if not removed:
+            return
+        gone = {id(op) for op in removed}
+        del self.ops[mark:]
+        for op in removed:
+            for inp in op.inputs:
+                inp.consumers = [(c, p) for c, p in inp.consumers if id(c) not in gone]
+            for attr in ("left", "right", "source"):
+                arr = getattr(op, attr, None)
+                if arr is not None and id(arr) not in gone and hasattr(arr, "users"):
+                    arr.users -= 1
+
+        def prune(scope: Scope) -> bool:
+            """Drop removed operators (and scopes left empty); True if anything is left."""
+            kept: list[Operator | Scope] = []
+            for item in scope.items:
+                if isinstance(item, Scope):
+                    if prune(item):
+                        kept.append(item)
+                elif id(item) not in gone:
+                    kept.append(item)
+            scope.items = kept
+            scope.leaves = [lv for lv in scope.leaves if id(lv) not in gone]
+            return bool(kept)
+
+        prune(self.root)
+        self._entered = {k: v for k, v in self._entered.items() if id(v) not in gone}
+        self._arrangements = {k: v for k, v in self._arrangements.items() if id(v) not in gone}
+        self.inputs = {k: v for k, v in self.inputs.items() if id(v) not in gone}
+        self.outputs = {k: v for k, v in self.outputs.items() if id(v) not in gone}
+        self._constants = [c for c in self._constants if id(c) not in gone]
+        self._invalidate()
+
     # -- building --------------------------------------------------------------------------
     def input(self, name: str, schema: Any) -> InputCollection:
         """A new input collection with the given schema (``[(name, dtype), ...]``)."""
@@ -148,8 +189,10 @@ class Dataflow:
         """Expose a collection: its last changes and its current contents."""
         collection._check_graph(self)
         if collection.scope is not self.root:
-            raise PlanError(f"output {name!r}: the collection is inside a loop; use the "
-                            "result of iterate() instead")
+            raise PlanError(
+                f"output {name!r}: the collection is inside a loop; use the "
+                "result of iterate() instead"
+            )
         if name in self.outputs:
             raise PlanError(f"dataflow {self.name!r} already has an output named {name!r}")
         op = Output(self, self.root, [collection.op], collection.schema, label=f"output:{name}")
@@ -162,8 +205,10 @@ class Dataflow:
         if src is scope:
             return op
         if not scope.is_within(src):
-            raise PlanError(f"{op.name} lives in a loop that {scope.label} is not inside; "
-                            "use the loop's result instead")
+            raise PlanError(
+                f"{op.name} lives in a loop that {scope.label} is not inside; "
+                "use the loop's result instead"
+            )
         parent = scope.parent
         assert parent is not None
         outer = self._enter(op, parent)
@@ -184,8 +229,9 @@ class Dataflow:
             raise EpochError(f"epoch {e} does not advance past the last epoch {self.epoch}")
         started = _clock.perf_counter()
         t: Time = (e,)
-        n_in = sum(op.pending_rows() for op in self.inputs.values()) + \
-            sum(op.pending_rows() for op in self._constants)
+        n_in = sum(op.pending_rows() for op in self.inputs.values()) + sum(
+            op.pending_rows() for op in self._constants
+        )
         before = self.metrics.total(epoch=e)
         self._running = True
         try:
@@ -201,8 +247,9 @@ class Dataflow:
         if leftover:
             raise IvmError(f"internal: work left after epoch {e} at {leftover}")
         self.epoch = e
-        return StepReport(e, n_in, self.metrics.total(epoch=e) - before,
-                          _clock.perf_counter() - started)
+        return StepReport(
+            e, n_in, self.metrics.total(epoch=e) - before, _clock.perf_counter() - started
+        )
 
     def _run_items(self, scope: Scope, t: Time) -> None:
         for item in scope.items:
@@ -218,8 +265,10 @@ class Dataflow:
             self._run_items(scope, (*t, i))
             rounds += 1
             if rounds > self.loop_limit:
-                raise LoopLimitError(f"{scope.label} did not converge in {self.loop_limit} "
-                                     "iterations; bound it with max_iterations")
+                raise LoopLimitError(
+                    f"{scope.label} did not converge in {self.loop_limit} "
+                    "iterations; bound it with max_iterations"
+                )
             i = scope.next_coordinate(t, i)
         for leave in scope.leaves:
             leave.flush(t)
@@ -260,8 +309,11 @@ class Dataflow:
             raise EpochError("state() during an epoch")
         if any(op.pending for op in self.inputs.values()):
             raise EpochError("state() with unprocessed input changes; call step() first")
-        out = {"__meta__": pa.table({"epoch": [self.epoch], "ops": [len(self.ops)],
-                                     "signature": [self.signature()]})}
+        out = {
+            "__meta__": pa.table(
+                {"epoch": [self.epoch], "ops": [len(self.ops)], "signature": [self.signature()]}
+            )
+        }
         for op in self.ops:
             for key, (cols, times, diff) in op.state().items():
                 out[f"{op.id}.{key}"] = _to_arrow(cols, times, diff)
@@ -273,8 +325,11 @@ class Dataflow:
         if meta["signature"] != self.signature():
             raise PlanError("checkpoint was taken from a differently built dataflow")
         for op in self.ops:
-            parts = {k.split(".", 1)[1]: _from_arrow(v, op, k.split(".", 1)[1])
-                     for k, v in state.items() if k.split(".", 1)[0] == str(op.id)}
+            parts = {
+                k.split(".", 1)[1]: _from_arrow(v, op, k.split(".", 1)[1])
+                for k, v in state.items()
+                if k.split(".", 1)[0] == str(op.id)
+            }
             if parts:
                 op.load_state(parts)
         for c in self._constants:
@@ -337,6 +392,9 @@ def _from_arrow(table: pa.Table, op: Operator, key: str) -> tuple:
         else:
             cols.append(np.asarray(vals, dtype=d))
     depth = sum(1 for n in table.column_names if n.startswith("t"))
-    times = np.column_stack([table.column(f"t{k}").to_numpy() for k in range(depth)]) \
-        if depth else np.zeros((table.num_rows, 0), dtype=np.int64)
+    times = (
+        np.column_stack([table.column(f"t{k}").to_numpy() for k in range(depth)])
+        if depth
+        else np.zeros((table.num_rows, 0), dtype=np.int64)
+    )
     return tuple(cols), times.astype(np.int64), table.column("diff").to_numpy().astype(np.int64)

@@ -35,8 +35,14 @@ class PlanError(IvmError, ValueError):
 class SourceError(IvmError):
     """Base of errors that point into user source text (SQL, Datalog)."""
 
-    def __init__(self, message: str, *, line: int | None = None, column: int | None = None,
-                 construct: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        construct: str | None = None,
+    ) -> None:
         self.line = line
         self.column = column
         self.construct = construct

@@ -94,9 +94,11 @@ def meet(a: Time, b: Time, kinds: Kinds) -> Time:
 def less_equal_rows(times: np.ndarray, t: Sequence[int], kinds: Kinds) -> np.ndarray:
     """For each row of inner coordinates (same epoch as ``t``): is it ``<= t``?"""
     n = times.shape[0]
-    le = np.ones(n, dtype=bool)
     if not kinds:
-        return le
+        return np.ones(n, dtype=bool)
+    if len(kinds) == 1 and kinds[0] == ITERATE:
+        return times[:, 0] <= t[0]
+    le = np.ones(n, dtype=bool)
     eq = np.ones(n, dtype=bool)
     for k, kind in enumerate(kinds):
         x = times[:, k]

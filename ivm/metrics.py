@@ -56,9 +56,11 @@ class Metrics:
         """Updates processed by every operator (optionally of one kind) in an epoch."""
         if kind is None and epoch is not None:
             return self._per_epoch.get(epoch, 0)
-        return sum(n for (oid, t), n in self._rows.items()
-                   if (epoch is None or t[0] == epoch)
-                   and (kind is None or self._ops[oid].kind == kind))
+        return sum(
+            n
+            for (oid, t), n in self._rows.items()
+            if (epoch is None or t[0] == epoch) and (kind is None or self._ops[oid].kind == kind)
+        )
 
     def by_iteration(self, epoch: int) -> dict[tuple[int, ...], int]:
         """Updates processed per inner time (loop counters) in one epoch, all operators."""

@@ -92,7 +92,9 @@ class Schema:
         return Schema(tuple(names), self.dtypes + other.dtypes)
 
     def __str__(self) -> str:
-        return "(" + ", ".join(f"{n}: {d}" for n, d in zip(self.names, self.dtypes, strict=True)) + ")"
+        return (
+            "(" + ", ".join(f"{n}: {d}" for n, d in zip(self.names, self.dtypes, strict=True)) + ")"
+        )
 
 
 def coerce_column(values: Any, dtype: str, name: str) -> np.ndarray:
@@ -128,10 +130,15 @@ def coerce_column(values: Any, dtype: str, name: str) -> np.ndarray:
                 raise SchemaError(
                     f"column {name!r} is {dtype} and cannot hold NULL; declare it 'any'"
                 )
-            if dtype == "int64" and not isinstance(v, int | np.integer) or isinstance(v, str):
+            is_bool = isinstance(v, bool | np.bool_)
+            if dtype == "int64":
+                bad = is_bool or not isinstance(v, int | np.integer)
+            elif dtype == "float64":
+                bad = is_bool or not isinstance(v, int | float | np.integer | np.floating)
+            else:
+                bad = not is_bool
+            if bad:
                 raise SchemaError(f"column {name!r} is {dtype}, got {type(v).__name__} {v!r}")
-            if dtype == "bool" and not isinstance(v, bool | np.bool_):
-                raise SchemaError(f"column {name!r} is bool, got {type(v).__name__} {v!r}")
     else:
         kind = seq.dtype.kind
         ok = {"int64": "iu", "float64": "iuf", "bool": "b"}[dtype]

@@ -1,11 +1,16 @@
 """Traces: the indexed, compacted history of a collection, arranged by key.
 
-A trace holds updates ``(row, inner time, diff)`` in immutable *runs*, each sorted by the
-hash of the key columns, so "every update for these keys" is a vectorized binary search per
-run (``np.searchsorted``) whose cost follows the size of the answer, not of the state.  Runs
+A trace holds updates ``(row, inner time, diff)`` in immutable *runs*, each sorted by a key
+hash, so "every update for these keys" is a vectorized binary search per run
+(``np.searchsorted``) whose cost follows the size of the answer, not of the state.  Runs
 are merged geometrically, as differential dataflow's spines are: a new run is merged with
 the previous one while that one is not much larger, so there are O(log n) runs.  Merging
 consolidates: equal ``(row, time)`` updates are summed and cancelled ones dropped.
+
+In a trace inside one loop (one inner coordinate) the sort key is the key hash with its
+low bits replaced by the loop counter, so each key's updates are ordered by iteration:
+"updates of these keys at iterations ``<= i``" is a prefix found by binary search, and the
+first update after it gives the key's next interesting time without scanning its history.
 
 Times kept here omit the epoch: at the end of every epoch each time is advanced to the next
 epoch's frontier (:func:`ivm.lattice.advance_rows`), so every kept time belongs to the
@@ -25,22 +30,37 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ivm.batch import Batch, Columns, group_sorted, hash_rows, hash_times, rows_equal, take
-from ivm.lattice import Kinds, advance_rows
-
+from ivm.batch import (
+    Batch,
+    Columns,
+    group_sorted,
+    hash_is_injective,
+    hash_rows,
+    hash_times,
+    rows_equal,
+    take,
+)
+from ivm.lattice import ALTNEU, Kinds, advance_rows
 
 #: runs smaller than this are merged eagerly, so lookups visit few runs
 SMALL_RUN = 256
 
-#: marker for "every row" in :func:`ivm.batch.rows_equal`
-_ALL = None
+#: bits of the sort key that hold the loop counter in single-loop traces
+ITER_BITS = 20
+_LOW = np.uint64((1 << ITER_BITS) - 1)
+_HIGH = ~_LOW
+#: "no later time" in next-time answers
+NO_TIME = np.iinfo(np.int64).max
+
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """Immutable updates sorted by key hash."""
+    """Immutable updates sorted by ``sortkey``."""
 
-    keyhash: np.ndarray  # uint64, sorted
+    sortkey: np.ndarray  # uint64, sorted
+    keyhash: np.ndarray  # uint64 hash of the key columns
     rowhash: np.ndarray  # uint64 hash of the whole row (times excluded)
     cols: Columns
     times: np.ndarray  # (n, depth) int64 inner coordinates
@@ -48,9 +68,6 @@ class Run:
 
     def __len__(self) -> int:
         return len(self.diff)
-
-
-_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -68,41 +85,6 @@ def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return owner, pos
 
 
-def consolidate_updates(cols: Columns, times: np.ndarray, diff: np.ndarray,
-                        key_idx: tuple[int, ...], rowhash: np.ndarray | None = None,
-                        keyhash: np.ndarray | None = None) -> Run:
-    """Sum equal ``(row, time)`` updates, drop zeros, and sort by key hash."""
-    n = len(diff)
-    rowh = hash_rows(cols, n) if rowhash is None else rowhash
-    if n > 1:
-        h = hash_times(rowh, times) if times.shape[1] else rowh
-        order = np.argsort(h)
-        cols_s = take(cols, order)
-        times_s = times[order]
-        starts = group_sorted(h[order], cols_s, times_s)
-        sums = np.add.reduceat(diff[order], starts)
-        nz = sums != 0
-        keep = order[starts[nz]]
-        cols, times, diff, rowh = take(cols, keep), times[keep], sums[nz], rowh[keep]
-        if keyhash is not None:
-            keyhash = keyhash[keep]
-    elif n == 1 and diff[0] == 0:
-        return sort_run(take(cols, _EMPTY), times[:0], diff[:0], key_idx)
-    return sort_run(cols, times, diff, key_idx, rowh, keyhash)
-
-
-def sort_run(cols: Columns, times: np.ndarray, diff: np.ndarray,
-             key_idx: tuple[int, ...], rowhash: np.ndarray | None = None,
-             keyhash: np.ndarray | None = None) -> Run:
-    n = len(diff)
-    kh = hash_rows([cols[i] for i in key_idx], n) if keyhash is None else keyhash
-    rh = hash_rows(cols, n) if rowhash is None else rowhash
-    if n > 1:
-        order = np.argsort(kh)
-        return Run(kh[order], rh[order], take(cols, order), times[order], diff[order])
-    return Run(kh, rh, cols, times, diff)
-
-
 @dataclass(slots=True)
 class Gathered:
     """Updates found for a set of probes: ``owner[j]`` is the probe that row j matched."""
@@ -117,32 +99,88 @@ class Gathered:
 class Trace:
     """An arrangement's state: runs of updates indexed by key (see the module docstring)."""
 
-    def __init__(self, dtypes: tuple[np.dtype, ...], key_idx: tuple[int, ...],
-                 kinds: Kinds) -> None:
+    def __init__(
+        self, dtypes: tuple[np.dtype, ...], key_idx: tuple[int, ...], kinds: Kinds
+    ) -> None:
         self.dtypes = dtypes
         self.key_idx = key_idx
         self.kinds = kinds
         self.depth = len(kinds)
+        self.by_time = self.depth == 1
         self.runs: list[Run] = []
         self.staged: Run | None = None
         self.staged_time: tuple[int, ...] | None = None
 
+    # -- building runs -------------------------------------------------------------------
+    def _sortkey(self, keyhash: np.ndarray, times: np.ndarray) -> np.ndarray:
+        if not self.by_time:
+            return keyhash
+        it = np.minimum(times[:, 0], int(_LOW)).astype(np.uint64)
+        return (keyhash & _HIGH) | it
+
+    def make_run(
+        self,
+        cols: Columns,
+        times: np.ndarray,
+        diff: np.ndarray,
+        rowhash: np.ndarray | None = None,
+        keyhash: np.ndarray | None = None,
+    ) -> Run:
+        """A run of (already consolidated) updates, sorted."""
+        n = len(diff)
+        kh = hash_rows([cols[i] for i in self.key_idx], n) if keyhash is None else keyhash
+        rh = hash_rows(cols, n) if rowhash is None else rowhash
+        sk = self._sortkey(kh, times)
+        if n > 1:
+            order = np.argsort(sk)
+            return Run(
+                sk[order], kh[order], rh[order], take(cols, order), times[order], diff[order]
+            )
+        return Run(sk, kh, rh, cols, times, diff)
+
+    def consolidated_run(
+        self,
+        cols: Columns,
+        times: np.ndarray,
+        diff: np.ndarray,
+        rowhash: np.ndarray | None = None,
+        keyhash: np.ndarray | None = None,
+    ) -> Run:
+        """Sum equal ``(row, time)`` updates, drop zeros, and sort."""
+        n = len(diff)
+        rowh = hash_rows(cols, n) if rowhash is None else rowhash
+        if n > 1:
+            h = hash_times(rowh, times) if times.shape[1] else rowh
+            order = np.argsort(h)
+            starts = group_sorted(h[order], take(cols, order), times[order])
+            sums = np.add.reduceat(diff[order], starts)
+            nz = sums != 0
+            keep = order[starts[nz]]
+            cols, times, diff, rowh = take(cols, keep), times[keep], sums[nz], rowh[keep]
+            if keyhash is not None:
+                keyhash = keyhash[keep]
+        elif n == 1 and diff[0] == 0:
+            keep = _EMPTY
+            cols, times, diff, rowh = take(cols, keep), times[:0], diff[:0], rowh[:0]
+            keyhash = None if keyhash is None else keyhash[:0]
+        return self.make_run(cols, times, diff, rowh, keyhash)
+
     # -- writing -------------------------------------------------------------------------
-    def stage(self, batch: Batch, time: tuple[int, ...],
-              rowhash: np.ndarray | None = None) -> None:
-        """Stage the updates of ``time`` (the time now being processed)."""
+    def stage(self, batch: Batch, time: tuple[int, ...], rowhash: np.ndarray | None = None) -> None:
+        """Stage the (consolidated) updates of ``time``, the time now being processed."""
         self.commit()
         if len(batch) == 0:
             return
         times = np.tile(np.asarray(time[1:], dtype=np.int64), (len(batch), 1)).reshape(
-            len(batch), self.depth)
-        self.staged = sort_run(batch.cols, times, batch.diff, self.key_idx, rowhash)
+            len(batch), self.depth
+        )
+        self.staged = self.make_run(batch.cols, times, batch.diff, rowhash)
         self.staged_time = time
 
     def insert(self, cols: Columns, times: np.ndarray, diff: np.ndarray) -> None:
         """Add committed updates at arbitrary inner times."""
         if len(diff):
-            self._push(sort_run(cols, times, diff, self.key_idx))
+            self._push(self.consolidated_run(cols, times, diff))
 
     def commit(self) -> None:
         if self.staged is not None:
@@ -153,37 +191,46 @@ class Trace:
     def _push(self, run: Run) -> None:
         runs = self.runs
         runs.append(run)
-        while len(runs) >= 2 and (len(runs[-2]) <= 2 * len(runs[-1])
-                                  or len(runs[-2]) + len(runs[-1]) <= SMALL_RUN):
+        while len(runs) >= 2 and (
+            len(runs[-2]) <= 2 * len(runs[-1]) or len(runs[-2]) + len(runs[-1]) <= SMALL_RUN
+        ):
             b = runs.pop()
             a = runs.pop()
             runs.append(self._merge([a, b]))
 
     def _merge(self, parts: list[Run]) -> Run:
         cols = tuple(np.concatenate([p.cols[i] for p in parts]) for i in range(len(self.dtypes)))
-        times = np.concatenate([p.times for p in parts])
-        diff = np.concatenate([p.diff for p in parts])
-        return consolidate_updates(cols, times, diff, self.key_idx,
-                                   np.concatenate([p.rowhash for p in parts]),
-                                   np.concatenate([p.keyhash for p in parts]))
+        return self.consolidated_run(
+            cols,
+            np.concatenate([p.times for p in parts]),
+            np.concatenate([p.diff for p in parts]),
+            np.concatenate([p.rowhash for p in parts]),
+            np.concatenate([p.keyhash for p in parts]),
+        )
 
     def compact(self) -> None:
         """End of epoch: advance times to the next epoch's frontier and consolidate."""
         self.commit()
         if not self.runs:
             return
-        from ivm.lattice import ALTNEU
-
         if ALTNEU in self.kinds:
-            self.runs = [self._merge([Run(r.keyhash, r.rowhash, r.cols,
-                                          advance_rows(r.times, self.kinds), r.diff)
-                                      for r in self.runs])]
+            advanced = [
+                Run(
+                    r.sortkey,
+                    r.keyhash,
+                    r.rowhash,
+                    r.cols,
+                    advance_rows(r.times, self.kinds),
+                    r.diff,
+                )
+                for r in self.runs
+            ]
+            self.runs = [self._merge(advanced)]
         elif len(self.runs) > 1:
             small = sum(len(r) for r in self.runs[1:])
             if small * 2 > len(self.runs[0]):
                 self.runs = [self._merge(self.runs)]
-        if self.runs and len(self.runs[-1]) == 0:
-            self.runs = [r for r in self.runs if len(r)]
+        self.runs = [r for r in self.runs if len(r)]
 
     # -- reading -------------------------------------------------------------------------
     def _visible(self, query_time: tuple[int, ...] | None) -> list[Run]:
@@ -199,25 +246,59 @@ class Trace:
                     runs.append(self.staged)
         return runs
 
-    def lookup(self, probe_hash: np.ndarray, probe_cols: Columns,
-               before: tuple[int, ...] | None = None,
-               time_filter: Callable[[np.ndarray], np.ndarray] | None = None,
-               all_times: list[tuple[np.ndarray, np.ndarray]] | None = None) -> Gathered:
+    def lookup(
+        self,
+        probe_hash: np.ndarray,
+        probe_cols: Columns,
+        before: tuple[int, ...] | None = None,
+        time_filter: Callable[[np.ndarray], np.ndarray] | None = None,
+        all_times: list[tuple[np.ndarray, np.ndarray]] | None = None,
+        upto: int | None = None,
+        next_time: np.ndarray | None = None,
+    ) -> Gathered:
         """Every update whose key equals a probe's key.
 
         ``probe_cols`` are the probes' key columns (used to reject hash collisions).
         With ``before=t`` updates staged at exactly ``t`` are left out ("strictly before t"
         for the time being processed); with ``None`` everything is included.
         ``time_filter(times) -> mask`` keeps only some updates before their columns are
-        gathered; ``all_times`` then receives ``(owner, times)`` of every match (a hash match:
-        collisions included, which only costs a spurious re-evaluation).
+        gathered; ``all_times`` then receives ``(owner, times)`` of every match.
+        In a single-loop trace ``upto=i`` keeps the updates at iterations ``<= i`` by binary
+        search, and ``next_time`` (one slot per probe) is lowered to the first later
+        iteration found (a hash-bucket neighbour may make it early: that only costs a
+        re-evaluation that changes nothing).
         """
+        if upto is not None and not self.by_time:
+            raise ValueError("upto= needs a single-loop trace")
+        if upto is not None and upto >= int(_LOW) - 1:
+            # counters beyond the sort key's bits: scan the times instead
+            hist: list[tuple[np.ndarray, np.ndarray]] = []
+            found = self.lookup(probe_hash, probe_cols, before, lambda t: t[:, 0] <= upto, hist)
+            if next_time is not None:
+                for o, t in hist:
+                    later = t[:, 0] > upto
+                    np.minimum.at(next_time, o[later], t[later, 0])
+            return found
         owners, runs_hit, positions = [], [], []
+        base = (probe_hash & _HIGH) if self.by_time else probe_hash
+        top = (base | _LOW) if self.by_time else probe_hash
+        bound = (base | np.uint64(upto)) if upto is not None else None
         for run in self._visible(before):
             if len(run) == 0:
                 continue
-            lo = np.searchsorted(run.keyhash, probe_hash, side="left")
-            hi = np.searchsorted(run.keyhash, probe_hash, side="right")
+            sk = run.sortkey
+            lo = np.searchsorted(sk, base, side="left")
+            if bound is not None:
+                mid = np.searchsorted(sk, bound, side="right")
+                if next_time is not None:
+                    hi = np.searchsorted(sk, top, side="right")
+                    has = np.flatnonzero(mid < hi)
+                    if len(has):
+                        cand = run.times[mid[has], 0]
+                        np.minimum.at(next_time, has, cand)
+                hi = mid
+            else:
+                hi = np.searchsorted(sk, top, side="right")
             owner, pos = _expand(lo, hi)
             if len(pos) == 0:
                 continue
@@ -234,36 +315,50 @@ class Trace:
             runs_hit.append(run)
             positions.append(pos)
         if not owners:
-            return Gathered(_EMPTY, tuple(np.empty(0, dtype=d) for d in self.dtypes),
-                            np.zeros((0, self.depth), dtype=np.int64), _EMPTY,
-                            np.zeros(0, dtype=np.uint64))
+            return Gathered(
+                _EMPTY,
+                tuple(np.empty(0, dtype=d) for d in self.dtypes),
+                np.zeros((0, self.depth), dtype=np.int64),
+                _EMPTY,
+                np.zeros(0, dtype=np.uint64),
+            )
         if len(owners) == 1:
             run, pos, owner = runs_hit[0], positions[0], owners[0]
             cols = take(run.cols, pos)
             times, diff, rowh = run.times[pos], run.diff[pos], run.rowhash[pos]
         else:
+            pairs = list(zip(runs_hit, positions, strict=True))
             owner = np.concatenate(owners)
-            cols = tuple(np.concatenate([r.cols[i][p] for r, p in zip(runs_hit, positions,
-                                                                         strict=True)])
-                         for i in range(len(self.dtypes)))
-            times = np.concatenate([r.times[p] for r, p in zip(runs_hit, positions, strict=True)])
-            diff = np.concatenate([r.diff[p] for r, p in zip(runs_hit, positions, strict=True)])
-            rowh = np.concatenate([r.rowhash[p] for r, p in zip(runs_hit, positions,
-                                                                  strict=True)])
+            cols = tuple(
+                np.concatenate([r.cols[i][p] for r, p in pairs]) for i in range(len(self.dtypes))
+            )
+            times = np.concatenate([r.times[p] for r, p in pairs])
+            diff = np.concatenate([r.diff[p] for r, p in pairs])
+            rowh = np.concatenate([r.rowhash[p] for r, p in pairs])
         # reject hash collisions: the key columns must really be equal
         key_cols = tuple(cols[i] for i in self.key_idx)
-        ok = rows_equal(key_cols, _ALL, probe_cols, owner)
+        if not self.by_time and hash_is_injective(key_cols):
+            return Gathered(owner, cols, times, diff, rowh)
+        ok = rows_equal(key_cols, None, probe_cols, owner)
         if not ok.all():
-            owner, cols, times, diff, rowh = (owner[ok], take(cols, ok), times[ok], diff[ok],
-                                              rowh[ok])
+            owner, cols, times, diff, rowh = (
+                owner[ok],
+                take(cols, ok),
+                times[ok],
+                diff[ok],
+                rowh[ok],
+            )
         return Gathered(owner, cols, times, diff, rowh)
 
     def all_updates(self) -> tuple[Columns, np.ndarray, np.ndarray]:
         """Every committed and staged update (for checkpoints and reading contents)."""
         runs = self._visible(None)
         if not runs:
-            return (tuple(np.empty(0, dtype=d) for d in self.dtypes),
-                    np.zeros((0, self.depth), dtype=np.int64), np.zeros(0, dtype=np.int64))
+            return (
+                tuple(np.empty(0, dtype=d) for d in self.dtypes),
+                np.zeros((0, self.depth), dtype=np.int64),
+                np.zeros(0, dtype=np.int64),
+            )
         merged = self._merge(runs) if len(runs) > 1 else runs[0]
         return merged.cols, merged.times, merged.diff
 

@@ -283,6 +283,10 @@ class _Compiler:
     def _Distinct(self, node: p.Distinct, rec: dict[str, Collection]) -> Collection:
         return self.compile(node.input, rec).distinct()
 
+    def _Empty(self, node: p.Empty, rec: dict[str, Collection]) -> Collection:
+        return self.g.empty([(f"c{i}", t.engine_dtype) for i, (_, t) in
+                             enumerate(node.columns)])
+
     def _RecRef(self, node: p.RecRef, rec: dict[str, Collection]) -> Collection:
         if node.name not in rec:
             raise PlanError(f"recursive relation {node.name} used outside its loop")

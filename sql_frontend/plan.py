@@ -22,7 +22,7 @@ from functools import cached_property
 from ivm.errors import PlanError
 from sql_frontend import scalar as sc
 from sql_frontend.scalar import Scalar
-from sql_frontend.types import BIGINT, DOUBLE, SqlType
+from sql_frontend.types import SqlType
 
 Schema = tuple[tuple[str, SqlType], ...]
 
@@ -362,6 +362,20 @@ class Window(Node):
 
 
 @dataclass(frozen=True)
+class Empty(Node):
+    """No rows (the seed of a recursive relation defined only through others)."""
+
+    columns: Schema
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]
+        return self.columns
+
+    def label(self) -> str:
+        return "Empty"
+
+
+@dataclass(frozen=True)
 class RecRef(Node):
     """Inside a recursive binding: the current value of the recursive relation ``name``."""
 
@@ -482,7 +496,7 @@ def explain(node: Node) -> str:
 
 
 __all__ = [
-    "BIGINT", "DOUBLE", "AggCall", "Aggregate", "Binding", "Distinct", "Filter", "Join", "Node",
+    "AggCall", "Aggregate", "Binding", "Distinct", "Empty", "Filter", "Join", "Node",
     "Project", "RecRef", "Recursive", "Scan", "Schema", "SetOp", "SortKey", "TopK", "Window",
     "WindowCall", "explain", "tables", "transform_up", "walk",
 ]

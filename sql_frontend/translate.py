@@ -131,16 +131,31 @@ class Translator:
                 body = body.this
             parts.append(body)
             parts.reverse()
-            if len(flags) != 1:
+            if len(flags) > 1:
                 raise unsupported("recursive CTE mixing UNION and UNION ALL", cte)
-            distinct[name] = flags.pop()
+            distinct[name] = flags.pop() if flags else False
             seed_parts = [x for x in parts if not _mentions(x, names)]
-            step_parts = [x for x in parts if _mentions(x, names)]
-            if not seed_parts:
-                raise unsupported("recursive CTE without a base case", cte)
-            seed = self.union_all([self.query(x, env) for x in seed_parts])
-            seeds[name] = self.rename(seed, cte)
-            steps[name] = step_parts
+            steps[name] = [x for x in parts if _mentions(x, names)]
+            if seed_parts:
+                seed = self.union_all([self.query(x, env) for x in seed_parts])
+                seeds[name] = self.rename(seed, cte)
+        # Relations defined only through others start empty; their schema is their step's.
+        pending = [c for c in ctes if c.alias_or_name not in seeds]
+        while pending:
+            progress = False
+            for cte in list(pending):
+                env_known = dict(env)
+                env_known.update({n: p.RecRef(n, seeds[n].schema) for n in seeds})
+                try:
+                    step = self.union_all([self.query(x, env_known) for x in
+                                           steps[cte.alias_or_name]])
+                except SqlAnalysisError:
+                    continue
+                seeds[cte.alias_or_name] = p.Empty(self.rename(step, cte).schema)
+                pending.remove(cte)
+                progress = True
+            if not progress:
+                raise unsupported("recursive CTE without a base case", pending[0])
         rec_env = dict(env)
         for name in names:
             rec_env[name] = p.RecRef(name, seeds[name].schema)

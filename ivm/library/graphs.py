@@ -22,8 +22,9 @@ def symmetric(edges: Collection) -> Collection:
     return edges.concat(edges.map(lambda s, d: (d, s), EDGE))
 
 
-def propagate_min_label(edges: Collection, seeds: Collection,
-                        entry: Callable[..., Any] | None = None) -> Collection:
+def propagate_min_label(
+    edges: Collection, seeds: Collection, entry: Callable[..., Any] | None = None
+) -> Collection:
     """Smallest label reaching each node along ``edges`` from ``(node, label)`` seeds.
 
     ``labels = min-by-node(seeds ∪ {(d, l) : (n, l) ∈ labels, (n, d) ∈ edges})``.  With
@@ -34,7 +35,8 @@ def propagate_min_label(edges: Collection, seeds: Collection,
 
     def body(labels: Collection) -> Collection:
         moved = labels.join(edges, on=[("node", "src")]).map(
-            lambda node, label, src, dst: (dst, label), NODE_LABEL)
+            lambda node, label, src, dst: (dst, label), NODE_LABEL
+        )
         base = labels if entry is not None else seeds
         return moved.concat(base).min("node", "label").rename(["node", "label"])
 
@@ -70,9 +72,9 @@ def _trim(cycle: Collection, edges: Collection) -> Collection:
     nodes = edges.map(lambda s, d: (d, d), NODE_LABEL)
     labels = propagate_min_label(cycle, nodes, entry=_priority)
     by_src = edges.join(labels, on=[("src", "node")]).map(
-        lambda s, d, n, l: (s, d, l), [("src", "int64"), ("dst", "int64"), ("l1", "int64")])
-    both = by_src.join(labels, on=[("dst", "node")]).filter(
-        lambda s, d, l1, n, l2: l1 == l2)
+        lambda s, d, n, lab: (s, d, lab), [("src", "int64"), ("dst", "int64"), ("l1", "int64")]
+    )
+    both = by_src.join(labels, on=[("dst", "node")]).filter(lambda s, d, l1, n, l2: l1 == l2)
     return both.map(lambda s, d, l1, n, l2: (d, s), EDGE)
 
 

@@ -43,16 +43,18 @@ class Kernel:
     out_names: tuple[str, ...] = ()
     out_dtypes: tuple[str, ...] = ()
 
-    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray
-                 ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(
+        self, group: np.ndarray, cols: Columns, counts: np.ndarray
+    ) -> tuple[np.ndarray, Columns, np.ndarray]:
         raise NotImplementedError
 
 
 class AggregateKernel(Kernel):
     """One row per non-empty group with one value per aggregate."""
 
-    def __init__(self, aggs: Sequence[tuple[str, int | None]], in_dtypes: Sequence[str],
-                 names: Sequence[str]) -> None:
+    def __init__(
+        self, aggs: Sequence[tuple[str, int | None]], in_dtypes: Sequence[str], names: Sequence[str]
+    ) -> None:
         self.aggs = list(aggs)
         dtypes = []
         for fn, idx in self.aggs:
@@ -70,8 +72,9 @@ class AggregateKernel(Kernel):
         self.out_names = tuple(names)
         self.out_dtypes = tuple(dtypes)
 
-    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray
-                 ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(
+        self, group: np.ndarray, cols: Columns, counts: np.ndarray
+    ) -> tuple[np.ndarray, Columns, np.ndarray]:
         starts = _starts(group)
         total = np.add.reduceat(counts, starts) if len(starts) else counts[:0]
         exists = total > 0
@@ -98,13 +101,14 @@ class AggregateKernel(Kernel):
         return gids[keep], tuple(c[keep] for c in out), np.ones(len(keep), dtype=np.int64)
 
     @staticmethod
-    def _sum(col: np.ndarray, counts: np.ndarray, valid: np.ndarray, starts: np.ndarray,
-             dtype: str) -> np.ndarray:
+    def _sum(
+        col: np.ndarray, counts: np.ndarray, valid: np.ndarray, starts: np.ndarray, dtype: str
+    ) -> np.ndarray:
         if col.dtype != object:
             w = np.where(valid, col * counts, 0).astype(DTYPES[dtype])
             return np.add.reduceat(w, starts) if len(starts) else w[:0]
         out = np.empty(len(starts), dtype=object)
-        bounds = list(starts) + [len(col)]
+        bounds = [*starts.tolist(), len(col)]
         for g in range(len(starts)):
             acc: Any = None
             for j in range(bounds[g], bounds[g + 1]):
@@ -115,8 +119,9 @@ class AggregateKernel(Kernel):
         return out
 
     @staticmethod
-    def _extreme(fn: str, group: np.ndarray, col: np.ndarray, valid: np.ndarray,
-                 gids: np.ndarray, dtype: str) -> np.ndarray:
+    def _extreme(
+        fn: str, group: np.ndarray, col: np.ndarray, valid: np.ndarray, gids: np.ndarray, dtype: str
+    ) -> np.ndarray:
         sel = np.flatnonzero(valid)
         res = np.empty(len(gids), dtype=DTYPES[dtype])
         if col.dtype == object:
@@ -136,8 +141,9 @@ class AggregateKernel(Kernel):
         return res
 
     @staticmethod
-    def _count_distinct(group: np.ndarray, col: np.ndarray, valid: np.ndarray,
-                        gids: np.ndarray) -> np.ndarray:
+    def _count_distinct(
+        group: np.ndarray, col: np.ndarray, valid: np.ndarray, gids: np.ndarray
+    ) -> np.ndarray:
         sel = np.flatnonzero(valid)
         res = np.zeros(len(gids), dtype=np.int64)
         if len(sel) == 0:
@@ -155,8 +161,9 @@ class AggregateKernel(Kernel):
 class DistinctKernel(Kernel):
     """Every row with a positive count, once (the key is the whole row)."""
 
-    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray
-                 ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(
+        self, group: np.ndarray, cols: Columns, counts: np.ndarray
+    ) -> tuple[np.ndarray, Columns, np.ndarray]:
         pos = np.flatnonzero(counts > 0)
         # rows are consolidated, so each group (= row) appears once
         return group[pos], (), np.ones(len(pos), dtype=np.int64)
@@ -173,8 +180,14 @@ def _sort_key(value: Any, descending: bool) -> tuple:
 class TopKKernel(Kernel):
     """Per group, the first ``k`` rows in ``order`` (multiplicities counted)."""
 
-    def __init__(self, order: Sequence[tuple[int, bool]], k: int, value_idx: Sequence[int],
-                 names: Sequence[str], dtypes: Sequence[str]) -> None:
+    def __init__(
+        self,
+        order: Sequence[tuple[int, bool]],
+        k: int,
+        value_idx: Sequence[int],
+        names: Sequence[str],
+        dtypes: Sequence[str],
+    ) -> None:
         if k < 0:
             raise PlanError("top_k needs k >= 0")
         self.order = list(order)
@@ -183,24 +196,33 @@ class TopKKernel(Kernel):
         self.out_names = tuple(names)
         self.out_dtypes = tuple(dtypes)
 
-    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray
-                 ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(
+        self, group: np.ndarray, cols: Columns, counts: np.ndarray
+    ) -> tuple[np.ndarray, Columns, np.ndarray]:
         pos = np.flatnonzero(counts > 0)
         group, counts = group[pos], counts[pos]
         cols = tuple(c[pos] for c in cols)
         n = len(group)
-        if all(cols[i].dtype != object for i, _ in self.order):
+        # ties are broken on the remaining columns, so the chosen rows are a function of
+        # the group's multiset (a reduce's output must not depend on gathering order)
+        spec = [*self.order, *((i, False) for i in range(len(cols)))]
+        if all(c.dtype != object for c in cols):
             keys = [group]
-            for i, desc in self.order:
+            for i, desc in spec:
                 c = cols[i]
                 keys.append(-c if desc and c.dtype.kind in "if" else (~c if desc else c))
-            # tie-break on the whole row for determinism
             order = np.lexsort(tuple(reversed(keys)))
         else:
+
             def key(j: int) -> tuple:
-                return (int(group[j]),) + tuple(
-                    _neg(_sort_key(cols[i][j], d)) if d else _sort_key(cols[i][j], d)
-                    for i, d in self.order)
+                return (
+                    int(group[j]),
+                    *(
+                        _neg(_sort_key(cols[i][j], d)) if d else _sort_key(cols[i][j], d)
+                        for i, d in spec
+                    ),
+                )
+
             order = np.asarray(sorted(range(n), key=key), dtype=np.int64)
         g = group[order]
         c = counts[order]
@@ -211,8 +233,11 @@ class TopKKernel(Kernel):
         take_n = np.clip(self.k - before, 0, c)
         keep = np.flatnonzero(take_n > 0)
         sel = order[keep]
-        return (group[sel], tuple(cols[i][sel] for i in self.value_idx),
-                take_n[keep].astype(np.int64))
+        return (
+            group[sel],
+            tuple(cols[i][sel] for i in self.value_idx),
+            take_n[keep].astype(np.int64),
+        )
 
 
 class _Neg:
@@ -237,15 +262,21 @@ def _neg(t: tuple) -> Any:
 class GroupFunctionKernel(Kernel):
     """An arbitrary user function of each accumulated group (CIDR 2013 §3.4)."""
 
-    def __init__(self, fn: Callable[[tuple, list[tuple], list[int]], Iterable[tuple[tuple, int]]],
-                 key_idx: Sequence[int], names: Sequence[str], dtypes: Sequence[str]) -> None:
+    def __init__(
+        self,
+        fn: Callable[[tuple, list[tuple], list[int]], Iterable[tuple[tuple, int]]],
+        key_idx: Sequence[int],
+        names: Sequence[str],
+        dtypes: Sequence[str],
+    ) -> None:
         self.fn = fn
         self.key_idx = tuple(key_idx)
         self.out_names = tuple(names)
         self.out_dtypes = tuple(dtypes)
 
-    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray
-                 ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(
+        self, group: np.ndarray, cols: Columns, counts: np.ndarray
+    ) -> tuple[np.ndarray, Columns, np.ndarray]:
         starts = _starts(group)
         bounds = [*starts.tolist(), len(group)]
         rows = list(zip(*(c.tolist() for c in cols), strict=True)) if cols else [()] * len(group)
@@ -262,7 +293,8 @@ class GroupFunctionKernel(Kernel):
                 row = tuple(row)
                 if len(row) != width:
                     raise SchemaError(
-                        f"reduce_group function returned {len(row)} values, expected {width}")
+                        f"reduce_group function returned {len(row)} values, expected {width}"
+                    )
                 if not isinstance(mult, int | np.integer) or isinstance(mult, bool):
                     raise SchemaError("reduce_group multiplicities must be integers")
                 if mult:
@@ -274,5 +306,8 @@ class GroupFunctionKernel(Kernel):
             arr = np.empty(len(out_rows), dtype=DTYPES[d])
             arr[:] = [r[j] for r in out_rows]
             out_cols.append(arr)
-        return (np.asarray(out_g, dtype=np.int64), tuple(out_cols),
-                np.asarray(out_m, dtype=np.int64))
+        return (
+            np.asarray(out_g, dtype=np.int64),
+            tuple(out_cols),
+            np.asarray(out_m, dtype=np.int64),
+        )

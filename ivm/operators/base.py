@@ -25,8 +25,14 @@ class Operator:
 
     kind = "op"
 
-    def __init__(self, graph: Dataflow, scope: Scope, inputs: list[Operator], schema: Schema,
-                 label: str | None = None) -> None:
+    def __init__(
+        self,
+        graph: Dataflow,
+        scope: Scope,
+        inputs: list[Operator],
+        schema: Schema,
+        label: str | None = None,
+    ) -> None:
         self.graph = graph
         self.scope = scope
         self.inputs = inputs
@@ -102,8 +108,7 @@ class Operator:
             raise ValueError(f"{self.name} keeps no state")
 
     def empty_batch(self) -> Batch:
-        return Batch(tuple(np.empty(0, dtype=d) for d in self.dtypes),
-                     np.zeros(0, dtype=np.int64))
+        return Batch(tuple(np.empty(0, dtype=d) for d in self.dtypes), np.zeros(0, dtype=np.int64))
 
     def describe(self) -> str:
         return f"{self.name} {self.schema}"

@@ -25,17 +25,20 @@ def rows_to_columns(op: Operator, rows: Any) -> tuple[np.ndarray, ...]:
         if missing:
             raise SchemaError(f"{op.name}: Arrow data lacks column(s) {missing}")
         data = {n: rows.column(n).to_pylist() for n in schema.names}
-        return tuple(coerce_column(data[n], d, n)
-                     for n, d in zip(schema.names, schema.dtypes, strict=True))
+        return tuple(
+            coerce_column(data[n], d, n) for n, d in zip(schema.names, schema.dtypes, strict=True)
+        )
     if isinstance(rows, dict):
         extra = set(rows) - set(schema.names)
         missing = [n for n in schema.names if n not in rows]
         if extra or missing:
             raise SchemaError(
                 f"{op.name}: columns must be {list(schema.names)}; "
-                f"missing {missing}, unexpected {sorted(extra)}")
-        cols = [coerce_column(rows[n], d, n)
-                for n, d in zip(schema.names, schema.dtypes, strict=True)]
+                f"missing {missing}, unexpected {sorted(extra)}"
+            )
+        cols = [
+            coerce_column(rows[n], d, n) for n, d in zip(schema.names, schema.dtypes, strict=True)
+        ]
         lens = {len(c) for c in cols}
         if len(lens) > 1:
             raise SchemaError(f"{op.name}: columns of different lengths {sorted(lens)}")
@@ -43,28 +46,40 @@ def rows_to_columns(op: Operator, rows: Any) -> tuple[np.ndarray, ...]:
     try:
         rows = list(rows)
     except TypeError:
-        raise SchemaError(f"{op.name}: rows must be a list of tuples, a dict of columns or "
-                          f"an Arrow table, got {type(rows).__name__}") from None
+        raise SchemaError(
+            f"{op.name}: rows must be a list of tuples, a dict of columns or "
+            f"an Arrow table, got {type(rows).__name__}"
+        ) from None
     width = len(schema)
     for r in rows:
         if not isinstance(r, tuple | list) or len(r) != width:
             raise SchemaError(
-                f"{op.name}: row {r!r} does not match schema {schema} ({width} columns)")
+                f"{op.name}: row {r!r} does not match schema {schema} ({width} columns)"
+            )
     if not rows:
-        return tuple(coerce_column([], d, n) for n, d in zip(schema.names, schema.dtypes,
-                                                                 strict=True))
-    return tuple(coerce_column([r[i] for r in rows], d, n)
-                 for i, (n, d) in enumerate(zip(schema.names, schema.dtypes, strict=True)))
+        return tuple(
+            coerce_column([], d, n) for n, d in zip(schema.names, schema.dtypes, strict=True)
+        )
+    return tuple(
+        coerce_column([r[i] for r in rows], d, n)
+        for i, (n, d) in enumerate(zip(schema.names, schema.dtypes, strict=True))
+    )
 
 
 def coerce_diffs(op: Operator, diffs: Any, n: int) -> np.ndarray:
     if isinstance(diffs, int | np.integer) and not isinstance(diffs, bool):
+        if not -(2**63) <= int(diffs) < 2**63:
+            raise DiffError(f"{op.name}: diff {int(diffs)} does not fit a 64-bit integer")
         return np.full(n, int(diffs), dtype=np.int64)
     arr = np.asarray(diffs)
     if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
-        if arr.dtype == object and all(isinstance(v, int) and not isinstance(v, bool)
-                                       for v in arr.tolist()):
-            arr = arr.astype(np.int64)
+        if arr.dtype == object and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in arr.tolist()
+        ):
+            try:
+                arr = arr.astype(np.int64)
+            except OverflowError:
+                raise DiffError(f"{op.name}: diffs must fit a 64-bit integer") from None
         else:
             raise DiffError(f"{op.name}: diffs must be integers, got {arr.dtype}")
     if arr.shape != (n,):
@@ -142,8 +157,10 @@ class Output(Operator):
 
     # -- reading (user API) ----------------------------------------------------------------
     def _table(self, b: Batch, diff_col: str | None) -> pa.Table:
-        arrays = {n: pa.array(c.tolist() if c.dtype == object else c)
-                  for n, c in zip(self.schema.names, b.cols, strict=True)}
+        arrays = {
+            n: pa.array(c.tolist() if c.dtype == object else c)
+            for n, c in zip(self.schema.names, b.cols, strict=True)
+        }
         if diff_col:
             arrays[diff_col] = pa.array(b.diff, type=pa.int64())
         return pa.table(arrays) if arrays else pa.table({"__empty__": pa.array([], pa.int8())})
@@ -157,8 +174,10 @@ class Output(Operator):
         b = self.consolidated()
         if (b.diff < 0).any():
             bad = b.take(np.flatnonzero(b.diff < 0))
-            raise SchemaError(f"{self.name}: negative multiplicities in output: "
-                              f"{list(zip(*(c.tolist() for c in bad.cols), strict=True))[:5]}")
+            raise SchemaError(
+                f"{self.name}: negative multiplicities in output: "
+                f"{list(zip(*(c.tolist() for c in bad.cols), strict=True))[:5]}"
+            )
         idx = np.repeat(np.arange(len(b)), b.diff)
         return self._table(b.take(idx), None)
 

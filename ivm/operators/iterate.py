@@ -70,8 +70,9 @@ class Feedback(Operator):
 
     kind = "feedback"
 
-    def __init__(self, *args: Any, variable: Variable, max_iterations: int | None,
-                 **kw: Any) -> None:
+    def __init__(
+        self, *args: Any, variable: Variable, max_iterations: int | None, **kw: Any
+    ) -> None:
         super().__init__(*args, **kw)
         self.variable = variable
         self.max_iterations = max_iterations

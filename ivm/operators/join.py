@@ -19,7 +19,7 @@ from ivm.batch import Batch, hash_rows, take, unique_int_rows
 from ivm.lattice import Time, join_rows
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
-from ivm.trace import Gathered, Trace, sort_run
+from ivm.trace import Gathered, Trace
 
 
 def pad_times(times: np.ndarray, depth: int) -> np.ndarray:
@@ -31,8 +31,7 @@ def pad_times(times: np.ndarray, depth: int) -> np.ndarray:
     return out
 
 
-def probe(trace: Trace, batch: Batch, key_idx: tuple[int, ...],
-          before: Time | None) -> Gathered:
+def probe(trace: Trace, batch: Batch, key_idx: tuple[int, ...], before: Time | None) -> Gathered:
     keys = tuple(batch.cols[i] for i in key_idx)
     return trace.lookup(hash_rows(keys, len(batch)), keys, before)
 
@@ -40,8 +39,7 @@ def probe(trace: Trace, batch: Batch, key_idx: tuple[int, ...],
 def batch_trace(batch: Batch, key_idx: tuple[int, ...], depth: int) -> Trace:
     """A throw-away trace holding one batch (for ``δA ⋈ δB``)."""
     t = Trace(tuple(c.dtype for c in batch.cols), key_idx, (0,) * depth)
-    t.runs.append(sort_run(batch.cols, np.zeros((len(batch), depth), dtype=np.int64),
-                           batch.diff, key_idx))
+    t.runs.append(t.make_run(batch.cols, np.zeros((len(batch), depth), dtype=np.int64), batch.diff))
     return t
 
 
@@ -87,10 +85,11 @@ class Join(Operator):
         if db is not None:
             self._emit_pairs(time, db, False, probe(self.left.trace, db, rk, time))
         if da is not None and db is not None:
-            self._emit_pairs(time, da, True,
-                             probe(batch_trace(db, rk, self.depth), da, lk, None))
+            self._emit_pairs(time, da, True, probe(batch_trace(db, rk, self.depth), da, lk, None))
 
     def describe(self) -> str:
-        return (f"{self.name} {self.left.name} ⋈ {self.right.name} on "
-                f"{[self.left.schema.names[i] for i in self.left.key_idx]} = "
-                f"{[self.right.schema.names[i] for i in self.right.key_idx]}")
+        return (
+            f"{self.name} {self.left.name} ⋈ {self.right.name} on "
+            f"{[self.left.schema.names[i] for i in self.left.key_idx]} = "
+            f"{[self.right.schema.names[i] for i in self.right.key_idx]}"
+        )

@@ -31,8 +31,9 @@ def _check_outputs(op: Operator, out: Any, n: int) -> tuple[np.ndarray, ...]:
     for name, dtype, col in zip(op.schema.names, op.schema.dtypes, out, strict=True):
         arr = np.asarray(col) if not isinstance(col, np.ndarray) else col
         if arr.ndim == 0:
-            arr = np.full(n, arr.item() if dtype != "str" and dtype != "any" else col,
-                          dtype=DTYPES[dtype])
+            arr = np.full(
+                n, arr.item() if dtype != "str" and dtype != "any" else col, dtype=DTYPES[dtype]
+            )
         if len(arr) != n:
             raise SchemaError(f"{op.name}: column {name!r} has {len(arr)} rows, expected {n}")
         want = DTYPES[dtype]
@@ -76,8 +77,11 @@ class Filter(Operator):
             mask = np.full(len(b), bool(mask))
         if mask.dtype != np.bool_:
             # SQL predicates may yield NULL (None): only True passes.
-            mask = np.fromiter((v is True or v is np.True_ for v in mask), dtype=bool,
-                               count=len(mask)) if mask.dtype == object else mask.astype(bool)
+            mask = (
+                np.fromiter((v is True or v is np.True_ for v in mask), dtype=bool, count=len(mask))
+                if mask.dtype == object
+                else mask.astype(bool)
+            )
         if len(mask) != len(b):
             raise SchemaError(f"{self.name}: predicate returned {len(mask)} values for {len(b)}")
         if mask.all():

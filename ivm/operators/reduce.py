@@ -37,7 +37,7 @@ from ivm.operators.aggregates import Kernel
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
 from ivm.operators.join import pad_times
-from ivm.trace import Gathered, Trace
+from ivm.trace import NO_TIME, Gathered, Trace
 
 
 def unique_keys(cols: Columns, n: int) -> tuple[np.ndarray, Columns]:
@@ -84,8 +84,9 @@ class Reduce(Operator):
         if m.all():
             return Gathered(found.owner, found.cols, times, found.diff, found.rowhash)
         idx = np.flatnonzero(m)
-        return Gathered(found.owner[idx], take(found.cols, idx), times[idx], found.diff[idx],
-                        found.rowhash[idx])
+        return Gathered(
+            found.owner[idx], take(found.cols, idx), times[idx], found.diff[idx], found.rowhash[idx]
+        )
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         delta = inputs[0]
@@ -94,21 +95,34 @@ class Reduce(Operator):
             parts = [*parts, tuple(delta.cols[i] for i in self.key_idx)]
         if not parts:
             return
-        keys = concat_columns(parts)
+        keys: Columns = concat_columns(parts)
         nkeys = len(keys[0]) if keys else max(len(delta) if delta is not None else 0, 1)
+        probe_cols: Columns
         if not keys:
             probe_h, probe_cols = hash_rows((), 1), ()
         else:
             probe_h, probe_cols = unique_keys(keys, nkeys)
         t_inner = time[1:]
 
-        hist: list[tuple[np.ndarray, np.ndarray]] | None = [] if self.depth else None
-        tf = self._time_filter(t_inner)
-        acc = self._accumulate(
-            self.source.trace.lookup(probe_h, probe_cols, None, tf, hist), t_inner)
+        hist: list[tuple[np.ndarray, np.ndarray]] | None = None
+        nxt: np.ndarray | None = None
+        src = self.source.trace
+        if self.depth == 1 and src.by_time and self.out.by_time:
+            # traces ordered by iteration: binary search for "<= t" and the next time
+            nxt = np.full(len(probe_h), NO_TIME, dtype=np.int64)
+            acc = src.lookup(probe_h, probe_cols, None, upto=t_inner[0], next_time=nxt)
+            old_acc = self.out.lookup(probe_h, probe_cols, None, upto=t_inner[0], next_time=nxt)
+        else:
+            hist = [] if self.depth else None
+            tf = self._time_filter(t_inner)
+            acc = self._accumulate(src.lookup(probe_h, probe_cols, None, tf, hist), t_inner)
+            old_acc = self._accumulate(
+                self.out.lookup(probe_h, probe_cols, None, tf, hist), t_inner
+            )
         # consolidate the accumulation per (key, row) and sort by key
-        keep, counts = consolidate_hashed(combine_hash(acc.rowhash, acc.owner),
-                                          (acc.owner, *acc.cols), acc.diff)
+        keep, counts = consolidate_hashed(
+            combine_hash(acc.rowhash, acc.owner), (acc.owner, *acc.cols), acc.diff
+        )
         owner = acc.owner[keep]
         order = np.argsort(owner)
         group = owner[order]
@@ -117,8 +131,6 @@ class Reduce(Operator):
         g_out, extra, mult = self.kernel.evaluate(group, rows, counts)
         new_out = Batch(take(probe_cols, g_out) + extra, mult)
 
-        old_acc = self._accumulate(self.out.lookup(probe_h, probe_cols, None, tf, hist),
-                                   t_inner)
         if len(old_acc.diff) == 0:
             diff = new_out.consolidate()
         else:
@@ -129,11 +141,16 @@ class Reduce(Operator):
             diff = Batch(take(both.cols, keep), sums)
         if len(diff):
             times = np.tile(np.asarray(t_inner, dtype=np.int64), (len(diff), 1)).reshape(
-                len(diff), self.depth)
+                len(diff), self.depth
+            )
             self.out.insert(diff.cols, times, diff.diff)
             self.emit(time, diff)
 
-        if hist:
+        if nxt is not None:
+            has = np.flatnonzero(nxt != NO_TIME)
+            if len(has):
+                self._schedule_next(time, probe_cols, has, nxt[has])
+        elif hist:
             self._schedule(time, probe_cols, hist)
 
     def _time_filter(self, t_inner: tuple[int, ...]) -> Any:
@@ -147,8 +164,17 @@ class Reduce(Operator):
 
         return keep
 
-    def _schedule(self, time: Time, probe_cols: Columns,
-                  hist: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    def _schedule_next(
+        self, time: Time, probe_cols: Columns, probes: np.ndarray, when: np.ndarray
+    ) -> None:
+        """Schedule each probe at its next interesting iteration (single loop)."""
+        for it in np.unique(when):
+            sel = probes[when == it]
+            self.scheduled.setdefault((time[0], int(it)), []).append(take(probe_cols, sel))
+
+    def _schedule(
+        self, time: Time, probe_cols: Columns, hist: list[tuple[np.ndarray, np.ndarray]]
+    ) -> None:
         """Schedule every key at each join of ``time`` with a time in its history.
 
         In a single loop (depth 1) the times of an epoch are totally ordered, so it is enough
@@ -173,8 +199,7 @@ class Reduce(Operator):
             o, it = o[first], it[first]
             for when_it in np.unique(it):
                 sel = o[it == when_it]
-                self.scheduled.setdefault((time[0], int(when_it)), []).append(
-                    take(probe_cols, sel))
+                self.scheduled.setdefault((time[0], int(when_it)), []).append(take(probe_cols, sel))
             return
         joined = join_rows(times, t_inner, self.kinds)
         later = np.flatnonzero(np.any(joined != np.asarray(t_inner), axis=1))
@@ -185,7 +210,7 @@ class Reduce(Operator):
         order = np.argsort(inv, kind="stable")
         bounds = np.searchsorted(inv[order], np.arange(len(uniq_t) + 1))
         for j in range(len(uniq_t)):
-            sel = pairs[order[bounds[j]:bounds[j + 1]], self.depth]
+            sel = pairs[order[bounds[j] : bounds[j + 1]], self.depth]
             when = (time[0], *(int(x) for x in uniq_t[j]))
             self.scheduled.setdefault(when, []).append(take(probe_cols, sel))
 
@@ -203,5 +228,7 @@ class Reduce(Operator):
 
     def describe(self) -> str:
         keys = [self.source.schema.names[i] for i in self.key_idx]
-        return (f"{self.name} {type(self.kernel).__name__} by {keys} over {self.source.name} "
-                f"out_rows={self.out.rows_held()}")
+        return (
+            f"{self.name} {type(self.kernel).__name__} by {keys} over {self.source.name} "
+            f"out_rows={self.out.rows_held()}"
+        )

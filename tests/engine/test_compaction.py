@@ -114,4 +114,5 @@ def test_state_stays_within_twice_the_live_data() -> None:
         if key == "__meta__":
             continue
         assert table_counter(state[key]) == table_counter(fstate[key]), key
+    print(f"worst rows-held / live ratio: {worst:.2f}")
     assert worst <= 2.0
