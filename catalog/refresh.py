@@ -135,6 +135,7 @@ def commit_refresh(
     targets: Sequence[ViewTarget],
     meta: Mapping[str, object] | None = None,
     hook: Hook | None = None,
+    carry: Sequence[str] = (),
 ) -> RefreshResult:
     """Steps 1 and 2 of the protocol for one epoch.
 
@@ -142,7 +143,8 @@ def commit_refresh(
     ``targets``: every view of the group in dependency order.  ``hook(step)`` is called at
     ``"before_checkpoint"``, the checkpoint's own points (``"files_written"``,
     ``"renamed"``), ``"checkpointed"`` and ``"committed:<view>"`` — the crash-injection
-    points of the tests.
+    points of the tests.  ``carry``: state entries of the current checkpoint kept unchanged
+    (see :meth:`CheckpointStore.save`).
     """
     manifest = store.manifest(group)
     if manifest is not None:
@@ -172,7 +174,7 @@ def commit_refresh(
     )
     if hook:
         hook("before_checkpoint")
-    store.save(ckpt, hook=hook)
+    store.save(ckpt, hook=hook, carry=carry)
     if hook:
         hook("checkpointed")
     return publish(ckpt, targets, hook=hook)

@@ -255,6 +255,7 @@ class Trace:
         all_times: list[tuple[np.ndarray, np.ndarray]] | None = None,
         upto: int | None = None,
         next_time: np.ndarray | None = None,
+        after: np.ndarray | None = None,
     ) -> Gathered:
         """Every update whose key equals a probe's key.
 
@@ -266,10 +267,13 @@ class Trace:
         In a single-loop trace ``upto=i`` keeps the updates at iterations ``<= i`` by binary
         search, and ``next_time`` (one slot per probe) is lowered to the first later
         iteration found (a hash-bucket neighbour may make it early: that only costs a
-        re-evaluation that changes nothing).
+        re-evaluation that changes nothing).  ``after`` (one iteration per probe, -1 for
+        none) further keeps only the updates at iterations after it.
         """
         if upto is not None and not self.by_time:
             raise ValueError("upto= needs a single-loop trace")
+        if after is not None and (upto is None or upto >= int(_LOW) - 1):
+            raise ValueError("after= needs upto= below the sort key's counter range")
         if upto is not None and upto >= int(_LOW) - 1:
             # counters beyond the sort key's bits: scan the times instead
             hist: list[tuple[np.ndarray, np.ndarray]] = []
@@ -283,11 +287,16 @@ class Trace:
         base = (probe_hash & _HIGH) if self.by_time else probe_hash
         top = (base | _LOW) if self.by_time else probe_hash
         bound = (base | np.uint64(upto)) if upto is not None else None
+        if after is not None:
+            cached = after >= 0
+            after_key = base | np.maximum(after, 0).astype(np.uint64)
         for run in self._visible(before):
             if len(run) == 0:
                 continue
             sk = run.sortkey
             lo = np.searchsorted(sk, base, side="left")
+            if after is not None and cached.any():
+                lo = np.where(cached, np.searchsorted(sk, after_key, side="right"), lo)
             if bound is not None:
                 mid = np.searchsorted(sk, bound, side="right")
                 if next_time is not None:

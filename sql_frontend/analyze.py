@@ -35,7 +35,7 @@ from sql_frontend.errors import (
     UnsupportedSqlError,
 )
 from sql_frontend.rules.subquery_to_semijoin import subquery_to_semijoin
-from sql_frontend.types import SqlType, parse_type
+from sql_frontend.sql_types import SqlType, parse_type
 
 DIALECT = "spark"
 
@@ -65,12 +65,16 @@ def position(node: exp.Expr | None) -> tuple[int | None, int | None]:
     for n in node.walk():
         meta = getattr(n, "_meta", None) or {}
         if "line" in meta:
-            return meta["line"], meta.get("col")
-    for parent in iter(lambda: node.parent, None):  # pragma: no cover - defensive
-        node = parent
-        meta = getattr(node, "_meta", None) or {}
+            col = meta.get("col")
+            if col is not None and "start" in meta and "end" in meta:
+                col -= meta["end"] - meta["start"]  # sqlglot reports a token's last column
+            return meta["line"], col
+    parent = node.parent
+    while parent is not None:  # a node without positions: report its nearest ancestor's
+        meta = getattr(parent, "_meta", None) or {}
         if "line" in meta:
             return meta["line"], meta.get("col")
+        parent = parent.parent
     return None, None
 
 
@@ -127,8 +131,8 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
     """Parse ``sql`` and run the analysis passes; returns the annotated query."""
     tree = parse(sql)
     refuse_non_deterministic(tree)
-    schema = {t: {c: str(ty) for c, ty in cols.items()}
-              for t, cols in catalog_schema(catalog).items()}
+    schema: dict[str, object] = {t: {c: str(ty) for c, ty in cols.items()}
+                                 for t, cols in catalog_schema(catalog).items()}
     try:
         tree = qualify(tree, schema=schema, dialect=DIALECT, quote_identifiers=False,
                        validate_qualify_columns=True, identify=False)

@@ -36,7 +36,7 @@ from sql_frontend.expressions.evaluate import compile_predicate, compile_vec
 from sql_frontend.expressions.vec import to_column
 from sql_frontend.planner import plan_sql
 from sql_frontend.scalar import Ref, Scalar
-from sql_frontend.types import SqlType
+from sql_frontend.sql_types import SqlType
 
 Collection = Any  # ivm.Collection (kept loose: the engine is typed dynamically)
 
@@ -156,7 +156,7 @@ class _Compiler:
 
     def _loop_memo(self, rec: dict[str, Collection]) -> dict[p.Node, Collection]:
         key = ("__loop__", tuple(id(c) for c in rec.values()))
-        return self.__dict__.setdefault(str(key), {})  # type: ignore[no-any-return]
+        return self.__dict__.setdefault(str(key), {})
 
     # ------------------------------------------------------------ helpers
     def named(self, c: Collection) -> Collection:
@@ -552,7 +552,7 @@ def _row_comparator(order: tuple[p.SortKey, ...]) -> Callable[[tuple, tuple], in
             elif isinstance(y, float) and y != y:
                 c = -1
             else:
-                c = -1 if x < y else 1  # type: ignore[operator]
+                c = -1 if x < y else 1
             return -c if k.descending else c
         ra, rb = repr(a), repr(b)
         return (ra > rb) - (ra < rb)

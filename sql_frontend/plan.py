@@ -6,7 +6,7 @@ There is one traversal API: :meth:`Node.children`, :meth:`Node.with_children`, :
 and :func:`transform_up`. :func:`explain` renders a plan as indented text (shared subplans,
 which are equal nodes, are rendered each time they occur).
 
->>> from sql_frontend.types import BIGINT
+>>> from sql_frontend.sql_types import BIGINT
 >>> s = Scan("t", (("a", BIGINT),))
 >>> print(explain(Distinct(s)))
 Distinct [a:BIGINT]
@@ -22,7 +22,7 @@ from functools import cached_property
 from ivm.errors import PlanError
 from sql_frontend import scalar as sc
 from sql_frontend.scalar import Scalar
-from sql_frontend.types import SqlType
+from sql_frontend.sql_types import SqlType
 
 Schema = tuple[tuple[str, SqlType], ...]
 
@@ -86,7 +86,7 @@ class Scan(Node):
     columns: Schema
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         return self.columns
 
     def label(self) -> str:
@@ -104,7 +104,7 @@ class Filter(Node):
         _check_refs("Filter predicate", self.predicate, self.input.width)
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         return self.input.schema
 
     def label(self) -> str:
@@ -126,7 +126,7 @@ class Project(Node):
             _check_refs("Project expression", e, self.input.width)
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         return tuple((n, e.type) for n, e in zip(self.names, self.exprs, strict=True))
 
     @property
@@ -172,7 +172,7 @@ class Join(Node):
             raise PlanError("a cross join has no condition")
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         if self.kind in ("semi", "anti"):
             return self.left.schema
         return self.left.schema + self.right.schema
@@ -227,7 +227,7 @@ class Aggregate(Node):
             raise PlanError("Aggregate needs one name per group column and aggregate")
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         types = [self.input.schema[g][1] for g in self.group] + [a.type for a in self.aggs]
         return tuple(zip(self.names, types, strict=True))
 
@@ -243,7 +243,7 @@ class Distinct(Node):
     input: Node
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         return self.input.schema
 
     def label(self) -> str:
@@ -268,7 +268,7 @@ class SetOp(Node):
                             f"{self.right.width} columns")
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         return self.left.schema
 
     def label(self) -> str:
@@ -305,7 +305,7 @@ class TopK(Node):
             raise PlanError("TopK needs a non-negative limit and offset")
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         return self.input.schema
 
     def label(self) -> str:
@@ -351,7 +351,7 @@ class Window(Node):
             raise PlanError("Window needs one name per function")
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         return self.input.schema + tuple(
             (n, f.type) for n, f in zip(self.names, self.funcs, strict=True))
 
@@ -368,7 +368,7 @@ class Empty(Node):
     columns: Schema
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         return self.columns
 
     def label(self) -> str:
@@ -383,7 +383,7 @@ class RecRef(Node):
     columns: Schema
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         return self.columns
 
     def label(self) -> str:
@@ -430,7 +430,7 @@ class Recursive(Node):
         return self if bindings == self.bindings else replace(self, bindings=bindings)
 
     @cached_property
-    def schema(self) -> Schema:  # type: ignore[override]
+    def schema(self) -> Schema:
         return self.bindings[self.index].columns
 
     def label(self) -> str:

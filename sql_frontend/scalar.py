@@ -4,7 +4,7 @@ Expressions refer to the columns of their input relation by position (:class:`Re
 constants (:class:`Lit`) and apply a named operation (:class:`Call`) with a fixed vocabulary
 (the keys of ``sql_frontend.expressions.OPS``). Every node carries its Spark SQL type.
 
->>> from sql_frontend.types import BIGINT, BOOLEAN
+>>> from sql_frontend.sql_types import BIGINT, BOOLEAN
 >>> e = Call("gt", (Ref(0, BIGINT, "a"), Lit(1, BIGINT)), BOOLEAN)
 >>> str(e)
 'gt(#0:a, 1)'
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from sql_frontend.types import SqlType
+from sql_frontend.sql_types import SqlType
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,7 @@ from sql_frontend import scalar as sc
 from sql_frontend.analyze import unsupported
 from sql_frontend.errors import SqlAnalysisError
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
-from sql_frontend.translate_expr import ExprTranslator, cast_to
-from sql_frontend.types import (
+from sql_frontend.sql_types import (
     BIGINT,
     BOOLEAN,
     NULL,
@@ -29,6 +28,7 @@ from sql_frontend.types import (
     sum_type,
     wider,
 )
+from sql_frontend.translate_expr import ExprTranslator, cast_to
 
 _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
 _RANKING = {exp.RowNumber: "row_number"}
@@ -65,7 +65,7 @@ class Relation:
             raise SqlAnalysisError(f"column {col.sql()} not found",
                                    construct=col.sql())
         i = hits[-1] if table else hits[0]
-        n, t = self.node.schema[i]
+        t = self.node.schema[i][1]
         return Ref(i, t, name)
 
 
@@ -257,7 +257,7 @@ class Translator:
             node = p.Distinct(node)
         return self.order_limit(s, node, (rel, lookup, tuple(exprs)), env)
 
-    def order_limit(self, q: exp.Expr, node: p.Node, pre, env: Env) -> p.Node:  # type: ignore[no-untyped-def]
+    def order_limit(self, q: exp.Expr, node: p.Node, pre, env: Env) -> p.Node:
         order = q.args.get("order")
         limit = q.args.get("limit")
         offset = q.args.get("offset")
@@ -314,8 +314,7 @@ class Translator:
             if name in env:
                 node = env[name]
             elif name.lower() in self.catalog:
-                cols = self.catalog[name.lower()]
-                node = p.Scan(name, tuple(cols.items()))
+                node = p.Scan(name, tuple(self.catalog[name.lower()].items()))
             else:
                 raise SqlAnalysisError(f"table {name} not found", construct=name)
             alias = src.alias_or_name
@@ -377,7 +376,17 @@ class Translator:
         lnode, rnode = left.node, right.node
         extra_l: list[Scalar] = []
         extra_r: list[Scalar] = []
+        left_filters: list[Scalar] = []
+        right_filters: list[Scalar] = []
         for c in conds:
+            used = sc.refs(c)
+            # A condition on one side only filters that side where the join kind allows it.
+            if used and max(used) < lw and jk in ("inner", "right", "semi"):
+                left_filters.append(c)
+                continue
+            if used and min(used) >= lw and jk in ("inner", "left", "semi", "anti"):
+                right_filters.append(sc.shift(c, -lw))
+                continue
             if isinstance(c, Call) and c.op == "eq":
                 a, b = c.args
                 ra, rb = sc.refs(a), sc.refs(b)
@@ -403,6 +412,10 @@ class Translator:
                 continue
             else:
                 residual.append(c)
+        if left_filters:
+            lnode = p.Filter(lnode, sc.conjunction(left_filters))  # type: ignore[arg-type]
+        if right_filters:
+            rnode = p.Filter(rnode, sc.conjunction(right_filters))  # type: ignore[arg-type]
         if null_aware and (len(lkeys) != 1 or residual):
             raise unsupported("correlated or multi-column NOT IN", cond)
         if extra_l:
@@ -428,7 +441,7 @@ class Translator:
         return Relation(node, fields)
 
     # ------------------------------------------------------------ subqueries
-    def tr(self, rel: Relation, lookup=None) -> ExprTranslator:  # type: ignore[no-untyped-def]
+    def tr(self, rel: Relation, lookup=None) -> ExprTranslator:
         """The expression translator of ``rel`` (plus grouped/windowed ``lookup``)."""
         def both(node: exp.Expr) -> Scalar | None:
             hit = lookup(node) if lookup is not None else None
@@ -459,7 +472,7 @@ class Translator:
         return Relation(node, fields, subs, rel.grouped)
 
     # ------------------------------------------------------------ GROUP BY
-    def aggregate(self, s: exp.Select, rel: Relation, env: Env):  # type: ignore[no-untyped-def]
+    def aggregate(self, s: exp.Select, rel: Relation, env: Env):
         tr = self.tr(rel)
         group_nodes = list(s.args["group"].expressions) if s.args.get("group") else []
         for g in group_nodes:
@@ -555,7 +568,7 @@ class Translator:
         return out, lookup
 
     # ------------------------------------------------------------ windows
-    def window(self, rel: Relation, windows: list[exp.Window], lookup):  # type: ignore[no-untyped-def]
+    def window(self, rel: Relation, windows: list[exp.Window], lookup):
         tr = self.tr(rel, lookup)
         width = rel.node.width
         extra: list[Scalar] = []

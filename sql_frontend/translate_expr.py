@@ -16,7 +16,7 @@ from sqlglot import exp
 from sql_frontend.analyze import position, unsupported
 from sql_frontend.errors import SqlAnalysisError
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
-from sql_frontend.types import (
+from sql_frontend.sql_types import (
     BIGINT,
     BOOLEAN,
     DATE,
@@ -51,7 +51,7 @@ _STRING_FNS: dict[type[exp.Expr], tuple[str, SqlType]] = {
     exp.Upper: ("upper", STRING), exp.Lower: ("lower", STRING), exp.Length: ("length", INT),
     exp.Initcap: ("initcap", STRING),
 }
-_DATE_PARTS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.DayOfMonth: "day",
+_DATE_PARTS: dict[type[exp.Expr], str] = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.DayOfMonth: "day",
                exp.Quarter: "quarter", exp.DayOfWeek: "dayofweek", exp.DayOfYear: "dayofyear"}
 _ANON = {  # functions sqlglot leaves anonymous: name -> (op, result type or None = arg type)
     "reverse": ("reverse", STRING), "instr": ("instr", INT), "startswith": ("startswith", BOOLEAN),
@@ -77,7 +77,7 @@ class ExprTranslator:
                 return hit
         method = getattr(self, f"_{type(node).__name__}", None)
         if method is not None:
-            return method(node)  # type: ignore[no-any-return]
+            return method(node)
         for cls, name in _ARITH.items():
             if type(node) is cls:
                 return self.arith(name, node)
@@ -493,7 +493,8 @@ class ExprTranslator:
 
     # ------------------------------------------------------------ dates
     def _TsOrDsAdd(self, node: exp.TsOrDsAdd) -> Scalar:
-        unit = str(node.args.get("unit").name if node.args.get("unit") else "DAY").upper()
+        unit_node = node.args.get("unit")
+        unit = str(unit_node.name if unit_node is not None else "DAY").upper()
         if unit != "DAY":
             raise unsupported(f"DATE_ADD by {unit}", node)
         n = self(node.expression)

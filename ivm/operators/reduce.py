@@ -55,6 +55,127 @@ def unique_keys(cols: Columns, n: int) -> tuple[np.ndarray, Columns]:
     return uh, take(cols, first)
 
 
+_NO_TIMES = np.zeros((0, 0), dtype=np.int64)
+
+
+def _cat(a: Gathered | None, b: Gathered) -> Gathered:
+    """Cached accumulation rows followed by newly gathered ones (times dropped)."""
+    if a is None or len(a.owner) == 0:
+        return b
+    return Gathered(
+        np.concatenate([a.owner, b.owner]),
+        tuple(np.concatenate([x, y]) for x, y in zip(a.cols, b.cols, strict=True)),
+        _NO_TIMES,
+        np.concatenate([a.diff, b.diff]),
+        np.concatenate([a.rowhash, b.rowhash]),
+    )
+
+
+class AccumulationCache:
+    """Accumulated input and output of some keys as of an iteration of this epoch.
+
+    Inside one loop the times of an epoch are processed in increasing iteration, and no
+    update at an iteration ``<= i`` arrives after a key was evaluated at ``i``; so the
+    accumulation at a later ``j`` is the one cached at ``i`` plus the updates in ``(i, j]``.
+    Keys with a long history (high-degree nodes) are cached, so that re-evaluating them at
+    every later interesting time reads only what changed since.  Cleared every epoch.
+    """
+
+    #: cache a key once its accumulation has this many rows
+    MIN_ROWS = 16
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.keyhash = np.zeros(0, dtype=np.uint64)
+        self.asof = np.zeros(0, dtype=np.int64)
+        self.keycols: Columns = ()
+        self.inp: Gathered | None = None
+        self.out: Gathered | None = None
+
+    def get(
+        self, probe_h: np.ndarray, probe_cols: Columns
+    ) -> tuple[np.ndarray, Gathered | None, Gathered | None]:
+        after = np.full(len(probe_h), -1, dtype=np.int64)
+        if len(self.keyhash) == 0 or self.inp is None or self.out is None:
+            return after, None, None
+        idx = np.minimum(np.searchsorted(self.keyhash, probe_h), len(self.keyhash) - 1)
+        hit = self.keyhash[idx] == probe_h
+        if hit.any() and probe_cols:
+            hit[hit] = rows_equal(self.keycols, idx[hit], probe_cols, np.flatnonzero(hit))
+        probes = np.flatnonzero(hit)
+        if len(probes) == 0:
+            return after, None, None
+        entries = idx[probes]
+        after[probes] = self.asof[entries]
+        to_probe = np.full(len(self.keyhash), -1, dtype=np.int64)
+        to_probe[entries] = probes
+        return after, self._rows(self.inp, to_probe), self._rows(self.out, to_probe)
+
+    @staticmethod
+    def _rows(g: Gathered, to_probe: np.ndarray) -> Gathered:
+        owner = to_probe[g.owner]
+        sel = np.flatnonzero(owner >= 0)
+        return Gathered(owner[sel], take(g.cols, sel), _NO_TIMES, g.diff[sel], g.rowhash[sel])
+
+    def put(
+        self, probe_h: np.ndarray, probe_cols: Columns, asof: int, inp: Gathered, out: Gathered
+    ) -> None:
+        """Replace the entries of every probe; cache those with long accumulations."""
+        n = len(probe_h)
+        sizes = np.bincount(inp.owner, minlength=n)
+        chosen = np.flatnonzero(sizes >= self.MIN_ROWS)
+        keep_old = np.ones(len(self.keyhash), dtype=bool)
+        if len(self.keyhash):
+            idx = np.minimum(np.searchsorted(self.keyhash, probe_h), len(self.keyhash) - 1)
+            keep_old[idx[self.keyhash[idx] == probe_h]] = False
+        if len(chosen) == 0 and keep_old.all():
+            return
+        old_entries = np.flatnonzero(keep_old)
+        # new entry list: surviving old entries, then the chosen probes; sorted by hash
+        kh = np.concatenate([self.keyhash[old_entries], probe_h[chosen]])
+        asof_all = np.concatenate(
+            [self.asof[old_entries], np.full(len(chosen), asof, dtype=np.int64)]
+        )
+        keycols = tuple(
+            np.concatenate([a[old_entries], b[chosen]])
+            for a, b in zip(
+                self.keycols or tuple(c[:0] for c in probe_cols), probe_cols, strict=True
+            )
+        )
+        order = np.argsort(kh)
+        rank = np.empty(len(kh), dtype=np.int64)
+        rank[order] = np.arange(len(kh))
+        old_map = np.full(len(self.keyhash), -1, dtype=np.int64)
+        old_map[old_entries] = rank[: len(old_entries)]
+        new_map = np.full(n, -1, dtype=np.int64)
+        new_map[chosen] = rank[len(old_entries) :]
+        self.inp = _remap(self.inp, old_map, inp, new_map)
+        self.out = _remap(self.out, old_map, out, new_map)
+        self.keyhash, self.asof = kh[order], asof_all[order]
+        self.keycols = tuple(c[order] for c in keycols)
+
+
+def _remap(
+    old: Gathered | None, old_map: np.ndarray, new: Gathered, new_map: np.ndarray
+) -> Gathered:
+    parts = []
+    if old is not None and len(old.owner):
+        parts.append((old_map[old.owner], old))
+    parts.append((new_map[new.owner], new))
+    owners = np.concatenate([o for o, _ in parts])
+    sel = np.flatnonzero(owners >= 0)
+    cols = tuple(np.concatenate([g.cols[i] for _, g in parts])[sel] for i in range(len(new.cols)))
+    return Gathered(
+        owners[sel],
+        cols,
+        _NO_TIMES,
+        np.concatenate([g.diff for _, g in parts])[sel],
+        np.concatenate([g.rowhash for _, g in parts])[sel],
+    )
+
+
 class Reduce(Operator):
     kind = "reduce"
 
@@ -69,6 +190,7 @@ class Reduce(Operator):
         nkey = len(self.key_idx)
         self.out = Trace(self.dtypes, tuple(range(nkey)), self.kinds)
         self.scheduled: dict[Time, list[Columns]] = {}
+        self.cache = AccumulationCache()
 
     def pending_times(self) -> list[Time]:
         return [*self.inbox, *self.scheduled]
@@ -107,11 +229,22 @@ class Reduce(Operator):
         hist: list[tuple[np.ndarray, np.ndarray]] | None = None
         nxt: np.ndarray | None = None
         src = self.source.trace
-        if self.depth == 1 and src.by_time and self.out.by_time:
-            # traces ordered by iteration: binary search for "<= t" and the next time
+        use_cache = self.depth == 1 and src.by_time and self.out.by_time
+        if use_cache:
+            # traces ordered by iteration: binary search for "<= t" and the next time;
+            # keys cached earlier in this epoch only need the updates since then
             nxt = np.full(len(probe_h), NO_TIME, dtype=np.int64)
-            acc = src.lookup(probe_h, probe_cols, None, upto=t_inner[0], next_time=nxt)
-            old_acc = self.out.lookup(probe_h, probe_cols, None, upto=t_inner[0], next_time=nxt)
+            after, c_in, c_out = self.cache.get(probe_h, probe_cols)
+            acc = _cat(
+                c_in,
+                src.lookup(probe_h, probe_cols, None, upto=t_inner[0], next_time=nxt, after=after),
+            )
+            old_acc = _cat(
+                c_out,
+                self.out.lookup(
+                    probe_h, probe_cols, None, upto=t_inner[0], next_time=nxt, after=after
+                ),
+            )
         else:
             hist = [] if self.depth else None
             tf = self._time_filter(t_inner)
@@ -120,25 +253,34 @@ class Reduce(Operator):
                 self.out.lookup(probe_h, probe_cols, None, tf, hist), t_inner
             )
         # consolidate the accumulation per (key, row) and sort by key
-        keep, counts = consolidate_hashed(
+        keep_in, counts = consolidate_hashed(
             combine_hash(acc.rowhash, acc.owner), (acc.owner, *acc.cols), acc.diff
         )
-        owner = acc.owner[keep]
+        owner = acc.owner[keep_in]
         order = np.argsort(owner)
         group = owner[order]
-        rows = take(acc.cols, keep[order])
+        rows = take(acc.cols, keep_in[order])
         counts = counts[order]
         g_out, extra, mult = self.kernel.evaluate(group, rows, counts)
         new_out = Batch(take(probe_cols, g_out) + extra, mult)
+        new_h = hash_rows(new_out.cols, len(new_out))
 
         if len(old_acc.diff) == 0:
-            diff = new_out.consolidate()
+            keep, sums = consolidate_hashed(new_h, new_out.cols, new_out.diff)
         else:
-            n_new = len(new_out)
             both = Batch.concat([new_out, Batch(old_acc.cols, -old_acc.diff)])
-            h = np.concatenate([hash_rows(new_out.cols, n_new), old_acc.rowhash])
+            h = np.concatenate([new_h, old_acc.rowhash])
             keep, sums = consolidate_hashed(h, both.cols, both.diff)
-            diff = Batch(take(both.cols, keep), sums)
+            new_out_all = both
+        diff = Batch(take((new_out if len(old_acc.diff) == 0 else new_out_all).cols, keep), sums)
+        if use_cache:
+            self.cache.put(
+                probe_h,
+                probe_cols,
+                t_inner[0],
+                Gathered(group, rows, _NO_TIMES, counts, acc.rowhash[keep_in[order]]),
+                Gathered(g_out, new_out.cols, _NO_TIMES, new_out.diff, new_h),
+            )
         if len(diff):
             times = np.tile(np.asarray(t_inner, dtype=np.int64), (len(diff), 1)).reshape(
                 len(diff), self.depth
@@ -216,6 +358,7 @@ class Reduce(Operator):
 
     def end_epoch(self) -> None:
         assert not self.scheduled, f"{self.name}: work scheduled past the end of the epoch"
+        self.cache.clear()
         self.out.compact()
 
     def state(self) -> dict[str, tuple]:

@@ -8,7 +8,7 @@ NULL), decimals are exact and rounded HALF_UP to their result scale.
 
 >>> import numpy as np
 >>> from sql_frontend.scalar import Call, Lit, Ref
->>> from sql_frontend.types import BIGINT
+>>> from sql_frontend.sql_types import BIGINT
 >>> f = compile_scalar(Call("add", (Ref(0, BIGINT), Lit(1, BIGINT)), BIGINT))
 >>> f(np.array([1, None, 3], dtype=object)).tolist()
 [2, None, 4]

@@ -13,14 +13,14 @@ import numpy as np
 
 from sql_frontend.errors import UnsupportedSqlError
 from sql_frontend.expressions.evaluate import (
-    OPS,
     DECIMAL_CONTEXT,
+    OPS,
     _decimal_result,
     elementwise,
     runtime_error,
 )
 from sql_frontend.expressions.vec import Vec
-from sql_frontend.types import SqlType
+from sql_frontend.sql_types import SqlType
 
 _INT_BOUNDS = {"TINYINT": 2**7, "SMALLINT": 2**15, "INT": 2**31, "BIGINT": 2**63}
 
@@ -43,7 +43,6 @@ def java_double_str(x: float) -> str:
         if "e" in s or "E" in s:
             s = format(x, "f")
         return s if "." in s else s + ".0"
-    mant, exp = repr(x).lower().split("e") if "e" in repr(x) else (repr(x), "0")
     # normalise to one digit before the point, as Java does
     d = Decimal(repr(x))
     sign, digits, exponent = d.as_tuple()
@@ -211,13 +210,13 @@ def _cast(args: list[Vec], t: SqlType, safe: bool) -> Vec:
     if t.name not in _CONVERT:
         raise UnsupportedSqlError(f"CAST to {t}")
     # Fast vectorized paths.
-    if src.is_integral and t.is_integral:
-        if not safe:
-            bound = _INT_BOUNDS[t.name]
+    if src.is_integral and t.is_integral and not safe:
+        bound = _INT_BOUNDS[t.name]
+        if t.name != "BIGINT":
             bad = ((a.data >= bound) | (a.data < -bound)) & ~a.null
             if bad.any():
                 raise runtime_error(f"[CAST_OVERFLOW] value does not fit {t}")
-            return Vec(a.data, a.null, t)
+        return Vec(a.data, a.null, t)
     if (src.is_integral or src.is_fractional) and t.is_fractional:
         return Vec(a.data.astype(np.float64), a.null, t)
     convert = _CONVERT[t.name]

@@ -21,7 +21,7 @@ from sql_frontend.expressions.vec import (
     to_column,
 )
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
-from sql_frontend.types import SqlType
+from sql_frontend.sql_types import SqlType
 
 Op = Callable[[list[Vec], SqlType], Vec]
 OPS: dict[str, Op] = {}
@@ -164,12 +164,7 @@ def _decimal_result(value: Decimal, t: SqlType) -> Decimal:
 
 
 def _as_decimal(v: object) -> Decimal:
-    return v if isinstance(v, Decimal) else Decimal(int(v))  # type: ignore[arg-type]
-
-
-@op("add", "sub", "mul", "div", "mod", "intdiv")
-def _arith(args: list[Vec], t: SqlType) -> Vec:  # placeholder; replaced per name below
-    raise AssertionError
+    return v if isinstance(v, Decimal) else Decimal(int(v))  # type: ignore[call-overload]
 
 
 def _make_arith(name: str) -> Op:
@@ -343,11 +338,6 @@ def _is_not_null(args: list[Vec], t: SqlType) -> Vec:
     return Vec(~args[0].null, np.zeros(len(args[0]), dtype=bool), t)
 
 
-@op("is_true", "is_false")
-def _is_truth(args: list[Vec], t: SqlType) -> Vec:  # replaced below
-    raise AssertionError
-
-
 OPS["is_true"] = lambda args, t: Vec(~args[0].null & _bool(args[0]),
                                      np.zeros(len(args[0]), dtype=bool), t)
 OPS["is_false"] = lambda args, t: Vec(~args[0].null & ~_bool(args[0]),
@@ -448,8 +438,14 @@ def _coalesce_lazy(subs: list[Evaluator], cols: Sequence[np.ndarray], n: int,
 LAZY: dict[str, Callable[[list[Evaluator], Sequence[np.ndarray], int, SqlType], Vec]] = {
     "case": _case_lazy, "coalesce": _coalesce_lazy,
 }
-OPS["case"] = lambda args, t: AssertionError  # type: ignore[assignment,return-value]
-OPS["coalesce"] = lambda args, t: AssertionError  # type: ignore[assignment,return-value]
+
+
+def _lazy_only(args: list[Vec], t: SqlType) -> Vec:
+    raise AssertionError("evaluated through LAZY")
+
+
+OPS["case"] = _lazy_only
+OPS["coalesce"] = _lazy_only
 
 
 @op("nullif")

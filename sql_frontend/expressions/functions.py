@@ -14,10 +14,10 @@ import numpy as np
 from sql_frontend.expressions.casts import to_str
 from sql_frontend.expressions.evaluate import OPS, elementwise, runtime_error
 from sql_frontend.expressions.vec import Vec, from_objects, objects
-from sql_frontend.types import SqlType
+from sql_frontend.sql_types import SqlType
 
 
-def _reg(name: str, fn, nulls: bool = False) -> None:  # type: ignore[no-untyped-def]
+def _reg(name: str, fn, nulls: bool = False) -> None:
     OPS[name] = lambda args, t: elementwise(fn, args, t)
 
 
@@ -160,7 +160,7 @@ _reg("floor", lambda x: _floor_ceil(x, False))
 _reg("ceil", lambda x: _floor_ceil(x, True))
 
 
-def _double_fn(fn):  # type: ignore[no-untyped-def]
+def _double_fn(fn):
     def run(args: list[Vec], t: SqlType) -> Vec:
         xs = [np.array([float(v) if v is not None else 0.0 for v in objects(a)])
               if a.data.dtype == object else a.data.astype(np.float64) for a in args]

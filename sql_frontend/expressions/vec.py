@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sql_frontend.types import SqlType
+from sql_frontend.sql_types import SqlType
 
 _TYPED = {"TINYINT": np.int64, "SMALLINT": np.int64, "INT": np.int64, "BIGINT": np.int64,
           "FLOAT": np.float64, "DOUBLE": np.float64, "BOOLEAN": np.bool_}

@@ -62,7 +62,7 @@ def _negated(cond: exp.Expr) -> tuple[exp.Expr, bool]:
     return cond, False
 
 
-def _rewrite(cond: exp.Expr, scope: Scope, fresh) -> exp.Join | None:  # type: ignore[no-untyped-def]
+def _rewrite(cond: exp.Expr, scope: Scope, fresh) -> exp.Join | None:
     inner, negated = _negated(cond)
     if isinstance(inner, exp.Exists):
         sub = inner.this
@@ -102,7 +102,7 @@ def _external_columns(sub: exp.Expr, scope: Scope) -> list[exp.Column]:
     return list(s.external_columns) if s is not None else []
 
 
-def _correlated_join(sub: exp.Select, in_value: exp.Expr | None, scope: Scope, fresh,  # type: ignore[no-untyped-def]
+def _correlated_join(sub: exp.Select, in_value: exp.Expr | None, scope: Scope, fresh,
                      kind: str) -> exp.Join | None:
     s = _sub_scope(sub, scope)
     if s is None or any(sub.args.get(k) for k in ("group", "having", "limit", "offset", "order",

@@ -11,8 +11,8 @@ import datetime as dt
 import math
 import random
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
