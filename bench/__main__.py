@@ -4,6 +4,7 @@ Commands:
   engine    W1/W2/W3 on the ivm engine with a recompute baseline (see bench/engine_bench.py)
   report    print the markdown table of stored results (bench/results/engine_<scale>.json)
   describe  generate the workloads of a scale and print their sizes
+  triangles binary-join vs delta-query state on a skewed graph (see bench/bench_triangles.py)
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def main(argv: list[str]) -> int:
         return _report(rest)
     if cmd == "describe":
         return _describe(rest)
+    if cmd == "triangles":
+        from bench.bench_triangles import main as triangles_main
+
+        return triangles_main(rest)
     print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
     return 2
 

@@ -100,30 +100,60 @@ def rows_equal(a: Columns, ia: np.ndarray | None, b: Columns, ib: np.ndarray) ->
     return eq
 
 
-def group_sorted(
-    h_sorted: np.ndarray, cols_sorted: Columns, times_sorted: np.ndarray | None = None
-) -> np.ndarray:
-    """Start index of each group of equal rows in data sorted by hash.
+def sort_groups(h: np.ndarray, cols: Columns, times: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Order rows so that equal rows are adjacent; return ``(order, group starts)``.
 
-    Boundaries are where the hash changes, or (rarely) where the hash is equal but the
-    columns or times differ: a collision splits a group, it never merges two rows.
+    Rows are sorted by hash; a group boundary is where the hash changes, or where the hash
+    is equal but the row (or time) differs.  When different rows share a hash (a
+    collision, e.g. CPython's ``hash(-1) == hash(-2)``) the rows of that hash are regrouped
+    exactly, so equal rows are always adjacent and a consolidation never leaves a row twice.
     """
-    n = len(h_sorted)
+    order = np.argsort(h)
+    n = len(h)
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
+        return order, np.zeros(0, dtype=np.int64)
+    hs = h[order]
     boundary = np.empty(n, dtype=bool)
     boundary[0] = True
-    np.not_equal(h_sorted[1:], h_sorted[:-1], out=boundary[1:])
+    np.not_equal(hs[1:], hs[:-1], out=boundary[1:])
     same = np.flatnonzero(~boundary[1:])
-    if len(same) and not (
-        hash_is_injective(cols_sorted) and (times_sorted is None or times_sorted.shape[1] == 0)
-    ):
-        prev, cur = same, same + 1
-        eq = rows_equal(cols_sorted, prev, cols_sorted, cur)
-        if times_sorted is not None and times_sorted.shape[1]:
-            eq &= np.all(times_sorted[prev] == times_sorted[cur], axis=1)
-        boundary[cur[~eq]] = True
-    return np.flatnonzero(boundary)
+    if len(same) == 0:
+        return order, np.flatnonzero(boundary)
+    if hash_is_injective(cols) and (times is None or times.shape[1] == 0):
+        return order, np.flatnonzero(boundary)
+    prev, cur = order[same], order[same + 1]
+    eq = rows_equal(cols, prev, cols, cur)
+    if times is not None and times.shape[1]:
+        eq &= np.all(times[prev] == times[cur], axis=1)
+    if eq.all():
+        return order, np.flatnonzero(boundary)
+    # a collision: regroup each affected block of equal hashes exactly
+    block_start = np.flatnonzero(boundary)
+    block_end = np.append(block_start[1:], n)
+    bad_blocks = np.unique(np.searchsorted(block_start, same[~eq] + 1, side="right") - 1)
+    for b in bad_blocks:
+        lo, hi = int(block_start[b]), int(block_end[b])
+        idx = order[lo:hi]
+        ids: dict[tuple, int] = {}
+        gid = np.empty(hi - lo, dtype=np.int64)
+        for j, r in enumerate(idx.tolist()):
+            key = tuple(_hashable(c[r]) for c in cols)
+            if times is not None and times.shape[1]:
+                key += tuple(times[r].tolist())
+            gid[j] = ids.setdefault(key, len(ids))
+        sub = np.argsort(gid, kind="stable")
+        order[lo:hi] = idx[sub]
+        gs = gid[sub]
+        boundary[lo + 1:hi] = gs[1:] != gs[:-1]
+    return order, np.flatnonzero(boundary)
+
+
+def _hashable(v: object) -> object:
+    # group NaN with NaN (as SQL grouping does); other values by equality
+    if isinstance(v, float) and v != v:
+        return ("nan",)
+    return v
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +204,7 @@ def consolidate_hashed(
     if len(h) <= 1:
         nz = np.flatnonzero(diff != 0)
         return nz, diff[nz]
-    order = np.argsort(h)
-    starts = group_sorted(h[order], take(cols, order))
+    order, starts = sort_groups(h, cols)
     sums = np.add.reduceat(diff[order], starts)
     nz = sums != 0
     return order[starts[nz]], sums[nz]

@@ -88,9 +88,16 @@ class Collection:
     def project(self, *cols: ColumnRef, names: Sequence[str] | None = None) -> Collection:
         """Keep (and reorder) columns; ``names`` renames the result."""
         idx = self.schema.indices(list(cols))
-        schema = self.schema.select(idx)
-        if names is not None:
-            schema = schema.rename(list(names))
+        if names is None:
+            seen: dict[str, int] = {}
+            out = []
+            for i in idx:  # a column kept twice gets a suffix
+                n = self.schema.names[i]
+                k = seen.get(n, 0)
+                seen[n] = k + 1
+                out.append(n if k == 0 else f"{n}_{k}")
+            names = out
+        schema = Schema(tuple(names), tuple(self.schema.dtypes[i] for i in idx))
         return self._unary(Project, schema, idx=idx)
 
     def rename(self, names: Sequence[str]) -> Collection:
@@ -122,7 +129,11 @@ class Collection:
         return arr
 
     def join(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]) -> Collection:
-        """Equi-join: all columns of ``self`` then all of ``other`` (clashes get ``_r``)."""
+        """Equi-join: all columns of ``self`` then all of ``other`` (clashes get ``_r``).
+
+        ``on=[]`` is the cross product.  Keys compare as in grouping: NULL matches NULL
+        (SQL front ends drop NULL keys first where SQL says they never match).
+        """
         other = self._other(other)
         pairs = list(on)
         lk = self.schema.indices([a for a, _ in pairs])
@@ -238,6 +249,43 @@ class Collection:
         """
         return Collection(self.graph, self.graph._enter(self.op, scope))
 
+    # -- as-of joins ------------------------------------------------------------------------
+    def join_at_arrival(self, other: Collection,
+                        on: Sequence[tuple[ColumnRef, ColumnRef]]) -> Collection:
+        """Processing-time as-of join: each row joins ``other`` as it was when the row arrived.
+
+        ``self.differentiate(lambda d: d.join(other, on))`` (the blog-post seed): a row's
+        insertion is a blip that meets ``other`` at that moment only, so later changes of
+        ``other`` never revise the result.  A *retraction* of a row is also a blip: it
+        subtracts the row joined with ``other`` as it is at the retraction, which equals
+        what the insertion added only if the matching rows of ``other`` did not change in
+        between; otherwise the difference stays (this is the seed's semantics).
+        """
+        other = self._other(other)
+        return self.differentiate(lambda d: d.join(other, on))
+
+    def asof_join(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]],
+                  left_time: ColumnRef, right_time: ColumnRef) -> Collection:
+        """Event-time as-of join (DuckDB's ``ASOF JOIN``, pandas' ``merge_asof``).
+
+        Each row of ``self`` is paired, among the rows of ``other`` with equal keys, with the
+        one whose ``right_time`` is the greatest that is ``<= left_time`` (rows with no such
+        match are dropped; if several share that time, the smallest row wins).  Built from
+        join, filter and a per-row top-1, so it is maintained exactly under inserts and
+        deletes on both sides.  The result has the columns of ``self`` then of ``other``.
+        """
+        other = self._other(other)
+        nl = len(self.schema)
+        lt = self.schema.index(left_time)
+        rt = nl + other.schema.index(right_time)
+        left_rows = self.distinct()
+        pairs = left_rows.join(other, on).filter(
+            lambda *cols: _le_not_null(cols[rt], cols[lt]))
+        best = pairs.top_k(tuple(range(nl)), [(rt, True)], 1)
+        matched = self.join(best, [(i, i) for i in range(nl)])
+        return matched.project(*range(nl), *range(2 * nl, 2 * nl + len(other.schema)),
+                               names=pairs.schema.names)
+
     # -- alt/neu calculus ------------------------------------------------------------------
     def differentiate(self, body: Callable[[Collection], Collection]) -> Collection:
         """Run ``body`` on the changes of this collection, each a momentary blip.
@@ -269,6 +317,17 @@ class Collection:
         parent.items.append(inner)
         g._invalidate()
         return Collection(g, leave)
+
+
+def _le_not_null(a: Any, b: Any) -> Any:
+    """``a <= b`` element-wise, False where either side is NULL."""
+    import numpy as np
+
+    if a.dtype != object and b.dtype != object:
+        return a <= b
+    return np.fromiter((x is not None and y is not None and x <= y for x, y in zip(a, b,
+                                                                                 strict=True)),
+                       dtype=bool, count=len(a))
 
 
 class _Delay(Operator):
@@ -354,3 +413,69 @@ class InputCollection(Collection):
 
     def send(self, rows: Any, diffs: Any) -> None:
         self.op.send(rows, diffs)
+
+
+def delta_join(inputs: Sequence[Collection],
+               on: Sequence[tuple[tuple[int, ColumnRef], tuple[int, ColumnRef]]]
+               ) -> Collection:
+    """A multiway equi-join as a delta query: no intermediate result is arranged.
+
+    ``inputs`` are joined on the equalities ``((i, col_i), (j, col_j))``; the result has
+    the columns of every input in order (clashing names get ``_r`` suffixes).  One rule per
+    input looks its changes up in the other inputs' arrangements, with the alt/neu nudge
+    so simultaneous changes count once (see :mod:`ivm.operators.delta_join`).  The same
+    collection may appear several times (e.g. the three edge roles of triangles).
+    """
+    from ivm.operators.delta_join import HalfJoin
+
+    if len(inputs) < 2:
+        raise PlanError("delta_join needs at least two inputs")
+    g = inputs[0].graph
+    for c in inputs:
+        c._check_graph(g)
+        if c.scope is not g.root:
+            raise PlanError("delta_join is planned outside loops; use join() inside iterate")
+    conds = []
+    for (i, a), (j, b) in on:
+        if not (0 <= i < len(inputs) and 0 <= j < len(inputs)) or i == j:
+            raise PlanError(f"delta_join: bad condition {((i, a), (j, b))}")
+        conds.append((i, inputs[i].schema.index(a), j, inputs[j].schema.index(b)))
+    offsets = [0]
+    for c in inputs:
+        offsets.append(offsets[-1] + len(c.schema))
+    schema = inputs[0].schema
+    for c in inputs[1:]:
+        schema = schema.concat(c.schema)
+
+    rules = []
+    for first in range(len(inputs)):
+        bound = [first]
+        # the stream's columns: the bound inputs' columns, in binding order
+        layout = {first: 0}
+        width = len(inputs[first].schema)
+        stream = inputs[first]
+        while len(bound) < len(inputs):
+            nxt = None
+            for j in range(len(inputs)):
+                if j in layout:
+                    continue
+                keys = [(layout[i] + ci, cj) for i, ci, jj, cj in conds if jj == j and i in layout]
+                keys += [(layout[i] + ci, cj) for jj, cj, i, ci in conds
+                         if jj == j and i in layout]
+                if keys:
+                    nxt = (j, keys)
+                    break
+            if nxt is None:
+                raise PlanError("delta_join: the join conditions do not connect every input")
+            j, keys = nxt
+            arr = inputs[j].arrange(tuple(cj for _, cj in keys))
+            out_schema = stream.schema.concat(inputs[j].schema)
+            op = HalfJoin(g, g.root, [stream.op], out_schema, arrangement=arr,
+                          stream_key=tuple(s for s, _ in keys), inclusive=j < first)
+            stream = Collection(g, op)
+            layout[j] = width
+            width += len(inputs[j].schema)
+            bound.append(j)
+        order = [layout[k] + c for k in range(len(inputs)) for c in range(len(inputs[k].schema))]
+        rules.append(stream.project(*order).rename(schema.names))
+    return rules[0].concat(*rules[1:])

@@ -234,6 +234,7 @@ class Dataflow:
         )
         before = self.metrics.total(epoch=e)
         self._running = True
+        saved = [op.snapshot() for op in self.ops]
         try:
             for op in self.ops:
                 if isinstance(op, Input):
@@ -241,6 +242,14 @@ class Dataflow:
             self._run_items(self.root, t)
             for op in self.ops:
                 op.end_epoch()
+        except BaseException:
+            # an error in a user function (or an interrupt) mid-epoch: put every operator
+            # back as it was before the epoch, so the dataflow stays consistent
+            for op, snap in zip(self.ops, saved, strict=True):
+                op.inbox.clear()
+                op.restore(snap)
+            self.metrics.forget_epoch(e)
+            raise
         finally:
             self._running = False
         leftover = [op.name for op in self.ops if op.pending_times()]

@@ -38,6 +38,12 @@ class Metrics:
         self._rows[(op.id, time)] += rows
         self._per_epoch[time[0]] += rows
 
+    def forget_epoch(self, epoch: int) -> None:
+        """Drop the counts of an epoch that was rolled back."""
+        for k in [k for k in self._rows if k[1][0] == epoch]:
+            del self._rows[k]
+        self._per_epoch.pop(epoch, None)
+
     def clear(self) -> None:
         self._rows.clear()
         self._per_epoch.clear()

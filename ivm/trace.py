@@ -33,11 +33,11 @@ import numpy as np
 from ivm.batch import (
     Batch,
     Columns,
-    group_sorted,
     hash_is_injective,
     hash_rows,
     hash_times,
     rows_equal,
+    sort_groups,
     take,
 )
 from ivm.lattice import ALTNEU, Kinds, advance_rows
@@ -151,8 +151,7 @@ class Trace:
         rowh = hash_rows(cols, n) if rowhash is None else rowhash
         if n > 1:
             h = hash_times(rowh, times) if times.shape[1] else rowh
-            order = np.argsort(h)
-            starts = group_sorted(h[order], take(cols, order), times[order])
+            order, starts = sort_groups(h, cols, times)
             sums = np.add.reduceat(diff[order], starts)
             nz = sums != 0
             keep = order[starts[nz]]
@@ -231,6 +230,13 @@ class Trace:
             if small * 2 > len(self.runs[0]):
                 self.runs = [self._merge(self.runs)]
         self.runs = [r for r in self.runs if len(r)]
+
+    def snapshot(self) -> tuple:
+        return (list(self.runs), self.staged, self.staged_time)
+
+    def restore(self, snap: tuple) -> None:
+        runs, self.staged, self.staged_time = snap
+        self.runs = list(runs)
 
     # -- reading -------------------------------------------------------------------------
     def _visible(self, query_time: tuple[int, ...] | None) -> list[Run]:

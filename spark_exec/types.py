@@ -49,7 +49,7 @@ _SIMPLE: dict[str, pa.DataType] = {
 
 def sql_to_arrow(sql_type: Any) -> pa.DataType:
     """The Arrow type of a Spark SQL type (a name, ``"decimal(p,s)"`` or a SqlType)."""
-    from sql_frontend.types import SqlType, parse_type
+    from sql_frontend.sql_types import SqlType, parse_type
 
     t = sql_type if isinstance(sql_type, SqlType) else parse_type(str(sql_type))
     if t.name == "DECIMAL":

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ivm.batch import Columns, group_sorted, hash_rows
+from ivm.batch import Columns, hash_rows, sort_groups
 from ivm.errors import PlanError, SchemaError
 from ivm.schema import DTYPES
 
@@ -150,8 +150,7 @@ class AggregateKernel(Kernel):
             return res
         g, v = group[sel], col[sel]
         h = hash_rows((g, v), len(sel))
-        order = np.argsort(h)
-        firsts = group_sorted(h[order], (g[order], v[order]))
+        order, firsts = sort_groups(h, (g, v))
         distinct_groups = g[order][firsts]
         uniq, cnt = np.unique(distinct_groups, return_counts=True)
         res[np.searchsorted(gids, uniq)] = cnt

@@ -37,6 +37,13 @@ class Arrange(Operator):
     def end_epoch(self) -> None:
         self.trace.compact()
 
+    def snapshot(self) -> object:
+        return self.trace.snapshot()
+
+    def restore(self, snap: object) -> None:
+        assert isinstance(snap, tuple)
+        self.trace.restore(snap)
+
     def state(self) -> dict[str, tuple]:
         return {"trace": self.trace.all_updates()}
 

@@ -99,6 +99,14 @@ class Operator:
     def end_epoch(self) -> None:
         """Called once every operator is done with the epoch (compaction, flushing)."""
 
+    def snapshot(self) -> object:
+        """What :meth:`restore` needs to undo an epoch that failed (cheap: runs are
+        immutable, so copying the lists of runs is enough)."""
+        return None
+
+    def restore(self, snap: object) -> None:
+        """Return to the state captured by :meth:`snapshot`."""
+
     def state(self) -> dict[str, tuple]:
         """Named traces to checkpoint: name -> (cols, times, diff)."""
         return {}

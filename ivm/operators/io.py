@@ -103,6 +103,13 @@ class Input(Operator):
         if n:
             self.pending.append(Batch(cols, d))
 
+    def snapshot(self) -> object:
+        return list(self.pending)
+
+    def restore(self, snap: object) -> None:
+        assert isinstance(snap, list)
+        self.pending = list(snap)
+
     def pending_rows(self) -> int:
         return sum(len(b) for b in self.pending)
 
@@ -142,6 +149,15 @@ class Output(Operator):
             b = self.last_changes
             self.contents_trace.insert(b.cols, np.zeros((len(b), 0), dtype=np.int64), b.diff)
         self.contents_trace.compact()
+
+    def snapshot(self) -> object:
+        return (self.contents_trace.snapshot(), self.last_changes)
+
+    def restore(self, snap: object) -> None:
+        assert isinstance(snap, tuple)
+        self.contents_trace.restore(snap[0])
+        self.last_changes = snap[1]
+        self._epoch_parts = []
 
     def consolidated(self) -> Batch:
         cols, _, diff = self.contents_trace.all_updates()

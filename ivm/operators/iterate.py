@@ -115,6 +115,9 @@ class Leave(Operator):
             return
         self.held.setdefault(time[:-1], []).append(b)
 
+    def restore(self, snap: object) -> None:
+        self.held.clear()
+
     def flush(self, outer: Time) -> None:
         parts = self.held.pop(outer, None)
         if parts:

@@ -359,6 +359,15 @@ class Reduce(Operator):
     def end_epoch(self) -> None:
         assert not self.scheduled, f"{self.name}: work scheduled past the end of the epoch"
         self.cache.clear()
+
+    def snapshot(self) -> object:
+        return self.out.snapshot()
+
+    def restore(self, snap: object) -> None:
+        assert isinstance(snap, tuple)
+        self.out.restore(snap)
+        self.scheduled.clear()
+        self.cache.clear()
         self.out.compact()
 
     def state(self) -> dict[str, tuple]:

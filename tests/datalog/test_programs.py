@@ -324,3 +324,33 @@ def test_many_seeds_slow(seed: int) -> None:
         "load": lambda r: (f"v{r.randrange(9)}", f"v{r.randrange(9)}", r.choice("fg")),
         "store": lambda r: (f"v{r.randrange(9)}", r.choice("fg"), f"v{r.randrange(9)}"),
     }, batch=3, initial=8)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_unusual_rule_shapes(seed: int) -> None:
+    """Seeded aggregates, empty groups, ground negation, unit bodies, copies, cross products."""
+    m = Maintained("""
+        .decl e(x: number, y: number)  .input e
+        .decl flag(x: number)          .input flag
+        .decl above(x: number, n: number)  .output above
+        .decl total(n: number, s: number)  .output total
+        .decl ground(x: number)            .output ground
+        .decl unit(x: number)              .output unit
+        .decl copy(x: number, y: number)   .output copy
+        .decl cross(x: number, y: number)  .output cross
+        .decl loop(x: number)              .output loop
+        above(x, n) :- e(x, _), n = count : { e(y, _), y > x }.
+        total(n, s) :- n = count : { e(_, _) }, s = sum x + y : { e(x, y) }.
+        ground(x) :- e(x, x), !flag(3), !flag(_) ; flag(x), !e(_, _).
+        unit(7) :- 1 < 2.
+        unit(x) :- x = 2 * 4, true.
+        copy(x, y) :- e(x, z), y = z, y = x + 1.
+        cross(x, y) :- flag(x), flag(y), x < y.
+        loop(x) :- e(x, y), e(y, x).
+    """)
+    run_random(m, random.Random(seed), 25,
+               {"e": edge_gen(6), "flag": lambda rng: (rng.randrange(6),)}, batch=2,
+               initial=3)
+    m.change(deletes={"e": set(m.current["e"]), "flag": set(m.current["flag"])})
+    m.check()
+    assert m.output("total") == {(0, 0)}
