@@ -81,3 +81,9 @@ def test_scc_full_size() -> None:
     """≥ 50 random insert/delete steps on ≥ 1,000 nodes, checked after every step."""
     res = load("scc").main(["--nodes", "1000", "--edges", "1300", "--steps", "50"])
     assert res["checks"] == 51
+
+
+def test_orders_prices_asof_example() -> None:
+    # the example asserts, every step, that processing-time rows are never revised and
+    # that event-time rows equal its plain reference
+    assert load("orders_prices").main(["--steps", "12", "--seed", "3"]) == 0
