@@ -45,7 +45,14 @@ def hash_column(col: np.ndarray) -> np.ndarray:
         bits = out.view(np.uint64).copy()
         bits[integral] = asint[integral].view(np.uint64)
         return bits
-    return np.fromiter(map(hash, col), dtype=np.int64, count=len(col)).view(np.uint64)
+    h = np.fromiter(map(hash, col), dtype=np.int64, count=len(col))
+    # CPython hashes -1 as -2; hash it as the int64 column would, so equal values in an
+    # object column and an int64/float64 column always hash alike
+    minus_one = h == -2
+    if minus_one.any():
+        idx = np.flatnonzero(minus_one)
+        h[idx[col[idx] == -1]] = -1
+    return h.view(np.uint64)
 
 
 def hash_rows(cols: Sequence[np.ndarray], n: int) -> np.ndarray:

@@ -40,6 +40,7 @@ def progress(label: str, stream: Any = None) -> Iterator[None]:
     if not stream.isatty():
         print(f"... {label}", file=stream, flush=True)
         yield
+        print(f"    done in {time.perf_counter() - started:.1f}s", file=stream, flush=True)
         return
     stop = threading.Event()
 
