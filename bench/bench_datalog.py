@@ -19,6 +19,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +48,17 @@ hpt(o1, f, o2) :- store(base, f, from), pt(base, o1), pt(from, o2).
 pt(to, o2) :- load(to, base, f), pt(base, o1), hpt(o1, f, o2).
 """
 
+
+@dataclass(frozen=True)
+class Scale:
+    tc: tuple[int, int, int]  # nodes, edges, window (an edge spans at most `window` ids)
+    pt: tuple[int, int, int]  # variables, objects, locality (assignments stay this close)
+    changes: int  # inserts and as many deletes, one epoch each
+
+
 SCALES = {
-    # TC: nodes, edges (local: each edge spans at most `window` ids), changes
-    "small": {"tc": (400, 600, 12), "pt": (600, 150, 12), "changes": 20},
-    "medium": {"tc": (2000, 3000, 15), "pt": (3000, 600, 25), "changes": 30},
+    "small": Scale(tc=(400, 600, 12), pt=(600, 150, 12), changes=20),
+    "medium": Scale(tc=(1500, 2000, 8), pt=(2000, 400, 20), changes=20),
 }
 
 Rows = dict[str, set[tuple[Any, ...]]]
@@ -78,7 +86,8 @@ def pt_inputs(rng: random.Random, n_vars: int, n_objs: int, locality: int) -> Ro
     for i in range(n_vars):
         if rng.random() < 0.3:
             rows["new"].add((f"v{i}", f"o{rng.randrange(n_objs)}"))
-        for _ in range(2):
+        rows["assign"].add((var(i), var(i)))
+        if rng.random() < 0.3:
             rows["assign"].add((var(i), var(i)))
         if rng.random() < 0.15:
             rows["load"].add((var(i), var(i), rng.choice("fg")))
@@ -133,8 +142,10 @@ def pt_baseline(inputs: Rows) -> Rows:
             targets.append(to)
             for o2 in list(hpt.get((o, f), ())):
                 add_pt(to, o2)
-    return {"pt": {(v, o) for v, os in pt.items() for o in os},
-            "hpt": {(o1, f, o2) for (o1, f), os in hpt.items() for o2 in os}}
+    return {
+        "pt": {(v, o) for v, os in pt.items() for o in os},
+        "hpt": {(o1, f, o2) for (o1, f), os in hpt.items() for o2 in os},
+    }
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -143,12 +154,17 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, time.perf_counter() - t
 
 
-def run_workload(name: str, text: str, inputs: Rows, baseline: Callable[[Rows], Rows],
-                 changes: list[tuple[str, tuple[Any, ...], int]]) -> dict[str, Any]:
+def run_workload(
+    name: str,
+    text: str,
+    inputs: Rows,
+    baseline: Callable[[Rows], Rows],
+    changes: list[tuple[str, tuple[Any, ...], int]],
+) -> dict[str, Any]:
     g = ivm.Dataflow()
     prog = compile_program(text, g)
     for rel, rows in inputs.items():
-        prog.inputs[rel].insert(sorted(rows))
+        prog.new_inputs[rel].insert(sorted(rows))
     report, initial_s = timed(g.step)
     current = {rel: set(rows) for rel, rows in inputs.items()}
     _check(prog, baseline(current), name)
@@ -159,10 +175,10 @@ def run_workload(name: str, text: str, inputs: Rows, baseline: Callable[[Rows], 
     diffs: list[int] = []
     for rel, row, sign in changes:
         if sign > 0:
-            prog.inputs[rel].insert([row])
+            prog.new_inputs[rel].insert([row])
             current[rel].add(row)
         else:
-            prog.inputs[rel].delete([row])
+            prog.new_inputs[rel].delete([row])
             current[rel].discard(row)
         rep, secs = timed(g.step)
         (inserts if sign > 0 else deletes).append(secs)
@@ -174,7 +190,7 @@ def run_workload(name: str, text: str, inputs: Rows, baseline: Callable[[Rows], 
         g2 = ivm.Dataflow()
         p2 = compile_program(text, g2)
         for rel, rows in current.items():
-            p2.inputs[rel].insert(sorted(rows))
+            p2.new_inputs[rel].insert(sorted(rows))
         g2.step()
 
     _, scratch_s = timed(scratch)
@@ -197,12 +213,18 @@ def _check(prog: Any, expected: Rows, name: str) -> None:
     for rel, out in prog.outputs.items():
         got = set(out.counts())
         if got != expected[rel]:
-            raise AssertionError(f"{name}: {rel} differs from the baseline "
-                                 f"({len(got)} vs {len(expected[rel])} facts)")
+            raise AssertionError(
+                f"{name}: {rel} differs from the baseline "
+                f"({len(got)} vs {len(expected[rel])} facts)"
+            )
 
 
-def make_changes(rng: random.Random, inputs: Rows, fresh: Callable[[random.Random], tuple[
-        str, tuple[Any, ...]]], k: int) -> list[tuple[str, tuple[Any, ...], int]]:
+def make_changes(
+    rng: random.Random,
+    inputs: Rows,
+    fresh: Callable[[random.Random], tuple[str, tuple[Any, ...]]],
+    k: int,
+) -> list[tuple[str, tuple[Any, ...], int]]:
     """k inserts of new facts, then k deletes of existing ones, interleaved."""
     out: list[tuple[str, tuple[Any, ...], int]] = []
     live = {rel: sorted(rows) for rel, rows in inputs.items()}
@@ -216,16 +238,19 @@ def make_changes(rng: random.Random, inputs: Rows, fresh: Callable[[random.Rando
 
 
 def markdown(results: list[dict[str, Any]], scale: str) -> str:
-    head = ("| workload | input rows | facts | initial (s) | insert p50 (ms) | delete p50 (ms) "
-            "| change max (ms) | diffs/change p50 | from scratch: engine (s) | "
-            "from scratch: Python baseline (s) |")
+    head = (
+        "| workload | input rows | facts | initial (s) | insert p50 (ms) | delete p50 (ms) "
+        "| change max (ms) | diffs/change p50 | from scratch: engine (s) | "
+        "from scratch: Python baseline (s) |"
+    )
     lines = [f"Datalog benchmark, scale {scale}", "", head, "|" + "---|" * 10]
     for r in results:
         lines.append(
             f"| {r['workload']} | {r['input_rows']:,} | {r['output_facts']:,} | "
             f"{r['initial_s']:.2f} | {r['insert_median_ms']:.1f} | {r['delete_median_ms']:.1f} "
             f"| {r['change_max_ms']:.1f} | {r['change_differences_median']:,.0f} | "
-            f"{r['scratch_engine_s']:.2f} | {r['scratch_baseline_s']:.3f} |")
+            f"{r['scratch_engine_s']:.2f} | {r['scratch_baseline_s']:.3f} |"
+        )
     return "\n".join(lines)
 
 
@@ -237,20 +262,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cfg = SCALES[args.scale]
     rng = random.Random(args.seed)
-    k = int(cfg["changes"])  # type: ignore[call-overload]
+    k = cfg.changes
 
-    n, m, window = cfg["tc"]  # type: ignore[misc]
+    n, m, window = cfg.tc
     tc_in = tc_inputs(rng, n, m, window)
-    tc_changes = make_changes(rng, tc_in, lambda r: ("edge", (
-        (x := r.randrange(n - 1)), min(n - 1, x + 1 + r.randrange(window)))), k)
-    n_vars, n_objs, locality = cfg["pt"]  # type: ignore[misc]
+    tc_changes = make_changes(
+        rng,
+        tc_in,
+        lambda r: ("edge", ((x := r.randrange(n - 1)), min(n - 1, x + 1 + r.randrange(window)))),
+        k,
+    )
+    n_vars, n_objs, locality = cfg.pt
     pt_in = pt_inputs(rng, n_vars, n_objs, locality)
 
     def pt_fresh(r: random.Random) -> tuple[str, tuple[Any, ...]]:
         i = r.randrange(n_vars)
         v = f"v{(i + r.randrange(locality)) % n_vars}"
-        return ("assign", (f"v{i}", v)) if r.random() < 0.7 else (
-            "new", (f"v{i}", f"o{r.randrange(n_objs)}"))
+        return (
+            ("assign", (f"v{i}", v))
+            if r.random() < 0.7
+            else ("new", (f"v{i}", f"o{r.randrange(n_objs)}"))
+        )
 
     pt_changes = make_changes(rng, pt_in, pt_fresh, k)
     results = [

@@ -20,8 +20,21 @@ PRIMITIVE_TYPES: tuple[PrimitiveType, ...] = ("number", "unsigned", "float", "sy
 AGGREGATE_FUNCTIONS = ("count", "sum", "min", "max")
 
 #: Binary arithmetic / bitwise / logical operators, as spelled in Soufflé.
-ARITHMETIC_OPERATORS = ("+", "-", "*", "/", "%", "^", "band", "bor", "bxor", "bshl", "bshr",
-                        "land", "lor")
+ARITHMETIC_OPERATORS = (
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "^",
+    "band",
+    "bor",
+    "bxor",
+    "bshl",
+    "bshr",
+    "land",
+    "lor",
+)
 
 #: Comparison operators of a constraint literal.
 COMPARISON_OPERATORS = ("=", "!=", "<", "<=", ">", ">=")

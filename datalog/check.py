@@ -34,12 +34,15 @@ TypeClass = Literal["int", "float", "symbol"]
 
 #: Engine dtype of each primitive Soufflé type.
 ENGINE_DTYPES: Mapping[str, str] = MappingProxyType(
-    {"number": "int64", "unsigned": "int64", "float": "float64", "symbol": "str"})
+    {"number": "int64", "unsigned": "int64", "float": "float64", "symbol": "str"}
+)
 
 _CLASS_OF: Mapping[str, TypeClass] = MappingProxyType(
-    {"number": "int", "unsigned": "int", "float": "float", "symbol": "symbol"})
+    {"number": "int", "unsigned": "int", "float": "float", "symbol": "symbol"}
+)
 _DTYPE_OF_CLASS: Mapping[TypeClass, str] = MappingProxyType(
-    {"int": "int64", "float": "float64", "symbol": "str"})
+    {"int": "int64", "float": "float64", "symbol": "str"}
+)
 
 
 def dtype_of_class(cls: TypeClass) -> str:
@@ -108,23 +111,36 @@ def check(program: ast.Program) -> CheckedProgram:
             first = relations[decl.name].decl.pos
             raise UndeclaredRelationError(
                 f"relation {decl.name!r} is declared twice (first at line {first.line})",
-                line=decl.pos.line, column=decl.pos.column, construct=decl.name)
+                line=decl.pos.line,
+                column=decl.pos.column,
+                construct=decl.name,
+            )
         names = [a.name for a in decl.attributes]
         for i, attr in enumerate(decl.attributes):
             if attr.name in names[:i]:
                 raise UndeclaredRelationError(
                     f"attribute {attr.name!r} appears twice in relation {decl.name!r}",
-                    line=attr.pos.line, column=attr.pos.column, construct=attr.name)
+                    line=attr.pos.line,
+                    column=attr.pos.column,
+                    construct=attr.name,
+                )
         types = tuple(_primitive(a.type, aliases, a.pos) for a in decl.attributes)
-        relations[decl.name] = RelationInfo(decl.name, tuple(names), types, decl,
-                                            ("input", decl.name) in io,
-                                            ("output", decl.name) in io)
+        relations[decl.name] = RelationInfo(
+            decl.name,
+            tuple(names),
+            types,
+            decl,
+            ("input", decl.name) in io,
+            ("output", decl.name) in io,
+        )
     for directive in program.directives:
         if directive.relation not in relations:
             raise UndeclaredRelationError(
                 f".{directive.kind} of undeclared relation {directive.relation!r}",
-                line=directive.pos.line, column=directive.pos.column,
-                construct=directive.relation)
+                line=directive.pos.line,
+                column=directive.pos.column,
+                construct=directive.relation,
+            )
 
     rules: list[CheckedRule] = []
     facts: dict[str, list[ast.Rule]] = {}
@@ -134,34 +150,49 @@ def check(program: ast.Program) -> CheckedProgram:
             facts.setdefault(rule.head.relation, []).append(rule)
         else:
             rules.append(CheckedRule(rule, MappingProxyType(_RuleTyper(relations).run(rule))))
-    return CheckedProgram(program, MappingProxyType(relations), tuple(rules),
-                          MappingProxyType({k: tuple(v) for k, v in facts.items()}))
+    return CheckedProgram(
+        program,
+        MappingProxyType(relations),
+        tuple(rules),
+        MappingProxyType({k: tuple(v) for k, v in facts.items()}),
+    )
 
 
 def _resolve_types(program: ast.Program) -> dict[str, ast.TypeDecl]:
     aliases: dict[str, ast.TypeDecl] = {}
     for t in program.types:
         if t.name in aliases or t.name in ast.PRIMITIVE_TYPES:
-            raise UndeclaredRelationError(f"type {t.name!r} is declared twice",
-                                          line=t.pos.line, column=t.pos.column, construct=t.name)
+            raise UndeclaredRelationError(
+                f"type {t.name!r} is declared twice",
+                line=t.pos.line,
+                column=t.pos.column,
+                construct=t.name,
+            )
         aliases[t.name] = t
     for t in program.types:
         _primitive(t.name, aliases, t.pos)
     return aliases
 
 
-def _primitive(name: str, aliases: Mapping[str, ast.TypeDecl], pos: ast.Pos
-               ) -> ast.PrimitiveType:
+def _primitive(name: str, aliases: Mapping[str, ast.TypeDecl], pos: ast.Pos) -> ast.PrimitiveType:
     seen: list[str] = []
     while name not in ast.PRIMITIVE_TYPES:
         if name not in aliases:
             raise UndeclaredRelationError(
                 f"unknown type {name!r} (known: number, unsigned, float, symbol"
-                + "".join(f", {a}" for a in aliases) + ")",
-                line=pos.line, column=pos.column, construct=name)
+                + "".join(f", {a}" for a in aliases)
+                + ")",
+                line=pos.line,
+                column=pos.column,
+                construct=name,
+            )
         if name in seen:
-            raise UndeclaredRelationError(f"type {name!r} is defined in terms of itself",
-                                          line=pos.line, column=pos.column, construct=name)
+            raise UndeclaredRelationError(
+                f"type {name!r} is defined in terms of itself",
+                line=pos.line,
+                column=pos.column,
+                construct=name,
+            )
         seen.append(name)
         name = aliases[name].base
     return name
@@ -170,13 +201,20 @@ def _primitive(name: str, aliases: Mapping[str, ast.TypeDecl], pos: ast.Pos
 def _relation(atom: ast.Atom, relations: Mapping[str, RelationInfo]) -> RelationInfo:
     info = relations.get(atom.relation)
     if info is None:
-        raise UndeclaredRelationError(f"relation {atom.relation!r} is not declared (.decl)",
-                                      line=atom.pos.line, column=atom.pos.column,
-                                      construct=atom.relation)
+        raise UndeclaredRelationError(
+            f"relation {atom.relation!r} is not declared (.decl)",
+            line=atom.pos.line,
+            column=atom.pos.column,
+            construct=atom.relation,
+        )
     if len(atom.args) != info.arity:
-        raise ArityError(f"relation {atom.relation!r} has {info.arity} attributes, "
-                         f"but {len(atom.args)} arguments are given",
-                         line=atom.pos.line, column=atom.pos.column, construct=atom.relation)
+        raise ArityError(
+            f"relation {atom.relation!r} has {info.arity} attributes, "
+            f"but {len(atom.args)} arguments are given",
+            line=atom.pos.line,
+            column=atom.pos.column,
+            construct=atom.relation,
+        )
     return info
 
 
@@ -188,7 +226,10 @@ def _check_fact(rule: ast.Rule, relations: Mapping[str, RelationInfo]) -> None:
             if isinstance(node, ast.Var | ast.Wildcard | ast.Aggregate):
                 raise UnsafeVariableError(
                     f"fact {rule.head.relation}(...) must be ground, found {node}",
-                    line=node.pos.line, column=node.pos.column, construct=str(node))
+                    line=node.pos.line,
+                    column=node.pos.column,
+                    construct=str(node),
+                )
         typer.expect(arg, cls, {}, f"attribute of {info.name!r}")
 
 
@@ -234,17 +275,14 @@ class _RuleTyper:
                 for agg in _aggregates_deep(term):
                     self._from_atoms(agg.body, types)
 
-    def _bind(self, var: ast.Var, cls: TypeClass, types: dict[str, TypeClass],
-              where: str) -> None:
+    def _bind(self, var: ast.Var, cls: TypeClass, types: dict[str, TypeClass], where: str) -> None:
         known = types.get(var.name)
         if known is None:
             types[var.name] = cls
         elif known != cls:
-            raise _type_error(f"variable {var.name} is used as {known} and as {cls} ({where})",
-                              var)
+            raise _type_error(f"variable {var.name} is used as {known} and as {cls} ({where})", var)
 
-    def _from_equalities(self, body: tuple[ast.Literal, ...],
-                         types: dict[str, TypeClass]) -> bool:
+    def _from_equalities(self, body: tuple[ast.Literal, ...], types: dict[str, TypeClass]) -> bool:
         changed = False
         for lit in body:
             for term in ast.literal_terms(lit):
@@ -260,8 +298,7 @@ class _RuleTyper:
                         changed = True
         return changed
 
-    def _check_literals(self, body: tuple[ast.Literal, ...],
-                        types: dict[str, TypeClass]) -> None:
+    def _check_literals(self, body: tuple[ast.Literal, ...], types: dict[str, TypeClass]) -> None:
         for lit in body:
             for term in ast.literal_terms(lit):
                 for agg in _aggregates_deep(term):
@@ -280,8 +317,14 @@ class _RuleTyper:
                     for arg in args:
                         self.expect(arg, "symbol", types, f"argument of {lit.name}")
 
-    def _unify(self, lc: TypeClass | None, rc: TypeClass | None, left: ast.Term,
-               right: ast.Term, node: ast.Term | ast.Literal) -> TypeClass | None:
+    def _unify(
+        self,
+        lc: TypeClass | None,
+        rc: TypeClass | None,
+        left: ast.Term,
+        right: ast.Term,
+        node: ast.Term | ast.Literal,
+    ) -> TypeClass | None:
         if lc is None or rc is None or lc == rc:
             return lc or rc
         if {lc, rc} == {"int", "float"}:
@@ -290,8 +333,9 @@ class _RuleTyper:
                 return "float"
         raise _type_error(f"type mismatch: {left} is {lc} but {right} is {rc}", node)
 
-    def expect(self, term: ast.Term, cls: TypeClass, types: Mapping[str, TypeClass],
-               where: str) -> None:
+    def expect(
+        self, term: ast.Term, cls: TypeClass, types: Mapping[str, TypeClass], where: str
+    ) -> None:
         actual = self.type_of(term, types)
         if actual is None or actual == cls:
             return
@@ -299,8 +343,9 @@ class _RuleTyper:
             return
         raise _type_error(f"{term} is {actual}, but the {where} is {cls}", term)
 
-    def type_of(self, term: ast.Term, types: Mapping[str, TypeClass],
-                required: bool = True) -> TypeClass | None:
+    def type_of(
+        self, term: ast.Term, types: Mapping[str, TypeClass], required: bool = True
+    ) -> TypeClass | None:
         """The type class of a term; None when it depends on an untyped variable."""
         match term:
             case ast.Var(name=name):
@@ -334,16 +379,25 @@ class _RuleTyper:
                 return cls
         raise AssertionError(term)
 
-    def _functor_type(self, term: ast.Functor, types: Mapping[str, TypeClass],
-                      required: bool) -> TypeClass | None:
+    def _functor_type(
+        self, term: ast.Functor, types: Mapping[str, TypeClass], required: bool
+    ) -> TypeClass | None:
         args = [self.type_of(a, types, required) for a in term.args]
-        arity = {"cat": None, "strlen": 1, "substr": 3, "to_number": 1, "to_float": 1,
-                 "to_string": 1, "to_unsigned": 1, "min": None, "max": None}
+        arity = {
+            "cat": None,
+            "strlen": 1,
+            "substr": 3,
+            "to_number": 1,
+            "to_float": 1,
+            "to_string": 1,
+            "to_unsigned": 1,
+            "min": None,
+            "max": None,
+        }
         expected = arity.get(term.name, -1)
         if expected == -1:
             raise _type_error(f"unknown function {term.name}", term)
-        if (expected is not None and len(args) != expected) or (expected is None
-                                                                and len(args) < 1):
+        if (expected is not None and len(args) != expected) or (expected is None and len(args) < 1):
             raise _type_error(f"{term.name} takes {expected or 'at least 1'} argument(s)", term)
 
         def want(i: int, cls: TypeClass) -> None:
@@ -372,8 +426,11 @@ class _RuleTyper:
         # min / max of several values
         known = [a for a in args if a is not None]
         if known and any(k != known[0] for k in known):
-            consts = all(isinstance(a, ast.Const) or c == "float"
-                         for a, c in zip(term.args, args, strict=True) if c is not None)
+            consts = all(
+                isinstance(a, ast.Const) or c == "float"
+                for a, c in zip(term.args, args, strict=True)
+                if c is not None
+            )
             if consts and set(known) == {"int", "float"}:
                 return "float"
             raise _type_error(f"arguments of {term.name} have different types", term)

@@ -91,11 +91,19 @@ class Analysis:
             lines.append(f"stratum {i}: {', '.join(stratum.relations)} ({kind})")
             for rel in stratum.relations:
                 info = self.relations[rel]
-                tags = [t for t, on in (("input", info.is_input), ("output", info.is_output),
-                                        (f"{len(self.checked.facts.get(rel, ()))} facts",
-                                         rel in self.checked.facts)) if on]
-                cols = ", ".join(f"{c}: {t}" for c, t in zip(info.columns, info.types,
-                                                             strict=True))
+                tags = [
+                    t
+                    for t, on in (
+                        ("input", info.is_input),
+                        ("output", info.is_output),
+                        (
+                            f"{len(self.checked.facts.get(rel, ()))} facts",
+                            rel in self.checked.facts,
+                        ),
+                    )
+                    if on
+                ]
+                cols = ", ".join(f"{c}: {t}" for c, t in zip(info.columns, info.types, strict=True))
                 lines.append(f"  {rel}({cols})" + (f"  [{', '.join(tags)}]" if tags else ""))
                 for p in by_head.get(rel, []):
                     lines.append(f"    rule {p.rule}  (line {p.rule.pos.line})")
@@ -126,8 +134,9 @@ def _explain_plan(plan: ConjunctionPlan, indent: str) -> list[str]:
                 out.append(f"{indent}antijoin {atom} on {', '.join(on) or '()'}")
             case AggregateStep(var=var, aggregate=agg, keys=keys, inner=inner):
                 target = "" if agg.target is None else f" {inner.target}"
-                out.append(f"{indent}aggregate {var} = {agg.function}{target} "
-                           f"group by ({', '.join(keys)})")
+                out.append(
+                    f"{indent}aggregate {var} = {agg.function}{target} group by ({', '.join(keys)})"
+                )
                 out.extend(_explain_plan(inner, indent + "  "))
     return out
 
@@ -138,9 +147,12 @@ def analyze(text: str) -> Analysis:
     for info in checked.relations.values():
         if info.arity == 0:
             pos = info.decl.pos
-            raise UnsupportedError(f"relation {info.name!r} has no attributes; nullary "
-                                   "relations are not supported", line=pos.line,
-                                   column=pos.column, construct=info.name)
+            raise UnsupportedError(
+                f"relation {info.name!r} has no attributes; nullary relations are not supported",
+                line=pos.line,
+                column=pos.column,
+                construct=info.name,
+            )
     strata = stratify(checked.relations, (r.rule for r in checked.rules))
     plans = tuple(plan_rule(r.rule) for r in checked.rules)
     return Analysis(checked, strata, plans)
@@ -151,13 +163,15 @@ class CompiledProgram:
     """A program wired into a dataflow.
 
     ``relations`` holds every relation's collection (at the root scope), ``inputs`` the
-    collections used for the ``.input`` relations (new dataflow inputs unless given),
-    ``outputs`` the dataflow outputs of the ``.output`` relations.
+    collections used for the ``.input`` relations (columns renamed to the declaration's),
+    ``new_inputs`` the dataflow inputs created for the ``.input`` relations that were not
+    given (push changes there), ``outputs`` the dataflow outputs of the ``.output`` relations.
     """
 
     analysis: Analysis
     relations: Mapping[str, ivm.Collection]
     inputs: Mapping[str, ivm.Collection]
+    new_inputs: Mapping[str, ivm.InputCollection]
     outputs: Mapping[str, ivm.Output]
     explain: str = field(repr=False)
 
@@ -170,10 +184,14 @@ class CompiledProgram:
         return self.analysis.output_schemas
 
 
-def compile_program(text: str, dataflow: ivm.Dataflow,
-                    inputs: Mapping[str, ivm.Collection] | None = None, *,
-                    max_iterations: int | None = None,
-                    output_prefix: str = "") -> CompiledProgram:
+def compile_program(
+    text: str,
+    dataflow: ivm.Dataflow,
+    inputs: Mapping[str, ivm.Collection] | None = None,
+    *,
+    max_iterations: int | None = None,
+    output_prefix: str = "",
+) -> CompiledProgram:
     """Compile a Datalog program into ``dataflow``.
 
     ``inputs`` may give the collection of any ``.input`` relation (same number of columns and
@@ -188,18 +206,25 @@ def compile_program(text: str, dataflow: ivm.Dataflow,
     ...     .decl path(x: number, y: number)  .output path
     ...     path(x, y) :- edge(x, y).
     ...     path(x, z) :- path(x, y), edge(y, z).''', g)
-    >>> prog.inputs["edge"].insert([(1, 2), (2, 3)]); _ = g.step()
+    >>> prog.new_inputs["edge"].insert([(1, 2), (2, 3)]); _ = g.step()
     >>> sorted(prog.outputs["path"].counts())
     [(1, 2), (1, 3), (2, 3)]
     """
     analysis = analyze(text)
     builder = _Builder(analysis, dataflow, dict(inputs or {}), max_iterations)
     relations = builder.build()
-    outputs = {rel: dataflow.output(relations[rel], output_prefix + rel)
-               for rel in analysis.checked.outputs}
-    return CompiledProgram(analysis, MappingProxyType(relations),
-                           MappingProxyType(builder.input_collections),
-                           MappingProxyType(outputs), analysis.explain())
+    outputs = {
+        rel: dataflow.output(relations[rel], output_prefix + rel)
+        for rel in analysis.checked.outputs
+    }
+    return CompiledProgram(
+        analysis,
+        MappingProxyType(relations),
+        MappingProxyType(builder.input_collections),
+        MappingProxyType(builder.new_inputs),
+        MappingProxyType(outputs),
+        analysis.explain(),
+    )
 
 
 # ------------------------------------------------------------------------------- building
@@ -244,21 +269,28 @@ def _named(coll: ivm.Collection, names: Sequence[str]) -> ivm.Collection:
 
 
 class _Builder:
-    def __init__(self, analysis: Analysis, dataflow: ivm.Dataflow,
-                 given: dict[str, ivm.Collection], max_iterations: int | None) -> None:
+    def __init__(
+        self,
+        analysis: Analysis,
+        dataflow: ivm.Dataflow,
+        given: dict[str, ivm.Collection],
+        max_iterations: int | None,
+    ) -> None:
         self.analysis = analysis
         self.g = dataflow
         self.given = given
         self.max_iterations = max_iterations
         self.input_collections: dict[str, ivm.Collection] = {}
+        self.new_inputs: dict[str, ivm.InputCollection] = {}
         self._unit: ivm.Collection | None = None
         self._sets: dict[int, ivm.Collection] = {}  # collections known to hold a set
         self.var_types = {id(r.rule): r.var_types for r in analysis.checked.rules}
         for name in given:
             info = analysis.relations.get(name)
             if info is None or not info.is_input:
-                raise DatalogTypeError(f"input {name!r} is given but the program has no "
-                                       f".input {name}", construct=name)
+                raise DatalogTypeError(
+                    f"input {name!r} is given but the program has no .input {name}", construct=name
+                )
 
     @property
     def unit(self) -> ivm.Collection:
@@ -292,20 +324,24 @@ class _Builder:
                 env.update(zip(stratum.relations, bases, strict=True))
                 continue
 
-            def body(variables: list[ivm.Collection], stratum: Stratum = stratum,
-                     bases: list[ivm.Collection] = bases,
-                     recursive: dict[str, list[RulePlan]] = recursive) -> list[ivm.Collection]:
+            def body(
+                variables: list[ivm.Collection],
+                stratum: Stratum = stratum,
+                bases: list[ivm.Collection] = bases,
+                recursive: dict[str, list[RulePlan]] = recursive,
+            ) -> list[ivm.Collection]:
                 inner = dict(env)
-                inner.update(zip(stratum.relations, map(self._mark_set, variables),
-                                 strict=True))
+                inner.update(zip(stratum.relations, map(self._mark_set, variables), strict=True))
                 out = []
                 for rel, base in zip(stratum.relations, bases, strict=True):
                     parts = [base, *(self._rule(p, inner) for p in recursive[rel])]
                     out.append(self._union(parts, self.analysis.relations[rel]))
                 return out
 
-            results = [self._mark_set(r) for r in
-                       ivm.iterate(bases, body, max_iterations=self.max_iterations)]
+            results = [
+                self._mark_set(r)
+                for r in ivm.iterate(bases, body, max_iterations=self.max_iterations)
+            ]
             env.update(zip(stratum.relations, results, strict=True))
         return env
 
@@ -314,24 +350,31 @@ class _Builder:
         if info.is_input:
             coll = self.given.get(info.name)
             if coll is None:
-                coll = self.g.input(info.name, info.schema)
+                created = self.g.input(info.name, info.schema)
+                self.new_inputs[info.name] = created
+                coll = created
             else:
                 dtypes = tuple(d for _, d in info.schema)
                 if tuple(coll.schema.dtypes) != dtypes:
                     pos = info.decl.pos
                     raise DatalogTypeError(
                         f"input {info.name!r} has dtypes {tuple(coll.schema.dtypes)}, but "
-                        f"the .decl says {dtypes}", line=pos.line, column=pos.column,
-                        construct=info.name)
+                        f"the .decl says {dtypes}",
+                        line=pos.line,
+                        column=pos.column,
+                        construct=info.name,
+                    )
                 coll = _named(coll, info.columns)
             self.input_collections[info.name] = coll
             parts.append(coll)
         facts = self.analysis.checked.facts.get(info.name, ())
         if facts:
-            rows = list(dict.fromkeys(row for f in facts
-                                      if (row := _fact_row(f, info)) is not None))
-            parts.append(self._mark_set(
-                self.g.constant(rows, info.schema, name=f"facts:{info.name}")))
+            rows = list(
+                dict.fromkeys(row for f in facts if (row := _fact_row(f, info)) is not None)
+            )
+            parts.append(
+                self._mark_set(self.g.constant(rows, info.schema, name=f"facts:{info.name}"))
+            )
         return parts
 
     def _union(self, parts: Sequence[ivm.Collection], info: RelationInfo) -> ivm.Collection:
@@ -355,39 +398,54 @@ class _Builder:
         types: dict[str, TypeClass] = dict(self.var_types[id(plan.rule)])
         binding = self._conjunction(plan.body, env, types, None)
         info = self.analysis.relations[plan.rule.head.relation]
-        terms = [compile_term(t, binding.columns, types, want=cls)
-                 for t, cls in zip(plan.head, info.classes, strict=True)]
+        terms = [
+            compile_term(t, binding.columns, types, want=cls)
+            for t, cls in zip(plan.head, info.classes, strict=True)
+        ]
         classes = info.classes
         schema = list(info.schema)
         head_vars = [t.name for t in plan.head if isinstance(t, ast.Var)]
         if len(head_vars) == len(plan.head) == len(set(head_vars)) and all(
-                types[v] == c for v, c in zip(head_vars, classes, strict=True)):
-            out = _named(_project(binding.coll, [binding.index(v) for v in head_vars]),
-                         info.columns)
+            types[v] == c for v, c in zip(head_vars, classes, strict=True)
+        ):
+            out = _named(
+                _project(binding.coll, [binding.index(v) for v in head_vars]), info.columns
+            )
             body = plan.body
-            if isinstance(body.start, Scan) and not body.steps and self._is_set(
-                    env[body.start.atom.relation]) and all(
-                    isinstance(a, ast.Var) for a in body.start.atom.args) and set(
-                    binding.vars) <= set(head_vars):
+            if (
+                isinstance(body.start, Scan)
+                and not body.steps
+                and self._is_set(env[body.start.atom.relation])
+                and all(isinstance(a, ast.Var) for a in body.start.atom.args)
+                and set(binding.vars) <= set(head_vars)
+            ):
                 self._mark_set(out)  # an injective projection of a set is a set
             return out
         if not any(t.partial for t in terms):
+
             def head(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
                 n = len(cols[0])
-                return tuple(as_array(t(cols, n)[0], c) for t, c in zip(terms, classes,
-                                                                         strict=True))
+                return tuple(
+                    as_array(t(cols, n)[0], c) for t, c in zip(terms, classes, strict=True)
+                )
+
             return binding.coll.map(head, schema)
 
         def head_partial(*cols: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
             n = len(cols[0])
             values, valid = _evaluate_all(terms, cols, n)
             keep = np.nonzero(valid)[0]
-            return keep, tuple(as_array(v[keep], c) for v, c in zip(values, classes,
-                                                                    strict=True))
+            return keep, tuple(as_array(v[keep], c) for v, c in zip(values, classes, strict=True))
+
         return binding.coll.flat_map(head_partial, schema)
 
-    def _conjunction(self, plan: ConjunctionPlan, env: Mapping[str, ivm.Collection],
-                     types: dict[str, TypeClass], outer: _Binding | None) -> _Binding:
+    def _conjunction(
+        self,
+        plan: ConjunctionPlan,
+        env: Mapping[str, ivm.Collection],
+        types: dict[str, TypeClass],
+        outer: _Binding | None,
+    ) -> _Binding:
         match plan.start:
             case Scan(atom=atom):
                 binding = self._scan(atom, env, types)
@@ -413,8 +471,9 @@ class _Builder:
                     binding = self._aggregate(binding, step, env, types)
         return binding
 
-    def _scan(self, atom: ast.Atom, env: Mapping[str, ivm.Collection],
-              types: dict[str, TypeClass]) -> _Binding:
+    def _scan(
+        self, atom: ast.Atom, env: Mapping[str, ivm.Collection], types: dict[str, TypeClass]
+    ) -> _Binding:
         rel = env[atom.relation]
         classes = self.analysis.relations[atom.relation].classes
         positions, names = [], []
@@ -436,27 +495,37 @@ class _Builder:
         coll = _project(joined, keep)
         return _Binding(coll, names)
 
-    def _bind(self, binding: _Binding, var: str, term: ast.Term,
-              types: dict[str, TypeClass]) -> _Binding:
+    def _bind(
+        self, binding: _Binding, var: str, term: ast.Term, types: dict[str, TypeClass]
+    ) -> _Binding:
         want = types.get(var)
         compiled = compile_term(term, binding.columns, types, want=want)
         cls: TypeClass = want or compiled.cls
         types[var] = cls
         schema = [*_pairs(binding.coll), (_col(var), _dtype(cls))]
         if not compiled.partial:
+
             def add(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
                 return (*cols, as_array(compiled(cols, len(cols[0]))[0], cls))
+
             coll = binding.coll.map(add, schema)
         else:
+
             def add_partial(*cols: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
                 values, valid = compiled(cols, len(cols[0]))
                 keep = np.arange(len(cols[0])) if valid is None else np.nonzero(valid)[0]
                 return keep, (*(c[keep] for c in cols), as_array(values[keep], cls))
+
             coll = binding.coll.flat_map(add_partial, schema)
         return _Binding(coll, [*binding.vars, var])
 
-    def _antijoin(self, binding: _Binding, atom: ast.Atom, on: Sequence[str],
-                  env: Mapping[str, ivm.Collection]) -> _Binding:
+    def _antijoin(
+        self,
+        binding: _Binding,
+        atom: ast.Atom,
+        on: Sequence[str],
+        env: Mapping[str, ivm.Collection],
+    ) -> _Binding:
         rel = env[atom.relation]
         info = self.analysis.relations[atom.relation]
         consts: list[tuple[int, Any]] = []
@@ -472,6 +541,7 @@ class _Builder:
                 else:
                     first[arg.name] = i
         if consts or same:
+
             def match(*cols: np.ndarray) -> np.ndarray:
                 keep = np.ones(len(cols[0]), dtype=bool)
                 for i, value in consts:
@@ -479,22 +549,32 @@ class _Builder:
                 for i, j in same:
                     keep &= np.asarray(cols[i] == cols[j], dtype=bool)
                 return keep
+
             rel = rel.filter(match)
         if not on:
             # "no such fact": compare a constant key with the distinct non-emptiness of rel.
-            marker = rel.project(0).map(lambda c: (np.zeros(len(c), dtype=np.int64),),
-                                        [("k", "int64")]).distinct()
-            keyed = binding.coll.map(lambda *cols: (*cols, np.zeros(len(cols[0]), np.int64)),
-                                     [*_pairs(binding.coll), ("k@", "int64")])
+            marker = (
+                rel.project(0)
+                .map(lambda c: (np.zeros(len(c), dtype=np.int64),), [("k", "int64")])
+                .distinct()
+            )
+            keyed = binding.coll.map(
+                lambda *cols: (*cols, np.zeros(len(cols[0]), np.int64)),
+                [*_pairs(binding.coll), ("k@", "int64")],
+            )
             out = keyed.antijoin(marker, on=[(len(binding.vars), 0)])
             return _Binding(out.project(*range(len(binding.vars))), binding.vars)
         right = rel.project(*(first[v] for v in on))
-        coll = binding.coll.antijoin(right, on=[(binding.index(v), j)
-                                                for j, v in enumerate(on)])
+        coll = binding.coll.antijoin(right, on=[(binding.index(v), j) for j, v in enumerate(on)])
         return _Binding(coll, binding.vars)
 
-    def _aggregate(self, outer: _Binding, step: AggregateStep,
-                   env: Mapping[str, ivm.Collection], types: dict[str, TypeClass]) -> _Binding:
+    def _aggregate(
+        self,
+        outer: _Binding,
+        step: AggregateStep,
+        env: Mapping[str, ivm.Collection],
+        types: dict[str, TypeClass],
+    ) -> _Binding:
         agg, keys = step.aggregate, step.keys
         inner = self._conjunction(step.inner, env, types, outer)
         key_idx = [inner.index(k) for k in keys]
@@ -508,28 +588,36 @@ class _Builder:
             with_target = self._bind(inner, target_var, step.inner.target, types)
             cls = types.pop(target_var)
             values = with_target.coll.project(*key_idx, len(with_target.vars) - 1)
-            reduced = values.reduce(tuple(range(len(key_idx))),
-                                    [(agg.function, len(key_idx))], names=["agg"])
+            reduced = values.reduce(
+                tuple(range(len(key_idx))), [(agg.function, len(key_idx))], names=["agg"]
+            )
         types[step.var] = cls
         result = self._join(outer, _Binding(reduced, [*keys, step.var]), keys)
         if agg.function in ("count", "sum"):
             zero = 0.0 if cls == "float" else 0
             dtype = _dtype(cls)
             if keys:
-                missing = outer.coll.antijoin(reduced, on=[(outer.index(k), j)
-                                                           for j, k in enumerate(keys)])
+                missing = outer.coll.antijoin(
+                    reduced, on=[(outer.index(k), j) for j, k in enumerate(keys)]
+                )
             else:
-                marker = reduced.map(lambda *c: (np.zeros(len(c[0]), dtype=np.int64),),
-                                     [("k", "int64")]).distinct()
+                marker = reduced.map(
+                    lambda *c: (np.zeros(len(c[0]), dtype=np.int64),), [("k", "int64")]
+                ).distinct()
                 keyed = outer.coll.map(
                     lambda *c: (*c, np.zeros(len(c[0]), dtype=np.int64)),
-                    [*_pairs(outer.coll), ("k@", "int64")])
+                    [*_pairs(outer.coll), ("k@", "int64")],
+                )
                 missing = keyed.antijoin(marker, on=[(len(outer.vars), 0)]).project(
-                    *range(len(outer.vars)))
+                    *range(len(outer.vars))
+                )
             defaults = missing.map(
-                lambda *c: (*c, np.full(len(c[0]), zero, dtype=np.float64 if cls == "float"
-                                        else np.int64)),
-                [*_pairs(outer.coll), (_col(step.var), dtype)])
+                lambda *c: (
+                    *c,
+                    np.full(len(c[0]), zero, dtype=np.float64 if cls == "float" else np.int64),
+                ),
+                [*_pairs(outer.coll), (_col(step.var), dtype)],
+            )
             result = _Binding(result.coll.concat(defaults), result.vars)
         return result
 
@@ -538,13 +626,13 @@ def _pairs(coll: ivm.Collection) -> list[tuple[str, str]]:
     return list(zip(coll.schema.names, coll.schema.dtypes, strict=True))
 
 
-def _rows(cond: Callable[[Sequence[np.ndarray], int], np.ndarray]
-          ) -> Callable[..., np.ndarray]:
+def _rows(cond: Callable[[Sequence[np.ndarray], int], np.ndarray]) -> Callable[..., np.ndarray]:
     return lambda *cols: cond(cols, len(cols[0]))
 
 
-def _evaluate_all(terms: Sequence[Any], cols: Sequence[np.ndarray], n: int
-                  ) -> tuple[list[np.ndarray], np.ndarray]:
+def _evaluate_all(
+    terms: Sequence[Any], cols: Sequence[np.ndarray], n: int
+) -> tuple[list[np.ndarray], np.ndarray]:
     values: list[np.ndarray] = []
     valid = np.ones(n, dtype=bool)
     for t in terms:

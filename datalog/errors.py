@@ -42,8 +42,15 @@ class StratificationError(DatalogError, ValueError):
     ``cycle`` holds the relation names along the offending cycle, first == last.
     """
 
-    def __init__(self, message: str, *, cycle: tuple[str, ...] = (), line: int | None = None,
-                 column: int | None = None, construct: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        cycle: tuple[str, ...] = (),
+        line: int | None = None,
+        column: int | None = None,
+        construct: str | None = None,
+    ) -> None:
         self.cycle = cycle
         super().__init__(message, line=line, column=column, construct=construct)
 

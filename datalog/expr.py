@@ -62,9 +62,12 @@ def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
     return a & b
 
 
-def compile_term(term: ast.Term, columns: Mapping[str, int],
-                 types: Mapping[str, TypeClass], want: TypeClass | None = None
-                 ) -> CompiledTerm:
+def compile_term(
+    term: ast.Term,
+    columns: Mapping[str, int],
+    types: Mapping[str, TypeClass],
+    want: TypeClass | None = None,
+) -> CompiledTerm:
     """Compile ``term``; ``columns`` maps variable name -> column index.
 
     ``want`` coerces integer constants to float where a float is expected.
@@ -79,8 +82,7 @@ def compile_term(term: ast.Term, columns: Mapping[str, int],
             if want == "float" and cls == "int":
                 cls, value = "float", float(value)
             dtype = _NP_DTYPE[cls]
-            return CompiledTerm(lambda cols, n: (np.full(n, value, dtype=dtype), None), cls,
-                                False)
+            return CompiledTerm(lambda cols, n: (np.full(n, value, dtype=dtype), None), cls, False)
         case ast.UnaryOp(op=op, operand=operand):
             inner = compile_term(operand, columns, types, want)
             return _unary(op, inner)
@@ -102,12 +104,14 @@ def compile_term(term: ast.Term, columns: Mapping[str, int],
 def _unary(op: str, inner: CompiledTerm) -> CompiledTerm:
     f = inner.fn
     if op == "-":
-        return CompiledTerm(lambda cols, n: _map1(f(cols, n), np.negative), inner.cls,
-                            inner.partial)
+        return CompiledTerm(
+            lambda cols, n: _map1(f(cols, n), np.negative), inner.cls, inner.partial
+        )
     if op == "bnot":
         return CompiledTerm(lambda cols, n: _map1(f(cols, n), np.invert), "int", inner.partial)
-    return CompiledTerm(lambda cols, n: _map1(f(cols, n), lambda v: (v == 0).astype(np.int64)),
-                        "int", inner.partial)
+    return CompiledTerm(
+        lambda cols, n: _map1(f(cols, n), lambda v: (v == 0).astype(np.int64)), "int", inner.partial
+    )
 
 
 def _map1(ev: Evaluated, fn: Callable[[np.ndarray], np.ndarray]) -> Evaluated:
@@ -201,34 +205,46 @@ def _functor(name: str, args: list[CompiledTerm]) -> CompiledTerm:
 
     match name:
         case "cat":
+
             def cat(cols: Columns, n: int) -> Evaluated:
                 vs, ok = evaluate(cols, n)
                 return objects(["".join(parts) for parts in zip(*vs, strict=True)]), ok
+
             return CompiledTerm(cat, "symbol", partial)
         case "strlen":
+
             def strlen(cols: Columns, n: int) -> Evaluated:
                 vs, ok = evaluate(cols, n)
                 return np.fromiter((len(s) for s in vs[0]), np.int64, n), ok
+
             return CompiledTerm(strlen, "int", partial)
         case "substr":
+
             def substr(cols: Columns, n: int) -> Evaluated:
                 vs, ok = evaluate(cols, n)
-                return objects([s[max(i, 0):max(i, 0) + max(k, 0)]
-                                for s, i, k in zip(*vs, strict=True)]), ok
+                return objects(
+                    [s[max(i, 0) : max(i, 0) + max(k, 0)] for s, i, k in zip(*vs, strict=True)]
+                ), ok
+
             return CompiledTerm(substr, "symbol", partial)
         case "to_string":
+
             def to_string(cols: Columns, n: int) -> Evaluated:
                 vs, ok = evaluate(cols, n)
                 return objects([str(x) for x in vs[0]]), ok
+
             return CompiledTerm(to_string, "symbol", partial)
         case "to_number" | "to_unsigned" | "to_float":
             kind: type = float if name == "to_float" else int
             cls: TypeClass = "float" if kind is float else "int"
             if args[0].cls != "symbol":
+
                 def convert(cols: Columns, n: int) -> Evaluated:
                     vs, ok = evaluate(cols, n)
-                    return as_array(vs[0], cls) if kind is float else np.trunc(
-                        vs[0]).astype(np.int64), ok
+                    return as_array(vs[0], cls) if kind is float else np.trunc(vs[0]).astype(
+                        np.int64
+                    ), ok
+
                 return CompiledTerm(convert, cls, partial)
 
             def parse_(cols: Columns, n: int) -> Evaluated:
@@ -237,6 +253,7 @@ def _functor(name: str, args: list[CompiledTerm]) -> CompiledTerm:
                 nums: np.ndarray = np.array([p[0] for p in parsed], dtype=_NP_DTYPE[cls])
                 good = np.fromiter((p[1] for p in parsed), bool, n)
                 return nums.reshape(n), _and(ok, good)
+
             return CompiledTerm(parse_, cls, True)
         case "min" | "max":
             reduce = np.minimum if name == "min" else np.maximum
@@ -247,13 +264,18 @@ def _functor(name: str, args: list[CompiledTerm]) -> CompiledTerm:
                 for v in vs[1:]:
                     out = reduce(out, v)
                 return out, ok
+
             return CompiledTerm(minmax, args[0].cls, partial)
     raise AssertionError(f"unknown function {name}")
 
 
 _COMPARE: Mapping[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "=": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
-    ">": np.greater, ">=": np.greater_equal,
+    "=": np.equal,
+    "!=": np.not_equal,
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
 }
 
 
@@ -265,8 +287,11 @@ def _regex(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
-def compile_condition(literal: ast.Comparison | ast.Constraint, columns: Mapping[str, int],
-                      types: Mapping[str, TypeClass]) -> Callable[[Columns, int], np.ndarray]:
+def compile_condition(
+    literal: ast.Comparison | ast.Constraint,
+    columns: Mapping[str, int],
+    types: Mapping[str, TypeClass],
+) -> Callable[[Columns, int], np.ndarray]:
     """Compile a comparison or constraint to ``fn(columns, n) -> bool array``."""
     if isinstance(literal, ast.Constraint) and literal.name in ("true", "false"):
         truth = literal.name == "true"
@@ -287,8 +312,14 @@ def compile_condition(literal: ast.Comparison | ast.Constraint, columns: Mapping
         if op == "contains":
             out = np.fromiter((x in y for x, y in zip(a, b, strict=True)), bool, n)
         elif op == "match":
-            out = np.fromiter((bool(r.fullmatch(y)) if (r := _regex(x)) else False
-                               for x, y in zip(a, b, strict=True)), bool, n)
+            out = np.fromiter(
+                (
+                    bool(r.fullmatch(y)) if (r := _regex(x)) else False
+                    for x, y in zip(a, b, strict=True)
+                ),
+                bool,
+                n,
+            )
         else:
             out = np.asarray(_COMPARE[op](a, b), dtype=bool)
         valid = _and(av, bv)

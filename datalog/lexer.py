@@ -37,16 +37,57 @@ class Token:
 
 
 # Longest first, so that ":-" wins over ":" and "<=" over "<".
-_PUNCT = (":-", "<=", ">=", "!=", "<:", "(", ")", ",", ".", ":", "{", "}", "!", "=", "<",
-          ">", "+", "-", "*", "/", "%", "^", ";", "|", "[", "]")
+_PUNCT = (
+    ":-",
+    "<=",
+    ">=",
+    "!=",
+    "<:",
+    "(",
+    ")",
+    ",",
+    ".",
+    ":",
+    "{",
+    "}",
+    "!",
+    "=",
+    "<",
+    ">",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "^",
+    ";",
+    "|",
+    "[",
+    "]",
+)
 
 _NUMBER = re.compile(
     r"0[xX][0-9a-fA-F]+u?|0[bB][01]+u?|\d+\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+u?"
 )
 _IDENT = re.compile(r"[A-Za-z_?][A-Za-z0-9_?]*")
 #: Soufflé's directive keywords (``.decl`` ...); the parser refuses the unsupported ones.
-DIRECTIVES = frozenset({"decl", "input", "output", "type", "printsize", "functor", "comp",
-                        "init", "pragma", "plan", "limitsize", "override", "include"})
+DIRECTIVES = frozenset(
+    {
+        "decl",
+        "input",
+        "output",
+        "type",
+        "printsize",
+        "functor",
+        "comp",
+        "init",
+        "pragma",
+        "plan",
+        "limitsize",
+        "override",
+        "include",
+    }
+)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
 
 
@@ -75,8 +116,9 @@ def tokenize(text: str) -> list[Token]:
         if text.startswith("/*", i):
             end = text.find("*/", i + 2)
             if end < 0:
-                raise DatalogSyntaxError("unterminated comment", line=line,
-                                         column=i - line_start + 1, construct="/*")
+                raise DatalogSyntaxError(
+                    "unterminated comment", line=line, column=i - line_start + 1, construct="/*"
+                )
             for j in range(i, end):
                 if text[j] == "\n":
                     line, line_start = line + 1, j + 1
@@ -93,9 +135,10 @@ def tokenize(text: str) -> list[Token]:
             word = m.group(0)
             tail = _IDENT.match(text, m.end())
             if tail:
-                bad = text[i:tail.end()]
-                raise DatalogSyntaxError(f"malformed number {bad!r}", line=start.line,
-                                         column=start.column, construct=bad)
+                bad = text[i : tail.end()]
+                raise DatalogSyntaxError(
+                    f"malformed number {bad!r}", line=start.line, column=start.column, construct=bad
+                )
             lower = word.lower()
             if lower.endswith("u"):
                 kind = Kind.UNSIGNED
@@ -123,8 +166,9 @@ def tokenize(text: str) -> list[Token]:
                 i += len(p)
                 break
         else:
-            raise DatalogSyntaxError(f"unexpected character {ch!r}", line=start.line,
-                                     column=start.column, construct=ch)
+            raise DatalogSyntaxError(
+                f"unexpected character {ch!r}", line=start.line, column=start.column, construct=ch
+            )
     tokens.append(Token(Kind.EOF, "", pos_at(i)))
     return tokens
 
@@ -141,12 +185,17 @@ def _read_string(text: str, i: int, start: Pos) -> tuple[str, int]:
         if ch == "\\" and j + 1 < len(text):
             esc = text[j + 1]
             if esc not in _ESCAPES:
-                raise DatalogSyntaxError(f"unknown escape \\{esc} in string", line=start.line,
-                                         column=start.column, construct="\\" + esc)
+                raise DatalogSyntaxError(
+                    f"unknown escape \\{esc} in string",
+                    line=start.line,
+                    column=start.column,
+                    construct="\\" + esc,
+                )
             out.append(_ESCAPES[esc])
             j += 2
             continue
         out.append(ch)
         j += 1
-    raise DatalogSyntaxError("unterminated string", line=start.line, column=start.column,
-                             construct='"')
+    raise DatalogSyntaxError(
+        "unterminated string", line=start.line, column=start.column, construct='"'
+    )

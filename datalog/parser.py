@@ -34,20 +34,49 @@ from datalog.errors import DatalogSyntaxError, UnsupportedError
 from datalog.lexer import Kind, Token, tokenize
 
 #: Built-in functions usable in terms; see ``datalog.expr`` for their meaning.
-FUNCTORS = frozenset({"cat", "strlen", "substr", "to_number", "to_float", "to_string",
-                      "to_unsigned", "min", "max", "ord"})
+FUNCTORS = frozenset(
+    {
+        "cat",
+        "strlen",
+        "substr",
+        "to_number",
+        "to_float",
+        "to_string",
+        "to_unsigned",
+        "min",
+        "max",
+        "ord",
+    }
+)
 #: Built-in boolean constraints.
 CONSTRAINTS = frozenset({"contains", "match"})
 #: Relation qualifiers that do not change meaning (storage hints); accepted and recorded.
-QUALIFIERS = frozenset({"brie", "btree", "btree_delete", "inline", "no_inline", "magic",
-                        "no_magic", "overridable", "no_subsumption"})
+QUALIFIERS = frozenset(
+    {
+        "brie",
+        "btree",
+        "btree_delete",
+        "inline",
+        "no_inline",
+        "magic",
+        "no_magic",
+        "overridable",
+        "no_subsumption",
+    }
+)
 #: Qualifiers that change meaning and are refused.
 UNSUPPORTED_QUALIFIERS = frozenset({"eqrel", "choice"})
 
 _COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
 # Binary operator levels, loosest first.
 _LEVELS: tuple[tuple[str, ...], ...] = (
-    ("lor",), ("land",), ("bor",), ("bxor",), ("band",), ("bshl", "bshr"), ("+", "-"),
+    ("lor",),
+    ("land",),
+    ("bor",),
+    ("bxor",),
+    ("band",),
+    ("bshl", "bshr"),
+    ("+", "-"),
     ("*", "/", "%"),
 )
 
@@ -87,9 +116,12 @@ class _Parser:
 
     def error(self, expected: str, tok: Token | None = None) -> DatalogSyntaxError:
         tok = tok or self.tok
-        return DatalogSyntaxError(f"expected {expected}, found {tok.describe()}",
-                                  line=tok.pos.line, column=tok.pos.column,
-                                  construct=tok.text or None)
+        return DatalogSyntaxError(
+            f"expected {expected}, found {tok.describe()}",
+            line=tok.pos.line,
+            column=tok.pos.column,
+            construct=tok.text or None,
+        )
 
     def expect(self, text: str) -> Token:
         if not self.at(text):
@@ -121,8 +153,12 @@ class _Parser:
                 return [self.type_decl(tok.pos)]
             case "input" | "output":
                 return self.io(tok)
-        raise UnsupportedError(f"directive .{tok.text} is not supported", line=tok.pos.line,
-                               column=tok.pos.column, construct=f".{tok.text}")
+        raise UnsupportedError(
+            f"directive .{tok.text} is not supported",
+            line=tok.pos.line,
+            column=tok.pos.column,
+            construct=f".{tok.text}",
+        )
 
     def decl(self, pos: Pos) -> ast.RelationDecl:
         name = self.ident("a relation name after .decl")
@@ -142,8 +178,12 @@ class _Parser:
         while self.tok.kind is Kind.IDENT and self.peek().text not in ("(", ","):
             q = self.tok
             if q.text in UNSUPPORTED_QUALIFIERS:
-                raise UnsupportedError(f"relation qualifier {q.text!r} is not supported",
-                                       line=q.pos.line, column=q.pos.column, construct=q.text)
+                raise UnsupportedError(
+                    f"relation qualifier {q.text!r} is not supported",
+                    line=q.pos.line,
+                    column=q.pos.column,
+                    construct=q.text,
+                )
             if q.text not in QUALIFIERS:
                 break
             qualifiers.append(self.advance().text)
@@ -155,13 +195,20 @@ class _Parser:
             raise self.error("'<:' or '='")
         self.advance()
         if self.at("["):
-            raise UnsupportedError("record types are not supported", line=self.tok.pos.line,
-                                   column=self.tok.pos.column, construct="[")
+            raise UnsupportedError(
+                "record types are not supported",
+                line=self.tok.pos.line,
+                column=self.tok.pos.column,
+                construct="[",
+            )
         base = self.ident("a base type")
         if self.at("|") or self.at("{"):
-            raise UnsupportedError("union and algebraic data types are not supported",
-                                   line=self.tok.pos.line, column=self.tok.pos.column,
-                                   construct=self.tok.text)
+            raise UnsupportedError(
+                "union and algebraic data types are not supported",
+                line=self.tok.pos.line,
+                column=self.tok.pos.column,
+                construct=self.tok.text,
+            )
         return ast.TypeDecl(name.text, base.text, pos)
 
     def io(self, tok: Token) -> list[ast.Statement]:
@@ -201,8 +248,7 @@ class _Parser:
         elif not self.at("."):
             raise self.error("':-' or '.' after the head")
         self.expect(".")
-        return [ast.Rule(head, tuple(body), start.pos)
-                for body in alternatives for head in heads]
+        return [ast.Rule(head, tuple(body), start.pos) for body in alternatives for head in heads]
 
     # -- bodies -------------------------------------------------------------------------
 
@@ -228,13 +274,19 @@ class _Parser:
         if self.at("!"):
             self.advance()
             if self.tok.kind is Kind.IDENT and self.tok.text in CONSTRAINTS:
-                raise UnsupportedError(f"negated {self.tok.text}(...) is not supported",
-                                       line=tok.pos.line, column=tok.pos.column,
-                                       construct="!" + self.tok.text)
+                raise UnsupportedError(
+                    f"negated {self.tok.text}(...) is not supported",
+                    line=tok.pos.line,
+                    column=tok.pos.column,
+                    construct="!" + self.tok.text,
+                )
             if self.at("("):
-                raise UnsupportedError("negation of a parenthesized body is not supported",
-                                       line=tok.pos.line, column=tok.pos.column,
-                                       construct="!(")
+                raise UnsupportedError(
+                    "negation of a parenthesized body is not supported",
+                    line=tok.pos.line,
+                    column=tok.pos.column,
+                    construct="!(",
+                )
             return [[ast.Negation(self.atom(), tok.pos)]]
         if self.at("(") and self._parenthesized_body():
             self.advance()
@@ -248,11 +300,14 @@ class _Parser:
             self.advance()
             args = self.arguments()
             if len(args) != 2:
-                raise DatalogSyntaxError(f"{tok.text} takes 2 arguments, got {len(args)}",
-                                         line=tok.pos.line, column=tok.pos.column,
-                                         construct=tok.text)
+                raise DatalogSyntaxError(
+                    f"{tok.text} takes 2 arguments, got {len(args)}",
+                    line=tok.pos.line,
+                    column=tok.pos.column,
+                    construct=tok.text,
+                )
             return [[ast.Constraint(tok.text, args, tok.pos)]]
-        if (tok.kind is Kind.IDENT and self.peek().text == "(" and tok.text not in FUNCTORS):
+        if tok.kind is Kind.IDENT and self.peek().text == "(" and tok.text not in FUNCTORS:
             return [[self.atom()]]
         left = self.term()
         if not (self.tok.kind is Kind.PUNCT and self.tok.text in _COMPARISONS):
@@ -362,7 +417,10 @@ class _Parser:
             if tok.text not in FUNCTORS:
                 raise DatalogSyntaxError(
                     f"{tok.text!r} is not a built-in function (atoms are not terms)",
-                    line=tok.pos.line, column=tok.pos.column, construct=tok.text)
+                    line=tok.pos.line,
+                    column=tok.pos.column,
+                    construct=tok.text,
+                )
             args = self.arguments()
             if tok.text in ("min", "max") and self.at(":"):
                 if len(args) != 1:
@@ -373,8 +431,12 @@ class _Parser:
 
     def aggregate(self, tok: Token, target: ast.Term) -> ast.Aggregate:
         if tok.text == "mean":
-            raise UnsupportedError("aggregate mean is not supported", line=tok.pos.line,
-                                   column=tok.pos.column, construct="mean")
+            raise UnsupportedError(
+                "aggregate mean is not supported",
+                line=tok.pos.line,
+                column=tok.pos.column,
+                construct="mean",
+            )
         if not self.at(":"):
             raise self.error(f"':' after the target of {tok.text}")
         self.advance()
@@ -386,9 +448,12 @@ class _Parser:
         self.advance()
         alternatives = self.conj()
         if self.at(";") or len(alternatives) != 1:
-            raise UnsupportedError("disjunction inside an aggregate is not supported",
-                                   line=self.tok.pos.line, column=self.tok.pos.column,
-                                   construct=";")
+            raise UnsupportedError(
+                "disjunction inside an aggregate is not supported",
+                line=self.tok.pos.line,
+                column=self.tok.pos.column,
+                construct=";",
+            )
         self.expect("}")
         return tuple(alternatives[0])
 

@@ -180,14 +180,16 @@ class _Fresh:
 
 def _no_wildcard(term: ast.Term, where: str) -> None:
     if isinstance(term, ast.Wildcard):
-        raise UnsafeVariableError(f"'_' is not allowed {where}", line=term.pos.line,
-                                  column=term.pos.column, construct="_")
+        raise UnsafeVariableError(
+            f"'_' is not allowed {where}", line=term.pos.line, column=term.pos.column, construct="_"
+        )
     for child in ast.term_children(term):
         _no_wildcard(child, where)
 
 
-def _lift_terms(terms: Iterable[ast.Term], fresh: _Fresh
-                ) -> tuple[list[ast.Term], list[AggregateLiteral]]:
+def _lift_terms(
+    terms: Iterable[ast.Term], fresh: _Fresh
+) -> tuple[list[ast.Term], list[AggregateLiteral]]:
     """Replace aggregate sub-terms by fresh variables."""
     aggs: list[AggregateLiteral] = []
 
@@ -218,8 +220,9 @@ def _normalize(body: Iterable[ast.Literal], fresh: _Fresh) -> list[BodyLiteral]:
                 new_args: list[ast.Term] = []
                 seen: set[str] = set()
                 for arg in lifted:
-                    if isinstance(arg, ast.Wildcard) or (isinstance(arg, ast.Var)
-                                                         and arg.name not in seen):
+                    if isinstance(arg, ast.Wildcard) or (
+                        isinstance(arg, ast.Var) and arg.name not in seen
+                    ):
                         if isinstance(arg, ast.Var):
                             seen.add(arg.name)
                         new_args.append(arg)
@@ -279,13 +282,22 @@ def _names(terms: Iterable[ast.Term]) -> list[str]:
 
 def _unsafe(var: ast.Var, why: str) -> UnsafeVariableError:
     shown = var.name if not var.name.startswith("@") else "an expression"
-    return UnsafeVariableError(f"variable {shown} is not bound {why}", line=var.pos.line,
-                               column=var.pos.column, construct=var.name)
+    return UnsafeVariableError(
+        f"variable {shown} is not bound {why}",
+        line=var.pos.line,
+        column=var.pos.column,
+        construct=var.name,
+    )
 
 
-def _plan_conjunction(literals: list[BodyLiteral], prebound: tuple[str, ...],
-                      context: set[str], fresh: _Fresh, needed: Iterable[ast.Var],
-                      target: ast.Term | None = None) -> ConjunctionPlan:
+def _plan_conjunction(
+    literals: list[BodyLiteral],
+    prebound: tuple[str, ...],
+    context: set[str],
+    fresh: _Fresh,
+    needed: Iterable[ast.Var],
+    target: ast.Term | None = None,
+) -> ConjunctionPlan:
     """Order ``literals``; ``context`` holds variables used outside this conjunction."""
     positives = [lit for lit in literals if isinstance(lit, ast.Atom)]
     pending = [lit for lit in literals if not isinstance(lit, ast.Atom)]
@@ -342,31 +354,45 @@ def _atom_vars(atom: ast.Atom) -> list[str]:
 
 def _stuck(lit: BodyLiteral, bound: list[str]) -> UnsafeVariableError:
     if isinstance(lit, AggregateLiteral):
-        return UnsafeVariableError(f"aggregate {lit.aggregate.function} cannot be evaluated: "
-                                   "its variables shared with the rule are not bound outside "
-                                   "it",
-                                   line=lit.pos.line, column=lit.pos.column,
-                                   construct=lit.aggregate.function)
+        return UnsafeVariableError(
+            f"aggregate {lit.aggregate.function} cannot be evaluated: "
+            "its variables shared with the rule are not bound outside "
+            "it",
+            line=lit.pos.line,
+            column=lit.pos.column,
+            construct=lit.aggregate.function,
+        )
     terms = lit.atom.args if isinstance(lit, ast.Negation) else ast.literal_terms(lit)
     for term in terms:
         for var in ast.term_vars(term):
             if var.name not in bound:
-                where = "(it occurs only under negation)" if isinstance(lit, ast.Negation) \
+                where = (
+                    "(it occurs only under negation)"
+                    if isinstance(lit, ast.Negation)
                     else "by a positive atom"
+                )
                 return _unsafe(var, where)
     raise AssertionError(lit)
 
 
-def _try_step(lit: BodyLiteral, bound: list[str], literals: list[BodyLiteral],
-              context: set[str], fresh: _Fresh) -> Step | None:
+def _try_step(
+    lit: BodyLiteral,
+    bound: list[str],
+    literals: list[BodyLiteral],
+    context: set[str],
+    fresh: _Fresh,
+) -> Step | None:
     match lit:
         case ast.Comparison(op="=", left=left, right=right):
             lv, rv = _names((left,)), _names((right,))
             if all(v in bound for v in lv + rv):
                 return Filter(lit)
             for var, other, ov in ((left, right, rv), (right, left, lv)):
-                if isinstance(var, ast.Var) and var.name not in bound and all(
-                        v in bound for v in ov):
+                if (
+                    isinstance(var, ast.Var)
+                    and var.name not in bound
+                    and all(v in bound for v in ov)
+                ):
                     return Bind(var.name, other)
             return None
         case ast.Comparison() | ast.Constraint():
@@ -393,8 +419,9 @@ def _try_step(lit: BodyLiteral, bound: list[str], literals: list[BodyLiteral],
     raise AssertionError(lit)
 
 
-def _plan_aggregate(agg: ast.Aggregate, keys: tuple[str, ...], outside: set[str],
-                    fresh: _Fresh) -> ConjunctionPlan:
+def _plan_aggregate(
+    agg: ast.Aggregate, keys: tuple[str, ...], outside: set[str], fresh: _Fresh
+) -> ConjunctionPlan:
     target: ast.Term | None = None
     target_aggs: list[AggregateLiteral] = []
     if agg.target is not None:

@@ -35,8 +35,7 @@ from datalog import ast
 from datalog.errors import StratificationError
 
 EdgeLabel = Literal["positive", "negation", "count", "sum", "min", "max"]
-_RANK: Mapping[str, int] = {"positive": 0, "min": 1, "max": 1, "count": 2, "sum": 2,
-                            "negation": 3}
+_RANK: Mapping[str, int] = {"positive": 0, "min": 1, "max": 1, "count": 2, "sum": 2, "negation": 3}
 #: Labels allowed on an edge inside a recursive SCC.
 RECURSIVE_LABELS = frozenset({"positive", "min", "max"})
 
@@ -71,8 +70,7 @@ def _worse(a: EdgeLabel, b: EdgeLabel) -> EdgeLabel:
     return a if _RANK[a] >= _RANK[b] else b
 
 
-def _collect(head: str, body: tuple[ast.Literal, ...], label: EdgeLabel,
-             edges: list[Edge]) -> None:
+def _collect(head: str, body: tuple[ast.Literal, ...], label: EdgeLabel, edges: list[Edge]) -> None:
     for lit in body:
         if isinstance(lit, ast.Atom):
             edges.append(Edge(head, lit.relation, label, lit.pos))
@@ -143,7 +141,8 @@ def _cycle_error(bad: Edge, inner: list[Edge]) -> StratificationError:
 
     def show(e: Edge) -> str:
         prefix = {"positive": "", "negation": "!", "min": "min ", "max": "max "}.get(
-            e.label, f"{e.label} ")
+            e.label, f"{e.label} "
+        )
         return prefix + e.body
 
     text = " -> ".join([bad.head, *(show(e) for e in cycle_edges)])
@@ -152,7 +151,11 @@ def _cycle_error(bad: Edge, inner: list[Edge]) -> StratificationError:
     return StratificationError(
         f"program is not stratifiable: {bad.head} depends on itself through {what} "
         f"(cycle {text}); only min and max may be used inside recursion",
-        cycle=cycle, line=bad.pos.line, column=bad.pos.column, construct=bad.body)
+        cycle=cycle,
+        line=bad.pos.line,
+        column=bad.pos.column,
+        construct=bad.body,
+    )
 
 
 def _tarjan(nodes: list[str], succ: Mapping[str, list[str]]) -> list[tuple[str, ...]]:

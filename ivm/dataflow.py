@@ -177,7 +177,7 @@ class Dataflow:
         """A collection holding ``rows`` from the first epoch on."""
         from ivm.collection import Collection
 
-        op = Input(self, self.root, [], Schema.of(schema), label=f"const:{name}")
+        op = Input(self, self.root, [], Schema.of(schema), label=f"const:{name}", constant=True)
         op.send(rows, 1)
         self._constants.append(op)
         return Collection(self, op)
@@ -221,7 +221,12 @@ class Dataflow:
 
     # -- running ---------------------------------------------------------------------------
     def step(self, epoch: int | None = None) -> StepReport:
-        """Process every pending change as one epoch."""
+        """Process every pending change as one epoch.
+
+        A step is all or nothing: if processing raises (an error in a user function, values
+        that cannot be compared, an interrupt), every operator returns to its state before
+        the epoch, the epoch's input changes are discarded, and the error propagates.
+        """
         if self._running:
             raise EpochError("step() called while an epoch is being processed")
         e = self.epoch + 1 if epoch is None else int(epoch)

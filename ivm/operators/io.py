@@ -92,9 +92,10 @@ class Input(Operator):
 
     kind = "input"
 
-    def __init__(self, *args: Any, **kw: Any) -> None:
+    def __init__(self, *args: Any, constant: bool = False, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.pending: list[Batch] = []
+        self.constant = constant
 
     def send(self, rows: Any, diffs: Any) -> None:
         cols = rows_to_columns(self, rows)
@@ -104,11 +105,12 @@ class Input(Operator):
             self.pending.append(Batch(cols, d))
 
     def snapshot(self) -> object:
-        return list(self.pending)
+        return list(self.pending) if self.constant else None
 
     def restore(self, snap: object) -> None:
-        assert isinstance(snap, list)
-        self.pending = list(snap)
+        # the failed epoch's changes are discarded (a step is all or nothing); a constant
+        # collection keeps its rows for the next epoch
+        self.pending = list(snap) if isinstance(snap, list) else []
 
     def pending_rows(self) -> int:
         return sum(len(b) for b in self.pending)

@@ -21,19 +21,22 @@ class Maintained:
         self.text = text
         self.g = ivm.Dataflow()
         self.prog = compile_program(text, self.g, **kw)
-        self.current: dict[str, set[Row]] = {name: set() for name in self.prog.inputs}
+        self.current: dict[str, set[Row]] = {name: set() for name in self.prog.new_inputs}
 
-    def change(self, inserts: Mapping[str, set[Row]] | None = None,
-               deletes: Mapping[str, set[Row]] | None = None) -> ivm.StepReport:
+    def change(
+        self,
+        inserts: Mapping[str, set[Row]] | None = None,
+        deletes: Mapping[str, set[Row]] | None = None,
+    ) -> ivm.StepReport:
         for name, rows in (deletes or {}).items():
             rows = rows & self.current[name]
             if rows:
-                self.prog.inputs[name].delete(sorted(rows))
+                self.prog.new_inputs[name].delete(sorted(rows))
                 self.current[name] -= rows
         for name, rows in (inserts or {}).items():
             rows = rows - self.current[name]
             if rows:
-                self.prog.inputs[name].insert(sorted(rows))
+                self.prog.new_inputs[name].insert(sorted(rows))
                 self.current[name] |= rows
         return self.g.step()
 
@@ -52,7 +55,8 @@ class Maintained:
             if got != want:
                 raise AssertionError(
                     f"{name} differs from the reference after inputs {self.current}:\n"
-                    f"  missing {sorted(want - got)[:20]}\n  extra {sorted(got - want)[:20]}")
+                    f"  missing {sorted(want - got)[:20]}\n  extra {sorted(got - want)[:20]}"
+                )
         return dict(ref)
 
 
@@ -60,10 +64,15 @@ def random_edges(rng: random.Random, n: int, m: int) -> set[tuple[int, int]]:
     return {(rng.randrange(n), rng.randrange(n)) for _ in range(m)}
 
 
-def run_random(m: Maintained, rng: random.Random, steps: int,
-               gen: Mapping[str, Callable[[random.Random], Row]], batch: int = 3,
-               initial: int = 10,
-               extra_check: Callable[[Maintained], None] | None = None) -> None:
+def run_random(
+    m: Maintained,
+    rng: random.Random,
+    steps: int,
+    gen: Mapping[str, Callable[[random.Random], Row]],
+    batch: int = 3,
+    initial: int = 10,
+    extra_check: Callable[[Maintained], None] | None = None,
+) -> None:
     """Random insert/delete batches on every input; check after every step."""
     m.change(inserts={name: {g(rng) for _ in range(initial)} for name, g in gen.items()})
     m.check()

@@ -27,8 +27,9 @@ class _Drop(Exception):
     """A partial operation failed: the binding produces nothing."""
 
 
-def evaluate(text: str, inputs: Mapping[str, set[Row]] | None = None,
-             max_rounds: int = 10_000) -> dict[str, set[Row]]:
+def evaluate(
+    text: str, inputs: Mapping[str, set[Row]] | None = None, max_rounds: int = 10_000
+) -> dict[str, set[Row]]:
     """Every relation of the program, given the facts of its input relations."""
     program = parse(text)
     decls = {d.name: d for d in program.declarations}
@@ -46,8 +47,10 @@ def evaluate(text: str, inputs: Mapping[str, set[Row]] | None = None,
         base[name] |= {tuple(r) for r in rows}
     for fact in (r for r in program.rules if not r.body):
         try:
-            row = tuple(_coerce(_term(a, {}, {}), k)
-                        for a, k in zip(fact.head.args, kinds[fact.head.relation], strict=True))
+            row = tuple(
+                _coerce(_term(a, {}, {}), k)
+                for a, k in zip(fact.head.args, kinds[fact.head.relation], strict=True)
+            )
         except _Drop:
             continue
         base[fact.head.relation].add(row)
@@ -70,8 +73,10 @@ def evaluate(text: str, inputs: Mapping[str, set[Row]] | None = None,
                 kind = kinds[rule.head.relation]
                 for env in _solve(list(rule.body), {}, view, rule):
                     try:
-                        row = tuple(_coerce(_term(a, env, view, rule), k)
-                                    for a, k in zip(rule.head.args, kind, strict=True))
+                        row = tuple(
+                            _coerce(_term(a, env, view, rule), k)
+                            for a, k in zip(rule.head.args, kind, strict=True)
+                        )
                     except _Drop:
                         continue
                     nxt[rule.head.relation].add(row)
@@ -172,16 +177,18 @@ def _evaluable(term: ast.Term, env: Env, rule: Any) -> bool:
     return all(_evaluable(c, env, rule) for c in ast.term_children(term))
 
 
-def _solve(lits: list[ast.Literal], env: Env, db: Mapping[str, set[Row]],
-           rule: Any) -> Iterator[Env]:
+def _solve(
+    lits: list[ast.Literal], env: Env, db: Mapping[str, set[Row]], rule: Any
+) -> Iterator[Env]:
     if not lits:
         yield env
         return
     for i, lit in enumerate(lits):
-        rest = lits[:i] + lits[i + 1:]
+        rest = lits[:i] + lits[i + 1 :]
         if isinstance(lit, ast.Atom):
-            if not all(isinstance(a, ast.Var | ast.Wildcard) or _evaluable(a, env, rule)
-                       for a in lit.args):
+            if not all(
+                isinstance(a, ast.Var | ast.Wildcard) or _evaluable(a, env, rule) for a in lit.args
+            ):
                 continue
             for row in db[lit.relation]:
                 new = _match(lit.args, row, env, db, rule)
@@ -189,11 +196,14 @@ def _solve(lits: list[ast.Literal], env: Env, db: Mapping[str, set[Row]],
                     yield from _solve(rest, new, db, rule)
             return
         if isinstance(lit, ast.Negation):
-            if not all(isinstance(a, ast.Wildcard) or _evaluable(a, env, rule)
-                       for a in lit.atom.args):
+            if not all(
+                isinstance(a, ast.Wildcard) or _evaluable(a, env, rule) for a in lit.atom.args
+            ):
                 continue
-            if not any(_match(lit.atom.args, row, env, db, rule) is not None
-                       for row in db[lit.atom.relation]):
+            if not any(
+                _match(lit.atom.args, row, env, db, rule) is not None
+                for row in db[lit.atom.relation]
+            ):
                 yield from _solve(rest, env, db, rule)
             return
         if isinstance(lit, ast.Comparison):
@@ -210,8 +220,9 @@ def _solve(lits: list[ast.Literal], env: Env, db: Mapping[str, set[Row]],
                     return
             if left_ok and right_ok:
                 try:
-                    ok = _compare(lit.op, _term(lit.left, env, db, rule),
-                                  _term(lit.right, env, db, rule))
+                    ok = _compare(
+                        lit.op, _term(lit.left, env, db, rule), _term(lit.right, env, db, rule)
+                    )
                 except _Drop:
                     return
                 if ok:
@@ -237,8 +248,9 @@ def _constraint(lit: ast.Constraint, env: Env, db: Mapping[str, set[Row]], rule:
         return False
 
 
-def _match(args: tuple[ast.Term, ...], row: Row, env: Env, db: Mapping[str, set[Row]],
-           rule: Any) -> Env | None:
+def _match(
+    args: tuple[ast.Term, ...], row: Row, env: Env, db: Mapping[str, set[Row]], rule: Any
+) -> Env | None:
     new = dict(env)
     for arg, value in zip(args, row, strict=True):
         if isinstance(arg, ast.Wildcard):
@@ -255,8 +267,7 @@ def _match(args: tuple[ast.Term, ...], row: Row, env: Env, db: Mapping[str, set[
 
 
 def _compare(op: str, a: Any, b: Any) -> bool:
-    return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
-            ">=": a >= b}[op]
+    return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
 
 
 def _term(term: ast.Term, env: Env, db: Mapping[str, set[Row]], rule: Any = None) -> Any:
@@ -318,11 +329,16 @@ def _binop(op: str, a: Any, b: Any) -> Any:
     if op == "^":
         if is_int and b < 0:
             raise _Drop
-        return a ** b
-    return {"band": lambda: a & b, "bor": lambda: a | b, "bxor": lambda: a ^ b,
-            "bshl": lambda: a << b, "bshr": lambda: a >> b,
-            "land": lambda: int(bool(a) and bool(b)),
-            "lor": lambda: int(bool(a) or bool(b))}[op]()
+        return a**b
+    return {
+        "band": lambda: a & b,
+        "bor": lambda: a | b,
+        "bxor": lambda: a ^ b,
+        "bshl": lambda: a << b,
+        "bshr": lambda: a >> b,
+        "land": lambda: int(bool(a) and bool(b)),
+        "lor": lambda: int(bool(a) or bool(b)),
+    }[op]()
 
 
 def _functor(name: str, vals: list[Any]) -> Any:
@@ -332,7 +348,7 @@ def _functor(name: str, vals: list[Any]) -> Any:
         return len(vals[0])
     if name == "substr":
         s, i, k = vals
-        return s[max(i, 0):max(i, 0) + max(k, 0)]
+        return s[max(i, 0) : max(i, 0) + max(k, 0)]
     if name == "to_string":
         return str(vals[0])
     if name in ("to_number", "to_unsigned", "to_float"):

@@ -71,7 +71,9 @@ def test_explain_shows_strata_and_plans() -> None:
         path(x, z) :- path(x, y), edge(y, z).
         far(x, n) :- path(x, _), n = count : { path(x, y), y > x + 1 }, !edge(x, 0).
     """
-    assert analyze(text).explain() == """\
+    assert (
+        analyze(text).explain()
+        == """\
 stratum 1: edge (non-recursive)
   edge(x: number, y: number)  [input]
 stratum 2: path (recursive, one iterate scope)
@@ -94,6 +96,7 @@ stratum 3: far (non-recursive)
         filter y > (x + 1)
       bind n = @agg0
       head far(x, n)"""
+    )
     g = ivm.Dataflow()
     prog = compile_program(text, g)
     assert prog.explain == analyze(text).explain()
@@ -103,11 +106,16 @@ stratum 3: far (non-recursive)
 def test_inputs_bound_to_existing_collections_and_output_prefix() -> None:
     g = ivm.Dataflow()
     table = g.input("catalog.edges", [("src", "int64"), ("dst", "int64")])
-    prog = compile_program("""
+    prog = compile_program(
+        """
         .decl edge(x: number, y: number)  .input edge
         .decl two(x: number, z: number)   .output two
         two(x, z) :- edge(x, y), edge(y, z).
-    """, g, {"edge": table}, output_prefix="dl.")
+    """,
+        g,
+        {"edge": table},
+        output_prefix="dl.",
+    )
     assert prog.inputs["edge"].schema.names == ("x", "y")
     assert prog.input_schemas == {"edge": (("x", "int64"), ("y", "int64"))}
     assert prog.output_schemas == {"two": (("x", "int64"), ("z", "int64"))}
@@ -120,11 +128,15 @@ def test_inputs_bound_to_existing_collections_and_output_prefix() -> None:
 
 def test_max_iterations_caps_a_diverging_program() -> None:
     g = ivm.Dataflow()
-    prog = compile_program("""
+    prog = compile_program(
+        """
         .decl n(x: number)  .output n
         n(0).
         n(x + 1) :- n(x).
-    """, g, max_iterations=5)
+    """,
+        g,
+        max_iterations=5,
+    )
     g.step()
     rows = sorted(prog.outputs["n"].counts())
     assert rows[0] == (0,) and 3 <= len(rows) <= 7

@@ -68,9 +68,15 @@ def test_single_source_reachability(seed: int) -> None:
                 want |= {(y,) for y in nx.descendants(g, s)}
         assert m.output("reach") == want
 
-    run_random(m, random.Random(seed), 25,
-               {"edge": edge_gen(10), "source": lambda rng: (rng.randrange(10),)},
-               batch=2, initial=12, extra_check=vs_networkx)
+    run_random(
+        m,
+        random.Random(seed),
+        25,
+        {"edge": edge_gen(10), "source": lambda rng: (rng.randrange(10),)},
+        batch=2,
+        initial=12,
+        extra_check=vs_networkx,
+    )
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -114,7 +120,9 @@ def test_connected_components_by_min_label(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_strongly_connected_components(seed: int) -> None:
-    m = Maintained(TC.replace(".output path", "") + """
+    m = Maintained(
+        TC.replace(".output path", "")
+        + """
         .decl node(x: number)
         .decl same(x: number, y: number)
         .decl scc(x: number, rep: number)  .output scc
@@ -123,7 +131,8 @@ def test_strongly_connected_components(seed: int) -> None:
         same(x, x) :- node(x).
         same(x, y) :- path(x, y), path(y, x).
         scc(x, r) :- node(x), r = min y : { same(x, y) }.
-    """)
+    """
+    )
 
     def vs_networkx(m: Maintained) -> None:
         g = _digraph(m.current["edge"])
@@ -166,9 +175,15 @@ def test_shortest_paths_min_in_recursion(seed: int) -> None:
                 want[node] = min(d, want.get(node, d))
         assert m.output("dist") == set(want.items())
 
-    run_random(m, random.Random(seed), 25,
-               {"edge": weighted, "source": lambda rng: (rng.randrange(10),)},
-               batch=2, initial=14, extra_check=vs_networkx)
+    run_random(
+        m,
+        random.Random(seed),
+        25,
+        {"edge": weighted, "source": lambda rng: (rng.randrange(10),)},
+        batch=2,
+        initial=14,
+        extra_check=vs_networkx,
+    )
 
 
 POINTS_TO = """
@@ -208,13 +223,16 @@ def test_andersen_points_to(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_negation_pairs_not_reachable(seed: int) -> None:
-    m = Maintained(TC.replace(".output path", "") + """
+    m = Maintained(
+        TC.replace(".output path", "")
+        + """
         .decl node(x: number)
         .decl unreach(x: number, y: number)  .output unreach
         node(x) :- edge(x, _).
         node(y) :- edge(_, y).
         unreach(x, y) :- node(x), node(y), !path(x, y).
-    """)
+    """
+    )
 
     def vs_networkx(m: Maintained) -> None:
         g = _digraph(m.current["edge"])
@@ -269,8 +287,7 @@ def test_facts_constants_and_symbols() -> None:
         .decl young(name: symbol, len: number)  .output young
         young(n, strlen(n)) :- person(n, a), a < 18, contains("y", n) ; person(n, 7).
     """)
-    m.change(inserts={"person": {("ann", 30), ("bob", 12), ("cy", 40), ("yy", 3),
-                                 ("zed", 7)}})
+    m.change(inserts={"person": {("ann", 30), ("bob", 12), ("cy", 40), ("yy", 3), ("zed", 7)}})
     m.check()
     assert m.output("adult") == {("ann", "paris", "ann@paris")}
     assert m.output("young") == {("yy", 2), ("zed", 3)}
@@ -301,10 +318,10 @@ def test_duplicate_input_rows_are_one_fact() -> None:
         .decl n(c: number)  .output n
         n(c) :- c = count : { e(_) }.
     """)
-    m.prog.inputs["e"].insert([(1,), (1,), (2,)])
+    m.prog.new_inputs["e"].insert([(1,), (1,), (2,)])
     m.g.step()
     assert m.output("n") == {(2,)}
-    m.prog.inputs["e"].delete([(1,)])
+    m.prog.new_inputs["e"].delete([(1,)])
     m.g.step()
     assert m.output("n") == {(2,)}
 
@@ -315,15 +332,30 @@ def test_many_seeds_slow(seed: int) -> None:
     rng = random.Random(seed)
     run_random(Maintained(TC), rng, 40, {"edge": edge_gen(12)})
     run_random(Maintained(CC_MIN_LABEL), rng, 40, {"edge": edge_gen(14)})
-    run_random(Maintained(SHORTEST_PATHS), rng, 40, {
-        "edge": lambda r: (lambda x, y: (x, y, weight(x, y)))(r.randrange(12), r.randrange(12)),
-        "source": lambda r: (r.randrange(12),)}, batch=2, initial=14)
-    run_random(Maintained(POINTS_TO), rng, 30, {
-        "new": lambda r: (f"v{r.randrange(9)}", f"o{r.randrange(5)}"),
-        "assign": lambda r: (f"v{r.randrange(9)}", f"v{r.randrange(9)}"),
-        "load": lambda r: (f"v{r.randrange(9)}", f"v{r.randrange(9)}", r.choice("fg")),
-        "store": lambda r: (f"v{r.randrange(9)}", r.choice("fg"), f"v{r.randrange(9)}"),
-    }, batch=3, initial=8)
+    run_random(
+        Maintained(SHORTEST_PATHS),
+        rng,
+        40,
+        {
+            "edge": lambda r: (lambda x, y: (x, y, weight(x, y)))(r.randrange(12), r.randrange(12)),
+            "source": lambda r: (r.randrange(12),),
+        },
+        batch=2,
+        initial=14,
+    )
+    run_random(
+        Maintained(POINTS_TO),
+        rng,
+        30,
+        {
+            "new": lambda r: (f"v{r.randrange(9)}", f"o{r.randrange(5)}"),
+            "assign": lambda r: (f"v{r.randrange(9)}", f"v{r.randrange(9)}"),
+            "load": lambda r: (f"v{r.randrange(9)}", f"v{r.randrange(9)}", r.choice("fg")),
+            "store": lambda r: (f"v{r.randrange(9)}", r.choice("fg"), f"v{r.randrange(9)}"),
+        },
+        batch=3,
+        initial=8,
+    )
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -348,9 +380,14 @@ def test_unusual_rule_shapes(seed: int) -> None:
         cross(x, y) :- flag(x), flag(y), x < y.
         loop(x) :- e(x, y), e(y, x).
     """)
-    run_random(m, random.Random(seed), 25,
-               {"e": edge_gen(6), "flag": lambda rng: (rng.randrange(6),)}, batch=2,
-               initial=3)
+    run_random(
+        m,
+        random.Random(seed),
+        25,
+        {"e": edge_gen(6), "flag": lambda rng: (rng.randrange(6),)},
+        batch=2,
+        initial=3,
+    )
     m.change(deletes={"e": set(m.current["e"]), "flag": set(m.current["flag"])})
     m.check()
     assert m.output("total") == {(0, 0)}

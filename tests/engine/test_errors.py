@@ -220,8 +220,6 @@ def test_loop_limit_is_typed() -> None:
     assert isinstance(ivm.LoopLimitError("x"), IvmError)
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: an error raised while an epoch is being "
-                   "processed leaves the dataflow half-updated (no rollback of step())")
 def test_error_during_an_epoch_leaves_state_unchanged() -> None:
     """Values an ``any`` column accepts but ``max`` cannot compare fail inside ``step``;
     the dataflow must be left as it was before the epoch (the failed epoch's changes

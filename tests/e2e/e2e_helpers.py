@@ -1,0 +1,50 @@
+"""Helpers of the end-to-end tests: multiset comparison and child processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def norm(v: Any) -> Any:
+    if isinstance(v, Decimal):
+        return v.normalize()
+    if isinstance(v, float):
+        return round(v, 6)
+    return v
+
+
+def bag(rows: Any) -> Counter[tuple[Any, ...]]:
+    """A multiset of rows (Spark Rows, tuples or dicts)."""
+    out: Counter[tuple[Any, ...]] = Counter()
+    for r in rows:
+        vals = r.values() if isinstance(r, dict) else r
+        out[tuple(norm(v) for v in vals)] += 1
+    return out
+
+
+def spark_bag(spark: Any, query: str) -> Counter[tuple[Any, ...]]:
+    return bag(tuple(r) for r in spark.sql(query).collect())
+
+
+def run_child(code: str, *, env: dict[str, str] | None = None, timeout: float = 240
+              ) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh Python process (the project importable, no Spark needed)."""
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO,
+                          env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def child_json(proc: subprocess.CompletedProcess[str]) -> Any:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1]
+    return json.loads(last)
