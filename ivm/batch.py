@@ -107,8 +107,9 @@ def rows_equal(a: Columns, ia: np.ndarray | None, b: Columns, ib: np.ndarray) ->
     return eq
 
 
-def sort_groups(h: np.ndarray, cols: Columns, times: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
+def sort_groups(
+    h: np.ndarray, cols: Columns, times: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Order rows so that equal rows are adjacent; return ``(order, group starts)``.
 
     Rows are sorted by hash; a group boundary is where the hash changes, or where the hash
@@ -152,7 +153,7 @@ def sort_groups(h: np.ndarray, cols: Columns, times: np.ndarray | None = None
         sub = np.argsort(gid, kind="stable")
         order[lo:hi] = idx[sub]
         gs = gid[sub]
-        boundary[lo + 1:hi] = gs[1:] != gs[:-1]
+        boundary[lo + 1 : hi] = gs[1:] != gs[:-1]
     return order, np.flatnonzero(boundary)
 
 

@@ -123,10 +123,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ivm", description="Incrementally maintained views for "
-                                "Apache Spark on differential dataflow.")
-    p.add_argument("--warehouse", default="warehouse",
-                   help="warehouse directory (default: ./warehouse)")
+    p = argparse.ArgumentParser(
+        prog="ivm",
+        description="Incrementally maintained views for Apache Spark on differential dataflow.",
+    )
+    p.add_argument(
+        "--warehouse", default="warehouse", help="warehouse directory (default: ./warehouse)"
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log what refreshes do")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sql", help="run the ;-separated statements of a SQL file")
@@ -148,8 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     from ivm.errors import IvmError
 
     try:

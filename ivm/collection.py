@@ -11,9 +11,9 @@ from ivm.operators import aggregates as K
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
 from ivm.operators.io import Input
-from ivm.operators.iterate import Enter, Feedback, Leave, Variable
+from ivm.operators.iterate import Enter, Feedback, Leave, Retract, Variable
 from ivm.operators.join import Join
-from ivm.operators.linear import Concat, Filter, FlatMap, Map, Negate, Project
+from ivm.operators.linear import Concat, Consolidate, Filter, FlatMap, Map, Negate, Project
 from ivm.operators.reduce import Reduce
 from ivm.schema import ColumnRef, Schema
 
@@ -116,6 +116,10 @@ class Collection:
 
     def negate(self) -> Collection:
         return self._unary(Negate, self.schema)
+
+    def consolidate(self) -> Collection:
+        """The same collection with each batch's equal rows summed (fewer updates downstream)."""
+        return self._unary(Consolidate, self.schema)
 
     # -- arrangements and joins ------------------------------------------------------------
     def arrange(self, key: KeySpec) -> Arrange:
@@ -250,8 +254,9 @@ class Collection:
         return Collection(self.graph, self.graph._enter(self.op, scope))
 
     # -- as-of joins ------------------------------------------------------------------------
-    def join_at_arrival(self, other: Collection,
-                        on: Sequence[tuple[ColumnRef, ColumnRef]]) -> Collection:
+    def join_at_arrival(
+        self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]
+    ) -> Collection:
         """Processing-time as-of join: each row joins ``other`` as it was when the row arrived.
 
         ``self.differentiate(lambda d: d.join(other, on))`` (the blog-post seed): a row's
@@ -264,8 +269,13 @@ class Collection:
         other = self._other(other)
         return self.differentiate(lambda d: d.join(other, on))
 
-    def asof_join(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]],
-                  left_time: ColumnRef, right_time: ColumnRef) -> Collection:
+    def asof_join(
+        self,
+        other: Collection,
+        on: Sequence[tuple[ColumnRef, ColumnRef]],
+        left_time: ColumnRef,
+        right_time: ColumnRef,
+    ) -> Collection:
         """Event-time as-of join (DuckDB's ``ASOF JOIN``, pandas' ``merge_asof``).
 
         Each row of ``self`` is paired, among the rows of ``other`` with equal keys, with the
@@ -279,12 +289,12 @@ class Collection:
         lt = self.schema.index(left_time)
         rt = nl + other.schema.index(right_time)
         left_rows = self.distinct()
-        pairs = left_rows.join(other, on).filter(
-            lambda *cols: _le_not_null(cols[rt], cols[lt]))
+        pairs = left_rows.join(other, on).filter(lambda *cols: _le_not_null(cols[rt], cols[lt]))
         best = pairs.top_k(tuple(range(nl)), [(rt, True)], 1)
         matched = self.join(best, [(i, i) for i in range(nl)])
-        return matched.project(*range(nl), *range(2 * nl, 2 * nl + len(other.schema)),
-                               names=pairs.schema.names)
+        return matched.project(
+            *range(nl), *range(2 * nl, 2 * nl + len(other.schema)), names=pairs.schema.names
+        )
 
     # -- alt/neu calculus ------------------------------------------------------------------
     def differentiate(self, body: Callable[[Collection], Collection]) -> Collection:
@@ -304,7 +314,7 @@ class Collection:
             inner = Scope(g, parent, ALTNEU)
             entered = Enter(g, inner, [self.op], self.schema, label="differentiate")
             blip = Collection(g, entered)
-            retract = Collection(g, _Delay(g, inner, [entered], self.schema))
+            retract = Collection(g, Retract(g, inner, [entered], self.schema, label="retract"))
             changes = blip.concat(retract)
             result = body(changes)
             result._check_graph(g)
@@ -325,21 +335,11 @@ def _le_not_null(a: Any, b: Any) -> Any:
 
     if a.dtype != object and b.dtype != object:
         return a <= b
-    return np.fromiter((x is not None and y is not None and x <= y for x, y in zip(a, b,
-                                                                                 strict=True)),
-                       dtype=bool, count=len(a))
-
-
-class _Delay(Operator):
-    """``(r, (t, alt), d) -> (r, (t, neu), −d)``: the retraction half of differentiate."""
-
-    kind = "neu_retract"
-
-    def process(self, time: Any, inputs: list[Any]) -> None:
-        b = inputs[0]
-        if b is not None and time[-1] == 0:
-            for op, port in self.consumers:
-                op.push(port, (*time[:-1], 1), b.negate())
+    return np.fromiter(
+        (x is not None and y is not None and x <= y for x, y in zip(a, b, strict=True)),
+        dtype=bool,
+        count=len(a),
+    )
 
 
 def iterate(
@@ -415,9 +415,9 @@ class InputCollection(Collection):
         self.op.send(rows, diffs)
 
 
-def delta_join(inputs: Sequence[Collection],
-               on: Sequence[tuple[tuple[int, ColumnRef], tuple[int, ColumnRef]]]
-               ) -> Collection:
+def delta_join(
+    inputs: Sequence[Collection], on: Sequence[tuple[tuple[int, ColumnRef], tuple[int, ColumnRef]]]
+) -> Collection:
     """A multiway equi-join as a delta query: no intermediate result is arranged.
 
     ``inputs`` are joined on the equalities ``((i, col_i), (j, col_j))``; the result has
@@ -460,8 +460,7 @@ def delta_join(inputs: Sequence[Collection],
                 if j in layout:
                     continue
                 keys = [(layout[i] + ci, cj) for i, ci, jj, cj in conds if jj == j and i in layout]
-                keys += [(layout[i] + ci, cj) for jj, cj, i, ci in conds
-                         if jj == j and i in layout]
+                keys += [(layout[i] + ci, cj) for jj, cj, i, ci in conds if jj == j and i in layout]
                 if keys:
                     nxt = (j, keys)
                     break
@@ -470,8 +469,15 @@ def delta_join(inputs: Sequence[Collection],
             j, keys = nxt
             arr = inputs[j].arrange(tuple(cj for _, cj in keys))
             out_schema = stream.schema.concat(inputs[j].schema)
-            op = HalfJoin(g, g.root, [stream.op], out_schema, arrangement=arr,
-                          stream_key=tuple(s for s, _ in keys), inclusive=j < first)
+            op = HalfJoin(
+                g,
+                g.root,
+                [stream.op],
+                out_schema,
+                arrangement=arr,
+                stream_key=tuple(s for s, _ in keys),
+                inclusive=j < first,
+            )
             stream = Collection(g, op)
             layout[j] = width
             width += len(inputs[j].schema)

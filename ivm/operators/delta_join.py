@@ -36,8 +36,14 @@ class HalfJoin(Operator):
 
     kind = "half_join"
 
-    def __init__(self, *args: Any, arrangement: Arrange, stream_key: tuple[int, ...],
-                 inclusive: bool, **kw: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        arrangement: Arrange,
+        stream_key: tuple[int, ...],
+        inclusive: bool,
+        **kw: Any,
+    ) -> None:
         super().__init__(*args, **kw)
         self.arrangement = arrangement
         arrangement.users += 1
@@ -48,12 +54,12 @@ class HalfJoin(Operator):
         b = inputs[0]
         if b is None:
             return
-        found = probe(self.arrangement.trace, b, self.stream_key,
-                      None if self.inclusive else time)
+        found = probe(self.arrangement.trace, b, self.stream_key, None if self.inclusive else time)
         if len(found.owner) == 0:
             return
-        self.emit(time, Batch(take(b.cols, found.owner) + found.cols,
-                              b.diff[found.owner] * found.diff))
+        self.emit(
+            time, Batch(take(b.cols, found.owner) + found.cols, b.diff[found.owner] * found.diff)
+        )
 
     def describe(self) -> str:
         cmp = "<=" if self.inclusive else "<"

@@ -122,3 +122,19 @@ class Leave(Operator):
         parts = self.held.pop(outer, None)
         if parts:
             self.emit(outer, Batch.concat(parts).consolidate())
+
+
+class Retract(Operator):
+    """``(r, (t, alt), d) -> (r, (t, neu), −d)``: the retraction half of ``differentiate``.
+
+    ``differentiate(c) = enter_alt(c) − delay_to_neu(enter_alt(c))``: every change is
+    present at its ``alt`` moment only (the blog-post seed's AltNeu).
+    """
+
+    kind = "retract"
+
+    def process(self, time: Time, inputs: list[Batch | None]) -> None:
+        b = inputs[0]
+        if b is not None and time[-1] == 0:
+            for op, port in self.consumers:
+                op.push(port, (*time[:-1], 1), b.negate())
