@@ -124,7 +124,7 @@ class UnaryOp:
             raise ValueError(f"unknown unary operator {self.op!r}")
 
     def __str__(self) -> str:
-        return f"{self.op}{self.operand}" if self.op == "-" else f"{self.op}({self.operand})"
+        return f"(-{self.operand})" if self.op == "-" else f"{self.op}({self.operand})"
 
 
 @dataclass(frozen=True)

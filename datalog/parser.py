@@ -410,7 +410,7 @@ class _Parser:
         if tok.text == "count" and self.at(":"):
             self.advance()
             return ast.Aggregate("count", None, self.aggregate_body(), tok.pos)
-        if tok.text in ("sum", "min", "max", "mean") and not self.at("("):
+        if tok.text in ("sum", "mean") or (tok.text in ("min", "max") and not self.at("(")):
             target = self.term()
             return self.aggregate(tok, target)
         if self.at("("):

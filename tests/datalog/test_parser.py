@@ -68,7 +68,7 @@ def test_operator_precedence() -> None:
     rule = parse("p(a + b * c - d / e % f, -x ^ 2, a band b bor c, (a + b) * c) :- q(a).").rules[0]
     assert [str(t) for t in rule.head.args] == [
         "((a + (b * c)) - ((d / e) % f))",
-        "-(x ^ 2)",
+        "(-(x ^ 2))",
         "((a band b) bor c)",
         "((a + b) * c)",
     ]
