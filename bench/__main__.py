@@ -54,6 +54,10 @@ def main(argv: list[str]) -> int:
         from bench.engine_bench import main as engine_main
 
         return engine_main(rest)
+    if cmd == "refresh":
+        from bench.bench_refresh import main as refresh_main
+
+        return refresh_main(rest)
     if cmd == "report":
         return _report(rest)
     if cmd == "describe":

@@ -165,7 +165,7 @@ def _object_column(col: pa.ChunkedArray | pa.Array, arrow_type: pa.DataType) -> 
         if col.null_count:
             filled = pc.fill_null(col, False if pa.types.is_boolean(t) else 0)
             arr = np.asarray(filled.to_numpy()).astype(object)
-            arr[np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)] = None
+            arr[np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)] = None
             return arr
         return np.asarray(col.to_numpy()).astype(object)
     if pa.types.is_string(t) or pa.types.is_large_string(t):

@@ -91,7 +91,8 @@ class Const:
     def __str__(self) -> str:
         if self.type == "symbol":
             return '"' + str(self.value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-        return f"{self.value}u" if self.type == "unsigned" else repr(self.value)
+        text = f"{self.value}u" if self.type == "unsigned" else repr(self.value)
+        return f"({text})" if text.startswith("-") else text
 
 
 @dataclass(frozen=True)

@@ -232,17 +232,30 @@ def compile_program(
 
 @dataclass
 class _Binding:
-    """A collection whose column i holds the values of variable ``vars[i]``."""
+    """A collection whose column i holds the values of variable ``vars[i]``.
+
+    ``None`` marks a column no variable needs (a wildcard of a scanned atom): scans use the
+    relation's collection as it is, so that joins arrange the relation itself and every rule
+    joining a relation on the same columns shares one arrangement; dead columns are
+    projected away after the first join.
+    """
 
     coll: ivm.Collection
-    vars: list[str]
+    vars: list[str | None]
 
     def index(self, var: str) -> int:
         return self.vars.index(var)
 
     @property
     def columns(self) -> dict[str, int]:
-        return {v: i for i, v in enumerate(self.vars)}
+        return {v: i for i, v in enumerate(self.vars) if v is not None}
+
+    def compact(self) -> _Binding:
+        """The binding without its unneeded columns."""
+        keep = [i for i, v in enumerate(self.vars) if v is not None]
+        if len(keep) == len(self.vars):
+            return self
+        return _Binding(_project(self.coll, keep), [self.vars[i] for i in keep])
 
 
 def _col(var: str) -> str:
@@ -474,26 +487,24 @@ class _Builder:
     def _scan(
         self, atom: ast.Atom, env: Mapping[str, ivm.Collection], types: dict[str, TypeClass]
     ) -> _Binding:
-        rel = env[atom.relation]
         classes = self.analysis.relations[atom.relation].classes
-        positions, names = [], []
-        for i, arg in enumerate(atom.args):
+        names: list[str | None] = []
+        for arg, cls in zip(atom.args, classes, strict=True):
             if isinstance(arg, ast.Var):
-                positions.append(i)
                 names.append(arg.name)
-                types.setdefault(arg.name, classes[i])
-        if not positions:  # only wildcards: keep one column to carry the multiplicity
-            return _Binding(_project(rel, [0]), ["@any"])
-        return _Binding(_project(rel, positions), names)
+                types.setdefault(arg.name, cls)
+            else:
+                names.append(None)  # a wildcard (atoms are normalized)
+        return _Binding(env[atom.relation], names)
 
     def _join(self, left: _Binding, right: _Binding, on: Sequence[str]) -> _Binding:
         pairs = [(left.index(v), right.index(v)) for v in on]
         joined = left.coll.join(right.coll, on=pairs)
-        extra = [i for i, v in enumerate(right.vars) if v not in on]
-        keep = [*range(len(left.vars)), *(len(left.vars) + i for i in extra)]
-        names = [*left.vars, *(right.vars[i] for i in extra)]
-        coll = _project(joined, keep)
-        return _Binding(coll, names)
+        width = len(left.vars)
+        keep = [i for i, v in enumerate(left.vars) if v is not None]
+        keep += [width + i for i, v in enumerate(right.vars) if v is not None and v not in on]
+        names = [[*left.vars, *right.vars][i] for i in keep]
+        return _Binding(_project(joined, keep), names)
 
     def _bind(
         self, binding: _Binding, var: str, term: ast.Term, types: dict[str, TypeClass]
@@ -576,6 +587,7 @@ class _Builder:
         types: dict[str, TypeClass],
     ) -> _Binding:
         agg, keys = step.aggregate, step.keys
+        outer = outer.compact()
         inner = self._conjunction(step.inner, env, types, outer)
         key_idx = [inner.index(k) for k in keys]
         if agg.target is None:

@@ -68,6 +68,7 @@ QUALIFIERS = frozenset(
 UNSUPPORTED_QUALIFIERS = frozenset({"eqrel", "choice"})
 
 _COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
+_WORD_OPERATORS = frozenset({"band", "bor", "bxor", "bshl", "bshr", "land", "lor", "bnot", "lnot"})
 # Binary operator levels, loosest first.
 _LEVELS: tuple[tuple[str, ...], ...] = (
     ("lor",),
@@ -462,4 +463,9 @@ def _starts_literal(tok: Token, following: Token) -> bool:
     """Whether ``tok`` (inside parentheses) shows that they hold literals, not a term."""
     if tok.kind is Kind.PUNCT:
         return tok.text in (";", ",", "!", *_COMPARISONS)
-    return tok.kind is Kind.IDENT and following.text == "(" and tok.text not in FUNCTORS
+    return (
+        tok.kind is Kind.IDENT
+        and following.text == "("
+        and tok.text not in FUNCTORS
+        and tok.text not in _WORD_OPERATORS
+    )

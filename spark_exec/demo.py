@@ -109,8 +109,7 @@ def _on_cycle(edges: list[tuple[int, int]]) -> set[int]:
     return out
 
 
-def run_demo(warehouse: Path, *,
-             progress: Callable[[str], AbstractContextManager[None]]) -> int:
+def run_demo(warehouse: Path, *, progress: Callable[[str], AbstractContextManager[None]]) -> int:
     from catalog import delta
     from spark_exec.session import Session
 
@@ -127,18 +126,34 @@ def run_demo(warehouse: Path, *,
         CREATE TABLE orders (id BIGINT NOT NULL, customer_id BIGINT, amount DECIMAL(10,2));
         CREATE TABLE edges (src BIGINT NOT NULL, dst BIGINT NOT NULL)""")
     ids = np.arange(N_CUSTOMERS)
-    delta.insert(s.table_path("customers"), pa.table({
-        "id": ids, "name": [f"customer {i}" for i in ids],
-        "region": [REGIONS[i % len(REGIONS)] for i in ids]}))
+    delta.insert(
+        s.table_path("customers"),
+        pa.table(
+            {
+                "id": ids,
+                "name": [f"customer {i}" for i in ids],
+                "region": [REGIONS[i % len(REGIONS)] for i in ids],
+            }
+        ),
+    )
     cents = rng.integers(100, 50_000, N_ORDERS)
-    delta.insert(s.table_path("orders"), pa.table({
-        "id": np.arange(N_ORDERS), "customer_id": rng.integers(0, N_CUSTOMERS - 20, N_ORDERS),
-        "amount": pa.array([Decimal(int(c)) / 100 for c in cents], pa.decimal128(10, 2))}))
+    delta.insert(
+        s.table_path("orders"),
+        pa.table(
+            {
+                "id": np.arange(N_ORDERS),
+                "customer_id": rng.integers(0, N_CUSTOMERS - 20, N_ORDERS),
+                "amount": pa.array([Decimal(int(c)) / 100 for c in cents], pa.decimal128(10, 2)),
+            }
+        ),
+    )
     src = rng.integers(0, N_NODES, int(N_NODES * 1.1))
     dst = rng.integers(0, N_NODES, int(N_NODES * 1.1))
     delta.insert(s.table_path("edges"), pa.table({"src": src, "dst": dst}))
-    print(f"tables: customers {N_CUSTOMERS:,} rows, orders {N_ORDERS:,} rows, edges "
-          f"{len(src):,} rows\n")
+    print(
+        f"tables: customers {N_CUSTOMERS:,} rows, orders {N_ORDERS:,} rows, edges "
+        f"{len(src):,} rows\n"
+    )
 
     for name, query in VIEWS.items():
         with progress(f"CREATE MATERIALIZED VIEW {name}"):
@@ -149,36 +164,59 @@ def run_demo(warehouse: Path, *,
     with progress("starting Spark"):
         spark = s.spark
 
-    batches: list[tuple[str, Callable[[], None]]] = [
-        ("insert orders and a customer, add edges", lambda: s.sql("""
+    batches: list[tuple[str, Callable[[], object]]] = [
+        (
+            "insert orders and a customer, add edges",
+            lambda: s.sql("""
             INSERT INTO orders VALUES (900001, 3, 1250.00), (900002, 499, 99.99),
                                       (900003, 42, 5.00);
             INSERT INTO customers VALUES (500, 'customer 500', 'north');
-            INSERT INTO edges VALUES (0, 1), (1, 0), (5, 0)""")),
-        ("delete orders of a customer, delete edges", lambda: s.sql("""
+            INSERT INTO edges VALUES (0, 1), (1, 0), (5, 0)"""),
+        ),
+        (
+            "delete orders of a customer, delete edges",
+            lambda: s.sql("""
             DELETE FROM orders WHERE customer_id = 7;
-            DELETE FROM edges WHERE src = 1""")),
-        ("update amounts and move a customer", lambda: s.sql("""
+            DELETE FROM edges WHERE src = 1"""),
+        ),
+        (
+            "update amounts and move a customer",
+            lambda: s.sql("""
             UPDATE orders SET amount = amount * 2 WHERE customer_id = 3;
-            UPDATE customers SET region = 'west' WHERE id = 42""")),
-        ("merge customers", lambda: s.sql("""
+            UPDATE customers SET region = 'west' WHERE id = 42"""),
+        ),
+        (
+            "merge customers",
+            lambda: s.sql("""
             MERGE INTO customers AS t
             USING (VALUES (1, 'customer one', 'south'), (501, 'customer 501', 'east'))
                   AS u(id, name, region)
             ON t.id = u.id
             WHEN MATCHED THEN UPDATE SET name = u.name, region = u.region
-            WHEN NOT MATCHED THEN INSERT *""")),
-        ("a second writer (delta-rs) appends 10,000 orders", lambda: delta.insert(
-            s.table_path("orders"), pa.table({
-                "id": np.arange(1_000_000, 1_010_000),
-                "customer_id": rng.integers(0, N_CUSTOMERS, 10_000),
-                "amount": pa.array([Decimal(int(c)) / 100 for c in
-                                    rng.integers(100, 50_000, 10_000)],
-                                   pa.decimal128(10, 2))}))),
+            WHEN NOT MATCHED THEN INSERT *"""),
+        ),
+        (
+            "a second writer (delta-rs) appends 10,000 orders",
+            lambda: delta.insert(
+                s.table_path("orders"),
+                pa.table(
+                    {
+                        "id": np.arange(1_000_000, 1_010_000),
+                        "customer_id": rng.integers(0, N_CUSTOMERS, 10_000),
+                        "amount": pa.array(
+                            [Decimal(int(c)) / 100 for c in rng.integers(100, 50_000, 10_000)],
+                            pa.decimal128(10, 2),
+                        ),
+                    }
+                ),
+            ),
+        ),
     ]
     failures = 0
-    header = (f"{'view':<18} {'epoch':>5} {'rows in':>8} {'differences':>11} "
-              f"{'rows written':>12} {'ms':>7}")
+    header = (
+        f"{'view':<18} {'epoch':>5} {'rows in':>8} {'differences':>11} "
+        f"{'rows written':>12} {'ms':>7}"
+    )
     for i, (label, apply) in enumerate(batches, 1):
         print(f"== batch {i}: {label}")
         apply()
@@ -186,17 +224,20 @@ def run_demo(warehouse: Path, *,
             reports = s.refresh()
         print(header)
         for r in reports:
-            print(f"{r.view:<18} {r.epoch!s:>5} {r.rows_in:>8} {r.differences:>11} "
-                  f"{r.rows_written:>12} {r.seconds * 1000:>7.0f}")
+            print(
+                f"{r.view:<18} {r.epoch!s:>5} {r.rows_in:>8} {r.differences:>11} "
+                f"{r.rows_written:>12} {r.seconds * 1000:>7.0f}"
+            )
         spark.sql("SELECT * FROM revenue_by_region ORDER BY region").show()
         failures += _check(s, spark, progress)
-    print(f"demo finished in {time.perf_counter() - started:.0f}s: "
-          + ("every view matched its oracle" if not failures else f"{failures} MISMATCH(ES)"))
+    print(
+        f"demo finished in {time.perf_counter() - started:.0f}s: "
+        + ("every view matched its oracle" if not failures else f"{failures} MISMATCH(ES)")
+    )
     return 1 if failures else 0
 
 
-def _check(s: Any, spark: Any, progress: Callable[[str], AbstractContextManager[None]]
-           ) -> int:
+def _check(s: Any, spark: Any, progress: Callable[[str], AbstractContextManager[None]]) -> int:
     failures = 0
     with progress("checking every view"):
         lines = []
@@ -205,16 +246,20 @@ def _check(s: Any, spark: Any, progress: Callable[[str], AbstractContextManager[
             want = _bag(tuple(r) for r in spark.sql(VIEWS[name]).collect())
             ok = got == want
             failures += not ok
-            lines.append(f"  {name:<18} {sum(got.values()):>6} rows  "
-                         f"{'OK' if ok else 'MISMATCH'} (= Spark SQL recomputation)")
+            lines.append(
+                f"  {name:<18} {sum(got.values()):>6} rows  "
+                f"{'OK' if ok else 'MISMATCH'} (= Spark SQL recomputation)"
+            )
         edges = [tuple(r) for r in spark.sql("SELECT src, dst FROM edges").collect()]
         for name, oracle in (("reach", _reach), ("on_cycle", _on_cycle)):
             got_nodes = Counter(r[0] for r in spark.sql(f"SELECT * FROM {name}").collect())
             want_nodes = Counter(oracle(edges))
             ok = got_nodes == want_nodes
             failures += not ok
-            lines.append(f"  {name:<18} {sum(got_nodes.values()):>6} rows  "
-                         f"{'OK' if ok else 'MISMATCH'} (= graph search in Python; Spark 4.3 "
-                         "has no set-semantics recursion)")
+            lines.append(
+                f"  {name:<18} {sum(got_nodes.values()):>6} rows  "
+                f"{'OK' if ok else 'MISMATCH'} (= graph search in Python; Spark 4.3 "
+                "has no set-semantics recursion)"
+            )
     print("\n".join(lines) + "\n")
     return failures

@@ -94,8 +94,13 @@ class GroupSpec:
         doc = [
             FORMAT,
             [
-                [v.name, v.language, v.definition, [str(d) for d in v.dependencies],
-                 schema_to_text(v.schema)]
+                [
+                    v.name,
+                    v.language,
+                    v.definition,
+                    [str(d) for d in v.dependencies],
+                    schema_to_text(v.schema),
+                ]
                 for v in self.views
             ],
             [[t.name, schema_to_text(t.schema)] for t in self.tables],
@@ -204,7 +209,8 @@ class Feed:
         for n in names:
             col = changes.column(n)
             if col.null_count:
-                mask &= ~np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
+                nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)
+                mask = np.logical_and(mask, np.logical_not(nulls))
         kept = changes.filter(pa.array(mask)) if not mask.all() else changes
         out: dict[str, np.ndarray] = {}
         for n, dtype, target in zip(names, self.datalog, self.input.schema.names, strict=True):
@@ -258,23 +264,31 @@ def datalog_dtypes_ok(arrow_type: pa.DataType, dtype: str) -> bool:
     return bool(pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
 
 
-def check_datalog_input(rel: str, schema: pa.Schema, decl: Sequence[tuple[str, str]],
-                        pos: Any) -> None:
+def check_datalog_input(
+    rel: str, schema: pa.Schema, decl: Sequence[tuple[str, str]], pos: Any
+) -> None:
     """Raise ``DatalogTypeError`` unless table ``schema`` can feed ``.input rel`` (``decl``)."""
     from datalog.errors import DatalogTypeError
 
-    where = {"line": getattr(pos, "line", None), "column": getattr(pos, "column", None),
-             "construct": rel}
+    line, column = getattr(pos, "line", None), getattr(pos, "column", None)
     if len(schema) != len(decl):
         raise DatalogTypeError(
             f".input {rel}: the table {rel!r} has {len(schema)} columns "
-            f"({', '.join(schema.names)}), the .decl has {len(decl)}", **where)
+            f"({', '.join(schema.names)}), the .decl has {len(decl)}",
+            line=line,
+            column=column,
+            construct=rel,
+        )
     for f, (col, dtype) in zip(schema, decl, strict=True):
         if not datalog_dtypes_ok(storage_schema(pa.schema([f])).field(0).type, dtype):
             kind = {"int64": "number", "float64": "float", "str": "symbol"}[dtype]
             raise DatalogTypeError(
                 f".input {rel}: column {f.name!r} of the table is {f.type}, but the .decl "
-                f"declares {col}: {kind}", **where)
+                f"declares {col}: {kind}",
+                line=line,
+                column=column,
+                construct=rel,
+            )
 
 
 def _adapt_for_datalog(coll: ivm.Collection, decl: Sequence[tuple[str, str]]) -> ivm.Collection:
@@ -338,8 +352,10 @@ def build_group(catalog: Catalog, spec: GroupSpec) -> BuiltGroup:
             got = view_schema(cv.schema)
             if not got.equals(storage_schema(v.schema)):
                 raise SchemaChangeError(
-                    v.name, f"its definition now yields {got.to_string(show_schema_metadata=False)}"
-                    f" instead of the stored {v.schema.to_string(show_schema_metadata=False)}")
+                    v.name,
+                    f"its definition now yields {got.to_string(show_schema_metadata=False)}"
+                    f" instead of the stored {v.schema.to_string(show_schema_metadata=False)}",
+                )
             outputs[v.name] = g.output(cv.collection, v.name)
             env[v.name] = cv.collection
             plans[v.name] = cv.explain
@@ -358,8 +374,9 @@ def build_group(catalog: Catalog, spec: GroupSpec) -> BuiltGroup:
             else:
                 entry = tables[name]
                 dtypes = tuple(d for _, d in decl)
-                inp = g.input(f"{name}@datalog{k}",
-                              list(zip(entry.schema.names, dtypes, strict=True)))
+                inp = g.input(
+                    f"{name}@datalog{k}", list(zip(entry.schema.names, dtypes, strict=True))
+                )
                 feeds.append(Feed(entry, inp, dtypes))
                 given[rel] = inp
         prog = compile_program(v.definition, g, given, output_prefix=f"datalog{k}:")
@@ -395,11 +412,17 @@ class RefreshReport:
     timings: Mapping[str, float] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        what = (f"wrote {self.rows_written} rows in {self.files_written} file(s) as version "
-                f"{self.version}" if self.committed else "view unchanged, nothing written")
+        what = (
+            f"wrote {self.rows_written} rows in {self.files_written} file(s) as version "
+            f"{self.version}"
+            if self.committed
+            else "view unchanged, nothing written"
+        )
         how = "recomputed from the inputs, " if self.recomputed else ""
-        return (f"{self.view}: epoch {self.epoch}, {how}{self.rows_in} input changes, "
-                f"{self.differences} differences processed, {what} ({self.seconds * 1000:.0f} ms)")
+        return (
+            f"{self.view}: epoch {self.epoch}, {how}{self.rows_in} input changes, "
+            f"{self.differences} differences processed, {what} ({self.seconds * 1000:.0f} ms)"
+        )
 
 
 @dataclass
@@ -451,8 +474,10 @@ def refresh_group(
         previous = dict(manifest.input_versions)
         if all(previous.get(t) == v for t, v in pinned.items()):
             timings["pin"] = time.perf_counter() - t0
-            return [_unchanged(v, spec, manifest.epoch, pinned, started, timings)
-                    for v in spec.view_names]
+            return [
+                _unchanged(v, spec, manifest.epoch, pinned, started, timings)
+                for v in spec.view_names
+            ]
 
     # 3. the engine at the checkpoint (or a fresh build)
     replayed = 0
@@ -462,21 +487,31 @@ def refresh_group(
     t1 = time.perf_counter()
     if compatible:
         assert manifest is not None
-        if group is None or group.spec.fingerprint != spec.fingerprint or \
-                group.g.epoch != manifest.epoch:
+        if (
+            group is None
+            or group.spec.fingerprint != spec.fingerprint
+            or group.g.epoch != manifest.epoch
+        ):
             group = build_group(catalog, spec)
             try:
                 replayed = _restore(catalog, spec, group)
             except PlanError as exc:
-                log.warning("group %s: checkpoint does not fit the dataflow (%s); recomputing",
-                            spec.name, exc)
+                log.warning(
+                    "group %s: checkpoint does not fit the dataflow (%s); recomputing",
+                    spec.name,
+                    exc,
+                )
                 recomputed = True
         hook("restored")
     if recomputed:
         group = built if built is not None and built.g.epoch == 0 else build_group(catalog, spec)
         reason = "no checkpoint" if manifest is None else "its views changed"
-        log.info("group %s (%s): %s; recomputing from the inputs' snapshots", spec.name,
-                 ", ".join(spec.view_names), reason)
+        log.info(
+            "group %s (%s): %s; recomputing from the inputs' snapshots",
+            spec.name,
+            ", ".join(spec.view_names),
+            reason,
+        )
     assert group is not None
     timings["restore"] = time.perf_counter() - t1
 
@@ -502,11 +537,21 @@ def refresh_group(
 
     # 5. checkpoint, then publish
     t4 = time.perf_counter()
-    state, carry, meta = _checkpoint_parts(catalog, spec, group, manifest, recomputed, epoch,
-                                           changes)
+    state, carry, meta = _checkpoint_parts(
+        catalog, spec, group, manifest, recomputed, epoch, changes
+    )
     result = commit_refresh(
-        store, spec.name, epoch=epoch, input_versions=pinned, state=state,
-        view_changes=view_changes, targets=targets, meta=meta, hook=hook, carry=carry)
+        store,
+        spec.name,
+        epoch=epoch,
+        input_versions=pinned,
+        state=state,
+        view_changes=view_changes,
+        targets=targets,
+        meta=meta,
+        hook=hook,
+        carry=carry,
+    )
     hook("published")
     runtime.built[spec.name] = group
     for t in targets:
@@ -518,23 +563,49 @@ def refresh_group(
     for v in spec.view_names:
         w = result.commits.get(v)
         metrics = dict(w.metrics) if w is not None else {}
-        reports.append(RefreshReport(
-            view=v, group=spec.name, epoch=epoch, committed=w is not None,
-            version=w.version if w is not None else None, rows_in=rows_in,
-            differences=step.differences,
-            rows_written=int(metrics.get("num_added_rows", 0)),
-            files_written=int(metrics.get("num_added_files", 0)), seconds=seconds,
-            recomputed=recomputed, replayed_epochs=replayed, input_versions=dict(pinned),
-            timings=dict(timings)))
+        reports.append(
+            RefreshReport(
+                view=v,
+                group=spec.name,
+                epoch=epoch,
+                committed=w is not None,
+                version=w.version if w is not None else None,
+                rows_in=rows_in,
+                differences=step.differences,
+                rows_written=int(metrics.get("num_added_rows", 0)),
+                files_written=int(metrics.get("num_added_files", 0)),
+                seconds=seconds,
+                recomputed=recomputed,
+                replayed_epochs=replayed,
+                input_versions=dict(pinned),
+                timings=dict(timings),
+            )
+        )
     return reports
 
 
-def _unchanged(view: str, spec: GroupSpec, epoch: int, pinned: Mapping[str, int],
-               started: float, timings: Mapping[str, float]) -> RefreshReport:
-    return RefreshReport(view=view, group=spec.name, epoch=epoch, committed=False, version=None,
-                         rows_in=0, differences=0, rows_written=0, files_written=0,
-                         seconds=time.perf_counter() - started, input_versions=dict(pinned),
-                         timings=dict(timings))
+def _unchanged(
+    view: str,
+    spec: GroupSpec,
+    epoch: int,
+    pinned: Mapping[str, int],
+    started: float,
+    timings: Mapping[str, float],
+) -> RefreshReport:
+    return RefreshReport(
+        view=view,
+        group=spec.name,
+        epoch=epoch,
+        committed=False,
+        version=None,
+        rows_in=0,
+        differences=0,
+        rows_written=0,
+        files_written=0,
+        seconds=time.perf_counter() - started,
+        input_versions=dict(pinned),
+        timings=dict(timings),
+    )
 
 
 def _minus_table(change: pa.Table, spec: GroupSpec, view: str) -> pa.Table:
@@ -545,8 +616,11 @@ def _minus_table(change: pa.Table, spec: GroupSpec, view: str) -> pa.Table:
         return change
     rows = change.schema.remove(change.schema.get_field_index(DIFF))
     current = conform(current, rows, name=view, extra=[DIFF])
-    negated = current.set_column(current.num_columns - 1, change.schema.field(DIFF),
-                                 pc.negate(current.column(DIFF).cast(pa.int64())))
+    negated = current.set_column(
+        current.num_columns - 1,
+        change.schema.field(DIFF),
+        pa.array(-current.column(DIFF).to_numpy().astype(np.int64)),
+    )
     return consolidate(pa.concat_tables([change, negated.cast(change.schema)]))
 
 
@@ -561,7 +635,7 @@ def _restore(catalog: Catalog, spec: GroupSpec, group: BuiltGroup) -> int:
     logged = [int(e) for e in ckpt.meta.get("log", ())]
     for e in logged:
         prefix = f"l/{e}/"
-        group.send({k[len(prefix):]: t for k, t in ckpt.state.items() if k.startswith(prefix)})
+        group.send({k[len(prefix) :]: t for k, t in ckpt.state.items() if k.startswith(prefix)})
         group.g.step(epoch=e)
     if group.g.epoch != ckpt.epoch:
         raise PlanError(f"checkpoint epoch {ckpt.epoch} but the replay ended at {group.g.epoch}")
@@ -578,8 +652,11 @@ def _checkpoint_parts(
     changes: Mapping[str, pa.Table],
 ) -> tuple[dict[str, pa.Table], tuple[str, ...], dict[str, Any]]:
     """A log entry carried onto the current base, or a new full base (see module doc)."""
-    meta: dict[str, Any] = {"format": FORMAT, "fingerprint": spec.fingerprint,
-                            "views": list(spec.view_names)}
+    meta: dict[str, Any] = {
+        "format": FORMAT,
+        "fingerprint": spec.fingerprint,
+        "views": list(spec.view_names),
+    }
     rows = sum(c.num_rows for c in changes.values())
     if not recomputed and manifest is not None:
         old = manifest.meta
@@ -589,12 +666,17 @@ def _checkpoint_parts(
         if len(log_epochs) <= MAX_LOG_EPOCHS and log_rows <= max(LOG_MIN_ROWS, base_rows // 4):
             carry = catalog.checkpoints.state_keys(spec.name)
             state = {f"l/{epoch}/{t}": c for t, c in changes.items() if c.num_rows}
-            meta.update(base_epoch=old.get("base_epoch"), log=log_epochs, log_rows=log_rows,
-                        base_rows=base_rows)
+            meta.update(
+                base_epoch=old.get("base_epoch"),
+                log=log_epochs,
+                log_rows=log_rows,
+                base_rows=base_rows,
+            )
             return state, carry, meta
     full = {f"s/{k}": t for k, t in group.g.state().items()}
-    meta.update(base_epoch=epoch, log=[], log_rows=0,
-                base_rows=sum(t.num_rows for t in full.values()))
+    meta.update(
+        base_epoch=epoch, log=[], log_rows=0, base_rows=sum(t.num_rows for t in full.values())
+    )
     return full, (), meta
 
 

@@ -90,14 +90,20 @@ class Result:
 
 def _format_table(t: pa.Table, limit: int = 50) -> str:
     names = t.column_names
-    rows = [[("NULL" if v is None else str(v)) for v in r.values()]
-            for r in t.slice(0, limit).to_pylist()]
+    rows = [
+        [("NULL" if v is None else str(v)) for v in r.values()]
+        for r in t.slice(0, limit).to_pylist()
+    ]
     widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
     line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    out = [line, "| " + " | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True))
-           + " |", line]
-    out += ["| " + " | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + " |"
-            for r in rows]
+    out = [
+        line,
+        "| " + " | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)) + " |",
+        line,
+    ]
+    out += [
+        "| " + " | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + " |" for r in rows
+    ]
     out.append(line)
     if t.num_rows > limit:
         out.append(f"({t.num_rows - limit} more rows)")
@@ -120,8 +126,9 @@ class Session:
         *,
         refresh_hook: Callable[[str], None] | None = None,
     ) -> None:
-        self.catalog = Catalog(warehouse if warehouse is not None else
-                               Path.cwd() / DEFAULT_WAREHOUSE)
+        self.catalog = Catalog(
+            warehouse if warehouse is not None else Path.cwd() / DEFAULT_WAREHOUSE
+        )
         self._spark = spark
         self._registered = False
         self._runtime = GroupRuntime()
@@ -151,7 +158,8 @@ class Session:
 
     def _register_all(self) -> None:
         self._registered = True
-        for e in [*self.catalog.tables(), *self.catalog.views()]:
+        entries: list[TableEntry | ViewEntry] = [*self.catalog.tables(), *self.catalog.views()]
+        for e in entries:
             self._register(e)
 
     def _register(self, entry: TableEntry | ViewEntry) -> None:
@@ -198,18 +206,25 @@ class Session:
                 return self._create_view(name, query, st, if_not_exists=ine)
             case S.DropView(name=name, if_exists=ie):
                 dropped = self.drop_view(name, if_exists=ie)
-                return Result("DROP MATERIALIZED VIEW",
-                              f"dropped materialized view {name}" if dropped else
-                              f"no materialized view {name}")
+                return Result(
+                    "DROP MATERIALIZED VIEW",
+                    f"dropped materialized view {name}"
+                    if dropped
+                    else f"no materialized view {name}",
+                )
             case S.RefreshView(name=name):
                 reports = self.refresh(name)
-                return Result("REFRESH MATERIALIZED VIEW",
-                              f"refreshed {len(reports)} view(s)", reports=tuple(reports))
+                return Result(
+                    "REFRESH MATERIALIZED VIEW",
+                    f"refreshed {len(reports)} view(s)",
+                    reports=tuple(reports),
+                )
             case S.ExplainView(name=name):
                 return Result("EXPLAIN MATERIALIZED VIEW", self.explain(name))
             case S.ShowViews():
-                return Result("SHOW MATERIALIZED VIEWS", "materialized views:",
-                              rows=self.show_views())
+                return Result(
+                    "SHOW MATERIALIZED VIEWS", "materialized views:", rows=self.show_views()
+                )
             case S.Parsed(tree=tree):
                 return self._run_parsed(tree, st)
         raise AssertionError(kind)  # pragma: no cover
@@ -221,17 +236,25 @@ class Session:
 
         if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
             return self._create_table(S.table_definition(tree, st), st)
-        if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "VIEW" \
-                and tree.find(exp.MaterializedProperty) is not None:
-            raise UnsupportedSqlError("this form of CREATE MATERIALIZED VIEW", line=st.line,
-                                      column=st.column,
-                                      reason="use CREATE MATERIALIZED VIEW name AS query")
+        if (
+            isinstance(tree, exp.Create)
+            and str(tree.args.get("kind", "")).upper() == "VIEW"
+            and tree.find(exp.MaterializedProperty) is not None
+        ):
+            raise UnsupportedSqlError(
+                "this form of CREATE MATERIALIZED VIEW",
+                line=st.line,
+                column=st.column,
+                reason="use CREATE MATERIALIZED VIEW name AS query",
+            )
         if isinstance(tree, exp.Drop) and str(tree.args.get("kind", "")).upper() == "TABLE":
-            name = S.table_name(tree.this if hasattr(tree, "this") and tree.this is not None
-                                else tree.args["tables"][0])
+            name = S.table_name(
+                tree.this
+                if hasattr(tree, "this") and tree.this is not None
+                else tree.args["tables"][0]
+            )
             existed = self.drop_table(name, if_exists=bool(tree.args.get("exists")))
-            return Result("DROP TABLE", f"dropped table {name}" if existed else
-                          f"no table {name}")
+            return Result("DROP TABLE", f"dropped table {name}" if existed else f"no table {name}")
         if isinstance(tree, exp.Insert):
             w = S.insert(self.catalog, tree, st, self._spark_rows)
             return _write_result("INSERT", w)
@@ -247,24 +270,34 @@ class Session:
     def _create_table(self, d: S.TableDefinition, st: S.Statement) -> Result:
         if d.location is not None:
             if d.query is not None:
-                raise StatementError("CREATE TABLE", "AS SELECT with LOCATION is not supported",
-                                     line=st.line, column=st.column)
+                raise StatementError(
+                    "CREATE TABLE",
+                    "AS SELECT with LOCATION is not supported",
+                    line=st.line,
+                    column=st.column,
+                )
             entry = self.catalog.register_table(d.name, d.location)
             if d.schema is not None:
                 declared = [(f.name, str(f.type)) for f in d.schema]
                 actual = [(f.name, str(f.type)) for f in entry.schema]
                 if declared != actual:
                     self.catalog.drop_table(entry.ident)
-                    raise StatementError(f"CREATE TABLE {entry.name}",
-                                         f"declared columns {declared} differ from the Delta "
-                                         f"table's {actual}", line=st.line, column=st.column)
+                    raise StatementError(
+                        f"CREATE TABLE {entry.name}",
+                        f"declared columns {declared} differ from the Delta table's {actual}",
+                        line=st.line,
+                        column=st.column,
+                    )
             self._register(entry)
-            return Result("CREATE TABLE", f"registered Delta table {entry.name} at "
-                          f"{entry.path}")
+            return Result("CREATE TABLE", f"registered Delta table {entry.name} at {entry.path}")
         if d.query is not None:
             if d.schema is not None:
-                raise StatementError("CREATE TABLE", "give columns or AS SELECT, not both",
-                                     line=st.line, column=st.column)
+                raise StatementError(
+                    "CREATE TABLE",
+                    "give columns or AS SELECT, not both",
+                    line=st.line,
+                    column=st.column,
+                )
             ident = parse_identifier(d.name)
             if self.catalog.store.find(ident) is not None and not d.if_not_exists:
                 raise NameClashError(str(ident), self.catalog.lookup(ident).kind)
@@ -278,8 +311,12 @@ class Session:
             self._register(entry)
             return Result("CREATE TABLE", f"created table {entry.name} ({rows.num_rows} rows)")
         if d.schema is None:
-            raise StatementError("CREATE TABLE", "needs columns, AS SELECT or LOCATION",
-                                 line=st.line, column=st.column)
+            raise StatementError(
+                "CREATE TABLE",
+                "needs columns, AS SELECT or LOCATION",
+                line=st.line,
+                column=st.column,
+            )
         entry = self.catalog.create_table(d.name, d.schema, if_not_exists=d.if_not_exists)
         self._register(entry)
         return Result("CREATE TABLE", f"created table {entry.name}")
@@ -301,8 +338,9 @@ class Session:
         return True
 
     # -- views -----------------------------------------------------------------------------
-    def _create_view(self, name: str, query: str, st: S.Statement | None, *,
-                     if_not_exists: bool = False) -> Result:
+    def _create_view(
+        self, name: str, query: str, st: S.Statement | None, *, if_not_exists: bool = False
+    ) -> Result:
         from sql_frontend import plan as p
         from sql_frontend.compile import output_names
         from sql_frontend.planner import plan_sql
@@ -313,17 +351,26 @@ class Session:
             if if_not_exists and isinstance(existing, ViewEntry):
                 return Result("CREATE MATERIALIZED VIEW", f"{ident} exists")
             raise NameClashError(str(ident), existing.kind)
-        known = {e.name: frontend_columns(e.schema)
-                 for e in [*self.catalog.tables(), *self.catalog.views()]}
+        entries: list[TableEntry | ViewEntry] = [*self.catalog.tables(), *self.catalog.views()]
+        known = {e.name: frontend_columns(e.schema) for e in entries}
         node = plan_sql(st.text if st is not None else query, known)  # errors: line, column
         deps = p.tables(node)
-        schema = view_schema(list(zip(output_names(node.schema),
-                                      [t for _, t in node.schema], strict=True)))
-        entry = ViewEntry(ident, query, "sql", tuple(parse_identifier(d) for d in deps),
-                          self.catalog.warehouse.view_path(ident).as_posix(), schema, "pending")
+        schema = view_schema(
+            list(zip(output_names(node.schema), [t for _, t in node.schema], strict=True))
+        )
+        entry = ViewEntry(
+            ident,
+            query,
+            "sql",
+            tuple(parse_identifier(d) for d in deps),
+            self.catalog.warehouse.view_path(ident).as_posix(),
+            schema,
+            "pending",
+        )
         reports = self._add_views([entry])
-        return Result("CREATE MATERIALIZED VIEW", f"created materialized view {ident}",
-                      reports=tuple(reports))
+        return Result(
+            "CREATE MATERIALIZED VIEW", f"created materialized view {ident}", reports=tuple(reports)
+        )
 
     def create_view(self, name: str, query: str) -> list[RefreshReport]:
         """``CREATE MATERIALIZED VIEW name AS query``; returns the first refresh's reports."""
@@ -337,9 +384,11 @@ class Session:
         created: list[ViewEntry] = []
         try:
             for e in entries:
-                created.append(self.catalog.create_view(
-                    e.ident, e.definition, e.language, e.dependencies, e.schema,
-                    group=spec.name))
+                created.append(
+                    self.catalog.create_view(
+                        e.ident, e.definition, e.language, e.dependencies, e.schema, group=spec.name
+                    )
+                )
             reports = self._refresh_specs([self._spec_of(str(entries[0].ident))], built=built)
         except BaseException:
             for e in reversed(created):
@@ -384,16 +433,25 @@ class Session:
         for rel, decl in outputs.items():
             ident = parse_identifier(rel)
             if str(ident) in seen or self.catalog.store.find(ident) is not None:
-                raise NameClashError(str(ident), "materialized view" if str(ident) in seen else
-                                     self.catalog.lookup(ident).kind)
+                raise NameClashError(
+                    str(ident),
+                    "materialized view" if str(ident) in seen else self.catalog.lookup(ident).kind,
+                )
             if rel in analysis.input_schemas:
-                raise UnsupportedError(f"relation {rel} is both .input and .output",
-                                       construct=rel)
+                raise UnsupportedError(f"relation {rel} is both .input and .output", construct=rel)
             seen[str(ident)] = rel
             schema = pa.schema([pa.field(c, _DATALOG_ARROW[d], False) for c, d in decl])
-            entries.append(ViewEntry(ident, text, "datalog", tuple(deps),
-                                     self.catalog.warehouse.view_path(ident).as_posix(),
-                                     schema, "pending"))
+            entries.append(
+                ViewEntry(
+                    ident,
+                    text,
+                    "datalog",
+                    tuple(deps),
+                    self.catalog.warehouse.view_path(ident).as_posix(),
+                    schema,
+                    "pending",
+                )
+            )
         return self._add_views(entries)
 
     def show_views(self) -> pa.Table:
@@ -404,17 +462,30 @@ class Session:
         groups = {v.name: s.name for s in plan_groups(self.catalog) for v in s.views}
         for v in self.catalog.views():
             rec = view_table.last_refresh(v.path) if os.path.exists(v.path) else None
-            rows.append({
-                "name": v.name, "language": v.language,
-                "inputs": ", ".join(str(d) for d in v.dependencies),
-                "group": groups.get(v.name, v.group),
-                "epoch": rec.epoch if rec else None,
-                "input_versions": ", ".join(f"{k}@{n}" for k, n in
-                                            sorted(rec.input_versions.items())) if rec else "",
-            })
-        schema = pa.schema([("name", pa.string()), ("language", pa.string()),
-                            ("inputs", pa.string()), ("group", pa.string()),
-                            ("epoch", pa.int64()), ("input_versions", pa.string())])
+            rows.append(
+                {
+                    "name": v.name,
+                    "language": v.language,
+                    "inputs": ", ".join(str(d) for d in v.dependencies),
+                    "group": groups.get(v.name, v.group),
+                    "epoch": rec.epoch if rec else None,
+                    "input_versions": ", ".join(
+                        f"{k}@{n}" for k, n in sorted(rec.input_versions.items())
+                    )
+                    if rec
+                    else "",
+                }
+            )
+        schema = pa.schema(
+            [
+                ("name", pa.string()),
+                ("language", pa.string()),
+                ("inputs", pa.string()),
+                ("group", pa.string()),
+                ("epoch", pa.int64()),
+                ("input_versions", pa.string()),
+            ]
+        )
         return pa.Table.from_pylist(rows, schema=schema)
 
     def read(self, name: str) -> pa.Table:
@@ -437,13 +508,15 @@ class Session:
                 self.catalog.checkpoints.clear(name)
         return reports
 
-    def _refresh_specs(self, specs: Sequence[GroupSpec], *, built: BuiltGroup | None = None
-                       ) -> list[RefreshReport]:
+    def _refresh_specs(
+        self, specs: Sequence[GroupSpec], *, built: BuiltGroup | None = None
+    ) -> list[RefreshReport]:
         reports: list[RefreshReport] = []
         try:
             for spec in specs:
-                reports += refresh_group(self.catalog, spec, self._runtime,
-                                         hook=self.refresh_hook, built=built)
+                reports += refresh_group(
+                    self.catalog, spec, self._runtime, hook=self.refresh_hook, built=built
+                )
         finally:
             self.last_reports = reports
         return reports
@@ -462,8 +535,9 @@ class Session:
         ]
         if entry.language == "sql":
             head.append(f"definition: {entry.definition}")
-        return "\n".join([*head, built.plans.get(entry.name, ""), "== Dataflow ==",
-                          built.g.explain()])
+        return "\n".join(
+            [*head, built.plans.get(entry.name, ""), "== Dataflow ==", built.g.explain()]
+        )
 
     def close(self) -> None:
         """Forget in-memory dataflows (state is in the checkpoints)."""
@@ -472,10 +546,12 @@ class Session:
 
 def _write_result(what: str, w: Any) -> Result:
     m = dict(w.metrics)
-    detail = ", ".join(f"{k}={v}" for k, v in m.items()
-                       if k.startswith("num_") and isinstance(v, int) and v)
-    return Result(what, f"{what}: table version {w.version}" + (f" ({detail})" if detail else ""),
-                  metrics=m)
+    detail = ", ".join(
+        f"{k}={v}" for k, v in m.items() if k.startswith("num_") and isinstance(v, int) and v
+    )
+    return Result(
+        what, f"{what}: table version {w.version}" + (f" ({detail})" if detail else ""), metrics=m
+    )
 
 
 def frontend_catalog(entries: Sequence[TableEntry | ViewEntry]) -> dict[str, list[Any]]:

@@ -27,7 +27,7 @@ import decimal
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import pyarrow as pa
 import sqlglot
@@ -37,6 +37,7 @@ from sqlglot.tokens import TokenType
 
 from catalog import Catalog, delta
 from catalog.delta import MergeClause, WriteResult
+from catalog.names import parse_identifier
 from catalog.store import TableEntry, ViewEntry
 from spark_exec.errors import StatementError
 from sql_frontend.errors import SqlSyntaxError, UnsupportedSqlError
@@ -48,13 +49,22 @@ _NAME = r"((?:`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(?:\s*\.\s*(?:`[^`]+`|[A-Za-z_][A-Z
 _CREATE_MV = re.compile(
     r"^\s*CREATE\s+(?P<replace>OR\s+REPLACE\s+)?MATERIALIZED\s+VIEW\s+"
     r"(?P<ine>IF\s+NOT\s+EXISTS\s+)?" + _NAME.replace("((", "(?P<name>(", 1) + r"\s+AS\s+",
-    re.I | re.S)
-_DROP_MV = re.compile(r"^\s*DROP\s+MATERIALIZED\s+VIEW\s+(?P<ie>IF\s+EXISTS\s+)?"
-                      + _NAME.replace("((", "(?P<name>(", 1) + r"\s*$", re.I | re.S)
-_REFRESH_MV = re.compile(r"^\s*REFRESH\s+MATERIALIZED\s+VIEWS?(?:\s+"
-                         + _NAME.replace("((", "(?P<name>(", 1) + r")?\s*$", re.I | re.S)
-_EXPLAIN_MV = re.compile(r"^\s*EXPLAIN\s+MATERIALIZED\s+VIEW\s+"
-                         + _NAME.replace("((", "(?P<name>(", 1) + r"\s*$", re.I | re.S)
+    re.I | re.S,
+)
+_DROP_MV = re.compile(
+    r"^\s*DROP\s+MATERIALIZED\s+VIEW\s+(?P<ie>IF\s+EXISTS\s+)?"
+    + _NAME.replace("((", "(?P<name>(", 1)
+    + r"\s*$",
+    re.I | re.S,
+)
+_REFRESH_MV = re.compile(
+    r"^\s*REFRESH\s+MATERIALIZED\s+VIEWS?(?:\s+" + _NAME.replace("((", "(?P<name>(", 1) + r")?\s*$",
+    re.I | re.S,
+)
+_EXPLAIN_MV = re.compile(
+    r"^\s*EXPLAIN\s+MATERIALIZED\s+VIEW\s+" + _NAME.replace("((", "(?P<name>(", 1) + r"\s*$",
+    re.I | re.S,
+)
 _SHOW_MV = re.compile(r"^\s*SHOW\s+MATERIALIZED\s+VIEWS\s*$", re.I | re.S)
 
 
@@ -81,10 +91,10 @@ def split_statements(script: str) -> list[Statement]:
     out = []
     start = 0
     for end in [*cuts, len(script) + 1]:
-        piece = script[start:end - 1] if end - 1 <= len(script) else script[start:]
+        piece = script[start : end - 1] if end - 1 <= len(script) else script[start:]
         if piece.strip():
             lead = len(piece) - len(piece.lstrip())
-            before = script[:start + lead]
+            before = script[: start + lead]
             line = before.count("\n") + 1
             col = start + lead - (before.rfind("\n") + 1) + 1
             text = "\n" * (line - 1) + " " * (col - 1) + piece.strip()
@@ -138,9 +148,13 @@ def classify(st: Statement) -> Kind:
     text = st.text
     if m := _CREATE_MV.match(text):
         if m.group("replace"):
-            raise UnsupportedSqlError("CREATE OR REPLACE MATERIALIZED VIEW", line=st.line,
-                                      column=st.column, reason="drop the view and create it")
-        return CreateView(m.group("name"), text[m.end():].strip(), bool(m.group("ine")))
+            raise UnsupportedSqlError(
+                "CREATE OR REPLACE MATERIALIZED VIEW",
+                line=st.line,
+                column=st.column,
+                reason="drop the view and create it",
+            )
+        return CreateView(m.group("name"), text[m.end() :].strip(), bool(m.group("ine")))
     if m := _DROP_MV.match(text):
         return DropView(m.group("name"), bool(m.group("ie")))
     if m := _REFRESH_MV.match(text):
@@ -153,17 +167,28 @@ def classify(st: Statement) -> Kind:
         tree = sqlglot.parse_one(text, read=DIALECT)
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
-        raise SqlSyntaxError(f"cannot parse SQL: {err.get('description', exc)}",
-                             line=err.get("line"), column=err.get("col")) from exc
+        raise SqlSyntaxError(
+            f"cannot parse SQL: {err.get('description', exc)}",
+            line=err.get("line"),
+            column=err.get("col"),
+        ) from exc
     return Parsed(tree)
 
 
-def position(node: exp.Expr | None, st: Statement) -> dict[str, int | None]:
+class Where(TypedDict):
+    line: int | None
+    column: int | None
+
+
+def position(node: exp.Expr | None, st: Statement) -> Where:
+    """Line and column of ``node`` in the script (the statement's start if unknown)."""
     from sql_frontend.analyze import position as pos
 
     line, col = pos(node)
-    return {"line": line if line is not None else st.line,
-            "column": col if col is not None else st.column}
+    return {
+        "line": line if line is not None else st.line,
+        "column": col if col is not None else st.column,
+    }
 
 
 def table_name(node: exp.Expr) -> str:
@@ -175,7 +200,7 @@ def table_name(node: exp.Expr) -> str:
     parts = [p.name for p in (node.args.get("db"), node.this) if p is not None and p.name]
     if node.args.get("catalog") is not None:
         raise UnsupportedSqlError("three-part table name")
-    return ".".join(f"`{p}`" for p in parts)
+    return str(parse_identifier(".".join(f"`{p}`" for p in parts)))
 
 
 # -- values ------------------------------------------------------------------------------
@@ -234,8 +259,10 @@ def column_array(values: list[Any], target: pa.DataType, column: str) -> pa.Arra
                     raise ValueError(f"{v} is not an integer")
             plain = [None if v is None else int(v) for v in plain]
         elif pa.types.is_string(target):
-            plain = [None if v is None else str(v) if not isinstance(v, bool) else
-                     str(v).lower() for v in plain]
+            plain = [
+                None if v is None else str(v) if not isinstance(v, bool) else str(v).lower()
+                for v in plain
+            ]
         if pa.types.is_temporal(target):
             return pa.array([None if v is None else str(v) for v in plain]).cast(target)
         return pa.array(plain, type=target)
@@ -262,40 +289,55 @@ def _target(catalog: Catalog, node: exp.Expr, what: str) -> TableEntry:
     name = table_name(node)
     entry = catalog.lookup(name)
     if isinstance(entry, ViewEntry):
-        raise StatementError(what, f"{entry.name!r} is a materialized view; it changes only "
-                             "by REFRESH")
+        raise StatementError(
+            what, f"{entry.name!r} is a materialized view; it changes only by REFRESH"
+        )
     assert isinstance(entry, TableEntry)
     return entry
 
 
-def _predicate(node: exp.Expr | None, qualifiers: set[str], st: Statement, what: str,
-               keep_qualifiers: bool = False) -> str | None:
+def _predicate(
+    node: exp.Expr | None,
+    qualifiers: set[str],
+    st: Statement,
+    what: str,
+    keep_qualifiers: bool = False,
+) -> str | None:
     if node is None:
         return None
     bad = node.find(exp.Subquery, exp.Select, exp.Exists)
     if bad is not None:
-        raise UnsupportedSqlError(f"subquery in {what}", **position(bad, st),
-                                  reason="delta-rs evaluates the condition row by row")
+        raise UnsupportedSqlError(
+            f"subquery in {what}",
+            **position(bad, st),
+            reason="delta-rs evaluates the condition row by row",
+        )
 
     def strip(n: exp.Expr) -> exp.Expr:
-        if not keep_qualifiers and isinstance(n, exp.Column) and n.table and \
-                n.table.lower() in qualifiers:
+        if (
+            not keep_qualifiers
+            and isinstance(n, exp.Column)
+            and n.table
+            and n.table.lower() in qualifiers
+        ):
             return exp.column(n.name)
         return n
 
     return node.copy().transform(strip).sql(PREDICATE_DIALECT)
 
 
-def insert(catalog: Catalog, tree: exp.Insert, st: Statement, spark_eval: SparkEval
-           ) -> WriteResult:
+def insert(catalog: Catalog, tree: exp.Insert, st: Statement, spark_eval: SparkEval) -> WriteResult:
     entry = _target(catalog, tree.this, "INSERT")
     schema = entry.schema
     if isinstance(tree.this, exp.Schema):
         names = [i.name for i in tree.this.expressions]
         unknown = [n for n in names if n.lower() not in {c.lower() for c in schema.names}]
         if unknown:
-            raise StatementError(f"INSERT INTO {entry.name}", f"unknown column(s) {unknown}; "
-                                 f"the table has {schema.names}", **position(tree, st))
+            raise StatementError(
+                f"INSERT INTO {entry.name}",
+                f"unknown column(s) {unknown}; the table has {schema.names}",
+                **position(tree, st),
+            )
         lower = {c.lower(): c for c in schema.names}
         names = [lower[n.lower()] for n in names]
     else:
@@ -310,30 +352,39 @@ def insert(catalog: Catalog, tree: exp.Insert, st: Statement, spark_eval: SparkE
         else:
             for r in literal_rows:
                 if len(r) != len(names):
-                    raise StatementError(f"INSERT INTO {entry.name}", f"a row has {len(r)} "
-                                         f"values for {len(names)} columns",
-                                         **position(source, st))
-            cols = {n: column_array([r[i] for r in literal_rows], schema.field(n).type, n)
-                    for i, n in enumerate(names)}
+                    raise StatementError(
+                        f"INSERT INTO {entry.name}",
+                        f"a row has {len(r)} values for {len(names)} columns",
+                        **position(source, st),
+                    )
+            cols = {
+                n: column_array([r[i] for r in literal_rows], schema.field(n).type, n)
+                for i, n in enumerate(names)
+            }
             rows = pa.table(cols)
     elif isinstance(source, exp.Query):
         rows = spark_eval(source.sql(DIALECT))
     else:
         raise UnsupportedSqlError(f"INSERT from {type(source).__name__}", **position(source, st))
     if rows.num_columns != len(names):
-        raise StatementError(f"INSERT INTO {entry.name}", f"{rows.num_columns} values for "
-                             f"{len(names)} columns", **position(source, st))
+        raise StatementError(
+            f"INSERT INTO {entry.name}",
+            f"{rows.num_columns} values for {len(names)} columns",
+            **position(source, st),
+        )
     rows = rows.rename_columns(names)
     for f in schema:
         if f.name not in names:
             if not f.nullable:
-                raise StatementError(f"INSERT INTO {entry.name}",
-                                     f"column {f.name!r} is NOT NULL and has no value")
+                raise StatementError(
+                    f"INSERT INTO {entry.name}", f"column {f.name!r} is NOT NULL and has no value"
+                )
             rows = rows.append_column(f.name, pa.nulls(rows.num_rows, f.type))
     for f in schema:
         if not f.nullable and rows.column(f.name).null_count:
-            raise StatementError(f"INSERT INTO {entry.name}",
-                                 f"NULL in column {f.name!r}, which is NOT NULL")
+            raise StatementError(
+                f"INSERT INTO {entry.name}", f"NULL in column {f.name!r}, which is NOT NULL"
+            )
     return delta.insert(entry.path, rows.select(schema.names))
 
 
@@ -348,8 +399,9 @@ def _qualifiers(entry: TableEntry, node: exp.Expr) -> set[str]:
 def delete(catalog: Catalog, tree: exp.Delete, st: Statement) -> WriteResult:
     entry = _target(catalog, tree.this, "DELETE")
     where = tree.args.get("where")
-    pred = _predicate(where.this if where is not None else None,
-                      _qualifiers(entry, tree.this), st, "DELETE")
+    pred = _predicate(
+        where.this if where is not None else None, _qualifiers(entry, tree.this), st, "DELETE"
+    )
     return delta.delete(entry.path, pred)
 
 
@@ -365,8 +417,9 @@ def update(catalog: Catalog, tree: exp.Update, st: Statement) -> WriteResult:
             raise UnsupportedSqlError("UPDATE assignment", **position(a, st))
         col = lower.get(a.this.name.lower())
         if col is None:
-            raise StatementError(f"UPDATE {entry.name}", f"unknown column {a.this.name!r}",
-                                 **position(a, st))
+            raise StatementError(
+                f"UPDATE {entry.name}", f"unknown column {a.this.name!r}", **position(a, st)
+            )
         value = _predicate(a.expression, quals, st, "UPDATE")
         assert value is not None
         assignments[col] = value
@@ -375,8 +428,7 @@ def update(catalog: Catalog, tree: exp.Update, st: Statement) -> WriteResult:
     return delta.update(entry.path, assignments, pred)
 
 
-def merge(catalog: Catalog, tree: exp.Merge, st: Statement, spark_eval: SparkEval
-          ) -> WriteResult:
+def merge(catalog: Catalog, tree: exp.Merge, st: Statement, spark_eval: SparkEval) -> WriteResult:
     entry = _target(catalog, tree.this, "MERGE")
     target_alias = tree.this.alias or entry.ident.name
     using = tree.args["using"]
@@ -384,8 +436,11 @@ def merge(catalog: Catalog, tree: exp.Merge, st: Statement, spark_eval: SparkEva
     source: pa.Table
     if isinstance(using, exp.Table):
         found = catalog.store.find(table_name(using))
-        source = catalog.read(found.ident) if found is not None else \
-            spark_eval(f"SELECT * FROM {table_name(using)}")
+        source = (
+            catalog.read(found.ident)
+            if found is not None
+            else spark_eval(f"SELECT * FROM {table_name(using)}")
+        )
     elif isinstance(using, exp.Values):
         alias = using.args.get("alias")
         names = [c.name for c in alias.columns] if alias is not None else []
@@ -393,8 +448,9 @@ def merge(catalog: Catalog, tree: exp.Merge, st: Statement, spark_eval: SparkEva
             rows = values_rows(using)
             if not names or any(len(r) != len(names) for r in rows):
                 raise NotLiteral("columns")
-            source = pa.table({n: pa.array([_plain(r[i]) for r in rows])
-                               for i, n in enumerate(names)})
+            source = pa.table(
+                {n: pa.array([_plain(r[i]) for r in rows]) for i, n in enumerate(names)}
+            )
         except (NotLiteral, pa.ArrowException):
             source = spark_eval("SELECT * FROM " + using.sql(DIALECT))
     elif isinstance(using, exp.Subquery):
@@ -406,12 +462,13 @@ def merge(catalog: Catalog, tree: exp.Merge, st: Statement, spark_eval: SparkEva
     assert on is not None
     clauses = []
     whens = tree.args.get("whens")
-    for w in (whens.expressions if whens is not None else []):
+    for w in whens.expressions if whens is not None else []:
         clauses.append(_clause(w, entry, st, quals))
     if not clauses:
         raise StatementError(f"MERGE INTO {entry.name}", "needs at least one WHEN clause")
-    return delta.merge(entry.path, source, on, clauses, source_alias=source_alias,
-                       target_alias=target_alias)
+    return delta.merge(
+        entry.path, source, on, clauses, source_alias=source_alias, target_alias=target_alias
+    )
 
 
 def _plain(v: Any) -> Any:
@@ -430,8 +487,9 @@ def _clause(w: exp.When, entry: TableEntry, st: Statement, quals: set[str]) -> M
     def col(name: str, node: exp.Expr) -> str:
         c = lower.get(name.lower())
         if c is None:
-            raise StatementError(f"MERGE INTO {entry.name}", f"unknown column {name!r}",
-                                 **position(node, st))
+            raise StatementError(
+                f"MERGE INTO {entry.name}", f"unknown column {name!r}", **position(node, st)
+            )
         return c
 
     if isinstance(then, exp.Var) and then.name.upper() == "DELETE":
@@ -450,20 +508,27 @@ def _clause(w: exp.When, entry: TableEntry, st: Statement, quals: set[str]) -> M
     if isinstance(then, exp.Insert):
         if isinstance(then.this, exp.Star):
             return MergeClause(when, "insert_all", cond)  # type: ignore[arg-type]
-        names = [c.name for c in then.this.expressions] if then.this is not None \
+        names = (
+            [c.name for c in then.this.expressions]
+            if then.this is not None
             else list(entry.schema.names)
+        )
         values = then.expression.expressions if then.expression is not None else []
         if len(names) != len(values):
-            raise StatementError(f"MERGE INTO {entry.name}", f"INSERT has {len(values)} values "
-                                 f"for {len(names)} columns", **position(then, st))
+            raise StatementError(
+                f"MERGE INTO {entry.name}",
+                f"INSERT has {len(values)} values for {len(names)} columns",
+                **position(then, st),
+            )
         ins = {}
         for n, v in zip(names, values, strict=True):
             value = _predicate(v, quals, st, "MERGE", keep_qualifiers=True)
             assert value is not None
             ins[col(n, then)] = value
         return MergeClause(when, "insert", cond, ins)  # type: ignore[arg-type]
-    raise UnsupportedSqlError(f"MERGE clause {then.sql(DIALECT) if then else '?'}",
-                              **position(w, st))
+    raise UnsupportedSqlError(
+        f"MERGE clause {then.sql(DIALECT) if then else '?'}", **position(w, st)
+    )
 
 
 # -- CREATE TABLE ------------------------------------------------------------------------
@@ -490,34 +555,39 @@ def table_definition(tree: exp.Create, st: Statement) -> TableDefinition:
                 raise UnsupportedSqlError(f"table element {c.sql(DIALECT)}", **position(c, st))
             kind = c.args.get("kind")
             if kind is None:
-                raise StatementError("CREATE TABLE", f"column {c.name!r} needs a type",
-                                     **position(c, st))
+                raise StatementError(
+                    "CREATE TABLE", f"column {c.name!r} needs a type", **position(c, st)
+                )
             nullable = True
             for k in c.args.get("constraints") or []:
                 if isinstance(k.kind, exp.NotNullColumnConstraint):
                     nullable = bool(k.kind.args.get("allow_null"))
                 elif not isinstance(k.kind, exp.CommentColumnConstraint):
-                    raise UnsupportedSqlError(f"column constraint {k.sql(DIALECT)}",
-                                              **position(k, st))
+                    raise UnsupportedSqlError(
+                        f"column constraint {k.sql(DIALECT)}", **position(k, st)
+                    )
             try:
                 arrow = sql_to_arrow(kind.sql(DIALECT))
             except Exception as exc:
-                raise UnsupportedSqlError(f"column type {kind.sql(DIALECT)}", **position(c, st),
-                                          reason=str(exc)) from None
+                raise UnsupportedSqlError(
+                    f"column type {kind.sql(DIALECT)}", **position(c, st), reason=str(exc)
+                ) from None
             fields.append(pa.field(c.name, arrow, nullable))
         schema = pa.schema(fields)
     location = None
     props = tree.args.get("properties")
-    for p in (props.expressions if props is not None else []):
+    for p in props.expressions if props is not None else []:
         if isinstance(p, exp.FileFormatProperty):
             fmt = p.this.name if p.this is not None else ""
             if fmt.lower() != "delta":
-                raise UnsupportedSqlError(f"USING {fmt}", **position(p, st),
-                                          reason="tables are Delta tables")
+                raise UnsupportedSqlError(
+                    f"USING {fmt}", **position(p, st), reason="tables are Delta tables"
+                )
         elif isinstance(p, exp.LocationProperty):
             location = p.this.name
         else:
             raise UnsupportedSqlError(f"table property {p.sql(DIALECT)}", **position(p, st))
     query = tree.expression if isinstance(tree.expression, exp.Query) else None
-    return TableDefinition(table_name(target), schema, location, query,
-                           bool(tree.args.get("exists")))
+    return TableDefinition(
+        table_name(target), schema, location, query, bool(tree.args.get("exists"))
+    )

@@ -97,8 +97,12 @@ def frontend_columns(schema: pa.Schema) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for f in schema:
         dtype = engine_dtype(f.name, f.type, f.nullable)
-        out.append((f.name, dtype if dtype in ("int64", "float64", "bool") else
-                    arrow_to_sql(f.type, f.name)))
+        out.append(
+            (
+                f.name,
+                dtype if dtype in ("int64", "float64", "bool") else arrow_to_sql(f.type, f.name),
+            )
+        )
     return out
 
 

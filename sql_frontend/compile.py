@@ -15,7 +15,35 @@ subquery used twice is one dataflow fragment. Identities used (SQL semantics, NU
 * a global aggregate = the ``reduce`` result ∪ (its empty-input row unless the result has a row);
 * INTERSECT / EXCEPT ALL = a per-row ``reduce_group`` of min(l, r) / max(l − r, 0);
 * ORDER BY … LIMIT and window functions = ``reduce_group`` per partition (CIDR 2013 §3.4);
-* WITH RECURSIVE = ``ivm.iterate`` of ``seed ∪ step(relations)`` (``distinct`` for UNION).
+* WITH RECURSIVE = ``ivm.iterate`` of ``seed ∪ step(relations)`` (``distinct`` for UNION);
+* a multiway inner join (3+ inputs) = a delta query (``ivm.collection.delta_join``: only the
+  inputs are arranged) or left-deep binary joins, as :mod:`.planner` chose; residual
+  predicates filter the joined rows.
+
+As-of joins
+-----------
+**Processing time** — ``l [LEFT] JOIN r FOR SYSTEM_TIME AS OF PROCTIME() [AS a] ON …`` (Flink
+SQL's lookup-join form; sqlglot's Spark dialect parses it, and prints it as Spark's
+``TIMESTAMP AS OF PROCTIME()``, which is accepted too). Each row of ``l`` joins ``r`` as ``r``
+is at the epoch in which the row arrives, and later changes of ``r`` never revise that result
+(``l.join_at_arrival(r)`` = ``l.differentiate(lambda d: d ⋈ r)``, the blog-post seed). ``LEFT``
+pads a row that has no match on arrival with NULLs, and a match appearing later does not
+revise it. A **retraction** of a left row is also an arrival: it subtracts the row joined with
+``r`` *as it is at the retraction*. That cancels what the insertion added only when the row's
+matches in ``r`` did not change in between; otherwise the difference remains (e.g. order 2
+joined price 10 on arrival, the price became 12, deleting order 2 leaves ``(2, 10): +1`` and
+``(2, 12): −1``). The view is then a log of "what was joined when", not a function of the
+current inputs. Only ``PROCTIME()`` may follow ``AS OF``: an ``AS OF`` column is event time.
+
+**Event time** — ``l ASOF [LEFT] JOIN r ON l.k = r.k [AND …] AND l.t >= r.t`` (DuckDB's form,
+which sqlglot's Spark dialect parses; ``r.t <= l.t`` is the same). Each left row is paired,
+among the right rows with equal keys (NULL keys never match), with the one with the greatest
+``r.t <= l.t``; if several rows share that time the smallest row wins (DuckDB leaves it
+unspecified). ``LEFT`` keeps left rows without a match, padded with NULLs. The view is
+maintained exactly under inserts and deletes on both sides (``Collection.asof_join``). The ON
+clause holds only equalities and the one ``>=``; strict ``>`` and the forward directions are
+refused. WHERE conditions of a query with an ASOF JOIN are not pushed into the ON clause (they
+filter the matched rows; :func:`sql_frontend.planner.plan_sql`).
 """
 
 from __future__ import annotations
@@ -28,6 +56,7 @@ from typing import Any
 import numpy as np
 
 import ivm
+from ivm.collection import delta_join as ivm_delta_join
 from ivm.errors import PlanError
 from sql_frontend import plan as p
 from sql_frontend.analyze import CatalogLike
@@ -83,7 +112,8 @@ def output_names(schema: p.Schema) -> list[str]:
 
 
 def compile_view(sql: str, catalog: CatalogLike, dataflow: ivm.Dataflow,
-                 inputs: Mapping[str, Collection]) -> CompiledView:
+                 inputs: Mapping[str, Collection], *, join_strategy: str = "auto",
+                 stats: Mapping[str, float] | None = None) -> CompiledView:
     """Compile the view ``sql`` over ``catalog`` into ``dataflow`` reading ``inputs``.
 
     >>> import ivm
@@ -95,8 +125,10 @@ def compile_view(sql: str, catalog: CatalogLike, dataflow: ivm.Dataflow,
     >>> t.insert([(1,), (1,), (None,)]); _ = g.step()
     >>> sorted(out.counts().items(), key=str)
     [((1, 2), 1), ((None, 1), 1)]
+
+    ``join_strategy`` and ``stats`` choose the plan of multiway joins (:mod:`.planner`).
     """
-    node = plan_sql(sql, catalog)
+    node = plan_sql(sql, catalog, join_strategy=join_strategy, stats=stats)
     coll = compile_plan(node, dataflow, inputs)
     coll = coll.rename(output_names(node.schema))
     return CompiledView(coll, node.schema, node, explain_text(node), p.tables(node))
@@ -106,9 +138,10 @@ def explain_text(node: p.Node) -> str:
     return "== Relational plan ==\n" + p.explain(node)
 
 
-def explain(sql: str, catalog: CatalogLike) -> str:
+def explain(sql: str, catalog: CatalogLike, *, join_strategy: str = "auto",
+            stats: Mapping[str, float] | None = None) -> str:
     """EXPLAIN of a view: its relational plan and the dataflow it compiles to."""
-    node = plan_sql(sql, catalog)
+    node = plan_sql(sql, catalog, join_strategy=join_strategy, stats=stats)
     g = ivm.Dataflow("explain")
     inputs = {}
     for scan in {n for n in p.walk(node) if isinstance(n, p.Scan)}:
@@ -315,8 +348,12 @@ class _Compiler:
 
     # ------------------------------------------------------------ joins
     def _Join(self, node: p.Join, rec: dict[str, Collection]) -> Collection:
-        left = self.compile(node.left, rec)
-        right = self.compile(node.right, rec)
+        return self.join_collections(node, self.compile(node.left, rec),
+                                     self.compile(node.right, rec))
+
+    def join_collections(self, node: p.Join, left: Collection, right: Collection
+                         ) -> Collection:
+        """``node`` over the compiled ``left`` and ``right``."""
         lw, rw = node.left.width, node.right.width
         if node.kind == "cross":
             lk = self.const_col(left)
@@ -419,6 +456,63 @@ class _Compiler:
                        .project(*range(lw)))
         a, b = self.unify_dtypes(a, b)
         return a.concat(b)
+
+    def _ArrivalJoin(self, node: p.ArrivalJoin, rec: dict[str, Collection]) -> Collection:
+        left = self.compile(node.left, rec)
+        right = self.compile(node.right, rec)
+        if rec and _has_recref(node):
+            raise UnsupportedSqlError("FOR SYSTEM_TIME AS OF inside a recursive CTE")
+        join = node.as_join()
+        dtypes = self._join_dtypes(join, left, right)
+        # Each left change is a blip (differentiate) put through the ordinary join with the
+        # right side as it is at that moment; only the blip's start is kept (integrate).
+        return left.differentiate(
+            lambda d: self.retype(self.join_collections(join, self.named(d), right), dtypes))
+
+    def _join_dtypes(self, join: p.Join, left: Collection, right: Collection) -> list[str]:
+        """The engine dtypes of ``join`` over ``left`` and ``right`` (outer padding: object)."""
+        ld, rd = list(left.schema.dtypes), list(right.schema.dtypes)
+        if join.kind == "left":
+            rd = ["str" if d == "str" else "any" for d in rd]
+        return ld + rd
+
+    def _AsofJoin(self, node: p.AsofJoin, rec: dict[str, Collection]) -> Collection:
+        left = self.compile(node.left, rec)
+        right = self.compile(node.right, rec)
+        lw = node.left.width
+        lnn = self.drop_null_keys(left, node.left_keys)
+        rnn = self.drop_null_keys(right, node.right_keys)
+        on = [(f"c{a}", f"c{b}") for a, b in zip(node.left_keys, node.right_keys, strict=True)]
+        matched = self.named(lnn.asof_join(rnn, on, f"c{node.left_time}",
+                                           f"c{node.right_time}"))
+        if node.kind == "inner":
+            return matched
+        hit = self.named(matched.project(*range(lw))).distinct()
+        unmatched = left.antijoin(hit, [(f"c{i}", f"c{i}") for i in range(lw)])
+        pad = self.pad_nulls(unmatched, lw, list(right.schema.dtypes), True)
+        target = [a if a == b else "any" for a, b in
+                  zip(matched.schema.dtypes, pad.schema.dtypes, strict=True)]
+        return self.retype(matched, target).concat(self.retype(pad, target))
+
+    def _MultiJoin(self, node: p.MultiJoin, rec: dict[str, Collection]) -> Collection:
+        if node.strategy == "binary":
+            return self.compile(node.as_binary(), rec)
+        inputs = [self.compile(x, rec) for x in node.inputs]
+        if any(c.scope is not self.g.root for c in inputs):
+            return self.compile(node.as_binary(), rec)  # loops: no delta plan
+        # NULL keys never match: drop them from each occurrence (shared when equal)
+        keyed: dict[tuple[p.Node, tuple[int, ...]], Collection] = {}
+        for k, (x, c) in enumerate(zip(node.inputs, inputs, strict=True)):
+            cols = tuple(sorted({ci for i, ci, _, _ in node.conds if i == k}
+                                | {cj for _, _, j, cj in node.conds if j == k}))
+            if (x, cols) not in keyed:
+                keyed[x, cols] = self.drop_null_keys(c, cols)
+            inputs[k] = keyed[x, cols]
+        on = [((i, f"c{ci}"), (j, f"c{cj}")) for i, ci, j, cj in node.conds]
+        out = self.named(ivm_delta_join(inputs, on))
+        if node.residual is not None:
+            out = out.filter(compile_predicate(node.residual))
+        return out
 
     # ------------------------------------------------------------ aggregation
     def _Aggregate(self, node: p.Aggregate, rec: dict[str, Collection]) -> Collection:

@@ -440,6 +440,175 @@ class Recursive(Node):
         return f"Recursive {b.name}{mutual} {'UNION' if b.distinct else 'UNION ALL'}"
 
 
+@dataclass(frozen=True)
+class ArrivalJoin(Node):
+    """Processing-time as-of join (``JOIN r FOR SYSTEM_TIME AS OF PROCTIME()``): each row of
+    ``left`` joins ``right`` as it is when the row arrives; later changes of ``right`` never
+    revise it. A retraction of a left row subtracts its join with ``right`` as it is at the
+    retraction. ``kind`` is inner or left (an unmatched row is padded with NULLs at arrival);
+    keys and residual as in :class:`Join`."""
+
+    left: Node
+    right: Node
+    kind: str
+    left_keys: tuple[int, ...] = ()
+    right_keys: tuple[int, ...] = ()
+    residual: Scalar | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("inner", "left"):
+            raise PlanError(f"an as-of join is inner or left, not {self.kind!r}")
+        if len(self.left_keys) != len(self.right_keys):
+            raise PlanError("ArrivalJoin needs as many left keys as right keys")
+        _check_cols("ArrivalJoin left key", self.left_keys, self.left.width)
+        _check_cols("ArrivalJoin right key", self.right_keys, self.right.width)
+        if self.residual is not None:
+            _check_refs("ArrivalJoin residual", self.residual, self.left.width + self.right.width)
+
+    @cached_property
+    def schema(self) -> Schema:
+        return self.left.schema + self.right.schema
+
+    def as_join(self) -> Join:
+        """The ordinary join that each arriving (or retracted) left row is put through."""
+        return Join(
+            self.left, self.right, self.kind, self.left_keys, self.right_keys, self.residual
+        )
+
+    def label(self) -> str:
+        return "ArrivalJoin" + self.as_join().label()[len("Join") :] + " (processing time)"
+
+
+@dataclass(frozen=True)
+class AsofJoin(Node):
+    """Event-time as-of join (DuckDB's ``ASOF JOIN … ON l.k = r.k AND l.t >= r.t``): each
+    row of ``left`` is paired, among the rows of ``right`` with equal keys (NULL keys never
+    match), with the one whose ``right_time`` is the greatest ``<= left_time`` (ties: the
+    smallest row). ``kind`` left keeps unmatched left rows, padded with NULLs."""
+
+    left: Node
+    right: Node
+    kind: str
+    left_keys: tuple[int, ...]
+    right_keys: tuple[int, ...]
+    left_time: int
+    right_time: int
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("inner", "left"):
+            raise PlanError(f"an as-of join is inner or left, not {self.kind!r}")
+        if len(self.left_keys) != len(self.right_keys):
+            raise PlanError("AsofJoin needs as many left keys as right keys")
+        _check_cols("AsofJoin left key", (*self.left_keys, self.left_time), self.left.width)
+        _check_cols("AsofJoin right key", (*self.right_keys, self.right_time), self.right.width)
+
+    @cached_property
+    def schema(self) -> Schema:
+        return self.left.schema + self.right.schema
+
+    def label(self) -> str:
+        lw = self.left.width
+        keys = ", ".join(
+            f"#{a} = #{lw + b}" for a, b in zip(self.left_keys, self.right_keys, strict=True)
+        )
+        return (
+            f"AsofJoin {self.kind} keys [{keys}] time #{self.left_time} >= "
+            f"#{lw + self.right_time} (event time)"
+        )
+
+
+JOIN_STRATEGIES = ("delta", "binary")
+
+
+@dataclass(frozen=True)
+class MultiJoin(Node):
+    """An inner equi-join of three or more ``inputs`` (output: their columns in order).
+
+    ``conds`` are equalities ``(i, ci, j, cj)``: column ``ci`` of input ``i`` equals column
+    ``cj`` of input ``j`` (``i < j``; NULLs never match); ``residual`` is applied to the
+    joined row. ``strategy`` is ``delta`` (a delta query: only the inputs are arranged,
+    :func:`ivm.collection.delta_join`) or ``binary`` (left-deep binary joins, which arrange
+    intermediate results). ``arrangements`` and ``note`` are the planner's estimates, shown
+    by EXPLAIN."""
+
+    inputs: tuple[Node, ...]
+    conds: tuple[tuple[int, int, int, int], ...]
+    residual: Scalar | None
+    strategy: str
+    arrangements: tuple[str, ...] = ()
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.inputs) < 2:
+            raise PlanError("MultiJoin needs at least two inputs")
+        if self.strategy not in JOIN_STRATEGIES:
+            raise PlanError(f"unknown join strategy {self.strategy!r}; known: {JOIN_STRATEGIES}")
+        for i, ci, j, cj in self.conds:
+            if not 0 <= i < j < len(self.inputs):
+                raise PlanError(f"MultiJoin condition {(i, ci, j, cj)} needs inputs i < j")
+            _check_cols("MultiJoin key", (ci,), self.inputs[i].width)
+            _check_cols("MultiJoin key", (cj,), self.inputs[j].width)
+        if self.residual is not None:
+            _check_refs("MultiJoin residual", self.residual, sum(n.width for n in self.inputs))
+
+    def children(self) -> tuple[Node, ...]:
+        return self.inputs
+
+    def with_children(self, children: tuple[Node, ...]) -> Node:
+        if len(children) != len(self.inputs):
+            raise PlanError(f"MultiJoin takes {len(self.inputs)} children")
+        if all(a is b for a, b in zip(children, self.inputs, strict=True)):
+            return self
+        return replace(self, inputs=tuple(children))
+
+    @cached_property
+    def offsets(self) -> tuple[int, ...]:
+        out = [0]
+        for n in self.inputs:
+            out.append(out[-1] + n.width)
+        return tuple(out)
+
+    @cached_property
+    def schema(self) -> Schema:
+        return tuple(c for n in self.inputs for c in n.schema)
+
+    def as_binary(self) -> Node:
+        """The left-deep binary plan: input ``k`` joins the first ``k`` on its equalities with
+        them; each residual conjunct is applied as soon as its columns are bound."""
+        off = self.offsets
+        pending = sc.conjuncts(self.residual)
+        acc = self.inputs[0]
+        for k in range(1, len(self.inputs)):
+            ks = [(off[i] + ci, cj) for i, ci, j, cj in self.conds if j == k]
+            ready = [c for c in pending if max(sc.refs(c), default=-1) < off[k + 1]]
+            pending = [c for c in pending if c not in ready]
+            res = sc.conjunction(ready)
+            if not ks and res is None:
+                acc = Join(acc, self.inputs[k], "cross")
+            else:
+                acc = Join(
+                    acc,
+                    self.inputs[k],
+                    "inner",
+                    tuple(a for a, _ in ks),
+                    tuple(b for _, b in ks),
+                    res,
+                )
+        return acc
+
+    def label(self) -> str:
+        off = self.offsets
+        keys = ", ".join(f"#{off[i] + ci} = #{off[j] + cj}" for i, ci, j, cj in self.conds)
+        parts = [f"MultiJoin {self.strategy} plan, {len(self.inputs)} inputs keys [{keys}]"]
+        if self.residual is not None:
+            parts.append(f"residual {self.residual}")
+        if self.arrangements:
+            parts.append(f"arrangements [{'; '.join(self.arrangements)}]")
+        if self.note:
+            parts.append(f"({self.note})")
+        return " ".join(parts)
+
+
 def walk(node: Node) -> Iterator[Node]:
     """Every node of the plan, parents before children (shared subplans once per path)."""
     yield node
@@ -496,7 +665,8 @@ def explain(node: Node) -> str:
 
 
 __all__ = [
-    "AggCall", "Aggregate", "Binding", "Distinct", "Empty", "Filter", "Join", "Node",
-    "Project", "RecRef", "Recursive", "Scan", "Schema", "SetOp", "SortKey", "TopK", "Window",
-    "WindowCall", "explain", "tables", "transform_up", "walk",
+    "AggCall", "Aggregate", "ArrivalJoin", "AsofJoin", "Binding", "Distinct", "Empty",
+    "Filter", "Join", "MultiJoin", "Node", "Project", "RecRef", "Recursive", "Scan", "Schema",
+    "SetOp", "SortKey", "TopK", "Window", "WindowCall", "explain", "tables", "transform_up",
+    "walk",
 ]

@@ -305,7 +305,12 @@ class Translator:
         return top
 
     # ------------------------------------------------------------ FROM and JOIN
-    def source(self, src: exp.Expr, env: Env) -> Relation:
+    def source(self, src: exp.Expr, env: Env, as_of_allowed: bool = False) -> Relation:
+        if isinstance(src, exp.Table) and src.args.get("version") is not None:
+            if not as_of_allowed:
+                raise unsupported("AS OF on a table that is not the right side of a join", src,
+                                  "write FROM l JOIN r FOR SYSTEM_TIME AS OF PROCTIME() ON ...")
+            _check_proctime(src.args["version"])
         if isinstance(src, exp.Table):
             if src.args.get("db") or src.args.get("catalog"):
                 raise unsupported("qualified table name", src)
@@ -336,7 +341,10 @@ class Translator:
         return rel
 
     def join(self, left: Relation, j: exp.Join, env: Env) -> Relation:
-        right = self.source(j.this, env)
+        if j.text("method").upper() == "ASOF" and not j.args.get("match_condition"):
+            return self.asof_join(left, j, env)
+        right = self.source(j.this, env, as_of_allowed=True)
+        arrival = isinstance(j.this, exp.Table) and j.this.args.get("version") is not None
         side = (j.args.get("side") or "").lower()
         kind = (j.args.get("kind") or "").lower()
         if j.args.get("method") or j.args.get("match_condition"):
@@ -429,7 +437,15 @@ class Translator:
                            if r.index >= lw else r)
         if jk == "inner" and not lkeys and res is None:
             jk = "cross"
-        node: p.Node = p.Join(lnode, rnode, jk, tuple(lkeys), tuple(rkeys), res, null_aware)
+        node: p.Node
+        if arrival:
+            if jk not in ("inner", "cross", "left"):
+                raise unsupported(f"{jk.upper()} JOIN … FOR SYSTEM_TIME AS OF", j,
+                                  "a processing-time as-of join is INNER or LEFT")
+            node = p.ArrivalJoin(lnode, rnode, "left" if jk == "left" else "inner",
+                                 tuple(lkeys), tuple(rkeys), res)
+        else:
+            node = p.Join(lnode, rnode, jk, tuple(lkeys), tuple(rkeys), res, null_aware)
         if extra_l or extra_r:
             keep = list(range(lw))
             if jk not in ("semi", "anti"):
@@ -439,6 +455,71 @@ class Translator:
                              tuple(node.schema[i][0] for i in keep))
         fields = left.fields if jk in ("semi", "anti") else left.fields + right.fields
         return Relation(node, fields)
+
+    def asof_join(self, left: Relation, j: exp.Join, env: Env) -> Relation:
+        """``l ASOF [LEFT] JOIN r ON l.k = r.k AND … AND l.t >= r.t`` (DuckDB's form): the
+        equalities are the keys, the one ``>=`` (or ``r.t <= l.t``) the as-of condition."""
+        right = self.source(j.this, env)
+        side, kind = j.text("side").upper(), j.text("kind").upper()
+        if not side and kind in ("", "INNER"):
+            jk = "inner"
+        elif side == "LEFT" and kind in ("", "OUTER"):
+            jk = "left"
+        else:
+            raise unsupported(f"ASOF {side or kind} JOIN", j, "ASOF JOIN is INNER or LEFT")
+        cond = j.args.get("on")
+        if cond is None or j.args.get("using"):
+            raise unsupported("ASOF JOIN without ON", j, "write ON l.k = r.k AND l.t >= r.t")
+        both = Relation(p.Join(left.node, right.node, "cross"), left.fields + right.fields)
+        lw = left.node.width
+        keys: list[tuple[Scalar, Scalar]] = []
+        times: list[tuple[Scalar, Scalar]] = []
+        flip = {"eq": "eq", "ge": "le", "le": "ge", "gt": "lt", "lt": "gt"}
+        for c in sc.conjuncts(ExprTranslator(both.resolve).boolean(cond)):
+            if not (isinstance(c, Call) and c.op in flip):
+                raise unsupported("ASOF JOIN condition", cond, "the ON clause of an ASOF JOIN "
+                                  "is equalities and one l.t >= r.t")
+            a, b = c.args
+            op = c.op
+            ra, rb = sc.refs(a), sc.refs(b)
+            if ra and rb and max(rb) < lw <= min(ra):
+                a, b, op = b, a, flip[op]
+            elif not (ra and rb and max(ra) < lw <= min(rb)):
+                raise unsupported("ASOF JOIN condition", cond, "each condition of an ASOF JOIN "
+                                  "compares the left side with the right side")
+            if op == "eq":
+                keys.append((a, sc.shift(b, -lw)))
+            elif op == "ge":
+                times.append((a, sc.shift(b, -lw)))
+            else:
+                raise unsupported("ASOF JOIN condition", cond, "only l.t >= r.t is supported "
+                                  "(the latest right row at or before the left row)")
+        if len(times) != 1:
+            raise unsupported("ASOF JOIN condition", cond,
+                              "an ASOF JOIN needs exactly one l.t >= r.t condition")
+        extra_l: list[Scalar] = []
+        extra_r: list[Scalar] = []
+
+        def column(e: Scalar, width: int, extra: list[Scalar]) -> int:
+            if isinstance(e, Ref):
+                return e.index
+            extra.append(e)
+            return width + len(extra) - 1
+
+        rw = right.node.width
+        lkeys = tuple(column(a, lw, extra_l) for a, _ in keys)
+        rkeys = tuple(column(b, rw, extra_r) for _, b in keys)
+        lt = column(times[0][0], lw, extra_l)
+        rt = column(times[0][1], rw, extra_r)
+        lnode = _extend(left.node, extra_l) if extra_l else left.node
+        rnode = _extend(right.node, extra_r) if extra_r else right.node
+        node: p.Node = p.AsofJoin(lnode, rnode, jk, lkeys, rkeys, lt, rt)
+        if extra_l or extra_r:
+            keep = [*range(lw), *(lnode.width + i for i in range(rw))]
+            node = p.Project(node, tuple(Ref(i, node.schema[i][1], node.schema[i][0])
+                                         for i in keep),
+                             tuple(node.schema[i][0] for i in keep))
+        return Relation(node, left.fields + right.fields)
 
     # ------------------------------------------------------------ subqueries
     def tr(self, rel: Relation, lookup=None) -> ExprTranslator:
@@ -610,8 +691,8 @@ class Translator:
                     call = p.WindowCall("count_star", None, BIGINT)
                 else:
                     arg = tr(arg_node)
-                    t = {"count": BIGINT, "sum": sum_type(arg.type),
-                         "avg": avg_type(arg.type)}.get(fname, arg.type)
+                    t = (BIGINT if fname == "count" else sum_type(arg.type) if fname == "sum"
+                         else avg_type(arg.type) if fname == "avg" else arg.type)
                     call = p.WindowCall(fname, column_of(arg), t)
             else:
                 raise unsupported(f"window function {f.sql_name() if isinstance(f, exp.Func) else type(f).__name__}", f)
@@ -670,6 +751,19 @@ def _constant_int(e: exp.Expr | None, where: exp.Expr | None) -> int | None:
     if isinstance(e, exp.Literal) and not e.is_string:
         return int(e.this)
     raise unsupported("non-constant LIMIT/OFFSET", where)
+
+
+def _check_proctime(version: exp.Expr) -> None:
+    """``FOR SYSTEM_TIME AS OF PROCTIME()`` (sqlglot reads it, like Spark's ``TIMESTAMP AS OF``,
+    as a Version node): the processing-time as-of join; any other AS OF is refused."""
+    e = version.args.get("expression")
+    if (version.text("kind").upper() == "AS OF" and isinstance(e, exp.Anonymous)
+            and str(e.name).upper() == "PROCTIME" and not e.expressions):
+        return
+    raise unsupported(f"{version.sql(dialect='spark')}", version,
+                      "only FOR SYSTEM_TIME AS OF PROCTIME() (a processing-time as-of join) "
+                      "is supported; for event time write ASOF JOIN ... ON l.k = r.k AND "
+                      "l.t >= r.t")
 
 
 def _is_null_aware(cond: exp.Expr) -> bool:

@@ -89,6 +89,10 @@ class ExprTranslator:
             return Call(name, (cast_to(self(node.this), STRING),), t)
         if type(node) in _DATE_PARTS:
             return Call(_DATE_PARTS[type(node)], (self.date_arg(node.this),), INT)
+        if type(node).__name__.lower() in _ANON and isinstance(node, exp.Func):
+            # newer sqlglot parses some of these as typed nodes (exp.Reverse, exp.Hour, ...)
+            args = [node.args[k] for k in ("this", "expression", "times") if node.args.get(k)]
+            return self.anon_call(type(node).__name__.lower(), args)
         if isinstance(node, exp.AggFunc):
             raise unsupported(f"aggregate {node.sql_name()} here", node,
                               "aggregates are allowed in SELECT, HAVING and ORDER BY of a "
@@ -136,9 +140,9 @@ class ExprTranslator:
 
     # ------------------------------------------------------------ arithmetic
     def arith(self, name: str, node: exp.Expr) -> Scalar:
-        a, b = self(node.this), self(node.expression)
         if isinstance(node.expression, exp.Interval) or isinstance(node.this, exp.Interval):
             return self.interval_arith(name, node)
+        a, b = self(node.this), self(node.expression)
         if name in ("add", "sub") and (a.type in (DATE, TIMESTAMP) or b.type in (DATE, TIMESTAMP)):
             if a.type == DATE and b.type.is_integral:
                 return Call("date_add" if name == "add" else "date_sub", (a, b), DATE)
@@ -197,6 +201,14 @@ class ExprTranslator:
                 return Call("add_months", (d, amount), DATE)
             if unit == "YEAR":
                 return Call("add_months", (d, Call("mul", (amount, Lit(12, INT)), INT)), DATE)
+        if d.type == TIMESTAMP:
+            secs = {"WEEK": 604800, "DAY": 86400, "HOUR": 3600, "MINUTE": 60, "SECOND": 1}
+            if unit in secs:
+                n = Call("mul", (cast_to(amount, BIGINT), Lit(secs[unit], BIGINT)), BIGINT)
+                return Call("ts_add_seconds", (d, n), TIMESTAMP)
+            if unit in ("MONTH", "YEAR"):
+                n = amount if unit == "MONTH" else Call("mul", (amount, Lit(12, INT)), INT)
+                return Call("ts_add_months", (d, n), TIMESTAMP)
         raise unsupported(f"INTERVAL {unit} on {d.type}", node)
 
     def _Neg(self, node: exp.Neg) -> Scalar:
@@ -435,8 +447,11 @@ class ExprTranslator:
         name = str(node.name).lower()
         if name not in _ANON:
             raise unsupported(f"function {name.upper()}", node)
+        return self.anon_call(name, list(node.expressions))
+
+    def anon_call(self, name: str, arg_nodes: list[exp.Expr]) -> Scalar:
         op, t = _ANON[name]
-        args = [self(a) for a in node.expressions]
+        args = [self(a) for a in arg_nodes]
         if op in ("hour", "minute", "second"):
             args = [cast_to(a, TIMESTAMP) for a in args]
         elif op in ("repeat",):

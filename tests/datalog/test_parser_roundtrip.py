@@ -38,26 +38,36 @@ relations = st.sampled_from(["e", "p", "q2"])
 
 def atoms(depth: int = 2) -> st.SearchStrategy[ast.Atom]:
     arg = st.one_of(terms(depth), st.just(ast.Wildcard(P)))
-    return st.builds(lambda r, args: ast.Atom(r, tuple(args), P), relations,
-                     st.lists(arg, min_size=1, max_size=3))
+    return st.builds(
+        lambda r, args: ast.Atom(r, tuple(args), P),
+        relations,
+        st.lists(arg, min_size=1, max_size=3),
+    )
 
 
-comparisons = st.builds(lambda o, a, b: ast.Comparison(o, a, b, P),
-                        st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), terms(2), terms(2))
+comparisons = st.builds(
+    lambda o, a, b: ast.Comparison(o, a, b, P),
+    st.sampled_from(["=", "!=", "<", "<=", ">", ">="]),
+    terms(2),
+    terms(2),
+)
 aggregates = st.builds(
     lambda f, t, body: ast.Aggregate(f, None if f == "count" else t, tuple(body), P),
-    st.sampled_from(["count", "sum", "min", "max"]), terms(1),
-    st.lists(atoms(0), min_size=1, max_size=2))
+    st.sampled_from(["count", "sum", "min", "max"]),
+    terms(1),
+    st.lists(atoms(0), min_size=1, max_size=2),
+)
 literals: st.SearchStrategy[ast.Literal] = st.one_of(
     atoms(),
     atoms(0).map(lambda a: ast.Negation(a, P)),
     comparisons,
     st.builds(lambda v, a: ast.Comparison("=", v, a, P), variables, aggregates),
 )
-rules = st.builds(lambda h, body: ast.Rule(h, tuple(body), P),
-                  atoms().filter(lambda a: not any(isinstance(x, ast.Wildcard)
-                                                    for x in a.args)),
-                  st.lists(literals, max_size=4))
+rules = st.builds(
+    lambda h, body: ast.Rule(h, tuple(body), P),
+    atoms().filter(lambda a: not any(isinstance(x, ast.Wildcard) for x in a.args)),
+    st.lists(literals, max_size=4),
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -391,3 +391,29 @@ def test_unusual_rule_shapes(seed: int) -> None:
     m.change(deletes={"e": set(m.current["e"]), "flag": set(m.current["flag"])})
     m.check()
     assert m.output("total") == {(0, 0)}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_widest_paths_max_in_recursion(seed: int) -> None:
+    m = Maintained("""
+        .decl edge(x: number, y: number, w: number)  .input edge
+        .decl source(x: number)                      .input source
+        .decl cand(x: number, b: number)
+        .decl best(x: number, b: number)             .output best
+        cand(x, 1000) :- source(x).
+        cand(y, min(b, w)) :- best(x, b), edge(x, y, w).
+        best(x, b) :- cand(x, _), b = max c : { cand(x, c) }.
+    """)
+
+    def weighted(rng: random.Random) -> tuple[int, int, int]:
+        x, y = rng.randrange(8), rng.randrange(8)
+        return (x, y, weight(x, y))
+
+    run_random(
+        m,
+        random.Random(seed),
+        20,
+        {"edge": weighted, "source": lambda rng: (rng.randrange(8),)},
+        batch=2,
+        initial=10,
+    )

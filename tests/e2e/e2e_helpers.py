@@ -36,12 +36,19 @@ def spark_bag(spark: Any, query: str) -> Counter[tuple[Any, ...]]:
     return bag(tuple(r) for r in spark.sql(query).collect())
 
 
-def run_child(code: str, *, env: dict[str, str] | None = None, timeout: float = 240
-              ) -> subprocess.CompletedProcess[str]:
+def run_child(
+    code: str, *, env: dict[str, str] | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh Python process (the project importable, no Spark needed)."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO,
-                          env=full_env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=REPO,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def child_json(proc: subprocess.CompletedProcess[str]) -> Any:

@@ -134,8 +134,97 @@ VIEWS: dict[str, str] = {
     "win_running_sum": "SELECT k, v, sum(v) OVER (PARTITION BY k ORDER BY v) FROM t",
     "win_topn_per_group": "SELECT k, v FROM (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY v DESC, s, x, d, m) AS rn FROM t) q WHERE rn <= 2",
     "win_no_partition": "SELECT v, rank() OVER (ORDER BY v) FROM t",
-    # --- recursion (UNION ALL on acyclic data only; UNION compared below against NetworkX-style reference)
+    # --- (2) more expressions
+    "where_in_strings": "SELECT k, s FROM t WHERE s IN ('a', 'ab', 'zz')",
+    "where_not_in_null_list": "SELECT k, v FROM t WHERE v NOT IN (1, NULL)",
+    "where_not_like": "SELECT s FROM t WHERE s NOT LIKE '%b%'",
+    "where_is_distinct": "SELECT k, v FROM t WHERE v IS DISTINCT FROM k",
+    "where_rlike": "SELECT s FROM t WHERE s RLIKE '^[a-z]+$'",
+    "arith_mixed": "SELECT v * x, m * x, m + x, v * m FROM t",
+    "cast_int_types": "SELECT CAST(v AS INT), CAST(v AS SMALLINT), CAST(x AS INT), CAST(m AS INT) FROM t",
+    "case_null": "SELECT CASE WHEN v IS NULL THEN 'none' WHEN v < 0 THEN 'neg' END, CASE s WHEN 'a' THEN 1 ELSE NULL END FROM t",
+    "str_more": "SELECT reverse(s), initcap(s), repeat(s, 2), startswith(s, 'a'), contains(s, 'b') FROM t",
+    "str_cmp": "SELECT s, s < 'b', s = 'ab', s >= 'Abc' FROM t",
+    "ts_parts": "SELECT id, ts, year(ts), month(ts), hour(ts), minute(ts), second(ts) FROM ev",
+    "ts_cmp": "SELECT id, ts FROM ev WHERE ts >= TIMESTAMP '2024-01-15 00:00:00' AND ts < TIMESTAMP '2024-02-10 12:00:00'",
+    "ts_cast": "SELECT CAST(ts AS DATE), CAST(ts AS STRING), CAST(CAST(ts AS DATE) AS TIMESTAMP) FROM ev",
+    "ts_interval": "SELECT id, ts + INTERVAL '1' HOUR, ts - INTERVAL '2' DAY FROM ev",
+    "ts_agg": "SELECT cat, min(ts), max(ts), count(ts) FROM ev GROUP BY cat",
+    "ts_date_key": "SELECT to_date(ts), count(*), sum(amt) FROM ev GROUP BY to_date(ts)",
+    "bool_col": "SELECT id, ok, NOT ok, ok AND qty > 3, ok OR qty IS NULL FROM ev",
+    "bool_where": "SELECT id, qty FROM ev WHERE ok",
+    "int_arith": "SELECT qty + 1, qty * id, qty DIV 3, qty % 4, -qty, qty / 2 FROM ev",
+    "decimal_ev": "SELECT amt * qty, amt / 3, amt * 1.05, CAST(amt AS DECIMAL(8,1)) FROM ev",
+    # --- (2) more joins
+    "join_four": "SELECT t.k, u.w, e.dst, ev.cat FROM t JOIN u ON t.k = u.k JOIN e ON u.w = e.src JOIN ev ON e.dst = ev.id",
+    "join_left_chain": "SELECT t.k, u.w, e.dst FROM t LEFT JOIN u ON t.k = u.k LEFT JOIN e ON u.w = e.src",
+    "join_full_two_keys": "SELECT t.k, t.s, u.k, u.s FROM t FULL JOIN u ON t.k = u.k AND t.s = u.s",
+    "join_right_where": "SELECT u.k, t.v FROM t RIGHT JOIN u ON t.k = u.k WHERE t.v IS NULL OR t.v > 2",
+    "join_nonequi_only": "SELECT a.src, b.dst FROM e a JOIN e b ON a.dst < b.src",
+    "join_between": "SELECT t.k, u.k FROM t JOIN u ON t.v BETWEEN u.w AND u.w + 2",
+    "join_or_cond": "SELECT t.k, u.w FROM t JOIN u ON t.k = u.k OR t.v = u.w",
+    "join_semi_residual": "SELECT * FROM u LEFT SEMI JOIN t ON u.k = t.k AND t.v > u.w",
+    "join_anti_residual": "SELECT * FROM u LEFT ANTI JOIN t ON u.k = t.k AND t.v > u.w",
+    "join_triangle": "SELECT a.src, b.src, c.src FROM e a JOIN e b ON a.dst = b.src JOIN e c ON b.dst = c.src AND c.dst = a.src",
+    "join_agg_full": "SELECT x.k, x.n, y.m FROM (SELECT k, count(*) AS n FROM t GROUP BY k) x FULL JOIN (SELECT k, max(w) AS m FROM u GROUP BY k) y ON x.k = y.k",
+    "join_ts_decimal": "SELECT ev.id, ev.amt, t.m FROM ev JOIN t ON ev.id = t.k AND ev.amt > t.m",
+    "exists_and_not_exists": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.k) AND NOT EXISTS (SELECT 1 FROM e WHERE e.src = t.v)",
+    "not_in_strings": "SELECT k, s FROM t WHERE s NOT IN (SELECT s FROM u)",
+    "in_or_exists": "SELECT k FROM t WHERE k IN (SELECT src FROM e) OR v > 7",
+    # --- (2) more aggregation
+    "agg_null_group": "SELECT v, count(*), count(s) FROM t GROUP BY v",
+    "agg_count_distinct_more": "SELECT s, count(DISTINCT d), count(DISTINCT m) FROM t GROUP BY s",
+    "agg_having_global": "SELECT count(*) FROM t HAVING count(*) > 3",
+    "agg_global_empty_join": "SELECT count(*), sum(u.w), max(t.s) FROM t JOIN u ON t.k = u.k WHERE t.v > 50",
+    "agg_having_count_distinct": "SELECT s, count(DISTINCT k) FROM t GROUP BY s HAVING count(DISTINCT k) >= 2",
+    "agg_ev": "SELECT ok, avg(qty), sum(qty), count(DISTINCT cat), max(amt) FROM ev GROUP BY ok",
+    "agg_decimal_avg": "SELECT cat, sum(amt), avg(amt), min(amt), max(amt) FROM ev GROUP BY cat",
+    "agg_having_avg": "SELECT s, avg(x) FROM t GROUP BY s HAVING avg(x) > 1 OR avg(x) IS NULL",
+    # --- (2) more set operations
+    "union_all_three": "SELECT k, s FROM t UNION ALL SELECT k, s FROM u UNION ALL SELECT id, cat FROM ev",
+    "intersect_two_cols": "SELECT k, s FROM t INTERSECT SELECT k, s FROM u",
+    "except_all_two_cols": "SELECT k, s FROM t EXCEPT ALL SELECT k, s FROM u",
+    "intersect_all_strings": "SELECT s FROM t INTERSECT ALL SELECT s FROM u",
+    "union_then_agg": "SELECT k, count(*) FROM (SELECT k FROM t UNION ALL SELECT k FROM u) q GROUP BY k",
+    "set_nested": "(SELECT k FROM t EXCEPT SELECT k FROM u) UNION SELECT src FROM e",
+    # --- (2) more subqueries / CTEs
+    "scalar_corr_where": "SELECT k, v FROM t WHERE v > (SELECT avg(w) FROM u WHERE u.k = t.k)",
+    "scalar_arith": "SELECT k, v - (SELECT min(w) FROM u) FROM t",
+    "scalar_in_having": "SELECT k, count(*) FROM t GROUP BY k HAVING count(*) > (SELECT count(*) FROM u) / 10",
+    "cte_chain": "WITH a AS (SELECT k, v FROM t WHERE v IS NOT NULL), b AS (SELECT k, max(v) AS mv FROM a GROUP BY k) SELECT a.k, a.v, b.mv FROM a JOIN b ON a.k = b.k WHERE a.v = b.mv",
+    "cte_union": "WITH a AS (SELECT k FROM t), b AS (SELECT k FROM u) SELECT k FROM a UNION ALL SELECT k FROM b",
+    # --- (2) more top-k
+    "topk_strings": "SELECT s, k FROM t ORDER BY s DESC NULLS LAST, k LIMIT 5",
+    "topk_join": "SELECT t.k, u.w FROM t JOIN u ON t.k = u.k ORDER BY u.w DESC, t.k LIMIT 4",
+    "topk_ts": "SELECT id, ts FROM ev ORDER BY ts DESC NULLS LAST, id LIMIT 3",
+    "topk_expr": "SELECT k, v * 2 AS v2 FROM t ORDER BY v2 ASC NULLS FIRST, k LIMIT 6",
+    # --- (2) more windows
+    "win_rank_ties": "SELECT s, v, rank() OVER (PARTITION BY s ORDER BY v DESC NULLS LAST) FROM t",
+    "win_dense_multi": "SELECT k, s, dense_rank() OVER (PARTITION BY k ORDER BY s, v) FROM t",
+    "win_sum_decimal": "SELECT cat, amt, sum(amt) OVER (PARTITION BY cat), count(*) OVER (PARTITION BY cat) FROM ev",
+    "win_max_ts": "SELECT id, ts, max(ts) OVER (PARTITION BY id), min(amt) OVER (PARTITION BY id) FROM ev",
+    "win_top1_rank": "SELECT * FROM (SELECT k, v, rank() OVER (PARTITION BY k ORDER BY v DESC) AS r FROM t) q WHERE r = 1",
+    "win_dense_topn": "SELECT s, k FROM (SELECT s, k, dense_rank() OVER (PARTITION BY s ORDER BY k) AS dr FROM t) q WHERE dr <= 2",
+    "win_over_agg": "SELECT k, count(*) AS n, rank() OVER (ORDER BY count(*) DESC) FROM t GROUP BY k",
+    "win_two_partitions": "SELECT k, v, sum(v) OVER (PARTITION BY k), max(v) OVER (PARTITION BY s) FROM t",
+    "win_partition_expr": "SELECT v % 2, count(*) OVER (PARTITION BY v % 2) FROM t",
+    # --- views over materialized views (MATERIALIZED below)
+    "vov_join": "SELECT mv_tk.k, mv_tk.n, u.w FROM mv_tk JOIN u ON mv_tk.k = u.k",
+    "vov_agg": "SELECT k, count(*), max(w), sum(v) FROM mv_tu GROUP BY k",
+    "vov_filter": "SELECT k, sv FROM mv_tk WHERE n > 1",
+    "vov_two_views": "SELECT a.k, a.n, b.s FROM mv_tk a JOIN mv_ks b ON a.k = b.k",
+    "vov_topk": "SELECT n, c FROM mv_tk_hist ORDER BY c DESC, n LIMIT 2",
+    "vov_anti": "SELECT k, s FROM mv_ks WHERE k NOT IN (SELECT k FROM mv_tu WHERE k IS NOT NULL)",
+}
 
+# Materialized views that other views read by name (views over views): the harness compiles
+# them first, in this order, into the same dataflow and gives their collections to later
+# views as inputs; Spark sees them as temp views. They are checked like every other view.
+MATERIALIZED: dict[str, str] = {
+    "mv_tk": "SELECT k, count(*) AS n, sum(v) AS sv FROM t GROUP BY k",
+    "mv_tu": "SELECT t.k, t.v, u.w FROM t JOIN u ON t.k = u.k",
+    "mv_ks": "SELECT DISTINCT k, s FROM t WHERE s IS NOT NULL",
+    "mv_tk_hist": "SELECT n, count(*) AS c FROM mv_tk GROUP BY n",
 }
 
 # Views whose SQL Spark cannot run the same way (set-semantics recursion on cyclic data):

@@ -1,0 +1,200 @@
+"""End-to-end refresh latency beside Spark SQL recomputing the view (``python -m bench refresh``).
+
+Workload: ``orders`` (1,000,000 rows by default) joined with ``customers`` (10,000 rows) and
+aggregated per customer and region — the view has one row per customer.  A change of ``n``
+rows to ``orders`` is ``n/2`` inserts and ``n/2`` deletes committed with delta-rs (not timed).
+Then, timed:
+
+* ``ivm refresh``: ``Session.refresh()`` end to end — pin versions and read the change data
+  feed, push the changes through the engine, checkpoint, and append the view's change to its
+  Delta table (breakdown from the report's timings);
+* ``spark recompute``: Spark SQL running the view's query over the same Delta tables (read
+  through the ``delta`` data source) and collecting the result — what a non-incremental
+  refresh has to do at least (it would then also rewrite the view).
+
+Each is repeated (median reported).  Results go to ``bench/results/refresh.json``.
+
+Usage: ``python -m bench refresh [--rows N] [--repeat R] [--no-spark]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+RESULTS = Path(__file__).resolve().parent / "results" / "refresh.json"
+VIEW = """SELECT c.region, o.cust, count(*) AS n, sum(o.amount) AS total
+          FROM orders o JOIN customers c ON o.cust = c.id
+          GROUP BY c.region, o.cust"""
+CUSTOMERS = 10_000
+REGIONS = 20
+
+
+def _change(s: Any, rng: np.random.Generator, n: int, next_id: int) -> int:
+    from catalog import delta
+
+    path = s.table_path("orders")
+    half = n // 2
+    delta.insert(
+        path,
+        pa.table(
+            {
+                "id": np.arange(next_id, next_id + half),
+                "cust": rng.integers(0, CUSTOMERS, half),
+                "amount": rng.integers(1, 1000, half),
+            }
+        ),
+    )
+    victims = rng.choice(next_id, n - half, replace=False)
+    delta.delete(path, f"id IN ({', '.join(str(int(v)) for v in victims)})")
+    return next_id + half
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench refresh")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--changes", type=int, nargs="+", default=[10, 10_000])
+    ap.add_argument("--no-spark", action="store_true", help="skip the Spark SQL baseline")
+    ap.add_argument("--out", default=str(RESULTS))
+    args = ap.parse_args(argv)
+
+    from catalog import delta
+    from spark_exec.session import Session
+
+    root = Path(tempfile.mkdtemp(prefix="ivm-bench-refresh-"))
+    try:
+        rng = np.random.default_rng(0)
+        s = Session(warehouse=root / "wh")
+        s.sql(
+            "CREATE TABLE customers (id BIGINT NOT NULL, region STRING);"
+            "CREATE TABLE orders (id BIGINT NOT NULL, cust BIGINT NOT NULL, "
+            "amount BIGINT NOT NULL)"
+        )
+        delta.insert(
+            s.table_path("customers"),
+            pa.table(
+                {
+                    "id": np.arange(CUSTOMERS),
+                    "region": [f"region {i % REGIONS}" for i in range(CUSTOMERS)],
+                }
+            ),
+        )
+        delta.insert(
+            s.table_path("orders"),
+            pa.table(
+                {
+                    "id": np.arange(args.rows),
+                    "cust": rng.integers(0, CUSTOMERS, args.rows),
+                    "amount": rng.integers(1, 1000, args.rows),
+                }
+            ),
+        )
+        t = time.perf_counter()
+        created = s.create_view("revenue", VIEW)[0]
+        create_s = time.perf_counter() - t
+        print(
+            f"view created from {args.rows:,} orders in {create_s:.1f}s "
+            f"({created.differences:,} differences)"
+        )
+        next_id = args.rows
+        rows: list[dict[str, Any]] = []
+        for n in args.changes:
+            runs = []
+            for _ in range(args.repeat):
+                next_id = _change(s, rng, n, next_id)
+                t = time.perf_counter()
+                (r,) = s.refresh()
+                wall = time.perf_counter() - t
+                runs.append(
+                    {
+                        "seconds": wall,
+                        "differences": r.differences,
+                        "rows_in": r.rows_in,
+                        "rows_written": r.rows_written,
+                        "files_written": r.files_written,
+                        **{f"{k}_seconds": v for k, v in r.timings.items()},
+                    }
+                )
+            med = {k: statistics.median(x[k] for x in runs) for k in runs[0]}
+            rows.append({"change_rows": n, "median": med, "runs": runs})
+            print(
+                f"  {n:>6}-row change: ivm refresh {med['seconds'] * 1000:8.1f} ms "
+                f"({med['differences']:,.0f} differences, {med['rows_written']:,.0f} "
+                "view rows written)"
+            )
+        spark_s = None
+        spark_runs: list[float] = []
+        if not args.no_spark:
+            spark = s.spark
+            spark.sql(VIEW).collect()  # warm-up: JIT, Python workers
+            for _ in range(args.repeat):
+                t = time.perf_counter()
+                spark.sql(VIEW).collect()
+                spark_runs.append(time.perf_counter() - t)
+            spark_s = statistics.median(spark_runs)
+            check = sorted(tuple(x) for x in spark.sql(VIEW).collect())
+            mine = sorted(tuple(x.values()) for x in s.read("revenue").to_pylist())
+            assert check == mine, "the view differs from Spark SQL's recomputation"
+        result = {
+            "benchmark": "refresh",
+            "rows": args.rows,
+            "customers": CUSTOMERS,
+            "view": " ".join(VIEW.split()),
+            "create_seconds": create_s,
+            "create_differences": created.differences,
+            "changes": rows,
+            "spark_recompute_seconds": spark_s,
+            "spark_runs": spark_runs,
+            "machine": {"python": platform.python_version(), "cpus": _cpus()},
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1))
+        print()
+        print(table(result))
+        print(f"\nwritten to {out}")
+        return 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0
+
+
+def table(result: dict[str, Any]) -> str:
+    """Markdown table of a result."""
+    spark = result["spark_recompute_seconds"]
+    lines = [
+        f"Refresh of a join + aggregate view over {result['rows']:,} orders "
+        f"(view built in {result['create_seconds']:.1f}s)",
+        "",
+        "| change | ivm refresh (ms) | read | engine | checkpoint+write | differences "
+        "| view rows written | Spark SQL recompute (ms) | speed-up |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in result["changes"]:
+        m = c["median"]
+        sp = f"{spark * 1000:.0f}" if spark else "-"
+        speed = f"{spark / m['seconds']:.0f}x" if spark else "-"
+        lines.append(
+            f"| {c['change_rows']:,} | {m['seconds'] * 1000:.1f} | "
+            f"{m.get('read_seconds', 0) * 1000:.1f} | {m.get('engine_seconds', 0) * 1000:.1f} | "
+            f"{m.get('commit_seconds', 0) * 1000:.1f} | {m['differences']:,.0f} | "
+            f"{m['rows_written']:,.0f} | {sp} | {speed} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,125 @@
+"""User errors: typed, with a clear message naming the object (and line / column for SQL and
+Datalog), and nothing written when they are refused."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+import ivm
+from catalog import (
+    DependencyError,
+    DroppedInputError,
+    InvalidIdentifierError,
+    InvalidPathError,
+    NameClashError,
+    SchemaChangeError,
+    UnknownTableError,
+    UnknownViewError,
+    delta,
+)
+from datalog.errors import DatalogTypeError
+from ivm.errors import IvmError
+from sql_frontend.errors import SqlAnalysisError, SqlSyntaxError, UnsupportedSqlError
+
+
+def files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.fixture
+def s(tmp_path: Path) -> ivm.Session:
+    s = ivm.Session(warehouse=tmp_path / "wh")
+    s.sql("CREATE TABLE edges (src BIGINT, dst BIGINT); INSERT INTO edges VALUES (1, 2)")
+    s.sql("CREATE MATERIALIZED VIEW deg AS SELECT src, count(*) AS n FROM edges GROUP BY src")
+    return s
+
+
+def test_refused_at_create_with_nothing_written(s: ivm.Session) -> None:
+    before = files(s.warehouse)
+    with pytest.raises(SqlAnalysisError, match="nope"):
+        s.sql("CREATE MATERIALIZED VIEW v AS SELECT * FROM nope")
+    with pytest.raises(UnsupportedSqlError) as err:
+        s.sql("CREATE MATERIALIZED VIEW v AS\nSELECT src, rand() AS r FROM edges")
+    assert err.value.line == 2 and err.value.column is not None
+    with pytest.raises(SqlSyntaxError):
+        s.sql("CREATE MATERIALIZED VIEW v AS SELECT FROM WHERE")
+    with pytest.raises(NameClashError, match="'edges'"):
+        s.sql("CREATE MATERIALIZED VIEW edges AS SELECT * FROM edges")
+    with pytest.raises(NameClashError, match="'deg'"):
+        s.sql("CREATE TABLE deg (x INT)")
+    with pytest.raises(InvalidIdentifierError):
+        s.sql("CREATE MATERIALIZED VIEW `../evil` AS SELECT * FROM edges")
+    with pytest.raises(InvalidIdentifierError):
+        s.sql("CREATE TABLE `a-b` (x INT)")
+    with pytest.raises(DatalogTypeError) as dl:
+        s.datalog(
+            ".decl edges(a: symbol, b: number)\n.input edges\n"
+            ".decl out(a: symbol)\n.output out\nout(a) :- edges(a, _)."
+        )
+    assert dl.value.line == 1 and "edges" in str(dl.value)
+    with pytest.raises(UnknownTableError, match="missing"):
+        s.datalog(
+            ".decl missing(a: number)\n.input missing\n.decl o(a: number)\n.output o\n"
+            "o(a) :- missing(a)."
+        )
+    assert files(s.warehouse) == before
+    assert [v["name"] for v in s.show_views().to_pylist()] == ["deg"]
+
+
+def test_paths_stay_inside_the_warehouse(s: ivm.Session, tmp_path: Path) -> None:
+    inside = s.table_path("edges")
+    with pytest.raises(InvalidPathError, match="inside the warehouse"):
+        s.sql(f"CREATE TABLE ext USING DELTA LOCATION '{inside}'")
+    with pytest.raises(InvalidPathError, match="scheme"):
+        s.sql("CREATE TABLE ext USING DELTA LOCATION 's3://bucket/t'")
+    with pytest.raises(ivm.IvmError, match="no Delta table"):
+        s.sql(f"CREATE TABLE ext USING DELTA LOCATION '{tmp_path / 'empty'}'")
+    assert not (tmp_path / "empty").exists()
+
+
+def test_unknown_names_and_dependencies(s: ivm.Session) -> None:
+    with pytest.raises(UnknownTableError, match="'nope'"):
+        s.sql("INSERT INTO nope VALUES (1)")
+    with pytest.raises(UnknownViewError, match="nope"):
+        s.refresh("nope")
+    with pytest.raises(UnknownViewError):
+        s.sql("DROP MATERIALIZED VIEW nope")
+    with pytest.raises(DependencyError, match="deg"):
+        s.sql("DROP TABLE edges")
+    with pytest.raises(IvmError, match="materialized view"):
+        s.sql("INSERT INTO deg VALUES (1, 1)")
+    with pytest.raises(UnsupportedSqlError, match="subquery"):
+        s.sql("DELETE FROM edges WHERE src IN (SELECT src FROM edges)")
+
+
+def test_dropped_and_changed_inputs(tmp_path: Path) -> None:
+    ext = tmp_path / "ext"
+    write_deltalake(
+        ext,
+        pa.table({"a": pa.array([1, 2], pa.int64())}),
+        configuration={"delta.enableChangeDataFeed": "true"},
+    )
+    s = ivm.Session(warehouse=tmp_path / "wh")
+    s.sql(f"CREATE TABLE ext USING DELTA LOCATION '{ext}'")
+    s.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM ext WHERE a > 1")
+    view = s.table_path("v")
+    version = delta.current_version(view)
+
+    # incompatible schema change: column a becomes a string
+    write_deltalake(ext, pa.table({"a": ["x"]}), mode="overwrite", schema_mode="overwrite")
+    with pytest.raises(SchemaChangeError, match=r"'ext'.*'a'"):
+        s.refresh()
+    assert delta.current_version(view) == version
+
+    # dropped input: the Delta table is gone
+    shutil.rmtree(ext)
+    with pytest.raises(DroppedInputError, match=r"'ext'.*dropped"):
+        s.refresh()
+    assert delta.current_version(view) == version
+    assert os.path.exists(view)
