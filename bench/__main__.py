@@ -4,6 +4,7 @@ Commands:
   engine    W1/W2/W3 on the ivm engine with a recompute baseline (see bench/engine_bench.py)
   report    print the markdown table of stored results (bench/results/engine_<scale>.json)
   describe  generate the workloads of a scale and print their sizes
+  datalog   transitive closure and points-to: initial and per-change vs re-evaluation
   triangles binary-join vs delta-query state on a skewed graph (see bench/bench_triangles.py)
 """
 
@@ -62,6 +63,10 @@ def main(argv: list[str]) -> int:
         return _report(rest)
     if cmd == "describe":
         return _describe(rest)
+    if cmd == "datalog":
+        from bench.bench_datalog import main as datalog_main
+
+        return datalog_main(rest)
     if cmd == "triangles":
         from bench.bench_triangles import main as triangles_main
 

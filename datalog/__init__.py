@@ -10,7 +10,8 @@ Entry points: :func:`compile_program` (into an existing ``ivm.Dataflow``), :func
 :func:`parse`.
 """
 
-from datalog.compile import Analysis, CompiledProgram, analyze, compile_program
+from datalog.analysis import Analysis, analyze
+from datalog.compile import CompiledProgram, compile_program
 from datalog.errors import (
     ArityError,
     DatalogError,

@@ -272,7 +272,7 @@ class _RuleTyper:
                     if isinstance(arg, ast.Var):
                         self._bind(arg, cls, types, f"attribute of {info.name!r}")
             for term in ast.literal_terms(lit):
-                for agg in _aggregates_deep(term):
+                for agg in ast.aggregates_in(term):
                     self._from_atoms(agg.body, types)
 
     def _bind(self, var: ast.Var, cls: TypeClass, types: dict[str, TypeClass], where: str) -> None:
@@ -286,13 +286,13 @@ class _RuleTyper:
         changed = False
         for lit in body:
             for term in ast.literal_terms(lit):
-                for agg in _aggregates_deep(term):
+                for agg in ast.aggregates_in(term):
                     changed |= self._from_equalities(agg.body, types)
             if not (isinstance(lit, ast.Comparison) and lit.op == "="):
                 continue
             for var, other in ((lit.left, lit.right), (lit.right, lit.left)):
                 if isinstance(var, ast.Var) and var.name not in types:
-                    cls = self.type_of(other, types, required=False)
+                    cls = self.type_of(other, types)
                     if cls is not None:
                         types[var.name] = cls
                         changed = True
@@ -301,7 +301,7 @@ class _RuleTyper:
     def _check_literals(self, body: tuple[ast.Literal, ...], types: dict[str, TypeClass]) -> None:
         for lit in body:
             for term in ast.literal_terms(lit):
-                for agg in _aggregates_deep(term):
+                for agg in ast.aggregates_in(term):
                     self._check_literals(agg.body, types)
             match lit:
                 case ast.Atom() | ast.Negation():
@@ -343,9 +343,7 @@ class _RuleTyper:
             return
         raise _type_error(f"{term} is {actual}, but the {where} is {cls}", term)
 
-    def type_of(
-        self, term: ast.Term, types: Mapping[str, TypeClass], required: bool = True
-    ) -> TypeClass | None:
+    def type_of(self, term: ast.Term, types: Mapping[str, TypeClass]) -> TypeClass | None:
         """The type class of a term; None when it depends on an untyped variable."""
         match term:
             case ast.Var(name=name):
@@ -355,13 +353,13 @@ class _RuleTyper:
             case ast.Const(type=t):
                 return _CLASS_OF[t]
             case ast.UnaryOp(op=op, operand=operand):
-                cls = self.type_of(operand, types, required)
+                cls = self.type_of(operand, types)
                 if cls is not None and (cls == "symbol" or (op != "-" and cls == "float")):
                     raise _type_error(f"operator {op} does not apply to {cls}", term)
                 return cls
             case ast.BinOp(op=op, left=left, right=right):
-                lc = self.type_of(left, types, required)
-                rc = self.type_of(right, types, required)
+                lc = self.type_of(left, types)
+                rc = self.type_of(right, types)
                 cls = self._unify(lc, rc, left, right, term)
                 if cls == "symbol":
                     raise _type_error(f"operator {op} does not apply to symbols (use cat)", term)
@@ -369,20 +367,18 @@ class _RuleTyper:
                     raise _type_error(f"operator {op} does not apply to floats", term)
                 return cls
             case ast.Functor():
-                return self._functor_type(term, types, required)
+                return self._functor_type(term, types)
             case ast.Aggregate(function=function, target=target):
                 if function == "count" or target is None:
                     return "int"
-                cls = self.type_of(target, types, required)
+                cls = self.type_of(target, types)
                 if cls == "symbol" and function == "sum":
                     raise _type_error("sum does not apply to symbols", term)
                 return cls
         raise AssertionError(term)
 
-    def _functor_type(
-        self, term: ast.Functor, types: Mapping[str, TypeClass], required: bool
-    ) -> TypeClass | None:
-        args = [self.type_of(a, types, required) for a in term.args]
+    def _functor_type(self, term: ast.Functor, types: Mapping[str, TypeClass]) -> TypeClass | None:
+        args = [self.type_of(a, types) for a in term.args]
         arity = {
             "cat": None,
             "strlen": 1,
@@ -435,7 +431,3 @@ class _RuleTyper:
                 return "float"
             raise _type_error(f"arguments of {term.name} have different types", term)
         return known[0] if known else None
-
-
-def _aggregates_deep(term: ast.Term) -> list[ast.Aggregate]:
-    return ast.aggregates_in(term)

@@ -35,11 +35,11 @@ import numpy as np
 
 import ivm
 from datalog import ast
-from datalog.check import CheckedProgram, CheckedRule, RelationInfo, TypeClass, check
+from datalog.analysis import Analysis, Schema, analyze
+from datalog.check import RelationInfo, TypeClass
 from datalog.check import dtype_of_class as _dtype
-from datalog.errors import DatalogTypeError, UnsupportedError
+from datalog.errors import DatalogTypeError
 from datalog.expr import as_array, compile_condition, compile_term
-from datalog.parser import parse
 from datalog.plan import (
     AggregateStep,
     AntiJoin,
@@ -51,111 +51,8 @@ from datalog.plan import (
     Scan,
     Seed,
     Unit,
-    plan_rule,
 )
-from datalog.stratify import Stratum, stratify
-
-Schema = tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """A program parsed, checked, stratified and planned; no dataflow yet."""
-
-    checked: CheckedProgram
-    strata: tuple[Stratum, ...]
-    plans: tuple[RulePlan, ...]
-
-    @property
-    def relations(self) -> Mapping[str, RelationInfo]:
-        return self.checked.relations
-
-    @property
-    def input_schemas(self) -> Mapping[str, Schema]:
-        """Engine schema of every ``.input`` relation."""
-        return MappingProxyType({n: self.relations[n].schema for n in self.checked.inputs})
-
-    @property
-    def output_schemas(self) -> Mapping[str, Schema]:
-        """Engine schema of every ``.output`` relation."""
-        return MappingProxyType({n: self.relations[n].schema for n in self.checked.outputs})
-
-    def explain(self) -> str:
-        """The strata and every rule's evaluation plan, as text."""
-        lines: list[str] = []
-        by_head: dict[str, list[RulePlan]] = {}
-        for p in self.plans:
-            by_head.setdefault(p.rule.head.relation, []).append(p)
-        for i, stratum in enumerate(self.strata, 1):
-            kind = "recursive, one iterate scope" if stratum.recursive else "non-recursive"
-            lines.append(f"stratum {i}: {', '.join(stratum.relations)} ({kind})")
-            for rel in stratum.relations:
-                info = self.relations[rel]
-                tags = [
-                    t
-                    for t, on in (
-                        ("input", info.is_input),
-                        ("output", info.is_output),
-                        (
-                            f"{len(self.checked.facts.get(rel, ()))} facts",
-                            rel in self.checked.facts,
-                        ),
-                    )
-                    if on
-                ]
-                cols = ", ".join(f"{c}: {t}" for c, t in zip(info.columns, info.types, strict=True))
-                lines.append(f"  {rel}({cols})" + (f"  [{', '.join(tags)}]" if tags else ""))
-                for p in by_head.get(rel, []):
-                    lines.append(f"    rule {p.rule}  (line {p.rule.pos.line})")
-                    lines.extend(_explain_plan(p.body, "      "))
-                    lines.append(f"      head {rel}({', '.join(map(str, p.head))})")
-        return "\n".join(lines)
-
-
-def _explain_plan(plan: ConjunctionPlan, indent: str) -> list[str]:
-    out: list[str] = []
-    match plan.start:
-        case Scan(atom=atom):
-            out.append(f"{indent}scan {atom}")
-        case Unit():
-            out.append(f"{indent}unit")
-        case Seed(vars=vs):
-            out.append(f"{indent}seed distinct outer ({', '.join(vs)})")
-    for step in plan.steps:
-        match step:
-            case Join(atom=atom, on=on):
-                how = f"on {', '.join(on)}" if on else "cross product"
-                out.append(f"{indent}join {atom} {how}")
-            case Filter(literal=lit):
-                out.append(f"{indent}filter {lit}")
-            case Bind(var=var, term=term):
-                out.append(f"{indent}bind {var} = {term}")
-            case AntiJoin(atom=atom, on=on):
-                out.append(f"{indent}antijoin {atom} on {', '.join(on) or '()'}")
-            case AggregateStep(var=var, aggregate=agg, keys=keys, inner=inner):
-                target = "" if agg.target is None else f" {inner.target}"
-                out.append(
-                    f"{indent}aggregate {var} = {agg.function}{target} group by ({', '.join(keys)})"
-                )
-                out.extend(_explain_plan(inner, indent + "  "))
-    return out
-
-
-def analyze(text: str) -> Analysis:
-    """Parse, check, stratify and plan ``text`` (every error raised here has a position)."""
-    checked = check(parse(text))
-    for info in checked.relations.values():
-        if info.arity == 0:
-            pos = info.decl.pos
-            raise UnsupportedError(
-                f"relation {info.name!r} has no attributes; nullary relations are not supported",
-                line=pos.line,
-                column=pos.column,
-                construct=info.name,
-            )
-    strata = stratify(checked.relations, (r.rule for r in checked.rules))
-    plans = tuple(plan_rule(r.rule) for r in checked.rules)
-    return Analysis(checked, strata, plans)
+from datalog.stratify import Stratum
 
 
 @dataclass(frozen=True)
@@ -234,10 +131,12 @@ def compile_program(
 class _Binding:
     """A collection whose column i holds the values of variable ``vars[i]``.
 
-    ``None`` marks a column no variable needs (a wildcard of a scanned atom): scans use the
-    relation's collection as it is, so that joins arrange the relation itself and every rule
-    joining a relation on the same columns shares one arrangement; dead columns are
-    projected away after the first join.
+    ``None`` marks a column no variable needs (a wildcard of a scanned atom, the right side's
+    copy of a join key): scans use the relation's collection as it is, so that joins arrange
+    the relation itself and every rule joining a relation on the same columns shares one
+    arrangement. Dead columns are projected away only before the binding is arranged (the
+    left side of a join or anti-join, an aggregate) and by the head's projection, so a rule
+    costs as few operators as possible.
     """
 
     coll: ivm.Collection
@@ -421,9 +320,8 @@ class _Builder:
         if len(head_vars) == len(plan.head) == len(set(head_vars)) and all(
             types[v] == c for v, c in zip(head_vars, classes, strict=True)
         ):
-            out = _named(
-                _project(binding.coll, [binding.index(v) for v in head_vars]), info.columns
-            )
+            # rule results are only concatenated (by position): no names needed
+            out = _project(binding.coll, [binding.index(v) for v in head_vars])
             body = plan.body
             if (
                 isinstance(body.start, Scan)
@@ -472,14 +370,15 @@ class _Builder:
         for step in plan.steps:
             match step:
                 case Join(atom=atom, on=on):
-                    binding = self._join(binding, self._scan(atom, env, types), on)
+                    left = binding.compact()  # the left side is arranged: no dead columns
+                    binding = self._join(left, self._scan(atom, env, types), on)
                 case Filter(literal=lit):
                     cond = compile_condition(lit, binding.columns, types)
                     binding = _Binding(binding.coll.filter(_rows(cond)), binding.vars)
                 case Bind(var=var, term=term):
                     binding = self._bind(binding, var, term, types)
                 case AntiJoin(atom=atom, on=on):
-                    binding = self._antijoin(binding, atom, on, env)
+                    binding = self._antijoin(binding.compact(), atom, on, env)
                 case AggregateStep():
                     binding = self._aggregate(binding, step, env, types)
         return binding
@@ -500,11 +399,9 @@ class _Builder:
     def _join(self, left: _Binding, right: _Binding, on: Sequence[str]) -> _Binding:
         pairs = [(left.index(v), right.index(v)) for v in on]
         joined = left.coll.join(right.coll, on=pairs)
-        width = len(left.vars)
-        keep = [i for i, v in enumerate(left.vars) if v is not None]
-        keep += [width + i for i, v in enumerate(right.vars) if v is not None and v not in on]
-        names = [[*left.vars, *right.vars][i] for i in keep]
-        return _Binding(_project(joined, keep), names)
+        # the right side's copies of the shared variables are dead columns (see _Binding)
+        names = [*left.vars, *(None if v in on else v for v in right.vars)]
+        return _Binding(joined, names)
 
     def _bind(
         self, binding: _Binding, var: str, term: ast.Term, types: dict[str, TypeClass]
@@ -604,7 +501,7 @@ class _Builder:
                 tuple(range(len(key_idx))), [(agg.function, len(key_idx))], names=["agg"]
             )
         types[step.var] = cls
-        result = self._join(outer, _Binding(reduced, [*keys, step.var]), keys)
+        result = self._join(outer, _Binding(reduced, [*keys, step.var]), keys).compact()
         if agg.function in ("count", "sum"):
             zero = 0.0 if cls == "float" else 0
             dtype = _dtype(cls)
@@ -673,4 +570,4 @@ def _fact_row(fact: ast.Rule, info: RelationInfo) -> tuple[Any, ...] | None:
     return tuple(row)
 
 
-__all__ = ["Analysis", "CheckedRule", "CompiledProgram", "analyze", "compile_program"]
+__all__ = ["Analysis", "CompiledProgram", "analyze", "compile_program"]

@@ -77,13 +77,9 @@ def _collect(head: str, body: tuple[ast.Literal, ...], label: EdgeLabel, edges: 
         elif isinstance(lit, ast.Negation):
             edges.append(Edge(head, lit.atom.relation, "negation", lit.pos))
         for term in ast.literal_terms(lit):
-            for agg in _all_aggregates(term):
+            for agg in ast.aggregates_in(term):
                 fn: EdgeLabel = agg.function  # type: ignore[assignment]
                 _collect(head, agg.body, _worse(label, fn), edges)
-
-
-def _all_aggregates(term: ast.Term) -> list[ast.Aggregate]:
-    return ast.aggregates_in(term)
 
 
 def stratify(relations: Iterable[str], rules: Iterable[ast.Rule]) -> tuple[Stratum, ...]:

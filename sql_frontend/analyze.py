@@ -1,14 +1,16 @@
 """Text → analysed sqlglot AST: parse, refuse, qualify, rewrite, annotate.
 
-The passes are sqlglot's own optimizer rules, in this order (:data:`RULES`); the one rule of
-ours, :mod:`sql_frontend.rules.subquery_to_semijoin`, runs right after qualification:
+The passes are sqlglot's own optimizer rules, in this order (:data:`RULES`); two rules are
+ours, :mod:`sql_frontend.rules.subquery_to_semijoin` (right after qualification) and
+:mod:`sql_frontend.rules.factor_disjunctions`:
 
 1. ``qualify``: resolve tables and columns against the catalog, expand ``*``, validate;
 2. ``subquery_to_semijoin``: EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
 3. ``unnest_subqueries``: other (scalar, correlated) subqueries → joins with grouped subqueries;
-4. ``pushdown_predicates``: filters move towards the scans (and into join conditions);
-5. ``eliminate_subqueries``: derived tables become CTEs, so every FROM names a relation;
-6. ``annotate_types``.
+4. ``factor_disjunctions`` (ours): a conjunct common to every branch of an OR is pulled out;
+5. ``pushdown_predicates``: filters move towards the scans (and into join conditions);
+6. ``eliminate_subqueries``: derived tables become CTEs, so every FROM names a relation;
+7. ``annotate_types``.
 
 Non-deterministic functions and statements that are not queries are refused before anything
 else, while the tree still carries line and column positions.
@@ -34,6 +36,7 @@ from sql_frontend.errors import (
     SqlSyntaxError,
     UnsupportedSqlError,
 )
+from sql_frontend.rules.factor_disjunctions import factor_disjunctions
 from sql_frontend.rules.subquery_to_semijoin import subquery_to_semijoin
 from sql_frontend.sql_types import SqlType, parse_type
 
@@ -150,5 +153,6 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
     return tree
 
 
-RULES = (subquery_to_semijoin, unnest_subqueries, pushdown_predicates, eliminate_subqueries)
+RULES = (subquery_to_semijoin, unnest_subqueries, factor_disjunctions, pushdown_predicates,
+         eliminate_subqueries)
 """The rewrite passes after ``qualify``, in order."""

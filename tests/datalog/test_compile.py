@@ -8,6 +8,7 @@ import math
 import pytest
 from datalog_harness import Maintained
 
+import datalog.analysis
 import datalog.compile
 import datalog.parser
 import datalog.stratify
@@ -15,7 +16,9 @@ import ivm
 from datalog import analyze, compile_program
 
 
-@pytest.mark.parametrize("module", [datalog.parser, datalog.stratify, datalog.compile])
+@pytest.mark.parametrize(
+    "module", [datalog.parser, datalog.stratify, datalog.compile, datalog.analysis]
+)
 def test_docstring_examples_run(module: object) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)  # type: ignore[arg-type]
     assert result.failed == 0 and result.attempted > 0

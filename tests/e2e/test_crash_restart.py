@@ -40,17 +40,10 @@ reports = s.refresh()
 print(json.dumps({"completed": True, "epochs": [r.epoch for r in reports]}))
 """
 
-POINTS = [
-    "restored",
-    "stepped",
-    "before_checkpoint",
-    "files_written",
-    "renamed",
-    "checkpointed",
-    "committed:agg",
-    "committed:top",
-    "published",
-]
+# Every side of the protocol's commit point: before the checkpoint (engine already stepped;
+# checkpoint files written but not renamed / renamed but not current), after it (no view
+# published; between the two views of one group).
+POINTS = ["stepped", "files_written", "renamed", "checkpointed", "committed:agg", "committed:top"]
 
 
 def epochs_committed(path: str) -> Counter[int]:

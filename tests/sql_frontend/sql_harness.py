@@ -24,7 +24,12 @@ TABLES: dict[str, list[tuple[str, str]]] = {
           ("d", "date"), ("m", "decimal(10,2)")],
     "u": [("k", "bigint"), ("w", "bigint"), ("s", "string")],
     "e": [("src", "bigint"), ("dst", "bigint")],
+    "ev": [("id", "bigint"), ("ts", "timestamp"), ("cat", "string"), ("amt", "decimal(12,2)"),
+           ("qty", "int"), ("ok", "boolean")],
 }
+
+CHUNK = 25
+"""Views per combined Spark query (see :func:`spark_results`)."""
 
 _STRINGS = ["a", "b", "ab", "Abc", " x ", "", "zz", None]
 
@@ -40,6 +45,12 @@ def random_row(rng: random.Random, table: str) -> tuple:
                 maybe(Decimal(rng.randint(-500, 5000)) / 100))
     if table == "u":
         return (maybe(rng.randint(0, 6)), maybe(rng.randint(0, 4)), rng.choice(_STRINGS))
+    if table == "ev":
+        return (maybe(rng.randint(0, 7)),
+                maybe(dt.datetime(2024, 1, 1) + dt.timedelta(seconds=rng.randint(0, 60 * 86400))),
+                rng.choice(["x", "y", "z", None]),
+                maybe(Decimal(rng.randint(-5000, 50000)) / 100),
+                maybe(rng.randint(-5, 20)), maybe(rng.random() < 0.5))
     return (rng.randint(0, 7), rng.randint(0, 7))
 
 
@@ -66,19 +77,29 @@ def multiset(rows: Sequence[Sequence[Any]]) -> Counter:
 class Harness:
     """Views over TABLES compiled into one dataflow, checked against Spark after each step."""
 
-    def __init__(self, spark: Any, views: dict[str, str], seed: int) -> None:
+    def __init__(self, spark: Any, views: dict[str, str], seed: int,
+                 materialized: dict[str, str] | None = None) -> None:
         self.spark = spark
         self.seed = seed
         self.rng = random.Random(seed)
         self.g = ivm.Dataflow()
-        self.inputs = {name: self.g.input(name, [(c, "str" if t == "string" else "any")
-                                                 for c, t in cols])
-                       for name, cols in TABLES.items()}
+        self.inputs: dict[str, Any] = {
+            name: self.g.input(name, [(c, "str" if t == "string" else "any") for c, t in cols])
+            for name, cols in TABLES.items()}
         self.rows: dict[str, list[tuple]] = {name: [] for name in TABLES}
-        self.views = views
+        self.materialized = dict(materialized or {})
+        self.views = {**self.materialized, **views}
         self.outputs: dict[str, Any] = {}
+        catalog: dict[str, list[tuple[str, Any]]] = dict(TABLES)
+        # views over views: a materialized view's collection is an input of later views
+        for name, sql in self.materialized.items():
+            cv = compile_view(sql, catalog, self.g, self.inputs)
+            self.inputs[name] = cv.collection
+            catalog[name] = [(c, t) for c, (_, t) in zip(cv.collection.schema.names, cv.schema,
+                                                         strict=True)]
+            self.outputs[name] = self.g.output(cv.collection, name)
         for name, sql in views.items():
-            cv = compile_view(sql, TABLES, self.g, self.inputs)
+            cv = compile_view(sql, catalog, self.g, self.inputs)
             self.outputs[name] = self.g.output(cv.collection, name)
 
     def random_changes(self, n_insert: int, n_delete: int) -> None:
@@ -108,23 +129,58 @@ class Harness:
             df.createOrReplaceTempView(table)
 
     def check(self, step: int) -> list[str]:
-        failures = []
         self.register_spark_tables()
-        # Spark jobs from several threads overlap their fixed costs (~4x faster here).
-        with ThreadPoolExecutor(4) as pool:
-            results = dict(zip(self.views, pool.map(
-                lambda q: [tuple(r) for r in self.spark.sql(q).collect()],
-                self.views.values()), strict=True))
-        for name, sql in self.views.items():
-            expected = multiset(results[name])
-            actual = Counter()
-            for row, count in self.outputs[name].counts().items():
-                actual[tuple(normalize(v) for v in row)] += count
-            if expected != actual:
-                missing = expected - actual
-                extra = actual - expected
-                failures.append(
-                    f"view {name} (seed {self.seed}, step {step}): {sql}\n"
-                    f"  missing {dict(list(missing.items())[:5])}\n"
-                    f"  extra   {dict(list(extra.items())[:5])}")
-        return failures
+        for name, sql in self.materialized.items():
+            self.spark.sql(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
+        results = spark_results(self.spark, self.views)
+        return compare(self.outputs, self.views, results, f"seed {self.seed}, step {step}")
+
+
+def spark_results(spark: Any, queries: dict[str, str], chunk: int = CHUNK,
+                  threads: int = 2) -> dict[str, list[tuple]]:
+    """Every query's rows as computed by Spark SQL.
+
+    A Spark query costs far more in fixed overhead (analysis, planning, code generation, job
+    scheduling) than in work on these small tables, so queries are run ``chunk`` at a time as
+    ONE Spark query: ``SELECT * FROM (SELECT collect_list(struct(*)) FROM (q1)) CROSS JOIN
+    ...``, one row whose i-th column holds the i-th query's rows with their Spark types.
+    """
+    names = list(queries)
+    groups = [names[i:i + chunk] for i in range(0, len(names), chunk)]
+
+    def run(group: list[str]) -> dict[str, list[tuple]]:
+        parts = [f"(SELECT collect_list(struct(*)) AS r{i} FROM ({queries[n]}) AS q{i})"
+                 for i, n in enumerate(group)]
+        try:
+            row = spark.sql("SELECT * FROM " + " CROSS JOIN ".join(parts)).collect()[0]
+        except Exception:
+            if len(group) == 1:
+                raise
+            # one query of the group failed: run them one by one, so the error names it
+            return {k: v for n in group for k, v in run([n]).items()}
+        return {n: [tuple(r) for r in row[i]] for i, n in enumerate(group)}
+
+    out: dict[str, list[tuple]] = {}
+    with ThreadPoolExecutor(threads) as pool:
+        for part in pool.map(run, groups):
+            out.update(part)
+    return out
+
+
+def compare(outputs: dict[str, Any], queries: dict[str, str],
+            results: dict[str, list[tuple]], where: str) -> list[str]:
+    """Failure messages for every output whose multiset differs from Spark's rows."""
+    failures = []
+    for name, sql in queries.items():
+        expected = multiset(results[name])
+        actual: Counter = Counter()
+        for row, count in outputs[name].counts().items():
+            actual[tuple(normalize(v) for v in row)] += count
+        if expected != actual:
+            missing = expected - actual
+            extra = actual - expected
+            failures.append(
+                f"view {name} ({where}): {sql}\n"
+                f"  missing {dict(list(missing.items())[:5])}\n"
+                f"  extra   {dict(list(extra.items())[:5])}")
+    return failures
