@@ -378,7 +378,7 @@ def _to_arrow(cols: tuple, times: np.ndarray, diff: np.ndarray) -> pa.Table:
     for i, c in enumerate(cols):
         if c.dtype == object:
             try:
-                arrays[f"c{i}"] = pa.array(c.tolist())
+                arrays[f"c{i}"] = pa.array(c, from_pandas=False)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
                 arrays[f"p{i}"] = pa.array([pickle.dumps(v) for v in c.tolist()], pa.binary())
         else:
@@ -387,6 +387,19 @@ def _to_arrow(cols: tuple, times: np.ndarray, diff: np.ndarray) -> pa.Table:
         arrays[f"t{k}"] = pa.array(times[:, k])
     arrays["diff"] = pa.array(diff)
     return pa.table(arrays)
+
+
+def _object_values(col: pa.ChunkedArray) -> Any:
+    """An Arrow column as Python values (None for NULL), vectorized where Arrow can."""
+    t = col.type
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+        arr = col.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy().astype(object)
+        if col.null_count:
+            arr[col.is_null().to_numpy(zero_copy_only=False)] = None
+        return arr
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return col.to_numpy(zero_copy_only=False)
+    return col.to_pylist()
 
 
 def _from_arrow(table: pa.Table, op: Operator, key: str) -> tuple:
@@ -398,7 +411,7 @@ def _from_arrow(table: pa.Table, op: Operator, key: str) -> tuple:
             vals = [pickle.loads(v) for v in table.column(f"p{i}").to_pylist()]
         else:
             col = table.column(f"c{i}")
-            vals = col.to_pylist() if d == np.dtype(object) else col.to_numpy()
+            vals = _object_values(col) if d == np.dtype(object) else col.to_numpy()
         arr = np.empty(len(vals), dtype=d) if d == np.dtype(object) else None
         if arr is not None:
             arr[:] = vals

@@ -4,7 +4,9 @@ The 8 tables have the standard columns and types (keys BIGINT, money DECIMAL(15,
 DATE). Sizes follow the spec's scale factor rules (customer 150,000·SF, orders 10 per customer
 for two customers in three, 1–7 lineitems per order, part 200,000·SF, 4 suppliers per part);
 values follow its distributions closely enough that every query's predicates select something
-at SF ≈ 0.002, and referential integrity holds (lineitem → orders, partsupp; orders → customer).
+at SF ≈ 0.002, and referential integrity holds (lineitem → orders, partsupp; orders → customer). Deviations
+for tiny scales: suppliers cycle through the nations, and 1% of orders are large (7 lines of
+45–50 units) so that Q18 has answers.
 
 :class:`TpchGen` also makes change batches: new orders with their lineitems, and deletions of
 existing orders with theirs, the refresh functions RF1 / RF2 of the spec.
@@ -88,7 +90,7 @@ class TpchGen:
     def __init__(self, sf: float = 0.002, seed: int = 7) -> None:
         self.rng = random.Random(seed)
         self.n_part = max(int(200_000 * sf), 40)
-        self.n_supp = max(int(10_000 * sf), 8)
+        self.n_supp = max(int(10_000 * sf), 25)
         self.n_cust = max(int(150_000 * sf), 30)
         self.next_order = 1
         self.tables: dict[str, list[tuple]] = {t: [] for t in SCHEMAS}
@@ -125,7 +127,7 @@ class TpchGen:
                 f"{r.choice(TYPE1)} {r.choice(TYPE2)} {r.choice(TYPE3)}", r.randint(1, 50),
                 f"{r.choice(CONT1)} {r.choice(CONT2)}", price, self._comment()))
         for sk in range(1, self.n_supp + 1):
-            nation = r.randint(0, 24)
+            nation = (sk - 1) % 25  # every nation has suppliers, even at tiny scales
             comment = self._comment("Customer Complaints", 0.1)
             t["supplier"].append((sk, f"Supplier#{sk:09d}", f"addr{sk}", nation,
                                   self._phone(nation), _money(r.randint(-99999, 999999)),
@@ -153,9 +155,10 @@ class TpchGen:
         self.next_order += 1
         odate = START + dt.timedelta(days=r.randint(0, (END - START).days - 151))
         items, total, statuses = [], Decimal(0), set()
-        for ln in range(1, r.randint(1, 7) + 1):
+        big = r.random() < 0.01  # a few large orders, so that Q18 selects some at tiny scales
+        for ln in range(1, (7 if big else r.randint(1, 7)) + 1):
             pk = r.randint(1, self.n_part)
-            qty = Decimal(r.randint(1, 50))
+            qty = Decimal(r.randint(45 if big else 1, 50))
             ext = (qty * self.price[pk]).quantize(C2)
             disc = _money(r.randint(0, 10))
             tax = _money(r.randint(0, 8))
