@@ -6,6 +6,7 @@ Commands:
   describe  generate the workloads of a scale and print their sizes
   datalog   transitive closure and points-to: initial and per-change vs re-evaluation
   triangles binary-join vs delta-query state on a skewed graph (see bench/bench_triangles.py)
+  sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ def main(argv: list[str]) -> int:
         from bench.bench_triangles import main as triangles_main
 
         return triangles_main(rest)
+    if cmd == "sql":
+        from bench.bench_sql import main as sql_main
+
+        return sql_main(rest)
     print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
     return 2
 

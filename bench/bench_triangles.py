@@ -59,9 +59,14 @@ def run_plan(plan: str, edges: np.ndarray, steps: list[tuple[np.ndarray, np.ndar
         lat.append(time.perf_counter() - t)
         outputs.append(len(out.changes()))
     state = sum(g.arrangement_rows().values())
-    return {"initial_s": initial, "median_ms": 1000 * statistics.median(lat),
-            "p90_ms": 1000 * float(np.percentile(lat, 90)), "arrangement_rows": state,
-            "triangles": sum(out.counts().values()), "changes_per_step": outputs}
+    return {
+        "initial_s": initial,
+        "median_ms": 1000 * statistics.median(lat),
+        "p90_ms": 1000 * float(np.percentile(lat, 90)),
+        "arrangement_rows": state,
+        "triangles": sum(out.counts().values()),
+        "changes_per_step": outputs,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -85,22 +90,29 @@ def main(argv: list[str]) -> int:
         cur = np.concatenate([np.delete(cur, idx, 0), add])
         steps.append((rem, add))
     deg = np.bincount(edges[:, 0])
-    results = {"edges": len(edges), "sum_sq_out_degree": int((deg.astype(np.int64) ** 2).sum()),
-               "max_out_degree": int(deg.max())}
+    results = {
+        "edges": len(edges),
+        "sum_sq_out_degree": int((deg.astype(np.int64) ** 2).sum()),
+        "max_out_degree": int(deg.max()),
+    }
     for plan in ("delta", "binary"):
         results[plan] = run_plan(plan, edges, steps)
     assert results["delta"]["triangles"] == results["binary"]["triangles"]
     assert results["delta"]["changes_per_step"] == results["binary"]["changes_per_step"]
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))
-    print(f"edges {results['edges']:,}, max out-degree {results['max_out_degree']:,}, "
-          f"sum of squared out-degrees {results['sum_sq_out_degree']:,}")
+    print(
+        f"edges {results['edges']:,}, max out-degree {results['max_out_degree']:,}, "
+        f"sum of squared out-degrees {results['sum_sq_out_degree']:,}"
+    )
     print("| plan | rows in arrangements | rows / edges | initial s | median ms | p90 ms |")
     print("|---|---:|---:|---:|---:|---:|")
     for plan in ("delta", "binary"):
         r = results[plan]
-        print(f"| {plan} | {r['arrangement_rows']:,} | {r['arrangement_rows'] / len(edges):.1f} "
-              f"| {r['initial_s']:.2f} | {r['median_ms']:.1f} | {r['p90_ms']:.1f} |")
+        print(
+            f"| {plan} | {r['arrangement_rows']:,} | {r['arrangement_rows'] / len(edges):.1f} "
+            f"| {r['initial_s']:.2f} | {r['median_ms']:.1f} | {r['p90_ms']:.1f} |"
+        )
     return 0
 
 

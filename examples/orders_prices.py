@@ -50,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     cur_prices: set = set()
     next_oid = 0
     for step in range(a.steps):
-        new_prices = {(rng.choice("ABC"), rng.randrange(100), float(rng.randrange(50, 150)))
-                      for _ in range(3)} - cur_prices
+        new_prices = {
+            (rng.choice("ABC"), rng.randrange(100), float(rng.randrange(50, 150))) for _ in range(3)
+        } - cur_prices
         gone = {rng.choice(sorted(cur_prices))} if cur_prices and step % 3 == 2 else set()
         new_orders = set()
         for _ in range(2):
@@ -69,9 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         assert all(after.get(r) == n for r, n in before.items()), "an order was revised"
         # event time: equal to the plain reference after every step
         assert as_of.counts() == reference_event_time(cur_orders, cur_prices)
-        print(f"step {step:2d}: +{len(new_orders)} orders, +{len(new_prices)} "
-              f"-{len(gone)} prices -> {sum(after.values())} priced at arrival, "
-              f"{len(as_of.counts())} priced as of their time")
+        print(
+            f"step {step:2d}: +{len(new_orders)} orders, +{len(new_prices)} "
+            f"-{len(gone)} prices -> {sum(after.values())} priced at arrival, "
+            f"{len(as_of.counts())} priced as of their time"
+        )
     print("ok: processing-time rows never revised; event-time rows equal the reference")
     return 0
 

@@ -46,19 +46,58 @@ CatalogLike = Mapping[str, Sequence[tuple[str, Any]]]
 """``{table: [(column, type)]}``; a type is an engine dtype, a SQL type name or a SqlType."""
 
 NON_DETERMINISTIC_NODES: tuple[type[exp.Expr], ...] = tuple(
-    getattr(exp, name) for name in (
-        "Rand", "Randn", "Uuid", "CurrentTimestamp", "CurrentDate", "CurrentTime",
-        "CurrentDatetime", "CurrentUser", "CurrentSchema", "CurrentCatalog", "Localtimestamp",
-        "Localtime", "UnixTimestamp", "Randstr", "Uniform", "Shuffle", "Sysdate",
+    getattr(exp, name)
+    for name in (
+        "Rand",
+        "Randn",
+        "Uuid",
+        "CurrentTimestamp",
+        "CurrentDate",
+        "CurrentTime",
+        "CurrentDatetime",
+        "CurrentUser",
+        "CurrentSchema",
+        "CurrentCatalog",
+        "Localtimestamp",
+        "Localtime",
+        "UnixTimestamp",
+        "Randstr",
+        "Uniform",
+        "Shuffle",
+        "Sysdate",
         "CurrentTimezone",
-    ) if hasattr(exp, name))
-NON_DETERMINISTIC_NAMES = frozenset({
-    "rand", "random", "randn", "uuid", "shuffle", "now", "current_timestamp", "current_date",
-    "localtimestamp", "monotonically_increasing_id", "spark_partition_id", "input_file_name",
-    "randstr", "uniform", "current_user", "user", "session_user", "current_timezone",
-    "input_file_block_start", "input_file_block_length", "unix_timestamp", "curdate",
-    "try_reflect", "reflect", "java_method",
-})
+    )
+    if hasattr(exp, name)
+)
+NON_DETERMINISTIC_NAMES = frozenset(
+    {
+        "rand",
+        "random",
+        "randn",
+        "uuid",
+        "shuffle",
+        "now",
+        "current_timestamp",
+        "current_date",
+        "localtimestamp",
+        "monotonically_increasing_id",
+        "spark_partition_id",
+        "input_file_name",
+        "randstr",
+        "uniform",
+        "current_user",
+        "user",
+        "session_user",
+        "current_timezone",
+        "input_file_block_start",
+        "input_file_block_length",
+        "unix_timestamp",
+        "curdate",
+        "try_reflect",
+        "reflect",
+        "java_method",
+    }
+)
 
 
 def position(node: exp.Expr | None) -> tuple[int | None, int | None]:
@@ -81,8 +120,9 @@ def position(node: exp.Expr | None) -> tuple[int | None, int | None]:
     return None, None
 
 
-def unsupported(construct: str, node: exp.Expr | None, reason: str | None = None
-                ) -> UnsupportedSqlError:
+def unsupported(
+    construct: str, node: exp.Expr | None, reason: str | None = None
+) -> UnsupportedSqlError:
     line, col = position(node)
     return UnsupportedSqlError(construct, line=line, column=col, reason=reason)
 
@@ -104,8 +144,11 @@ def parse(sql: str) -> exp.Expr:
         statements = sqlglot.parse(sql, read=DIALECT)
     except ParseError as e:
         err = e.errors[0] if e.errors else {}
-        raise SqlSyntaxError(f"cannot parse SQL: {err.get('description', e)}",
-                             line=err.get("line"), column=err.get("col")) from e
+        raise SqlSyntaxError(
+            f"cannot parse SQL: {err.get('description', e)}",
+            line=err.get("line"),
+            column=err.get("col"),
+        ) from e
     statements = [s for s in statements if s is not None]
     if len(statements) != 1:
         raise SqlSyntaxError(f"expected one query, found {len(statements)} statements")
@@ -113,8 +156,9 @@ def parse(sql: str) -> exp.Expr:
     if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query):
         tree = tree.expression
     if not isinstance(tree, exp.Query):
-        raise unsupported(f"{type(tree).__name__.upper()} statement", tree,
-                          "a view is defined by a query")
+        raise unsupported(
+            f"{type(tree).__name__.upper()} statement", tree, "a view is defined by a query"
+        )
     return tree
 
 
@@ -134,11 +178,18 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
     """Parse ``sql`` and run the analysis passes; returns the annotated query."""
     tree = parse(sql)
     refuse_non_deterministic(tree)
-    schema: dict[str, object] = {t: {c: str(ty) for c, ty in cols.items()}
-                                 for t, cols in catalog_schema(catalog).items()}
+    schema: dict[str, object] = {
+        t: {c: str(ty) for c, ty in cols.items()} for t, cols in catalog_schema(catalog).items()
+    }
     try:
-        tree = qualify(tree, schema=schema, dialect=DIALECT, quote_identifiers=False,
-                       validate_qualify_columns=True, identify=False)
+        tree = qualify(
+            tree,
+            schema=schema,
+            dialect=DIALECT,
+            quote_identifiers=False,
+            validate_qualify_columns=True,
+            identify=False,
+        )
     except OptimizeError as e:
         raise SqlAnalysisError(f"cannot resolve: {e}") from e
     except SqlglotError as e:  # pragma: no cover - sqlglot raises OptimizeError in practice
@@ -153,6 +204,11 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
     return tree
 
 
-RULES = (subquery_to_semijoin, unnest_subqueries, factor_disjunctions, pushdown_predicates,
-         eliminate_subqueries)
+RULES = (
+    subquery_to_semijoin,
+    unnest_subqueries,
+    factor_disjunctions,
+    pushdown_predicates,
+    eliminate_subqueries,
+)
 """The rewrite passes after ``qualify``, in order."""

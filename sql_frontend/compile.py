@@ -90,8 +90,7 @@ class CompiledView:
 
     @property
     def engine_schema(self) -> list[tuple[str, str]]:
-        return list(zip(self.collection.schema.names, self.collection.schema.dtypes,
-                        strict=True))
+        return list(zip(self.collection.schema.names, self.collection.schema.dtypes, strict=True))
 
 
 def output_names(schema: p.Schema) -> list[str]:
@@ -111,9 +110,15 @@ def output_names(schema: p.Schema) -> list[str]:
     return out
 
 
-def compile_view(sql: str, catalog: CatalogLike, dataflow: ivm.Dataflow,
-                 inputs: Mapping[str, Collection], *, join_strategy: str = "auto",
-                 stats: Mapping[str, float] | None = None) -> CompiledView:
+def compile_view(
+    sql: str,
+    catalog: CatalogLike,
+    dataflow: ivm.Dataflow,
+    inputs: Mapping[str, Collection],
+    *,
+    join_strategy: str = "auto",
+    stats: Mapping[str, float] | None = None,
+) -> CompiledView:
     """Compile the view ``sql`` over ``catalog`` into ``dataflow`` reading ``inputs``.
 
     >>> import ivm
@@ -138,23 +143,28 @@ def explain_text(node: p.Node) -> str:
     return "== Relational plan ==\n" + p.explain(node)
 
 
-def explain(sql: str, catalog: CatalogLike, *, join_strategy: str = "auto",
-            stats: Mapping[str, float] | None = None) -> str:
+def explain(
+    sql: str,
+    catalog: CatalogLike,
+    *,
+    join_strategy: str = "auto",
+    stats: Mapping[str, float] | None = None,
+) -> str:
     """EXPLAIN of a view: its relational plan and the dataflow it compiles to."""
     node = plan_sql(sql, catalog, join_strategy=join_strategy, stats=stats)
     g = ivm.Dataflow("explain")
     inputs = {}
     for scan in {n for n in p.walk(node) if isinstance(n, p.Scan)}:
         if scan.table not in inputs:
-            inputs[scan.table] = g.input(scan.table, [(c, t.engine_dtype) for c, t in
-                                                      scan.columns])
+            inputs[scan.table] = g.input(scan.table, [(c, t.engine_dtype) for c, t in scan.columns])
     coll = compile_plan(node, g, inputs)
     g.output(coll, "view")
     return explain_text(node) + "\n== Dataflow ==\n" + g.explain()
 
 
-def compile_plan(node: p.Node, dataflow: ivm.Dataflow, inputs: Mapping[str, Collection]
-                 ) -> Collection:
+def compile_plan(
+    node: p.Node, dataflow: ivm.Dataflow, inputs: Mapping[str, Collection]
+) -> Collection:
     """The collection computing ``node`` (columns ``c0..``)."""
     return _Compiler(dataflow, inputs).compile(node, {})
 
@@ -177,13 +187,16 @@ class _Compiler:
         if hit is not None:
             return hit
         method: Callable[[Any, dict[str, Collection]], Collection] | None = getattr(
-            self, f"_{type(node).__name__}", None)
+            self, f"_{type(node).__name__}", None
+        )
         if method is None:
             raise UnsupportedSqlError(f"plan node {type(node).__name__}")
         out = method(node, rec if inner else {})
         if len(out.schema) != node.width:
-            raise PlanError(f"{type(node).__name__} compiled to {len(out.schema)} columns, "
-                            f"expected {node.width}")
+            raise PlanError(
+                f"{type(node).__name__} compiled to {len(out.schema)} columns, "
+                f"expected {node.width}"
+            )
         memo[node] = out
         return out
 
@@ -211,12 +224,12 @@ class _Compiler:
                 dtypes.append(in_dtypes[i])
             else:
                 ev = compile_vec(e)
-                fns.append(lambda *cols, ev=ev: to_column(ev(cols, len(cols[0]) if cols
-                                                               else 0)))
+                fns.append(lambda *cols, ev=ev: to_column(ev(cols, len(cols[0]) if cols else 0)))
                 dtypes.append(e.type.engine_dtype)
 
         def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
             return tuple(f(*cols) for f in fns)
+
         return c.map(fn, list(zip(_names(len(exprs)), dtypes, strict=True)))
 
     def drop_null_keys(self, c: Collection, keys: tuple[int, ...]) -> Collection:
@@ -227,13 +240,14 @@ class _Compiler:
         def keep(*cols: np.ndarray) -> np.ndarray:
             m = np.ones(len(cols[0]), dtype=bool)
             for k in obj:
-                m &= np.fromiter((v is not None for v in cols[k]), dtype=bool,
-                                 count=len(cols[k]))
+                m &= np.fromiter((v is not None for v in cols[k]), dtype=bool, count=len(cols[k]))
             return m
+
         return c.filter(keep)
 
-    def pad_nulls(self, c: Collection, left_width: int, right_dtypes: list[str],
-                  pad_right: bool) -> Collection:
+    def pad_nulls(
+        self, c: Collection, left_width: int, right_dtypes: list[str], pad_right: bool
+    ) -> Collection:
         """Rows of one side padded with NULL columns for the other side."""
         in_dtypes = list(c.schema.dtypes)
         n_in = len(in_dtypes)
@@ -243,6 +257,7 @@ class _Compiler:
             n = len(cols[0]) if cols else 0
             nulls = tuple(np.full(n, None, dtype=object) for _ in pad)
             return (*cols, *nulls) if pad_right else (*nulls, *cols)
+
         dtypes = in_dtypes + pad if pad_right else pad + in_dtypes
         del left_width, n_in
         return c.map(fn, list(zip(_names(len(dtypes)), dtypes, strict=True)))
@@ -253,14 +268,18 @@ class _Compiler:
         def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
             n = len(cols[0]) if cols else 0
             return (*cols, np.full(n, value, dtype=np.int64))
-        return c.map(fn, [*zip(c.schema.names, c.schema.dtypes, strict=True),
-                          (f"c{width}", "int64")])
+
+        return c.map(
+            fn, [*zip(c.schema.names, c.schema.dtypes, strict=True), (f"c{width}", "int64")]
+        )
 
     def marker(self, c: Collection) -> Collection:
         """One row ``(1,)`` if ``c`` is not empty, else nothing."""
+
         def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
             n = len(cols[0]) if cols else 0
             return (np.ones(n, dtype=np.int64),)
+
         return c.map(fn, [("m", "int64")]).distinct()
 
     def unify_dtypes(self, a: Collection, b: Collection) -> tuple[Collection, Collection]:
@@ -286,13 +305,16 @@ class _Compiler:
                     o[:] = col.tolist()
                     out.append(o)
             return tuple(out)
+
         return c.map(fn, list(zip(_names(len(dtypes)), dtypes, strict=True)))
 
     # ------------------------------------------------------------ nodes
     def _Scan(self, node: p.Scan, rec: dict[str, Collection]) -> Collection:
         if node.table not in self.inputs:
-            raise PlanError(f"view reads {node.table!r} but no input of that name was given; "
-                            f"inputs: {sorted(self.inputs)}")
+            raise PlanError(
+                f"view reads {node.table!r} but no input of that name was given; "
+                f"inputs: {sorted(self.inputs)}"
+            )
         c = self.inputs[node.table]
         names = list(c.schema.names)
         lower = [n.lower() for n in names]
@@ -317,8 +339,7 @@ class _Compiler:
         return self.compile(node.input, rec).distinct()
 
     def _Empty(self, node: p.Empty, rec: dict[str, Collection]) -> Collection:
-        return self.g.empty([(f"c{i}", t.engine_dtype) for i, (_, t) in
-                             enumerate(node.columns)])
+        return self.g.empty([(f"c{i}", t.engine_dtype) for i, (_, t) in enumerate(node.columns)])
 
     def _RecRef(self, node: p.RecRef, rec: dict[str, Collection]) -> Collection:
         if node.name not in rec:
@@ -330,8 +351,10 @@ class _Compiler:
         if group not in self.loops:
             seeds = [self.compile(b.seed, rec) for b in group]
             # Every relation keeps one dtype per column across iterations: object.
-            seeds = [self.retype(s, ["str" if d == "str" else "any" for d in s.schema.dtypes])
-                     for s in seeds]
+            seeds = [
+                self.retype(s, ["str" if d == "str" else "any" for d in s.schema.dtypes])
+                for s in seeds
+            ]
 
             def body(vs: list[Collection]) -> list[Collection]:
                 env = dict(rec)
@@ -348,11 +371,11 @@ class _Compiler:
 
     # ------------------------------------------------------------ joins
     def _Join(self, node: p.Join, rec: dict[str, Collection]) -> Collection:
-        return self.join_collections(node, self.compile(node.left, rec),
-                                     self.compile(node.right, rec))
+        return self.join_collections(
+            node, self.compile(node.left, rec), self.compile(node.right, rec)
+        )
 
-    def join_collections(self, node: p.Join, left: Collection, right: Collection
-                         ) -> Collection:
+    def join_collections(self, node: p.Join, left: Collection, right: Collection) -> Collection:
         """``node`` over the compiled ``left`` and ``right``."""
         lw, rw = node.left.width, node.right.width
         if node.kind == "cross":
@@ -373,21 +396,35 @@ class _Compiler:
         rnn = self.drop_null_keys(right, rkeys)
         return self.outer_like(node, left, right, lnn, rnn, lkeys, rkeys, node)
 
-    def inner(self, lnn: Collection, rnn: Collection, lkeys: tuple[int, ...],
-              rkeys: tuple[int, ...], lw: int, rw: int, residual: Scalar | None
-              ) -> Collection:
+    def inner(
+        self,
+        lnn: Collection,
+        rnn: Collection,
+        lkeys: tuple[int, ...],
+        rkeys: tuple[int, ...],
+        lw: int,
+        rw: int,
+        residual: Scalar | None,
+    ) -> Collection:
         lcols = len(lnn.schema)
         j = lnn.join(rnn, on=[(f"c{a}", f"c{b}") for a, b in zip(lkeys, rkeys, strict=True)])
         keep = list(range(lw)) + [lcols + i for i in range(rw)]
-        j = self.named(j.project(*keep)) if lcols != lw or len(rnn.schema) != rw \
-            else self.named(j)
+        j = self.named(j.project(*keep)) if lcols != lw or len(rnn.schema) != rw else self.named(j)
         if residual is not None:
             j = j.filter(compile_predicate(residual))
         return j
 
-    def outer_like(self, node: p.Join, left: Collection, right: Collection, lnn: Collection,
-                   rnn: Collection, lkeys: tuple[int, ...], rkeys: tuple[int, ...],
-                   shape: p.Join) -> Collection:
+    def outer_like(
+        self,
+        node: p.Join,
+        left: Collection,
+        right: Collection,
+        lnn: Collection,
+        rnn: Collection,
+        lkeys: tuple[int, ...],
+        rkeys: tuple[int, ...],
+        shape: p.Join,
+    ) -> Collection:
         lw, rw = node.left.width, node.right.width
         if not node.left_keys and node.kind == "inner":
             lnn, rnn = self.const_col(left), self.const_col(right)
@@ -403,57 +440,63 @@ class _Compiler:
                 src = lnn if node.kind == "semi" else left
                 if len(lnn.schema) != lw:  # constant key column added
                     src = self.const_col(left)
-                    out = (src.semijoin(rnn, keys) if node.kind == "semi"
-                           else src.antijoin(rnn, keys))
+                    out = (
+                        src.semijoin(rnn, keys) if node.kind == "semi" else src.antijoin(rnn, keys)
+                    )
                     return self.named(out.project(*all_l))
-                return src.semijoin(rnn, keys) if node.kind == "semi" \
-                    else src.antijoin(rnn, keys)
+                return src.semijoin(rnn, keys) if node.kind == "semi" else src.antijoin(rnn, keys)
             matched = self.named(inner.project(*all_l)).distinct()
             on = [(f"c{i}", f"c{i}") for i in all_l]
-            return left.semijoin(matched, on) if node.kind == "semi" \
-                else left.antijoin(matched, on)
+            return left.semijoin(matched, on) if node.kind == "semi" else left.antijoin(matched, on)
         parts = [inner]
         if node.kind in ("left", "full"):
             if node.residual is None and len(lnn.schema) == lw:
-                unmatched_l = left.antijoin(rnn, [(f"c{a}", f"c{b}") for a, b in
-                                                   zip(lkeys, rkeys, strict=True)])
+                unmatched_l = left.antijoin(
+                    rnn, [(f"c{a}", f"c{b}") for a, b in zip(lkeys, rkeys, strict=True)]
+                )
             else:
                 matched = self.named(inner.project(*all_l)).distinct()
                 unmatched_l = left.antijoin(matched, [(f"c{i}", f"c{i}") for i in all_l])
             parts.append(self.pad_nulls(unmatched_l, lw, list(right.schema.dtypes), True))
         if node.kind in ("right", "full"):
             if node.residual is None and len(rnn.schema) == rw:
-                unmatched_r = right.antijoin(lnn, [(f"c{b}", f"c{a}") for a, b in
-                                                    zip(lkeys, rkeys, strict=True)])
+                unmatched_r = right.antijoin(
+                    lnn, [(f"c{b}", f"c{a}") for a, b in zip(lkeys, rkeys, strict=True)]
+                )
             else:
                 matched_r = self.named(inner.project(*all_r)).distinct()
                 unmatched_r = right.antijoin(matched_r, [(f"c{i}", f"c{i}") for i in range(rw)])
-            parts.append(self.pad_nulls(self.named(unmatched_r), rw,
-                                        list(left.schema.dtypes), False))
+            parts.append(
+                self.pad_nulls(self.named(unmatched_r), rw, list(left.schema.dtypes), False)
+            )
         out = self.named(parts[0])
-        target = [a if all(x.schema.dtypes[i] == a for x in parts) else "any"
-                  for i, a in enumerate(out.schema.dtypes)]
+        target = [
+            a if all(x.schema.dtypes[i] == a for x in parts) else "any"
+            for i, a in enumerate(out.schema.dtypes)
+        ]
         parts = [self.retype(self.named(x), target) for x in parts]
         return parts[0].concat(*parts[1:])
 
     def null_aware_anti(self, node: p.Join, left: Collection, right: Collection) -> Collection:
         lw = node.left.width
         (x,), (v,) = node.left_keys, node.right_keys
-        lnull = left.filter(lambda *cols: np.fromiter((c is None for c in cols[x]), dtype=bool,
-                                                      count=len(cols[x])))
+        lnull = left.filter(
+            lambda *cols: np.fromiter((c is None for c in cols[x]), dtype=bool, count=len(cols[x]))
+        )
         lval = self.drop_null_keys(left, (x,))
         rvals = self.drop_null_keys(right, (v,))
-        rnulls = right.filter(lambda *cols: np.fromiter((c is None for c in cols[v]),
-                                                        dtype=bool, count=len(cols[v])))
+        rnulls = right.filter(
+            lambda *cols: np.fromiter((c is None for c in cols[v]), dtype=bool, count=len(cols[v]))
+        )
         nonempty = self.marker(right)
         has_null = self.marker(rnulls)
         # x NULL: kept iff the right side is empty
-        a = self.named(self.const_col(lnull).antijoin(nonempty, [(f"c{lw}", "m")])
-                       .project(*range(lw)))
+        a = self.named(
+            self.const_col(lnull).antijoin(nonempty, [(f"c{lw}", "m")]).project(*range(lw))
+        )
         # x not NULL: kept iff no v = x and no v is NULL
         b = lval.antijoin(rvals, [(f"c{x}", f"c{v}")])
-        b = self.named(self.const_col(b).antijoin(has_null, [(f"c{lw}", "m")])
-                       .project(*range(lw)))
+        b = self.named(self.const_col(b).antijoin(has_null, [(f"c{lw}", "m")]).project(*range(lw)))
         a, b = self.unify_dtypes(a, b)
         return a.concat(b)
 
@@ -467,7 +510,8 @@ class _Compiler:
         # Each left change is a blip (differentiate) put through the ordinary join with the
         # right side as it is at that moment; only the blip's start is kept (integrate).
         return left.differentiate(
-            lambda d: self.retype(self.join_collections(join, self.named(d), right), dtypes))
+            lambda d: self.retype(self.join_collections(join, self.named(d), right), dtypes)
+        )
 
     def _join_dtypes(self, join: p.Join, left: Collection, right: Collection) -> list[str]:
         """The engine dtypes of ``join`` over ``left`` and ``right`` (outer padding: object)."""
@@ -483,15 +527,16 @@ class _Compiler:
         lnn = self.drop_null_keys(left, node.left_keys)
         rnn = self.drop_null_keys(right, node.right_keys)
         on = [(f"c{a}", f"c{b}") for a, b in zip(node.left_keys, node.right_keys, strict=True)]
-        matched = self.named(lnn.asof_join(rnn, on, f"c{node.left_time}",
-                                           f"c{node.right_time}"))
+        matched = self.named(lnn.asof_join(rnn, on, f"c{node.left_time}", f"c{node.right_time}"))
         if node.kind == "inner":
             return matched
         hit = self.named(matched.project(*range(lw))).distinct()
         unmatched = left.antijoin(hit, [(f"c{i}", f"c{i}") for i in range(lw)])
         pad = self.pad_nulls(unmatched, lw, list(right.schema.dtypes), True)
-        target = [a if a == b else "any" for a, b in
-                  zip(matched.schema.dtypes, pad.schema.dtypes, strict=True)]
+        target = [
+            a if a == b else "any"
+            for a, b in zip(matched.schema.dtypes, pad.schema.dtypes, strict=True)
+        ]
         return self.retype(matched, target).concat(self.retype(pad, target))
 
     def _MultiJoin(self, node: p.MultiJoin, rec: dict[str, Collection]) -> Collection:
@@ -503,8 +548,12 @@ class _Compiler:
         # NULL keys never match: drop them from each occurrence (shared when equal)
         keyed: dict[tuple[p.Node, tuple[int, ...]], Collection] = {}
         for k, (x, c) in enumerate(zip(node.inputs, inputs, strict=True)):
-            cols = tuple(sorted({ci for i, ci, _, _ in node.conds if i == k}
-                                | {cj for _, _, j, cj in node.conds if j == k}))
+            cols = tuple(
+                sorted(
+                    {ci for i, ci, _, _ in node.conds if i == k}
+                    | {cj for _, _, j, cj in node.conds if j == k}
+                )
+            )
             if (x, cols) not in keyed:
                 keyed[x, cols] = self.drop_null_keys(c, cols)
             inputs[k] = keyed[x, cols]
@@ -529,22 +578,24 @@ class _Compiler:
                 raise UnsupportedSqlError(f"aggregate {a.func}")
         names = _names(node.width)
         key = [f"c{g}" for g in node.group]
-        out = c.reduce(key if key else (), specs, names=names[len(key):])
+        out = c.reduce(key if key else (), specs, names=names[len(key) :])
         out = self.named(out)
         if node.group:
             return out
         # Global aggregate: one row even over an empty input.
         default = tuple(0 if a.func in ("count", "count_star") else None for a in node.aggs)
         dtypes = list(out.schema.dtypes)
-        const = self.g.constant([(*default, 1)], [*zip(names, dtypes, strict=True),
-                                                   ("m", "int64")], name="empty_aggregate")
+        const = self.g.constant(
+            [(*default, 1)],
+            [*zip(names, dtypes, strict=True), ("m", "int64")],
+            name="empty_aggregate",
+        )
         missing = const.antijoin(self.marker(out), [("m", "m")]).project(*range(len(names)))
         return out.concat(self.named(missing))
 
     # ------------------------------------------------------------ set operations
     def _SetOp(self, node: p.SetOp, rec: dict[str, Collection]) -> Collection:
-        left, right = self.unify_dtypes(self.compile(node.left, rec),
-                                        self.compile(node.right, rec))
+        left, right = self.unify_dtypes(self.compile(node.left, rec), self.compile(node.right, rec))
         w = node.width
         on = [(f"c{i}", f"c{i}") for i in range(w)]
         if node.kind == "union":
@@ -564,6 +615,7 @@ class _Compiler:
             nr = sum(c for r, c in zip(rows, counts, strict=True) if r[w] == 1)
             n = min(nl, nr) if is_intersect else max(nl - nr, 0)
             return [((), n)] if n else []
+
         out = both.reduce_group([f"c{i}" for i in range(w)], fn, [])
         return self.named(out)
 
@@ -591,9 +643,13 @@ class _Compiler:
                 if take == 0:
                     break
             return out
+
         rest = [i for i in range(width) if i not in group]
-        out = c.reduce_group([f"c{g}" for g in group] if group else (), fn,
-                             [(f"v{i}", c.schema.dtypes[i]) for i in rest])
+        out = c.reduce_group(
+            [f"c{g}" for g in group] if group else (),
+            fn,
+            [(f"v{i}", c.schema.dtypes[i]) for i in rest],
+        )
         if group:
             pos = {orig: j for j, orig in enumerate([*group, *rest])}
             out = out.project(*[pos[i] for i in range(width)])
@@ -618,10 +674,13 @@ class _Compiler:
                 row = r + tuple(v[i] for v in values)
                 out[row] = out.get(row, 0) + 1
             return list(out.items())
+
         dtypes = list(c.schema.dtypes) + [f.type.engine_dtype for f in funcs]
-        out = c.reduce_group([f"c{i}" for i in part] if part else (), fn,
-                             list(zip([f"v{i}" for i in range(width + len(funcs))], dtypes,
-                                      strict=True)))
+        out = c.reduce_group(
+            [f"c{i}" for i in part] if part else (),
+            fn,
+            list(zip([f"v{i}" for i in range(width + len(funcs))], dtypes, strict=True)),
+        )
         return self.named(out.project(*range(len(part), len(part) + width + len(funcs))))
 
 
@@ -631,6 +690,7 @@ def _sort_value(v: object) -> object:
 
 def _row_comparator(order: tuple[p.SortKey, ...]) -> Callable[[tuple, tuple], int]:
     """Spark's ordering of rows; ties broken by the whole row, so results are deterministic."""
+
     def cmp(a: tuple, b: tuple) -> int:
         for k in order:
             x, y = a[k.index], b[k.index]
@@ -650,6 +710,7 @@ def _row_comparator(order: tuple[p.SortKey, ...]) -> Callable[[tuple, tuple], in
             return -c if k.descending else c
         ra, rb = repr(a), repr(b)
         return (ra > rb) - (ra < rb)
+
     return cmp
 
 
@@ -683,7 +744,7 @@ def _window_values(f: p.WindowCall, rows: list[tuple], order_cols: list[int]) ->
     for i in range(n):
         e = ends[i]
         if e not in cache:
-            cache[e] = _aggregate(f, vals[:e + 1])
+            cache[e] = _aggregate(f, vals[: e + 1])
         results.append(cache[e])
     return results
 
@@ -709,6 +770,6 @@ def _aggregate(f: p.WindowCall, vals: list[object]) -> object:
         return total
     if f.type.is_decimal:
         from sql_frontend.expressions.evaluate import DECIMAL_CONTEXT, _decimal_result
-        return _decimal_result(DECIMAL_CONTEXT.divide(Decimal(total), Decimal(len(live))),
-                               f.type)
+
+        return _decimal_result(DECIMAL_CONTEXT.divide(Decimal(total), Decimal(len(live))), f.type)
     return float(total) / len(live)

@@ -28,8 +28,14 @@ class SqlAnalysisError(SqlError, ValueError):
 class UnsupportedSqlError(SqlError, NotImplementedError):
     """A construct that cannot be maintained incrementally (yet); refused at CREATE time."""
 
-    def __init__(self, construct: str, *, line: int | None = None, column: int | None = None,
-                 reason: str | None = None) -> None:
+    def __init__(
+        self,
+        construct: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        reason: str | None = None,
+    ) -> None:
         message = f"unsupported SQL construct: {construct}"
         if reason:
             message += f" ({reason})"
@@ -40,10 +46,15 @@ class NonDeterministicError(UnsupportedSqlError):
     """A non-deterministic function (rand, uuid, current_timestamp, ...): a maintained view
     must be a function of its inputs, so these are refused at CREATE time."""
 
-    def __init__(self, function: str, *, line: int | None = None,
-                 column: int | None = None) -> None:
-        super().__init__(function, line=line, column=column,
-                         reason="non-deterministic functions cannot be maintained incrementally")
+    def __init__(
+        self, function: str, *, line: int | None = None, column: int | None = None
+    ) -> None:
+        super().__init__(
+            function,
+            line=line,
+            column=column,
+            reason="non-deterministic functions cannot be maintained incrementally",
+        )
 
 
 class SqlRuntimeError(SqlError, ArithmeticError):

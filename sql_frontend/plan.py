@@ -29,8 +29,17 @@ Schema = tuple[tuple[str, SqlType], ...]
 JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
 SET_KINDS = ("union", "intersect", "except")
 AGG_FUNCS = ("count", "count_star", "sum", "min", "max", "avg")
-WINDOW_FUNCS = ("row_number", "rank", "dense_rank", "count", "count_star", "sum", "min", "max",
-                "avg")
+WINDOW_FUNCS = (
+    "row_number",
+    "rank",
+    "dense_rank",
+    "count",
+    "count_star",
+    "sum",
+    "min",
+    "max",
+    "avg",
+)
 
 
 def _check_refs(what: str, e: Scalar, width: int) -> None:
@@ -53,12 +62,18 @@ class Node:
     """Base of plan nodes (all are frozen dataclasses)."""
 
     def children(self) -> tuple[Node, ...]:
-        return tuple(getattr(self, f.name) for f in fields(self)  # type: ignore[arg-type]
-                     if isinstance(getattr(self, f.name), Node))
+        return tuple(
+            getattr(self, f.name)
+            for f in fields(self)  # type: ignore[arg-type]
+            if isinstance(getattr(self, f.name), Node)
+        )
 
     def with_children(self, children: tuple[Node, ...]) -> Node:
-        names = [f.name for f in fields(self)  # type: ignore[arg-type]
-                 if isinstance(getattr(self, f.name), Node)]
+        names = [
+            f.name
+            for f in fields(self)  # type: ignore[arg-type]
+            if isinstance(getattr(self, f.name), Node)
+        ]
         if len(names) != len(children):
             raise PlanError(f"{type(self).__name__} takes {len(names)} children")
         if all(getattr(self, n) is c for n, c in zip(names, children, strict=True)):
@@ -131,13 +146,15 @@ class Project(Node):
 
     @property
     def is_identity(self) -> bool:
-        return (len(self.exprs) == self.input.width
-                and all(isinstance(e, sc.Ref) and e.index == i for i, e in enumerate(self.exprs)))
+        return len(self.exprs) == self.input.width and all(
+            isinstance(e, sc.Ref) and e.index == i for i, e in enumerate(self.exprs)
+        )
 
     def label(self) -> str:
         return "Project " + ", ".join(
             f"{e}" if isinstance(e, sc.Ref) and e.name == n else f"{e} AS {n}"
-            for e, n in zip(self.exprs, self.names, strict=True))
+            for e, n in zip(self.exprs, self.names, strict=True)
+        )
 
 
 @dataclass(frozen=True)
@@ -165,8 +182,9 @@ class Join(Node):
         _check_cols("Join right key", self.right_keys, self.right.width)
         if self.residual is not None:
             _check_refs("Join residual", self.residual, self.left.width + self.right.width)
-        if self.null_aware and (self.kind != "anti" or len(self.left_keys) != 1
-                                or self.residual is not None):
+        if self.null_aware and (
+            self.kind != "anti" or len(self.left_keys) != 1 or self.residual is not None
+        ):
             raise PlanError("a null-aware join is an anti join on one key without residual")
         if self.kind == "cross" and (self.left_keys or self.residual is not None):
             raise PlanError("a cross join has no condition")
@@ -178,8 +196,10 @@ class Join(Node):
         return self.left.schema + self.right.schema
 
     def label(self) -> str:
-        keys = ", ".join(f"#{a} = #{self.left.width + b}"
-                         for a, b in zip(self.left_keys, self.right_keys, strict=True))
+        keys = ", ".join(
+            f"#{a} = #{self.left.width + b}"
+            for a, b in zip(self.left_keys, self.right_keys, strict=True)
+        )
         parts = [f"Join {self.kind}" + (" null-aware" if self.null_aware else "")]
         if keys:
             parts.append(f"keys [{keys}]")
@@ -221,8 +241,11 @@ class Aggregate(Node):
 
     def __post_init__(self) -> None:
         _check_cols("Aggregate group", self.group, self.input.width)
-        _check_cols("Aggregate argument", tuple(a.arg for a in self.aggs if a.arg is not None),
-                    self.input.width)
+        _check_cols(
+            "Aggregate argument",
+            tuple(a.arg for a in self.aggs if a.arg is not None),
+            self.input.width,
+        )
         if len(self.names) != len(self.group) + len(self.aggs):
             raise PlanError("Aggregate needs one name per group column and aggregate")
 
@@ -232,8 +255,10 @@ class Aggregate(Node):
         return tuple(zip(self.names, types, strict=True))
 
     def label(self) -> str:
-        return (f"Aggregate group [{', '.join(f'#{g}' for g in self.group)}] "
-                f"aggs [{', '.join(map(str, self.aggs))}]")
+        return (
+            f"Aggregate group [{', '.join(f'#{g}' for g in self.group)}] "
+            f"aggs [{', '.join(map(str, self.aggs))}]"
+        )
 
 
 @dataclass(frozen=True)
@@ -264,8 +289,9 @@ class SetOp(Node):
         if self.kind not in SET_KINDS:
             raise PlanError(f"unknown set operation {self.kind!r}")
         if self.left.width != self.right.width:
-            raise PlanError(f"{self.kind.upper()} of {self.left.width} and "
-                            f"{self.right.width} columns")
+            raise PlanError(
+                f"{self.kind.upper()} of {self.left.width} and {self.right.width} columns"
+            )
 
     @cached_property
     def schema(self) -> Schema:
@@ -284,8 +310,10 @@ class SortKey:
     nulls_first: bool = True
 
     def __str__(self) -> str:
-        return (f"#{self.index} {'DESC' if self.descending else 'ASC'} "
-                f"NULLS {'FIRST' if self.nulls_first else 'LAST'}")
+        return (
+            f"#{self.index} {'DESC' if self.descending else 'ASC'} "
+            f"NULLS {'FIRST' if self.nulls_first else 'LAST'}"
+        )
 
 
 @dataclass(frozen=True)
@@ -345,20 +373,26 @@ class Window(Node):
     def __post_init__(self) -> None:
         _check_cols("Window partition", self.partition, self.input.width)
         _check_cols("Window order", tuple(k.index for k in self.order), self.input.width)
-        _check_cols("Window argument", tuple(f.arg for f in self.funcs if f.arg is not None),
-                    self.input.width)
+        _check_cols(
+            "Window argument",
+            tuple(f.arg for f in self.funcs if f.arg is not None),
+            self.input.width,
+        )
         if len(self.names) != len(self.funcs):
             raise PlanError("Window needs one name per function")
 
     @cached_property
     def schema(self) -> Schema:
         return self.input.schema + tuple(
-            (n, f.type) for n, f in zip(self.names, self.funcs, strict=True))
+            (n, f.type) for n, f in zip(self.names, self.funcs, strict=True)
+        )
 
     def label(self) -> str:
-        return (f"Window partition [{', '.join(f'#{p}' for p in self.partition)}] "
-                f"order [{', '.join(map(str, self.order))}] "
-                f"[{', '.join(map(str, self.funcs))}]")
+        return (
+            f"Window partition [{', '.join(f'#{p}' for p in self.partition)}] "
+            f"order [{', '.join(map(str, self.order))}] "
+            f"[{', '.join(map(str, self.funcs))}]"
+        )
 
 
 @dataclass(frozen=True)
@@ -404,8 +438,10 @@ class Binding:
     def __post_init__(self) -> None:
         for part in (self.seed, self.step):
             if part.width != len(self.columns):
-                raise PlanError(f"recursive CTE {self.name} has {len(self.columns)} columns "
-                                f"but a part of it has {part.width}")
+                raise PlanError(
+                    f"recursive CTE {self.name} has {len(self.columns)} columns "
+                    f"but a part of it has {part.width}"
+                )
 
 
 @dataclass(frozen=True)
@@ -425,8 +461,10 @@ class Recursive(Node):
     def with_children(self, children: tuple[Node, ...]) -> Node:
         if len(children) != 2 * len(self.bindings):
             raise PlanError("Recursive takes a seed and a step per binding")
-        bindings = tuple(replace(b, seed=children[2 * i], step=children[2 * i + 1])
-                         for i, b in enumerate(self.bindings))
+        bindings = tuple(
+            replace(b, seed=children[2 * i], step=children[2 * i + 1])
+            for i, b in enumerate(self.bindings)
+        )
         return self if bindings == self.bindings else replace(self, bindings=bindings)
 
     @cached_property
@@ -665,8 +703,29 @@ def explain(node: Node) -> str:
 
 
 __all__ = [
-    "AggCall", "Aggregate", "ArrivalJoin", "AsofJoin", "Binding", "Distinct", "Empty",
-    "Filter", "Join", "MultiJoin", "Node", "Project", "RecRef", "Recursive", "Scan", "Schema",
-    "SetOp", "SortKey", "TopK", "Window", "WindowCall", "explain", "tables", "transform_up",
+    "AggCall",
+    "Aggregate",
+    "ArrivalJoin",
+    "AsofJoin",
+    "Binding",
+    "Distinct",
+    "Empty",
+    "Filter",
+    "Join",
+    "MultiJoin",
+    "Node",
+    "Project",
+    "RecRef",
+    "Recursive",
+    "Scan",
+    "Schema",
+    "SetOp",
+    "SortKey",
+    "TopK",
+    "Window",
+    "WindowCall",
+    "explain",
+    "tables",
+    "transform_up",
     "walk",
 ]

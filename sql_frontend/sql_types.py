@@ -27,13 +27,33 @@ _INT_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 20}
 MAX_PRECISION = 38
 
 _ALIASES = {
-    "BYTE": "TINYINT", "SHORT": "SMALLINT", "INTEGER": "INT", "LONG": "BIGINT", "REAL": "FLOAT",
-    "BOOL": "BOOLEAN", "VARCHAR": "STRING", "CHAR": "STRING", "TEXT": "STRING", "NUMERIC": "DECIMAL",
-    "DEC": "DECIMAL", "VOID": "NULL", "TIMESTAMP_LTZ": "TIMESTAMP", "TIMESTAMP_NTZ": "TIMESTAMP",
+    "BYTE": "TINYINT",
+    "SHORT": "SMALLINT",
+    "INTEGER": "INT",
+    "LONG": "BIGINT",
+    "REAL": "FLOAT",
+    "BOOL": "BOOLEAN",
+    "VARCHAR": "STRING",
+    "CHAR": "STRING",
+    "TEXT": "STRING",
+    "NUMERIC": "DECIMAL",
+    "DEC": "DECIMAL",
+    "VOID": "NULL",
+    "TIMESTAMP_LTZ": "TIMESTAMP",
+    "TIMESTAMP_NTZ": "TIMESTAMP",
     "DATETIME": "TIMESTAMP",
 }
-_KNOWN = {*INTEGRAL, *FRACTIONAL, "DECIMAL", "BOOLEAN", "STRING", "DATE", "TIMESTAMP", "NULL",
-          "BINARY"}
+_KNOWN = {
+    *INTEGRAL,
+    *FRACTIONAL,
+    "DECIMAL",
+    "BOOLEAN",
+    "STRING",
+    "DATE",
+    "TIMESTAMP",
+    "NULL",
+    "BINARY",
+}
 ENGINE_TO_SQL = {"int64": "BIGINT", "float64": "DOUBLE", "bool": "BOOLEAN", "str": "STRING"}
 
 
@@ -141,8 +161,11 @@ def wider(a: SqlType, b: SqlType) -> SqlType:
         return a
     if a.is_numeric and b.is_numeric:
         if a.is_fractional or b.is_fractional:
-            return DOUBLE if "DOUBLE" in (a.name, b.name) or a.is_decimal or b.is_decimal \
+            return (
+                DOUBLE
+                if "DOUBLE" in (a.name, b.name) or a.is_decimal or b.is_decimal
                 else SqlType("FLOAT")
+            )
         if a.is_integral and b.is_integral:
             return a if a.int_bits >= b.int_bits else b
         da, db = as_decimal(a), as_decimal(b)
@@ -179,8 +202,11 @@ def numeric_result(op: str, a: SqlType, b: SqlType) -> SqlType:
     if not (a.is_numeric and b.is_numeric):
         raise SqlAnalysisError(f"arithmetic on {a} and {b}", construct=op)
     if a.is_fractional or b.is_fractional:
-        return DOUBLE if "DOUBLE" in (a.name, b.name) or a.is_decimal or b.is_decimal \
+        return (
+            DOUBLE
+            if "DOUBLE" in (a.name, b.name) or a.is_decimal or b.is_decimal
             else SqlType("FLOAT")
+        )
     if a.is_integral and b.is_integral:
         if op == "div":
             return DOUBLE

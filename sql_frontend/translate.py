@@ -56,14 +56,17 @@ class Relation:
 
     def resolve(self, col: exp.Column) -> Ref:
         if self.grouped:
-            raise SqlAnalysisError(f"column {col.sql()} is neither grouped nor aggregated",
-                                   construct=col.sql())
+            raise SqlAnalysisError(
+                f"column {col.sql()} is neither grouped nor aggregated", construct=col.sql()
+            )
         table, name = col.table, col.name
-        hits = [i for i, f in enumerate(self.fields)
-                if f.name.lower() == name.lower() and (not table or f.alias == table)]
+        hits = [
+            i
+            for i, f in enumerate(self.fields)
+            if f.name.lower() == name.lower() and (not table or f.alias == table)
+        ]
         if not hits:
-            raise SqlAnalysisError(f"column {col.sql()} not found",
-                                   construct=col.sql())
+            raise SqlAnalysisError(f"column {col.sql()} not found", construct=col.sql())
         i = hits[-1] if table else hits[0]
         t = self.node.schema[i][1]
         return Ref(i, t, name)
@@ -103,16 +106,21 @@ class Translator:
                 out[cte.alias_or_name] = self.rename(self.query(cte.this, {**env, **out}), cte)
             return out
         names = [c.alias_or_name for c in ctes]
-        refs = {c.alias_or_name: {t.name for t in c.this.find_all(exp.Table)
-                                  if t.name in names and not t.db} for c in ctes}
+        refs = {
+            c.alias_or_name: {
+                t.name for t in c.this.find_all(exp.Table) if t.name in names and not t.db
+            }
+            for c in ctes
+        }
         for group in _sccs(names, refs):
             recursive = len(group) > 1 or group[0] in refs[group[0]]
             if not recursive:
                 cte = next(c for c in ctes if c.alias_or_name == group[0])
                 out[group[0]] = self.rename(self.query(cte.this, {**env, **out}), cte)
                 continue
-            out.update(self.recursive(group, [c for c in ctes if c.alias_or_name in group],
-                                      {**env, **out}))
+            out.update(
+                self.recursive(group, [c for c in ctes if c.alias_or_name in group], {**env, **out})
+            )
         return out
 
     def recursive(self, names: list[str], ctes: list[exp.CTE], env: Env) -> dict[str, p.Node]:
@@ -147,8 +155,9 @@ class Translator:
                 env_known = dict(env)
                 env_known.update({n: p.RecRef(n, seeds[n].schema) for n in seeds})
                 try:
-                    step = self.union_all([self.query(x, env_known) for x in
-                                           steps[cte.alias_or_name]])
+                    step = self.union_all(
+                        [self.query(x, env_known) for x in steps[cte.alias_or_name]]
+                    )
                 except SqlAnalysisError:
                     continue
                 seeds[cte.alias_or_name] = p.Empty(self.rename(step, cte).schema)
@@ -162,11 +171,18 @@ class Translator:
         bindings = []
         for cte in ctes:
             name = cte.alias_or_name
-            step = self.union_all([self.coerce(self.query(x, rec_env), seeds[name].schema)
-                                   for x in steps[name]])
-            bindings.append(p.Binding(name, seeds[name].schema, seeds[name],
-                                      self.rename(step, cte, seeds[name].schema),
-                                      distinct[name]))
+            step = self.union_all(
+                [self.coerce(self.query(x, rec_env), seeds[name].schema) for x in steps[name]]
+            )
+            bindings.append(
+                p.Binding(
+                    name,
+                    seeds[name].schema,
+                    seeds[name],
+                    self.rename(step, cte, seeds[name].schema),
+                    distinct[name],
+                )
+            )
         group = tuple(bindings)
         return {b.name: p.Recursive(group, i) for i, b in enumerate(group)}
 
@@ -181,8 +197,7 @@ class Translator:
             raise SqlAnalysisError(f"{len(node.schema)} columns where {len(schema)} expected")
         if all(a[1] == b[1] for a, b in zip(node.schema, schema, strict=True)):
             return node
-        exprs = tuple(cast_to(Ref(i, t, n), schema[i][1])
-                      for i, (n, t) in enumerate(node.schema))
+        exprs = tuple(cast_to(Ref(i, t, n), schema[i][1]) for i, (n, t) in enumerate(node.schema))
         return p.Project(node, exprs, tuple(n for n, _ in node.schema))
 
     def rename(self, node: p.Node, cte: exp.CTE, schema: p.Schema | None = None) -> p.Node:
@@ -193,37 +208,55 @@ class Translator:
         if not cols:
             return node
         if len(cols) != node.width:
-            raise SqlAnalysisError(f"CTE {cte.alias_or_name} names {len(cols)} columns but "
-                                   f"has {node.width}")
-        return p.Project(node, tuple(Ref(i, t, n) for i, (n, t) in enumerate(node.schema)),
-                         tuple(cols))
+            raise SqlAnalysisError(
+                f"CTE {cte.alias_or_name} names {len(cols)} columns but has {node.width}"
+            )
+        return p.Project(
+            node, tuple(Ref(i, t, n) for i, (n, t) in enumerate(node.schema)), tuple(cols)
+        )
 
     def set_operation(self, q: exp.SetOperation, env: Env) -> p.Node:
         left = self.query(q.this, env)
         right = self.query(q.expression, env)
         if left.width != right.width:
-            raise SqlAnalysisError(f"{type(q).__name__.upper()} of {left.width} and "
-                                   f"{right.width} columns")
+            raise SqlAnalysisError(
+                f"{type(q).__name__.upper()} of {left.width} and {right.width} columns"
+            )
         types = [wider(a[1], b[1]) for a, b in zip(left.schema, right.schema, strict=True)]
-        schema = tuple((n, t if t != NULL else a) for (n, a), t in
-                       zip(left.schema, types, strict=True))
+        schema = tuple(
+            (n, t if t != NULL else a) for (n, a), t in zip(left.schema, types, strict=True)
+        )
         kind = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}[type(q)]
-        node: p.Node = p.SetOp(kind, not q.args.get("distinct"), self.coerce(left, schema),
-                               self.coerce(right, schema))
+        node: p.Node = p.SetOp(
+            kind, not q.args.get("distinct"), self.coerce(left, schema), self.coerce(right, schema)
+        )
         return self.order_limit(q, node, None, env)
 
     # ------------------------------------------------------------ SELECT
     def select(self, s: exp.Select, env: Env) -> p.Node:
-        for arg in ("qualify", "windows", "laterals", "pivots", "sample", "connect", "into",
-                    "kind", "locks", "cluster", "distribute", "sort", "prewhere"):
+        for arg in (
+            "qualify",
+            "windows",
+            "laterals",
+            "pivots",
+            "sample",
+            "connect",
+            "into",
+            "kind",
+            "locks",
+            "cluster",
+            "distribute",
+            "sort",
+            "prewhere",
+        ):
             if s.args.get(arg):
-                raise unsupported(arg.upper(), s.args[arg] if isinstance(s.args[arg], exp.Expr)
-                                  else s)
+                raise unsupported(
+                    arg.upper(), s.args[arg] if isinstance(s.args[arg], exp.Expr) else s
+                )
         if s.args.get("distinct") is not None and s.args["distinct"].args.get("on"):
             raise unsupported("DISTINCT ON", s)
         if not s.args.get("from_"):
-            raise unsupported("SELECT without FROM", s,
-                              "a view must read at least one table")
+            raise unsupported("SELECT without FROM", s, "a view must read at least one table")
         rel = self.from_(s, env)
         where = s.args.get("where")
         if where is not None:
@@ -232,7 +265,8 @@ class Translator:
             if not (isinstance(pred, Lit) and pred.value is True):
                 rel = Relation(p.Filter(rel.node, pred), rel.fields)
         aggregated = bool(s.args.get("group")) or any(
-            _aggregates(x) for x in [*s.selects, s.args.get("having")] if x is not None)
+            _aggregates(x) for x in [*s.selects, s.args.get("having")] if x is not None
+        )
         lookup = None
         having = s.args.get("having")
         if aggregated:
@@ -264,8 +298,9 @@ class Translator:
         if limit is None and offset is None:
             return node  # a view is a multiset: ORDER BY alone does not change it
         if order is None:
-            raise unsupported("LIMIT without ORDER BY", limit or offset,
-                              "the rows kept would be arbitrary")
+            raise unsupported(
+                "LIMIT without ORDER BY", limit or offset, "the rows kept would be arbitrary"
+            )
         k = _constant_int(limit.expression if limit is not None else None, limit)
         off = _constant_int(offset.expression if offset is not None else None, offset) or 0
         names = [n for n, _ in node.schema]
@@ -296,20 +331,29 @@ class Translator:
             keys.append(p.SortKey(idx, desc, nulls_first))
         if hidden:
             assert isinstance(node, p.Project)
-            node = p.Project(node.input, node.exprs + tuple(hidden),
-                             node.names + tuple(f"_order{i}" for i in range(len(hidden))))
+            node = p.Project(
+                node.input,
+                node.exprs + tuple(hidden),
+                node.names + tuple(f"_order{i}" for i in range(len(hidden))),
+            )
         top: p.Node = p.TopK(node, tuple(keys), k if k is not None else 2**62, off)
         if hidden:
-            top = p.Project(top, tuple(Ref(i, t, n) for i, (n, t) in
-                                       enumerate(top.schema[:len(names)])), tuple(names))
+            top = p.Project(
+                top,
+                tuple(Ref(i, t, n) for i, (n, t) in enumerate(top.schema[: len(names)])),
+                tuple(names),
+            )
         return top
 
     # ------------------------------------------------------------ FROM and JOIN
     def source(self, src: exp.Expr, env: Env, as_of_allowed: bool = False) -> Relation:
         if isinstance(src, exp.Table) and src.args.get("version") is not None:
             if not as_of_allowed:
-                raise unsupported("AS OF on a table that is not the right side of a join", src,
-                                  "write FROM l JOIN r FOR SYSTEM_TIME AS OF PROCTIME() ON ...")
+                raise unsupported(
+                    "AS OF on a table that is not the right side of a join",
+                    src,
+                    "write FROM l JOIN r FOR SYSTEM_TIME AS OF PROCTIME() ON ...",
+                )
             _check_proctime(src.args["version"])
         if isinstance(src, exp.Table):
             if src.args.get("db") or src.args.get("catalog"):
@@ -330,8 +374,9 @@ class Translator:
             raise unsupported(f"{type(src).__name__} in FROM", src)
         if isinstance(src.args.get("alias"), exp.TableAlias) and src.args["alias"].columns:
             cols = [c.name for c in src.args["alias"].columns]
-            node = p.Project(node, tuple(Ref(i, t, n) for i, (n, t) in enumerate(node.schema)),
-                             tuple(cols))
+            node = p.Project(
+                node, tuple(Ref(i, t, n) for i, (n, t) in enumerate(node.schema)), tuple(cols)
+            )
         return Relation(node, [Field(alias, n) for n, _ in node.schema])
 
     def from_(self, s: exp.Select, env: Env) -> Relation:
@@ -367,9 +412,13 @@ class Translator:
                 name = ident.name
                 li = max(i for i, f in enumerate(left.fields) if f.name == name)
                 ri = next(i for i, f in enumerate(right.fields) if f.name == name)
-                conds.append(tr.compare("eq", Ref(li, left.node.schema[li][1], name),
-                                        Ref(left.node.width + ri, right.node.schema[ri][1],
-                                            name)))
+                conds.append(
+                    tr.compare(
+                        "eq",
+                        Ref(li, left.node.schema[li][1], name),
+                        Ref(left.node.width + ri, right.node.schema[ri][1], name),
+                    )
+                )
         null_aware = False
         if cond is not None:
             if jk == "anti" and _is_null_aware(cond):
@@ -433,26 +482,33 @@ class Translator:
         res = sc.conjunction(residual)
         if res is not None and extra_l:  # right columns moved by the extra left columns
             n_extra = len(extra_l)
-            res = sc.remap(res, lambda r: Ref(r.index + n_extra, r.type, r.name)
-                           if r.index >= lw else r)
+            res = sc.remap(
+                res, lambda r: Ref(r.index + n_extra, r.type, r.name) if r.index >= lw else r
+            )
         if jk == "inner" and not lkeys and res is None:
             jk = "cross"
         node: p.Node
         if arrival:
             if jk not in ("inner", "cross", "left"):
-                raise unsupported(f"{jk.upper()} JOIN … FOR SYSTEM_TIME AS OF", j,
-                                  "a processing-time as-of join is INNER or LEFT")
-            node = p.ArrivalJoin(lnode, rnode, "left" if jk == "left" else "inner",
-                                 tuple(lkeys), tuple(rkeys), res)
+                raise unsupported(
+                    f"{jk.upper()} JOIN … FOR SYSTEM_TIME AS OF",
+                    j,
+                    "a processing-time as-of join is INNER or LEFT",
+                )
+            node = p.ArrivalJoin(
+                lnode, rnode, "left" if jk == "left" else "inner", tuple(lkeys), tuple(rkeys), res
+            )
         else:
             node = p.Join(lnode, rnode, jk, tuple(lkeys), tuple(rkeys), res, null_aware)
         if extra_l or extra_r:
             keep = list(range(lw))
             if jk not in ("semi", "anti"):
                 keep += [lnode.width + i for i in range(right.node.width)]
-            node = p.Project(node, tuple(Ref(i, node.schema[i][1], node.schema[i][0])
-                                         for i in keep),
-                             tuple(node.schema[i][0] for i in keep))
+            node = p.Project(
+                node,
+                tuple(Ref(i, node.schema[i][1], node.schema[i][0]) for i in keep),
+                tuple(node.schema[i][0] for i in keep),
+            )
         fields = left.fields if jk in ("semi", "anti") else left.fields + right.fields
         return Relation(node, fields)
 
@@ -477,26 +533,36 @@ class Translator:
         flip = {"eq": "eq", "ge": "le", "le": "ge", "gt": "lt", "lt": "gt"}
         for c in sc.conjuncts(ExprTranslator(both.resolve).boolean(cond)):
             if not (isinstance(c, Call) and c.op in flip):
-                raise unsupported("ASOF JOIN condition", cond, "the ON clause of an ASOF JOIN "
-                                  "is equalities and one l.t >= r.t")
+                raise unsupported(
+                    "ASOF JOIN condition",
+                    cond,
+                    "the ON clause of an ASOF JOIN is equalities and one l.t >= r.t",
+                )
             a, b = c.args
             op = c.op
             ra, rb = sc.refs(a), sc.refs(b)
             if ra and rb and max(rb) < lw <= min(ra):
                 a, b, op = b, a, flip[op]
             elif not (ra and rb and max(ra) < lw <= min(rb)):
-                raise unsupported("ASOF JOIN condition", cond, "each condition of an ASOF JOIN "
-                                  "compares the left side with the right side")
+                raise unsupported(
+                    "ASOF JOIN condition",
+                    cond,
+                    "each condition of an ASOF JOIN compares the left side with the right side",
+                )
             if op == "eq":
                 keys.append((a, sc.shift(b, -lw)))
             elif op == "ge":
                 times.append((a, sc.shift(b, -lw)))
             else:
-                raise unsupported("ASOF JOIN condition", cond, "only l.t >= r.t is supported "
-                                  "(the latest right row at or before the left row)")
+                raise unsupported(
+                    "ASOF JOIN condition",
+                    cond,
+                    "only l.t >= r.t is supported (the latest right row at or before the left row)",
+                )
         if len(times) != 1:
-            raise unsupported("ASOF JOIN condition", cond,
-                              "an ASOF JOIN needs exactly one l.t >= r.t condition")
+            raise unsupported(
+                "ASOF JOIN condition", cond, "an ASOF JOIN needs exactly one l.t >= r.t condition"
+            )
         extra_l: list[Scalar] = []
         extra_r: list[Scalar] = []
 
@@ -516,17 +582,21 @@ class Translator:
         node: p.Node = p.AsofJoin(lnode, rnode, jk, lkeys, rkeys, lt, rt)
         if extra_l or extra_r:
             keep = [*range(lw), *(lnode.width + i for i in range(rw))]
-            node = p.Project(node, tuple(Ref(i, node.schema[i][1], node.schema[i][0])
-                                         for i in keep),
-                             tuple(node.schema[i][0] for i in keep))
+            node = p.Project(
+                node,
+                tuple(Ref(i, node.schema[i][1], node.schema[i][0]) for i in keep),
+                tuple(node.schema[i][0] for i in keep),
+            )
         return Relation(node, left.fields + right.fields)
 
     # ------------------------------------------------------------ subqueries
     def tr(self, rel: Relation, lookup=None) -> ExprTranslator:
         """The expression translator of ``rel`` (plus grouped/windowed ``lookup``)."""
+
         def both(node: exp.Expr) -> Scalar | None:
             hit = lookup(node) if lookup is not None else None
             return hit if hit is not None else rel.lookup(node)
+
         return ExprTranslator(rel.resolve, both)
 
     def attach_subqueries(self, rel: Relation, exprs: list[exp.Expr], env: Env) -> Relation:
@@ -539,11 +609,19 @@ class Translator:
                 if isinstance(sq.parent, exp.In | exp.Exists) or key_of(sq) in subs:
                     continue
                 inner = sq.this
-                if not (isinstance(inner, exp.Select) and len(inner.selects) == 1
-                        and not inner.args.get("group") and not inner.args.get("having")
-                        and _aggregates(inner.selects[0]) and not inner.args.get("limit")):
-                    raise unsupported("scalar subquery", sq,
-                                      "scalar subqueries must be global aggregates (one row)")
+                if not (
+                    isinstance(inner, exp.Select)
+                    and len(inner.selects) == 1
+                    and not inner.args.get("group")
+                    and not inner.args.get("having")
+                    and _aggregates(inner.selects[0])
+                    and not inner.args.get("limit")
+                ):
+                    raise unsupported(
+                        "scalar subquery",
+                        sq,
+                        "scalar subqueries must be global aggregates (one row)",
+                    )
                 sub = self.query(inner, env)
                 subs[key_of(sq)] = Ref(node.width, sub.schema[0][1], "subquery")
                 node = p.Join(node, sub, "cross")
@@ -561,8 +639,11 @@ class Translator:
                 raise unsupported(type(g).__name__.upper(), g)
         group_exprs = [tr(g) for g in group_nodes]
         calls: list[exp.AggFunc] = []
-        for x in [*s.selects, s.args.get("having"),
-                  *(s.args["order"].expressions if s.args.get("order") else [])]:
+        for x in [
+            *s.selects,
+            s.args.get("having"),
+            *(s.args["order"].expressions if s.args.get("order") else []),
+        ]:
             if x is None:
                 continue
             for a in _aggregates(x):
@@ -617,14 +698,15 @@ class Translator:
                 s_ref = Ref(base + len(aggs) - 2, st)
                 c_ref = Ref(base + len(aggs) - 1, BIGINT)
                 agg_cols.append((key_of(a), Call("avg", (s_ref, c_ref), avg_type(arg.type))))
-        pre = p.Project(rel.node, tuple(pre_exprs),
-                        tuple(f"_g{i}" for i in range(len(pre_exprs))))
-        names = tuple([f"_g{i}" for i in range(len(group_exprs))]
-                      + [f"_a{i}" for i in range(len(aggs))])
+        pre = p.Project(rel.node, tuple(pre_exprs), tuple(f"_g{i}" for i in range(len(pre_exprs))))
+        names = tuple(
+            [f"_g{i}" for i in range(len(group_exprs))] + [f"_a{i}" for i in range(len(aggs))]
+        )
         agg = p.Aggregate(pre, tuple(range(len(group_exprs))), tuple(aggs), names)
         for i, (g, ge) in enumerate(zip(group_nodes, group_exprs, strict=True)):
-            post[key_of(g)] = Ref(i, ge.type, g.alias_or_name if isinstance(g, exp.Column)
-                                  else f"_g{i}")
+            post[key_of(g)] = Ref(
+                i, ge.type, g.alias_or_name if isinstance(g, exp.Column) else f"_g{i}"
+            )
         for k, e in agg_cols:
             post[k] = e
         group_scalars = {ge: i for i, ge in enumerate(group_exprs)}
@@ -641,8 +723,9 @@ class Translator:
                 if e in group_scalars:
                     i = group_scalars[e]
                     return Ref(i, e.type, node.name)
-                raise SqlAnalysisError(f"column {node.sql()} is neither grouped nor aggregated",
-                                       construct=node.sql())
+                raise SqlAnalysisError(
+                    f"column {node.sql()} is neither grouped nor aggregated", construct=node.sql()
+                )
             return None
 
         out = Relation(agg, [Field("", n) for n in names], None, grouped=True)
@@ -672,16 +755,20 @@ class Translator:
                 for o in w.args["order"].expressions:
                     desc = bool(o.args.get("desc"))
                     nf = o.args.get("nulls_first")
-                    order.append(p.SortKey(column_of(tr(o.this)), desc,
-                                           (not desc) if nf is None else bool(nf)))
+                    order.append(
+                        p.SortKey(
+                            column_of(tr(o.this)), desc, (not desc) if nf is None else bool(nf)
+                        )
+                    )
             f = w.this
             if isinstance(f, exp.RowNumber):
                 call = p.WindowCall("row_number", None, BIGINT)
             elif isinstance(f, exp.Anonymous) and str(f.name).lower() in ("rank", "dense_rank"):
                 call = p.WindowCall(str(f.name).lower(), None, INT_T)
             elif type(f).__name__ in ("Rank", "DenseRank"):
-                call = p.WindowCall("rank" if type(f).__name__ == "Rank" else "dense_rank",
-                                    None, INT_T)
+                call = p.WindowCall(
+                    "rank" if type(f).__name__ == "Rank" else "dense_rank", None, INT_T
+                )
             elif type(f) in _AGGS:
                 fname = _AGGS[type(f)]
                 arg_node = f.this
@@ -691,11 +778,21 @@ class Translator:
                     call = p.WindowCall("count_star", None, BIGINT)
                 else:
                     arg = tr(arg_node)
-                    t = (BIGINT if fname == "count" else sum_type(arg.type) if fname == "sum"
-                         else avg_type(arg.type) if fname == "avg" else arg.type)
+                    t = (
+                        BIGINT
+                        if fname == "count"
+                        else sum_type(arg.type)
+                        if fname == "sum"
+                        else avg_type(arg.type)
+                        if fname == "avg"
+                        else arg.type
+                    )
                     call = p.WindowCall(fname, column_of(arg), t)
             else:
-                raise unsupported(f"window function {f.sql_name() if isinstance(f, exp.Func) else type(f).__name__}", f)
+                raise unsupported(
+                    f"window function {f.sql_name() if isinstance(f, exp.Func) else type(f).__name__}",
+                    f,
+                )
             if call.func in ("row_number", "rank", "dense_rank") and not order:
                 raise unsupported(f"{call.func.upper()} without ORDER BY", w)
             groups.setdefault((part, tuple(order)), []).append((w, call))
@@ -705,8 +802,13 @@ class Translator:
         mapping: dict[str, Scalar] = {}
         for (part, order), calls in groups.items():
             start = node.width
-            node = p.Window(node, part, order, tuple(c for _, c in calls),
-                            tuple(f"_w{start + i}" for i in range(len(calls))))
+            node = p.Window(
+                node,
+                part,
+                order,
+                tuple(c for _, c in calls),
+                tuple(f"_w{start + i}" for i in range(len(calls))),
+            )
             for i, (w, c) in enumerate(calls):
                 mapping[key_of(w)] = Ref(start + i, c.type)
         fields = rel.fields + [Field("", n) for n, _ in node.schema[width:]]
@@ -717,6 +819,7 @@ class Translator:
             if hit is not None:
                 return hit
             return lookup(n) if lookup is not None else None
+
         return out, new_lookup
 
 
@@ -757,13 +860,20 @@ def _check_proctime(version: exp.Expr) -> None:
     """``FOR SYSTEM_TIME AS OF PROCTIME()`` (sqlglot reads it, like Spark's ``TIMESTAMP AS OF``,
     as a Version node): the processing-time as-of join; any other AS OF is refused."""
     e = version.args.get("expression")
-    if (version.text("kind").upper() == "AS OF" and isinstance(e, exp.Anonymous)
-            and str(e.name).upper() == "PROCTIME" and not e.expressions):
+    if (
+        version.text("kind").upper() == "AS OF"
+        and isinstance(e, exp.Anonymous)
+        and str(e.name).upper() == "PROCTIME"
+        and not e.expressions
+    ):
         return
-    raise unsupported(f"{version.sql(dialect='spark')}", version,
-                      "only FOR SYSTEM_TIME AS OF PROCTIME() (a processing-time as-of join) "
-                      "is supported; for event time write ASOF JOIN ... ON l.k = r.k AND "
-                      "l.t >= r.t")
+    raise unsupported(
+        f"{version.sql(dialect='spark')}",
+        version,
+        "only FOR SYSTEM_TIME AS OF PROCTIME() (a processing-time as-of join) "
+        "is supported; for event time write ASOF JOIN ... ON l.k = r.k AND "
+        "l.t >= r.t",
+    )
 
 
 def _is_null_aware(cond: exp.Expr) -> bool:

@@ -44,20 +44,41 @@ def cast_to(e: Scalar, t: SqlType) -> Scalar:
     return Call("cast", (e,), t)
 
 
-_ARITH = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod",
-          exp.IntDiv: "intdiv"}
+_ARITH = {
+    exp.Add: "add",
+    exp.Sub: "sub",
+    exp.Mul: "mul",
+    exp.Div: "div",
+    exp.Mod: "mod",
+    exp.IntDiv: "intdiv",
+}
 _CMP = {exp.EQ: "eq", exp.NEQ: "neq", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _STRING_FNS: dict[type[exp.Expr], tuple[str, SqlType]] = {
-    exp.Upper: ("upper", STRING), exp.Lower: ("lower", STRING), exp.Length: ("length", INT),
+    exp.Upper: ("upper", STRING),
+    exp.Lower: ("lower", STRING),
+    exp.Length: ("length", INT),
     exp.Initcap: ("initcap", STRING),
 }
-_DATE_PARTS: dict[type[exp.Expr], str] = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.DayOfMonth: "day",
-               exp.Quarter: "quarter", exp.DayOfWeek: "dayofweek", exp.DayOfYear: "dayofyear"}
+_DATE_PARTS: dict[type[exp.Expr], str] = {
+    exp.Year: "year",
+    exp.Month: "month",
+    exp.Day: "day",
+    exp.DayOfMonth: "day",
+    exp.Quarter: "quarter",
+    exp.DayOfWeek: "dayofweek",
+    exp.DayOfYear: "dayofyear",
+}
 _ANON = {  # functions sqlglot leaves anonymous: name -> (op, result type or None = arg type)
-    "reverse": ("reverse", STRING), "instr": ("instr", INT), "startswith": ("startswith", BOOLEAN),
-    "endswith": ("endswith", BOOLEAN), "contains": ("contains", BOOLEAN),
-    "repeat": ("repeat", STRING), "hour": ("hour", INT), "minute": ("minute", INT),
-    "second": ("second", INT), "char_length": ("length", INT),
+    "reverse": ("reverse", STRING),
+    "instr": ("instr", INT),
+    "startswith": ("startswith", BOOLEAN),
+    "endswith": ("endswith", BOOLEAN),
+    "contains": ("contains", BOOLEAN),
+    "repeat": ("repeat", STRING),
+    "hour": ("hour", INT),
+    "minute": ("minute", INT),
+    "second": ("second", INT),
+    "char_length": ("length", INT),
 }
 
 
@@ -94,9 +115,11 @@ class ExprTranslator:
             args = [node.args[k] for k in ("this", "expression", "times") if node.args.get(k)]
             return self.anon_call(type(node).__name__.lower(), args)
         if isinstance(node, exp.AggFunc):
-            raise unsupported(f"aggregate {node.sql_name()} here", node,
-                              "aggregates are allowed in SELECT, HAVING and ORDER BY of a "
-                              "grouped query")
+            raise unsupported(
+                f"aggregate {node.sql_name()} here",
+                node,
+                "aggregates are allowed in SELECT, HAVING and ORDER BY of a grouped query",
+            )
         name = node.sql_name() if isinstance(node, exp.Func) else type(node).__name__
         if isinstance(node, exp.Anonymous):
             name = str(node.name).upper()
@@ -207,8 +230,8 @@ class ExprTranslator:
                 n = Call("mul", (cast_to(amount, BIGINT), Lit(secs[unit], BIGINT)), BIGINT)
                 return Call("ts_add_seconds", (d, n), TIMESTAMP)
             if unit in ("MONTH", "YEAR"):
-                n = amount if unit == "MONTH" else Call("mul", (amount, Lit(12, INT)), INT)
-                return Call("ts_add_months", (d, n), TIMESTAMP)
+                months = amount if unit == "MONTH" else Call("mul", (amount, Lit(12, INT)), INT)
+                return Call("ts_add_months", (d, months), TIMESTAMP)
         raise unsupported(f"INTERVAL {unit} on {d.type}", node)
 
     def _Neg(self, node: exp.Neg) -> Scalar:
@@ -237,8 +260,11 @@ class ExprTranslator:
     def boolean(self, node: exp.Expr) -> Scalar:
         e = self(node)
         if e.type not in (BOOLEAN, NULL):
-            raise SqlAnalysisError(f"expected a BOOLEAN, got {e.type}",
-                                   line=position(node)[0], column=position(node)[1])
+            raise SqlAnalysisError(
+                f"expected a BOOLEAN, got {e.type}",
+                line=position(node)[0],
+                column=position(node)[1],
+            )
         return cast_to(e, BOOLEAN)
 
     def _And(self, node: exp.And) -> Scalar:
@@ -255,14 +281,16 @@ class ExprTranslator:
         if isinstance(target, exp.Null):
             return Call("is_null", (self(node.this),), BOOLEAN)
         if isinstance(target, exp.Boolean):
-            return Call("is_true" if target.this else "is_false", (self.boolean(node.this),),
-                        BOOLEAN)
+            return Call(
+                "is_true" if target.this else "is_false", (self.boolean(node.this),), BOOLEAN
+            )
         raise unsupported("IS", node)
 
     def _In(self, node: exp.In) -> Scalar:
         if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
-            raise unsupported("IN (subquery) here", node,
-                              "IN subqueries are supported as WHERE conditions")
+            raise unsupported(
+                "IN (subquery) here", node, "IN subqueries are supported as WHERE conditions"
+            )
         x = self(node.this)
         vals = [self(v) for v in node.expressions]
         t = x.type
@@ -272,7 +300,8 @@ class ExprTranslator:
 
     def _Between(self, node: exp.Between) -> Scalar:
         x, lo, hi = self(node.this), self(node.args["low"]), self(node.args["high"])
-        return Call("and", (self.compare("ge", x, lo), self.compare("le", x, hi)), BOOLEAN)
+        out = Call("and", (self.compare("ge", x, lo), self.compare("le", x, hi)), BOOLEAN)
+        return Call("not", (out,), BOOLEAN) if node.args.get("negate") else out
 
     def _Like(self, node: exp.Like) -> Scalar:
         return self.like("like", node)
@@ -286,8 +315,13 @@ class ExprTranslator:
     def like(self, name: str, node: exp.Expr) -> Scalar:
         if node.args.get("escape"):
             raise unsupported("LIKE ... ESCAPE", node)
-        return Call(name, (cast_to(self(node.this), STRING), cast_to(self(node.expression),
-                                                                      STRING)), BOOLEAN)
+        out = Call(
+            name,
+            (cast_to(self(node.this), STRING), cast_to(self(node.expression), STRING)),
+            BOOLEAN,
+        )
+        # newer sqlglot reads ``x NOT LIKE p`` as Like(negate=True)
+        return Call("not", (out,), BOOLEAN) if node.args.get("negate") else out
 
     def _Escape(self, node: exp.Escape) -> Scalar:
         raise unsupported("LIKE ... ESCAPE", node)
@@ -320,8 +354,10 @@ class ExprTranslator:
 
     def _If(self, node: exp.If) -> Scalar:
         f = node.args.get("false")
-        return self.case([self.boolean(node.this)],
-                         [self(node.args["true"]), self(f) if f is not None else Lit(None, NULL)])
+        return self.case(
+            [self.boolean(node.this)],
+            [self(node.args["true"]), self(f) if f is not None else Lit(None, NULL)],
+        )
 
     def _Coalesce(self, node: exp.Coalesce) -> Scalar:
         vals = [self(node.this), *(self(e) for e in node.expressions)]
@@ -364,12 +400,15 @@ class ExprTranslator:
         a = self(node.this)
         if isinstance(a, Lit) and a.type == STRING and t in (DATE, TIMESTAMP):
             from sql_frontend.expressions.casts import _to_date, _to_timestamp
+
             try:
                 v: dt.date = (_to_date if t == DATE else _to_timestamp)(a.value, t)
             except Exception:
-                raise SqlAnalysisError(f"invalid {t} literal {a.value!r}",
-                                       line=position(node)[0], column=position(node)[1]
-                                       ) from None
+                raise SqlAnalysisError(
+                    f"invalid {t} literal {a.value!r}",
+                    line=position(node)[0],
+                    column=position(node)[1],
+                ) from None
             return Lit(v, t)
         if a.type == t:
             return a
@@ -390,15 +429,17 @@ class ExprTranslator:
 
     # ------------------------------------------------------------ strings
     def _DPipe(self, node: exp.DPipe) -> Scalar:
-        return Call("concat", (cast_to(self(node.this), STRING),
-                               cast_to(self(node.expression), STRING)), STRING)
+        return Call(
+            "concat",
+            (cast_to(self(node.this), STRING), cast_to(self(node.expression), STRING)),
+            STRING,
+        )
 
     def _Concat(self, node: exp.Concat) -> Scalar:
         return Call("concat", tuple(cast_to(self(e), STRING) for e in node.expressions), STRING)
 
     def _ConcatWs(self, node: exp.ConcatWs) -> Scalar:
-        return Call("concat_ws", tuple(cast_to(self(e), STRING) for e in node.expressions),
-                    STRING)
+        return Call("concat_ws", tuple(cast_to(self(e), STRING) for e in node.expressions), STRING)
 
     def _Substring(self, node: exp.Substring) -> Scalar:
         args = [cast_to(self(node.this), STRING), cast_to(self(node.args["start"]), INT)]
@@ -407,12 +448,14 @@ class ExprTranslator:
         return Call("substring", tuple(args), STRING)
 
     def _Left(self, node: exp.Left) -> Scalar:
-        return Call("left", (cast_to(self(node.this), STRING),
-                             cast_to(self(node.expression), INT)), STRING)
+        return Call(
+            "left", (cast_to(self(node.this), STRING), cast_to(self(node.expression), INT)), STRING
+        )
 
     def _Right(self, node: exp.Right) -> Scalar:
-        return Call("right", (cast_to(self(node.this), STRING),
-                              cast_to(self(node.expression), INT)), STRING)
+        return Call(
+            "right", (cast_to(self(node.this), STRING), cast_to(self(node.expression), INT)), STRING
+        )
 
     def _Trim(self, node: exp.Trim) -> Scalar:
         pos = str(node.args.get("position") or "").upper()
@@ -425,23 +468,36 @@ class ExprTranslator:
 
     def _Replace(self, node: exp.Replace) -> Scalar:
         repl = node.args.get("replacement")
-        return Call("replace", (cast_to(self(node.this), STRING),
-                                cast_to(self(node.expression), STRING),
-                                cast_to(self(repl), STRING) if repl is not None
-                                else Lit("", STRING)), STRING)
+        return Call(
+            "replace",
+            (
+                cast_to(self(node.this), STRING),
+                cast_to(self(node.expression), STRING),
+                cast_to(self(repl), STRING) if repl is not None else Lit("", STRING),
+            ),
+            STRING,
+        )
 
     def _StrPosition(self, node: exp.StrPosition) -> Scalar:
         if node.args.get("position") is not None:
             raise unsupported("LOCATE with a start position", node)
-        return Call("instr", (cast_to(self(node.this), STRING),
-                              cast_to(self(node.args["substr"]), STRING)), INT)
+        return Call(
+            "instr",
+            (cast_to(self(node.this), STRING), cast_to(self(node.args["substr"]), STRING)),
+            INT,
+        )
 
     def _Pad(self, node: exp.Pad) -> Scalar:
         fill = node.args.get("fill_pattern")
-        return Call("lpad" if node.args.get("is_left") else "rpad",
-                    (cast_to(self(node.this), STRING), cast_to(self(node.expression), INT),
-                     cast_to(self(fill), STRING) if fill is not None else Lit(" ", STRING)),
-                    STRING)
+        return Call(
+            "lpad" if node.args.get("is_left") else "rpad",
+            (
+                cast_to(self(node.this), STRING),
+                cast_to(self(node.expression), INT),
+                cast_to(self(fill), STRING) if fill is not None else Lit(" ", STRING),
+            ),
+            STRING,
+        )
 
     def _Anonymous(self, node: exp.Anonymous) -> Scalar:
         name = str(node.name).lower()
@@ -500,8 +556,11 @@ class ExprTranslator:
         return Call("ln", (cast_to(self(node.this), DOUBLE),), DOUBLE)
 
     def _Pow(self, node: exp.Pow) -> Scalar:
-        return Call("power", (cast_to(self(node.this), DOUBLE),
-                              cast_to(self(node.expression), DOUBLE)), DOUBLE)
+        return Call(
+            "power",
+            (cast_to(self(node.this), DOUBLE), cast_to(self(node.expression), DOUBLE)),
+            DOUBLE,
+        )
 
     def _Sign(self, node: exp.Sign) -> Scalar:
         return Call("sign", (cast_to(self(node.this), DOUBLE),), DOUBLE)
@@ -519,8 +578,9 @@ class ExprTranslator:
         return self._TsOrDsAdd(node)  # type: ignore[arg-type]
 
     def _DateSub(self, node: exp.DateSub) -> Scalar:
-        return Call("date_sub", (self.date_arg(node.this), cast_to(self(node.expression), INT)),
-                    DATE)
+        return Call(
+            "date_sub", (self.date_arg(node.this), cast_to(self(node.expression), INT)), DATE
+        )
 
     def _DateDiff(self, node: exp.DateDiff) -> Scalar:
         unit = node.args.get("unit")
@@ -529,17 +589,27 @@ class ExprTranslator:
         return Call("datediff", (self.date_arg(node.this), self.date_arg(node.expression)), INT)
 
     def _AddMonths(self, node: exp.AddMonths) -> Scalar:
-        return Call("add_months", (self.date_arg(node.this), cast_to(self(node.expression), INT)),
-                    DATE)
+        return Call(
+            "add_months", (self.date_arg(node.this), cast_to(self(node.expression), INT)), DATE
+        )
 
     def _LastDay(self, node: exp.LastDay) -> Scalar:
         return Call("last_day", (self.date_arg(node.this),), DATE)
 
     def _Extract(self, node: exp.Extract) -> Scalar:
         part = str(node.this.name).upper()
-        ops = {"YEAR": "year", "MONTH": "month", "DAY": "day", "QUARTER": "quarter",
-               "DAYOFWEEK": "dayofweek", "DOW": "dayofweek", "DOY": "dayofyear",
-               "HOUR": "hour", "MINUTE": "minute", "SECOND": "second"}
+        ops = {
+            "YEAR": "year",
+            "MONTH": "month",
+            "DAY": "day",
+            "QUARTER": "quarter",
+            "DAYOFWEEK": "dayofweek",
+            "DOW": "dayofweek",
+            "DOY": "dayofyear",
+            "HOUR": "hour",
+            "MINUTE": "minute",
+            "SECOND": "second",
+        }
         if part not in ops:
             raise unsupported(f"EXTRACT({part})", node)
         arg = self(node.expression)
@@ -548,15 +618,20 @@ class ExprTranslator:
         return Call(ops[part], (cast_to(arg, DATE) if arg.type != TIMESTAMP else arg,), INT)
 
     def _Subquery(self, node: exp.Subquery) -> Scalar:
-        raise unsupported("subquery here", node, "only uncorrelated scalar subqueries that are "
-                          "global aggregates, and correlated ones sqlglot can unnest")
+        raise unsupported(
+            "subquery here",
+            node,
+            "only uncorrelated scalar subqueries that are "
+            "global aggregates, and correlated ones sqlglot can unnest",
+        )
 
     def _Exists(self, node: exp.Exists) -> Scalar:
         raise unsupported("EXISTS here", node, "EXISTS is supported as a WHERE condition")
 
     def _Window(self, node: exp.Window) -> Scalar:
-        raise unsupported("window function here", node,
-                          "window functions are supported in the SELECT list")
+        raise unsupported(
+            "window function here", node, "window functions are supported in the SELECT list"
+        )
 
     def _Ref(self, node: exp.Expr) -> Ref:  # pragma: no cover - never an AST node
         raise AssertionError

@@ -76,7 +76,9 @@ def to_str(v: object, t: SqlType) -> str:
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _DATE_RE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?(?:[ T].*)?$")
-_TS_RE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$")
+_TS_RE = re.compile(
+    r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$"
+)
 
 
 def _to_int(v: object, t: SqlType) -> int:
@@ -185,18 +187,32 @@ def _to_timestamp(v: object, t: SqlType) -> dt.datetime:
         if m:
             frac = (m.group(7) or "0")[:6].ljust(6, "0")
             try:
-                return dt.datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)),
-                                   int(m.group(4) or 0), int(m.group(5) or 0),
-                                   int(m.group(6) or 0), int(frac))
+                return dt.datetime(
+                    int(m.group(1)),
+                    int(m.group(2)),
+                    int(m.group(3)),
+                    int(m.group(4) or 0),
+                    int(m.group(5) or 0),
+                    int(m.group(6) or 0),
+                    int(frac),
+                )
             except ValueError:
                 raise _Invalid from None
     raise _Invalid
 
 
 _CONVERT: dict[str, Callable[[object, SqlType], object]] = {
-    "TINYINT": _to_int, "SMALLINT": _to_int, "INT": _to_int, "BIGINT": _to_int,
-    "FLOAT": _to_double, "DOUBLE": _to_double, "DECIMAL": _to_decimal, "BOOLEAN": _to_bool,
-    "DATE": _to_date, "TIMESTAMP": _to_timestamp, "STRING": to_str,
+    "TINYINT": _to_int,
+    "SMALLINT": _to_int,
+    "INT": _to_int,
+    "BIGINT": _to_int,
+    "FLOAT": _to_double,
+    "DOUBLE": _to_double,
+    "DECIMAL": _to_decimal,
+    "BOOLEAN": _to_bool,
+    "DATE": _to_date,
+    "TIMESTAMP": _to_timestamp,
+    "STRING": to_str,
 }
 
 
@@ -227,8 +243,7 @@ def _cast(args: list[Vec], t: SqlType, safe: bool) -> Vec:
         except _Invalid:
             if safe:
                 return None
-            raise runtime_error(f"[CAST_INVALID_INPUT] cannot cast {v!r} of {src} to {t}"
-                                ) from None
+            raise runtime_error(f"[CAST_INVALID_INPUT] cannot cast {v!r} of {src} to {t}") from None
 
     return elementwise(one, args, t)
 

@@ -34,6 +34,7 @@ def op(*names: str) -> Callable[[Op], Op]:
         for n in names:
             OPS[n] = fn
         return fn
+
     return register
 
 
@@ -45,6 +46,7 @@ def compile_scalar(e: Scalar) -> Callable[..., np.ndarray]:
     def f(*cols: np.ndarray) -> np.ndarray:
         n = len(cols[0]) if cols else 0
         return to_column(ev(cols, n))
+
     return f
 
 
@@ -56,6 +58,7 @@ def compile_predicate(e: Scalar) -> Callable[..., np.ndarray]:
         n = len(cols[0]) if cols else 0
         v = ev(cols, n)
         return v.data.astype(bool) & ~v.null
+
     return f
 
 
@@ -81,8 +84,13 @@ def compile_vec(e: Scalar) -> Evaluator:
 
 # ---------------------------------------------------------------- element-wise helpers
 
-def elementwise(fn: Callable[..., object], args: list[Vec], t: SqlType,
-                null_result: Callable[..., bool] | None = None) -> Vec:
+
+def elementwise(
+    fn: Callable[..., object],
+    args: list[Vec],
+    t: SqlType,
+    null_result: Callable[..., bool] | None = None,
+) -> Vec:
     """Apply ``fn`` to the Python values of rows where no argument is NULL."""
     n = len(args[0]) if args else 0
     null = np.zeros(n, dtype=bool)
@@ -172,12 +180,14 @@ def _make_arith(name: str) -> Op:
         a, b = args
         if name == "intdiv":
             if a.type.is_decimal or b.type.is_decimal:
+
                 def idiv(x: object, y: object) -> int:
                     dy = _as_decimal(y)
                     if dy == 0:
                         raise runtime_error("[DIVIDE_BY_ZERO] Division by zero")
                     q = DECIMAL_CONTEXT.divide_int(_as_decimal(x), dy)
                     return int(q)
+
                 return elementwise(idiv, args, t)
             return _int_binary(name, a, b, t)
         if t.is_integral:
@@ -188,10 +198,16 @@ def _make_arith(name: str) -> Op:
             if name in ("div", "mod") and ((y == 0) & ~null).any():
                 raise runtime_error("[DIVIDE_BY_ZERO] Division by zero")
             with np.errstate(all="ignore"):
-                r = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
-                     "div": np.divide, "mod": np.fmod}[name](x, y)
+                r = {
+                    "add": np.add,
+                    "sub": np.subtract,
+                    "mul": np.multiply,
+                    "div": np.divide,
+                    "mod": np.fmod,
+                }[name](x, y)
             return Vec(r, null, t)
         if t.is_decimal:
+
             def dec(x: object, y: object) -> Decimal:
                 dx, dy = _as_decimal(x), _as_decimal(y)
                 c = DECIMAL_CONTEXT
@@ -206,8 +222,10 @@ def _make_arith(name: str) -> Op:
                         raise runtime_error("[DIVIDE_BY_ZERO] Division by zero")
                     r = c.divide(dx, dy) if name == "div" else c.remainder(dx, dy)
                 return _decimal_result(r, t)
+
             return elementwise(dec, args, t)
         raise UnsupportedSqlError(f"{name} on {t}")
+
     return run
 
 
@@ -242,21 +260,30 @@ def _avg(args: list[Vec], t: SqlType) -> Vec:
     s, c = args
     null = s.null | c.null | (c.data == 0) if c.data.dtype != object else s.null | c.null
     if t.is_decimal:
+
         def dec(x: object, n: object) -> object:
             if not n:
                 return None
             return _decimal_result(DECIMAL_CONTEXT.divide(_as_decimal(x), Decimal(int(n))), t)  # type: ignore[call-overload]
+
         return elementwise(dec, args, t)
-    x = s.data.astype(np.float64) if s.data.dtype != object else np.array(
-        [float(v) if v is not None else 0.0 for v in s.data])
-    cnt = c.data.astype(np.float64) if c.data.dtype != object else np.array(
-        [float(v) if v is not None else 0.0 for v in c.data])
+    x = (
+        s.data.astype(np.float64)
+        if s.data.dtype != object
+        else np.array([float(v) if v is not None else 0.0 for v in s.data])
+    )
+    cnt = (
+        c.data.astype(np.float64)
+        if c.data.dtype != object
+        else np.array([float(v) if v is not None else 0.0 for v in c.data])
+    )
     with np.errstate(all="ignore"):
         r = x / np.where(cnt == 0, 1, cnt)
     return Vec(r, null | (cnt == 0), t)
 
 
 # ---------------------------------------------------------------- comparison
+
 
 def _compare_values(name: str, a: Vec, b: Vec) -> np.ndarray:
     if a.data.dtype != object and b.data.dtype != object:
@@ -269,14 +296,23 @@ def _compare_values(name: str, a: Vec, b: Vec) -> np.ndarray:
         for i in np.flatnonzero(live):
             out[i] = f(x[i], y[i])
         return out
-    return {"eq": np.equal, "neq": np.not_equal, "lt": np.less, "le": np.less_equal,
-            "gt": np.greater, "ge": np.greater_equal}[name](x, y)
+    return {
+        "eq": np.equal,
+        "neq": np.not_equal,
+        "lt": np.less,
+        "le": np.less_equal,
+        "gt": np.greater,
+        "ge": np.greater_equal,
+    }[name](x, y)
 
 
 _PY_CMP: dict[str, Callable[[object, object], bool]] = {
-    "eq": lambda x, y: x == y, "neq": lambda x, y: x != y,
-    "lt": lambda x, y: x < y, "le": lambda x, y: x <= y,  # type: ignore[operator]
-    "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,  # type: ignore[operator]
+    "eq": lambda x, y: x == y,
+    "neq": lambda x, y: x != y,
+    "lt": lambda x, y: x < y,
+    "le": lambda x, y: x <= y,  # type: ignore[operator]
+    "gt": lambda x, y: x > y,
+    "ge": lambda x, y: x >= y,  # type: ignore[operator]
 }
 
 
@@ -284,6 +320,7 @@ def _make_cmp(name: str) -> Op:
     def run(args: list[Vec], t: SqlType) -> Vec:
         a, b = args
         return Vec(_compare_values(name, a, b), a.null | b.null, t)
+
     return run
 
 
@@ -299,6 +336,7 @@ def _eq_null_safe(args: list[Vec], t: SqlType) -> Vec:
 
 
 # ---------------------------------------------------------------- logic
+
 
 def _bool(v: Vec) -> np.ndarray:
     return v.data.astype(bool)
@@ -338,10 +376,12 @@ def _is_not_null(args: list[Vec], t: SqlType) -> Vec:
     return Vec(~args[0].null, np.zeros(len(args[0]), dtype=bool), t)
 
 
-OPS["is_true"] = lambda args, t: Vec(~args[0].null & _bool(args[0]),
-                                     np.zeros(len(args[0]), dtype=bool), t)
-OPS["is_false"] = lambda args, t: Vec(~args[0].null & ~_bool(args[0]),
-                                      np.zeros(len(args[0]), dtype=bool), t)
+OPS["is_true"] = lambda args, t: Vec(
+    ~args[0].null & _bool(args[0]), np.zeros(len(args[0]), dtype=bool), t
+)
+OPS["is_false"] = lambda args, t: Vec(
+    ~args[0].null & ~_bool(args[0]), np.zeros(len(args[0]), dtype=bool), t
+)
 
 
 @op("in")
@@ -358,6 +398,7 @@ def _in(args: list[Vec], t: SqlType) -> Vec:
 
 
 # ---------------------------------------------------------------- conditionals
+
 
 def _select_into(out: Vec, mask: np.ndarray, v: Vec) -> None:
     if out.data.dtype == object or v.data.dtype == object:
@@ -416,8 +457,7 @@ def _retype(v: Vec, t: SqlType) -> Vec:
     return v
 
 
-def _coalesce_lazy(subs: list[Evaluator], cols: Sequence[np.ndarray], n: int,
-                   t: SqlType) -> Vec:
+def _coalesce_lazy(subs: list[Evaluator], cols: Sequence[np.ndarray], n: int, t: SqlType) -> Vec:
     out = _empty(t, n)
     remaining = np.ones(n, dtype=bool)
     for s in subs:
@@ -436,7 +476,8 @@ def _coalesce_lazy(subs: list[Evaluator], cols: Sequence[np.ndarray], n: int,
 
 
 LAZY: dict[str, Callable[[list[Evaluator], Sequence[np.ndarray], int, SqlType], Vec]] = {
-    "case": _case_lazy, "coalesce": _coalesce_lazy,
+    "case": _case_lazy,
+    "coalesce": _coalesce_lazy,
 }
 
 
@@ -464,6 +505,7 @@ def _extreme(args: list[Vec], t: SqlType, pick_greater: bool) -> Vec:
         if not live:
             return None
         return max(live) if pick_greater else min(live)  # type: ignore[type-var]
+
     n = len(args[0])
     cols = [objects(a) for a in args]
     return from_objects([f(*(c[i] for c in cols)) for i in range(n)], t)
@@ -476,5 +518,14 @@ OPS["least"] = lambda args, t: _extreme(args, t, False)
 from sql_frontend.expressions import casts as _casts  # noqa: E402
 from sql_frontend.expressions import functions as _functions  # noqa: E402
 
-__all__ = ["OPS", "_casts", "_functions", "compile_predicate", "compile_scalar", "compile_vec",
-           "elementwise", "from_column", "to_column"]
+__all__ = [
+    "OPS",
+    "_casts",
+    "_functions",
+    "compile_predicate",
+    "compile_scalar",
+    "compile_vec",
+    "elementwise",
+    "from_column",
+    "to_column",
+]

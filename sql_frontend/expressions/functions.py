@@ -23,6 +23,7 @@ def _reg(name: str, fn, nulls: bool = False) -> None:
 
 # ---------------------------------------------------------------- strings
 
+
 def _substring(s: str, pos: int, length: int | None = None) -> str:
     """Spark's 1-based substring; pos 0 acts as 1, negative counts from the end."""
     n = len(s)
@@ -49,8 +50,8 @@ _reg("length", lambda s: len(s))
 _reg("reverse", lambda s: s[::-1])
 _reg("initcap", lambda s: " ".join(w[:1].upper() + w[1:].lower() for w in s.split(" ")))
 _reg("substring", _substring)
-_reg("left", lambda s, n: s[:max(n, 0)])
-_reg("right", lambda s, n: s[len(s) - n:] if n > 0 else "")
+_reg("left", lambda s, n: s[: max(n, 0)])
+_reg("right", lambda s, n: s[len(s) - n :] if n > 0 else "")
 _reg("trim", lambda s: s.strip(" "))
 _reg("ltrim", lambda s: s.lstrip(" "))
 _reg("rtrim", lambda s: s.rstrip(" "))
@@ -162,14 +163,19 @@ _reg("ceil", lambda x: _floor_ceil(x, True))
 
 def _double_fn(fn):
     def run(args: list[Vec], t: SqlType) -> Vec:
-        xs = [np.array([float(v) if v is not None else 0.0 for v in objects(a)])
-              if a.data.dtype == object else a.data.astype(np.float64) for a in args]
+        xs = [
+            np.array([float(v) if v is not None else 0.0 for v in objects(a)])
+            if a.data.dtype == object
+            else a.data.astype(np.float64)
+            for a in args
+        ]
         null = np.zeros(len(args[0]), dtype=bool)
         for a in args:
             null |= a.null
         with np.errstate(all="ignore"):
             r = fn(*xs)
         return Vec(np.asarray(r, dtype=np.float64), null, t)
+
     return run
 
 
@@ -181,8 +187,11 @@ OPS["power"] = _double_fn(np.power)
 def _ln(args: list[Vec], t: SqlType) -> Vec:
     v = _double_fn(np.log)(args, t)
     x = args[0]
-    xs = x.data.astype(np.float64) if x.data.dtype != object else np.array(
-        [float(y) if y is not None else 1.0 for y in x.data])
+    xs = (
+        x.data.astype(np.float64)
+        if x.data.dtype != object
+        else np.array([float(y) if y is not None else 1.0 for y in x.data])
+    )
     return Vec(v.data, v.null | (xs <= 0), t)  # Spark: ln of a non-positive number is NULL
 
 

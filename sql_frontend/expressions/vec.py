@@ -13,8 +13,15 @@ import numpy as np
 
 from sql_frontend.sql_types import SqlType
 
-_TYPED = {"TINYINT": np.int64, "SMALLINT": np.int64, "INT": np.int64, "BIGINT": np.int64,
-          "FLOAT": np.float64, "DOUBLE": np.float64, "BOOLEAN": np.bool_}
+_TYPED = {
+    "TINYINT": np.int64,
+    "SMALLINT": np.int64,
+    "INT": np.int64,
+    "BIGINT": np.int64,
+    "FLOAT": np.float64,
+    "DOUBLE": np.float64,
+    "BOOLEAN": np.bool_,
+}
 
 
 def numpy_kind(t: SqlType) -> type | None:

@@ -81,9 +81,14 @@ def _rewrite(cond: exp.Expr, scope: Scope, fresh) -> exp.Join | None:
             on: exp.Expr = exp.EQ(this=inner.this.copy(), expression=value)
             if negated:
                 on = exp.or_(on, exp.Is(this=exp.paren(on.copy()), expression=exp.Null()))
-            return exp.Join(this=exp.Subquery(this=sub.copy(), alias=exp.TableAlias(
-                this=exp.to_identifier(alias))), side="LEFT", kind="ANTI" if negated else "SEMI",
-                on=on)
+            return exp.Join(
+                this=exp.Subquery(
+                    this=sub.copy(), alias=exp.TableAlias(this=exp.to_identifier(alias))
+                ),
+                side="LEFT",
+                kind="ANTI" if negated else "SEMI",
+                on=on,
+            )
         if negated or not isinstance(sub, exp.Select):
             return None
         return _correlated_join(sub, inner.this, scope, fresh, "SEMI")
@@ -102,11 +107,24 @@ def _external_columns(sub: exp.Expr, scope: Scope) -> list[exp.Column]:
     return list(s.external_columns) if s is not None else []
 
 
-def _correlated_join(sub: exp.Select, in_value: exp.Expr | None, scope: Scope, fresh,
-                     kind: str) -> exp.Join | None:
+def _correlated_join(
+    sub: exp.Select, in_value: exp.Expr | None, scope: Scope, fresh, kind: str
+) -> exp.Join | None:
     s = _sub_scope(sub, scope)
-    if s is None or any(sub.args.get(k) for k in ("group", "having", "limit", "offset", "order",
-                                                   "qualify", "distinct", "windows", "with_")):
+    if s is None or any(
+        sub.args.get(k)
+        for k in (
+            "group",
+            "having",
+            "limit",
+            "offset",
+            "order",
+            "qualify",
+            "distinct",
+            "windows",
+            "with_",
+        )
+    ):
         return None
     if any(isinstance(p, exp.AggFunc) or p.find(exp.AggFunc, exp.Window) for p in sub.selects):
         return None
@@ -114,8 +132,9 @@ def _correlated_join(sub: exp.Select, in_value: exp.Expr | None, scope: Scope, f
         return None  # correlated with a scope further out
     inner_sources = set(s.sources)
     where = sub.args.get("where")
-    conds = (where.this.flatten() if isinstance(where.this, exp.And) else [where.this]) \
-        if where else []
+    conds = (
+        (where.this.flatten() if isinstance(where.this, exp.And) else [where.this]) if where else []
+    )
     local: list[exp.Expr] = []
     corr: list[exp.Expr] = []
     for c in conds:
@@ -131,8 +150,9 @@ def _correlated_join(sub: exp.Select, in_value: exp.Expr | None, scope: Scope, f
     # Correlations outside WHERE (in joins' ON, the projection) are not rewritten.
     for j in sub.args.get("joins") or []:
         on = j.args.get("on")
-        if on is not None and any(col.table not in inner_sources
-                                  for col in on.find_all(exp.Column)):
+        if on is not None and any(
+            col.table not in inner_sources for col in on.find_all(exp.Column)
+        ):
             return None
     alias = fresh()
     projections: list[exp.Expr] = []
@@ -164,5 +184,9 @@ def _correlated_join(sub: exp.Select, in_value: exp.Expr | None, scope: Scope, f
     if local:
         derived.set("where", exp.Where(this=exp.and_(*[x.copy() for x in local], copy=False)))
     on = exp.and_(*on_parts, copy=False) if on_parts else None
-    return exp.Join(this=exp.Subquery(this=derived, alias=exp.TableAlias(
-        this=exp.to_identifier(alias))), side="LEFT", kind=kind, on=on)
+    return exp.Join(
+        this=exp.Subquery(this=derived, alias=exp.TableAlias(this=exp.to_identifier(alias))),
+        side="LEFT",
+        kind=kind,
+        on=on,
+    )

@@ -16,6 +16,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     skip = pytest.mark.skip(reason="slow: run with -m slow or IVM_SLOW=1")
     for item in items:
-        if "slow" in item.keywords and str(item.path).startswith(str(config.rootpath /
-                                                                    "tests" / "engine")):
+        if "slow" in item.keywords and str(item.path).startswith(
+            str(config.rootpath / "tests" / "engine")
+        ):
             item.add_marker(skip)

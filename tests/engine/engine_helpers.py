@@ -70,12 +70,12 @@ def assert_same(got: Mapping[tuple, int], want: Mapping[tuple, int], what: str =
     left = leftover(got, want)
     if left:
         shown = sorted(left.items(), key=repr)[:20]
-        raise AssertionError(
-            f"{what}: output − reference is not empty ({len(left)} rows): {shown}")
+        raise AssertionError(f"{what}: output − reference is not empty ({len(left)} rows): {shown}")
 
 
-def check_output(out: Any, want: Mapping[tuple, int], prev: Mapping[tuple, int] | None,
-                 what: str = "") -> None:
+def check_output(
+    out: Any, want: Mapping[tuple, int], prev: Mapping[tuple, int] | None, what: str = ""
+) -> None:
     """``out.counts()`` equals ``want`` and ``out.changed_counts()`` equals ``want − prev``."""
     assert_same(out.counts(), want, f"{what} contents")
     if prev is not None:
@@ -92,15 +92,15 @@ def apply_changes(state: Counter, changes: Iterable[tuple[tuple, int]]) -> None:
 
 # -- change sequences ---------------------------------------------------------------------
 @st.composite
-def change_sequence(draw: st.DrawFn, row: st.SearchStrategy, epochs: int
-                    ) -> list[list[tuple[tuple, int]]]:
+def change_sequence(
+    draw: st.DrawFn, row: st.SearchStrategy, epochs: int
+) -> list[list[tuple[tuple, int]]]:
     """Per epoch, ``(row, diff)`` changes: inserts (multiplicity 1–3) and deletes of live
     rows (never more than are present, so every input stays a multiset)."""
     live: Counter = Counter()
     out = []
     for _ in range(epochs):
-        changes = [(r, m) for r, m in draw(st.lists(st.tuples(row, st.integers(1, 3)),
-                                                     max_size=7))]
+        changes = [(r, m) for r, m in draw(st.lists(st.tuples(row, st.integers(1, 3)), max_size=7))]
         apply_changes(live, changes)
         present = sorted(live, key=repr)
         if present:

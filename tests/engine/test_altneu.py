@@ -43,14 +43,27 @@ def test_integrate_differentiate_is_identity(changes: list) -> None:
     c = g.input("c", SCHEMA)
     outs = {
         "identity": (g.output(c.differentiate(lambda d: d), "id"), lambda C: C),
-        "nested": (g.output(c.differentiate(lambda d: d.differentiate(lambda e: e)), "nest"),
-                   lambda C: C),
-        "linear": (g.output(c.differentiate(
-            lambda d: d.filter(lambda s, t: s <= t).map(lambda s, t: (t, s + t), SCHEMA)
-            .concat(d.negate().negate())), "linear"),
-            lambda C: Counter({(t, s + t): n for (s, t), n in C.items() if s <= t}) + C),
-        "then_reduce": (g.output(c.differentiate(lambda d: d).count("src"), "count"),
-                        lambda C: _count(C)),
+        "nested": (
+            g.output(c.differentiate(lambda d: d.differentiate(lambda e: e)), "nest"),
+            lambda C: C,
+        ),
+        "linear": (
+            g.output(
+                c.differentiate(
+                    lambda d: (
+                        d.filter(lambda s, t: s <= t)
+                        .map(lambda s, t: (t, s + t), SCHEMA)
+                        .concat(d.negate().negate())
+                    )
+                ),
+                "linear",
+            ),
+            lambda C: Counter({(t, s + t): n for (s, t), n in C.items() if s <= t}) + C,
+        ),
+        "then_reduce": (
+            g.output(c.differentiate(lambda d: d).count("src"), "count"),
+            lambda C: _count(C),
+        ),
     }
     C: Counter = Counter()
     prev = {k: Counter() for k in outs}
@@ -71,8 +84,10 @@ def _count(c: Counter) -> Counter:
     return Counter({(s, n): 1 for s, n in out.items() if n > 0})
 
 
-@given(st.integers(2, 5).flatmap(lambda n: change_sequence(ROW, n)),
-       st.lists(st.integers(0, 5), min_size=1, max_size=3))
+@given(
+    st.integers(2, 5).flatmap(lambda n: change_sequence(ROW, n)),
+    st.lists(st.integers(0, 5), min_size=1, max_size=3),
+)
 @examples(25)
 def test_differentiate_inside_an_iterate_body(changes: list, roots_list: list[int]) -> None:
     """Reachability whose loop variable passes through differentiate(identity), on both
@@ -84,13 +99,23 @@ def test_differentiate_inside_an_iterate_body(changes: list, roots_list: list[in
     def body(r: ivm.Collection) -> ivm.Collection:
         r2 = r.differentiate(lambda d: d)
         e2 = edges.enter_scope(r.scope).differentiate(lambda d: d)
-        return r2.join(e2, on=[("node", "src")]).project("dst").rename(["node"]) \
-            .concat(r2).distinct()
+        return (
+            r2.join(e2, on=[("node", "src")]).project("dst").rename(["node"]).concat(r2).distinct()
+        )
 
     out = g.output(roots.iterate(body), "reach")
-    plain = g.output(roots.iterate(
-        lambda r: r.join(edges, on=[("node", "src")]).project("dst").rename(["node"])
-        .concat(r).distinct()), "plain")
+    plain = g.output(
+        roots.iterate(
+            lambda r: (
+                r.join(edges, on=[("node", "src")])
+                .project("dst")
+                .rename(["node"])
+                .concat(r)
+                .distinct()
+            )
+        ),
+        "plain",
+    )
     roots.insert([(v,) for v in roots_list])
     E: Counter = Counter()
     prev: Counter = Counter()

@@ -33,12 +33,23 @@ def build_all() -> tuple[ivm.Dataflow, dict[str, ivm.InputCollection], dict[str,
     outs = {name: g.output(c, name) for name, (c, _) in build(g, x, y).items()}
     seeds = e.map(lambda s, d: (s, s), NODE_LABEL)
     outs["labels"] = g.output(propagate_min_label(e, seeds), "labels")
-    outs["labels_prio"] = g.output(propagate_min_label(
-        e, seeds, entry=lambda n, lab: lab % 3), "labels_prio")
+    outs["labels_prio"] = g.output(
+        propagate_min_label(e, seeds, entry=lambda n, lab: lab % 3), "labels_prio"
+    )
     outs["reach"] = g.output(reachable(e, x.project("b").rename(["node"])), "reach")
-    outs["nested"] = g.output(e.iterate(lambda v: v.iterate(
-        lambda w: w.join(e, on=[("dst", "src")]).map(lambda s, d, s2, d2: (s, d2), EDGE)
-        .concat(v).distinct())), "closure")
+    outs["nested"] = g.output(
+        e.iterate(
+            lambda v: v.iterate(
+                lambda w: (
+                    w.join(e, on=[("dst", "src")])
+                    .map(lambda s, d, s2, d2: (s, d2), EDGE)
+                    .concat(v)
+                    .distinct()
+                )
+            )
+        ),
+        "closure",
+    )
     outs["altneu"] = g.output(y.differentiate(lambda d: d).count("a"), "altneu")
     return g, {"x": x, "y": y, "edges": e}, outs
 
@@ -88,8 +99,9 @@ def test_restored_dataflow_continues_like_the_uninterrupted_one(sc: tuple) -> No
         b.step()
         for name in a_out:
             assert b_out[name].counts() == a_out[name].counts(), f"epoch {a.epoch} {name}"
-            assert b_out[name].changed_counts() == a_out[name].changed_counts(), \
+            assert b_out[name].changed_counts() == a_out[name].changed_counts(), (
                 f"epoch {a.epoch} {name} changes"
+            )
         assert b.metrics.differences(epoch=b.epoch) == a.metrics.differences(epoch=a.epoch)
 
 
@@ -117,16 +129,18 @@ def test_restored_dataflow_does_not_recompute() -> None:
 
 def test_checkpoint_keeps_typed_and_any_values() -> None:
     g = ivm.Dataflow()
-    x = g.input("x", [("k", "int64"), ("f", "float64"), ("b", "bool"), ("s", "str"),
-                      ("a", "any")])
+    x = g.input("x", [("k", "int64"), ("f", "float64"), ("b", "bool"), ("s", "str"), ("a", "any")])
     out = g.output(x.distinct(), "d")
-    rows = [(1, 0.5, True, "é", None), (2, -1.0, False, None, ("t", 1)),
-            (3, 2.0, True, "", 10**30), (4, 1.0, False, "x", 1.25)]
+    rows = [
+        (1, 0.5, True, "é", None),
+        (2, -1.0, False, None, ("t", 1)),
+        (3, 2.0, True, "", 10**30),
+        (4, 1.0, False, "x", 1.25),
+    ]
     x.insert(rows)
     g.step()
     h = ivm.Dataflow()
-    y = h.input("x", [("k", "int64"), ("f", "float64"), ("b", "bool"), ("s", "str"),
-                      ("a", "any")])
+    y = h.input("x", [("k", "int64"), ("f", "float64"), ("b", "bool"), ("s", "str"), ("a", "any")])
     out2 = h.output(y.distinct(), "d")
     h.load_state(through_ipc(g.state()))
     assert out2.counts() == out.counts() == {r: 1 for r in rows}

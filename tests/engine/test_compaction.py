@@ -32,8 +32,7 @@ def build() -> tuple[ivm.Dataflow, dict[str, ivm.InputCollection], list[ivm.Outp
     s = g.input("seeds", NODE_LABEL)
     outs = [
         g.output(x.join(y, on=[("k", "k")]).count("w"), "join_count"),
-        g.output(x.reduce("k", [("count",), ("sum", "v"), ("min", "v"), ("max", "v")]),
-                 "agg"),
+        g.output(x.reduce("k", [("count",), ("sum", "v"), ("min", "v"), ("max", "v")]), "agg"),
         g.output(x.project("v").distinct(), "distinct_v"),
         g.output(propagate_min_label(e, s), "labels"),
     ]
@@ -48,8 +47,11 @@ def test_state_stays_within_twice_the_live_data() -> None:
     rng = random.Random(5)
     g, inputs, outs = build()
     live: dict[str, set[tuple[int, int]]] = {
-        "x": set(), "y": {(k, k % 3) for k in range(X_KEYS)}, "edges": set(),
-        "seeds": {(n, n) for n in range(E_NODES)}}
+        "x": set(),
+        "y": {(k, k % 3) for k in range(X_KEYS)},
+        "edges": set(),
+        "seeds": {(n, n) for n in range(E_NODES)},
+    }
     fresh_v = iter(range(10**9))
     while len(live["x"]) < X_LIVE:
         live["x"].add((rng.randrange(X_KEYS), next(fresh_v)))
@@ -96,7 +98,8 @@ def test_state_stays_within_twice_the_live_data() -> None:
             for name, n in held.items():
                 assert n <= 2 * fresh[name], (
                     f"epoch {epoch}: {name} holds {n} rows, the live data needs "
-                    f"{fresh[name]}; all: {held} vs fresh {fresh}")
+                    f"{fresh[name]}; all: {held} vs fresh {fresh}"
+                )
                 if fresh[name]:
                     worst = max(worst, n / fresh[name])
             assert sum(held.values()) <= 2 * sum(fresh.values())

@@ -102,8 +102,7 @@ def test_asof_joins_event_and_processing_time(seed: int) -> None:
     cur_p: set = set()
     for step in range(40):
         add_o = {(rng.randrange(500), rng.choice("ABC"), rng.randrange(40)) for _ in range(3)}
-        add_p = {(rng.choice("ABC"), rng.randrange(40), float(rng.randrange(90)))
-                 for _ in range(3)}
+        add_p = {(rng.choice("ABC"), rng.randrange(40), float(rng.randrange(90))) for _ in range(3)}
         add_o -= cur_o
         add_p -= cur_p
         del_p = {rng.choice(sorted(cur_p))} if cur_p and step % 2 else set()
@@ -122,9 +121,7 @@ def test_asof_joins_event_and_processing_time(seed: int) -> None:
         for row, n in before.items():
             assert after.get(row) == n
         # and each new order joined the prices as they were when it arrived
-        arrived = Counter(
-            (o + p) for o in add_o for p in cur_p if p[0] == o[1]
-        )
+        arrived = Counter((o + p) for o in add_o for p in cur_p if p[0] == o[1])
         assert dict(pt.changed_counts()) == dict(arrived)
 
 

@@ -37,12 +37,22 @@ class Flow:
         self.x = g.input("x", SCHEMA)
         self.e = g.input("edges", [("src", "int64"), ("dst", "int64")])
         self.outs = {
-            "agg": g.output(self.x.reduce("k", [("count",), ("sum", "v"), ("max", "s")]),
-                            "agg"),
+            "agg": g.output(self.x.reduce("k", [("count",), ("sum", "v"), ("max", "s")]), "agg"),
             "join": g.output(self.x.join(self.x, on=[("v", "k")]).count("k"), "join"),
-            "reach": g.output(self.x.project("k").rename(["node"]).iterate(
-                lambda r: r.join(self.e, on=[("node", "src")]).project("dst")
-                .rename(["node"]).concat(r).distinct()), "reach"),
+            "reach": g.output(
+                self.x.project("k")
+                .rename(["node"])
+                .iterate(
+                    lambda r: (
+                        r.join(self.e, on=[("node", "src")])
+                        .project("dst")
+                        .rename(["node"])
+                        .concat(r)
+                        .distinct()
+                    )
+                ),
+                "reach",
+            ),
         }
         self.x.insert([(1, 2, "a", None), (2, 3, "b", 1.5), (2, 1, None, "z")])
         self.e.insert([(1, 5), (5, 6)])
@@ -50,8 +60,9 @@ class Flow:
         self.fresh_key = 100
 
     def snapshot(self) -> tuple[dict[str, Counter], dict[str, dict], int]:
-        state = {k: Counter(tuple(r.values()) for r in t.to_pylist())
-                 for k, t in self.g.state().items()}
+        state = {
+            k: Counter(tuple(r.values()) for r in t.to_pylist()) for k, t in self.g.state().items()
+        }
         return state, {n: o.counts() for n, o in self.outs.items()}, self.g.epoch
 
     def still_works(self) -> None:
@@ -66,8 +77,9 @@ class Flow:
         assert (k,) in self.outs["reach"].counts()
 
 
-def expect(flow: Flow, action: Callable[[], Any], error: type[IvmError], builtin: type,
-           *wording: str) -> None:
+def expect(
+    flow: Flow, action: Callable[[], Any], error: type[IvmError], builtin: type, *wording: str
+) -> None:
     before = flow.snapshot()
     with pytest.raises(error) as info:
         action()
@@ -80,31 +92,37 @@ def expect(flow: Flow, action: Callable[[], Any], error: type[IvmError], builtin
     flow.g.step()
     after = flow.snapshot()
     assert after[0].keys() == before[0].keys()
-    assert {k: v for k, v in after[0].items() if k != "__meta__"} == \
-        {k: v for k, v in before[0].items() if k != "__meta__"}
+    assert {k: v for k, v in after[0].items() if k != "__meta__"} == {
+        k: v for k, v in before[0].items() if k != "__meta__"
+    }
     assert after[1] == before[1]
     flow.still_works()
 
 
 # -- rows that do not match the schema ----------------------------------------------------
-@pytest.mark.parametrize(("rows", "wording"), [
-    ([(1, 2, "a")], ("input:x", "does not match schema", "4 columns")),
-    ([(1, 2, "a", None, 5)], ("input:x", "does not match schema")),
-    ([(1, 2, "a", None), (3,)], ("(3,)", "does not match schema")),
-    ([("one", 2, "a", None)], ("column 'k' is int64", "str", "'one'")),
-    ([(1.5, 2, "a", None)], ("column 'k' is int64", "float")),
-    ([(None, 2, "a", None)], ("column 'k'", "cannot hold NULL", "'any'")),
-    ([(1, 2, 3, None)], ("column 's' is str", "int")),
-    ([(1, 2, "a", [1, 2])], ("column 'a'", "hashable", "list")),
-    ([1, 2, 3, 4], ("row 1 does not match",)),
-    (42, ("rows must be a list of tuples", "int")),
-    ({"k": [1], "v": [2], "s": ["a"]}, ("missing ['a']",)),
-    ({"k": [1], "v": [2], "s": ["a"], "a": [None], "zz": [0]}, ("unexpected ['zz']",)),
-    ({"k": [1, 2], "v": [2], "s": ["a"], "a": [None]}, ("different lengths",)),
-    ({"k": np.array([1.5]), "v": [2], "s": ["a"], "a": [None]},
-     ("column 'k' is int64", "float64")),
-    (pa.table({"k": [1], "v": [2]}), ("Arrow data lacks column(s) ['s', 'a']",)),
-])
+@pytest.mark.parametrize(
+    ("rows", "wording"),
+    [
+        ([(1, 2, "a")], ("input:x", "does not match schema", "4 columns")),
+        ([(1, 2, "a", None, 5)], ("input:x", "does not match schema")),
+        ([(1, 2, "a", None), (3,)], ("(3,)", "does not match schema")),
+        ([("one", 2, "a", None)], ("column 'k' is int64", "str", "'one'")),
+        ([(1.5, 2, "a", None)], ("column 'k' is int64", "float")),
+        ([(None, 2, "a", None)], ("column 'k'", "cannot hold NULL", "'any'")),
+        ([(1, 2, 3, None)], ("column 's' is str", "int")),
+        ([(1, 2, "a", [1, 2])], ("column 'a'", "hashable", "list")),
+        ([1, 2, 3, 4], ("row 1 does not match",)),
+        (42, ("rows must be a list of tuples", "int")),
+        ({"k": [1], "v": [2], "s": ["a"]}, ("missing ['a']",)),
+        ({"k": [1], "v": [2], "s": ["a"], "a": [None], "zz": [0]}, ("unexpected ['zz']",)),
+        ({"k": [1, 2], "v": [2], "s": ["a"], "a": [None]}, ("different lengths",)),
+        (
+            {"k": np.array([1.5]), "v": [2], "s": ["a"], "a": [None]},
+            ("column 'k' is int64", "float64"),
+        ),
+        (pa.table({"k": [1], "v": [2]}), ("Arrow data lacks column(s) ['s', 'a']",)),
+    ],
+)
 @pytest.mark.parametrize("verb", ["insert", "delete"])
 def test_rows_not_matching_schema(rows: Any, wording: tuple[str, ...], verb: str) -> None:
     flow = Flow()
@@ -119,10 +137,20 @@ def test_bad_row_in_a_batch_of_good_rows_changes_nothing() -> None:
 
 def test_update_with_bad_new_rows_does_not_delete_the_old_ones() -> None:
     flow = Flow()
-    expect(flow, lambda: flow.x.update([(1, 2, "a", None)], [(1, "two", "a", None)]),
-           SchemaError, ValueError, "column 'v' is int64")
-    expect(flow, lambda: flow.x.update([(1, 2, "a")], [(1, 3, "a", None)]),
-           SchemaError, ValueError, "does not match schema")
+    expect(
+        flow,
+        lambda: flow.x.update([(1, 2, "a", None)], [(1, "two", "a", None)]),
+        SchemaError,
+        ValueError,
+        "column 'v' is int64",
+    )
+    expect(
+        flow,
+        lambda: flow.x.update([(1, 2, "a")], [(1, 3, "a", None)]),
+        SchemaError,
+        ValueError,
+        "does not match schema",
+    )
 
 
 # -- epochs -------------------------------------------------------------------------------
@@ -145,22 +173,31 @@ def test_epoch_that_does_not_advance(epoch: int) -> None:
 
 
 # -- diffs --------------------------------------------------------------------------------
-@pytest.mark.parametrize(("diffs", "wording"), [
-    (1.0, "diffs must be integers, got float64"),
-    (np.float64(2), "diffs must be integers, got float64"),
-    (True, "diffs must be integers, got bool"),
-    ("1", "diffs must be integers, got <U1"),
-    ([1, 2.5], "diffs must be integers"),
-    ([True, False], "diffs must be integers, got bool"),
-    ([1, None], "diffs must be integers, got object"),
-    ([1, 2, 3], "3 diffs for 2 rows"),
-    (2**70, "64-bit"),
-    ([1, 2**70], "64-bit"),
-])
+@pytest.mark.parametrize(
+    ("diffs", "wording"),
+    [
+        (1.0, "diffs must be integers, got float64"),
+        (np.float64(2), "diffs must be integers, got float64"),
+        (True, "diffs must be integers, got bool"),
+        ("1", "diffs must be integers, got <U1"),
+        ([1, 2.5], "diffs must be integers"),
+        ([True, False], "diffs must be integers, got bool"),
+        ([1, None], "diffs must be integers, got object"),
+        ([1, 2, 3], "3 diffs for 2 rows"),
+        (2**70, "64-bit"),
+        ([1, 2**70], "64-bit"),
+    ],
+)
 def test_non_integer_diff(diffs: Any, wording: str) -> None:
     flow = Flow()
-    expect(flow, lambda: flow.x.send([(1, 1, "a", None), (2, 2, "b", None)], diffs),
-           DiffError, TypeError, "input:x", wording)
+    expect(
+        flow,
+        lambda: flow.x.send([(1, 1, "a", None), (2, 2, "b", None)], diffs),
+        DiffError,
+        TypeError,
+        "input:x",
+        wording,
+    )
 
 
 # -- wiring across dataflows ----------------------------------------------------------------
@@ -188,9 +225,13 @@ def test_operator_wired_to_another_dataflow(case: int) -> None:
     other = g2.input("y", SCHEMA)
     name, action = foreign_actions(flow, other)[case]
     # the message names the offending operator and both dataflows
-    wording = ("input:x#0 belongs to dataflow 'flow', not 'other'" if name == "join reversed"
-               else "#0 belongs to dataflow 'other', not 'flow'" if "join" in name or name == "output"
-               else "#1 belongs to dataflow 'other', not 'flow'")
+    wording = (
+        "input:x#0 belongs to dataflow 'flow', not 'other'"
+        if name == "join reversed"
+        else "#0 belongs to dataflow 'other', not 'flow'"
+        if "join" in name or name == "output"
+        else "#1 belongs to dataflow 'other', not 'flow'"
+    )
     expect(flow, action, ForeignCollectionError, ValueError, wording)
     # the other dataflow is untouched too
     out = g2.output(other, "y")
@@ -202,12 +243,27 @@ def test_operator_wired_to_another_dataflow(case: int) -> None:
 def test_plan_errors_are_typed() -> None:
     flow = Flow()
     expect(flow, lambda: flow.x.project("nope"), PlanError, ValueError, "no column 'nope'")
-    expect(flow, lambda: flow.x.reduce("k", [("median", "v")]), PlanError, ValueError,
-           "unknown aggregate 'median'")
-    expect(flow, lambda: flow.x.iterate(lambda v: v.project("k")), PlanError, ValueError,
-           "does not match")
-    expect(flow, lambda: flow.g.input("x", SCHEMA), PlanError, ValueError,
-           "already has an input named 'x'")
+    expect(
+        flow,
+        lambda: flow.x.reduce("k", [("median", "v")]),
+        PlanError,
+        ValueError,
+        "unknown aggregate 'median'",
+    )
+    expect(
+        flow,
+        lambda: flow.x.iterate(lambda v: v.project("k")),
+        PlanError,
+        ValueError,
+        "does not match",
+    )
+    expect(
+        flow,
+        lambda: flow.g.input("x", SCHEMA),
+        PlanError,
+        ValueError,
+        "already has an input named 'x'",
+    )
 
 
 def test_loop_limit_is_typed() -> None:

@@ -58,8 +58,9 @@ def random_edge(rng: random.Random, n: int, avoid: set[tuple[int, int]]) -> tupl
             return a, b
 
 
-def run_steps(nodes: int, edges0: int, steps: int, per_step: int, *, wcc: bool, scc: bool,
-              seed: int) -> list[float]:
+def run_steps(
+    nodes: int, edges0: int, steps: int, per_step: int, *, wcc: bool, scc: bool, seed: int
+) -> list[float]:
     """Insert a random graph, then ``steps`` times delete and insert ``per_step`` edges;
     compare with networkx after every step.  Returns the engine's seconds per step."""
     rng = random.Random(seed)
@@ -96,11 +97,13 @@ def run_steps(nodes: int, edges0: int, steps: int, per_step: int, *, wcc: bool, 
         if scc:
             want_e, want_l = nx_scc(cur)
             got_e = outs["scc_edges"].counts()
-            assert got_e == want_e, f"seed {seed} step {step} SCC edges: " \
-                                    f"{diff_summary(got_e, want_e)}"
+            assert got_e == want_e, (
+                f"seed {seed} step {step} SCC edges: {diff_summary(got_e, want_e)}"
+            )
             got_l = outs["scc"].counts()
-            assert got_l == want_l, f"seed {seed} step {step} SCC labels: " \
-                                    f"{diff_summary(got_l, want_l)}"
+            assert got_l == want_l, (
+                f"seed {seed} step {step} SCC labels: {diff_summary(got_l, want_l)}"
+            )
     return seconds
 
 

@@ -91,8 +91,7 @@ def ref_scc_edges(edges: Counter) -> Counter:
     for i, c in enumerate(nx.strongly_connected_components(g)):
         for v in c:
             comp[v] = i
-    return Counter({(s, d): n for (s, d), n in edges.items()
-                    if n > 0 and comp[s] == comp[d]})
+    return Counter({(s, d): n for (s, d), n in edges.items() if n > 0 and comp[s] == comp[d]})
 
 
 def ref_two_level(e1: Counter, e2: Counter, roots: set[int]) -> Counter:
@@ -108,12 +107,15 @@ def ref_two_level(e1: Counter, e2: Counter, roots: set[int]) -> Counter:
 
 
 # -- dataflows under test -----------------------------------------------------------------
-def reach_by_hand(edges: ivm.Collection, roots: ivm.Collection,
-                  max_iterations: int | None = None) -> ivm.Collection:
+def reach_by_hand(
+    edges: ivm.Collection, roots: ivm.Collection, max_iterations: int | None = None
+) -> ivm.Collection:
     return roots.iterate(
-        lambda r: r.join(edges, on=[("node", "src")]).project("dst").rename(["node"])
-        .concat(r).distinct(),
-        max_iterations=max_iterations)
+        lambda r: (
+            r.join(edges, on=[("node", "src")]).project("dst").rename(["node"]).concat(r).distinct()
+        ),
+        max_iterations=max_iterations,
+    )
 
 
 def parity(edges: ivm.Collection) -> list[ivm.Collection]:
@@ -124,23 +126,33 @@ def parity(edges: ivm.Collection) -> list[ivm.Collection]:
         odd, even = vs
 
         def step(paths: ivm.Collection) -> ivm.Collection:
-            return paths.join(edges, on=[("dst", "src")]).map(
-                lambda s, d, s2, d2: (s, d2), EDGE)
+            return paths.join(edges, on=[("dst", "src")]).map(lambda s, d, s2, d2: (s, d2), EDGE)
 
         return [edges.concat(step(even)).distinct(), step(odd).distinct()]
 
     return ivm.iterate([edges, empty], body)
 
 
-def two_level(e1: ivm.Collection, e2: ivm.Collection, roots: ivm.Collection
-              ) -> ivm.Collection:
+def two_level(e1: ivm.Collection, e2: ivm.Collection, roots: ivm.Collection) -> ivm.Collection:
     """An outer loop whose body runs an inner loop over the outer variable."""
 
     def outer(s: ivm.Collection) -> ivm.Collection:
-        closed = s.iterate(lambda r: r.join(e1, on=[("node", "src")]).project("dst")
-                           .rename(["node"]).concat(s).distinct())
-        return closed.join(e2, on=[("node", "src")]).project("dst").rename(["node"]) \
-            .concat(roots).distinct()
+        closed = s.iterate(
+            lambda r: (
+                r.join(e1, on=[("node", "src")])
+                .project("dst")
+                .rename(["node"])
+                .concat(s)
+                .distinct()
+            )
+        )
+        return (
+            closed.join(e2, on=[("node", "src")])
+            .project("dst")
+            .rename(["node"])
+            .concat(roots)
+            .distinct()
+        )
 
     return roots.iterate(outer)
 
@@ -199,9 +211,19 @@ def test_min_label_with_and_without_priority(sc: tuple[Changes, Changes]) -> Non
     prio = g.output(propagate_min_label(edges, seeds, entry=by_bit_length), "prio")
     # a generic prioritized iterate: roots enter at iteration node % 3
     roots = seeds.project("node")
-    reach_prio = g.output(roots.iterate(
-        lambda r: r.join(edges, on=[("node", "src")]).project("dst").rename(["node"])
-        .concat(r).distinct(), entry=lambda n: n % 3), "reach_prio")
+    reach_prio = g.output(
+        roots.iterate(
+            lambda r: (
+                r.join(edges, on=[("node", "src")])
+                .project("dst")
+                .rename(["node"])
+                .concat(r)
+                .distinct()
+            ),
+            entry=lambda n: n % 3,
+        ),
+        "reach_prio",
+    )
     E: Counter = Counter()
     S: Counter = Counter()
     prev: dict[str, Counter] = {"plain": Counter(), "reach": Counter()}
@@ -214,8 +236,7 @@ def test_min_label_with_and_without_priority(sc: tuple[Changes, Changes]) -> Non
         want = ref_min_label(E, S)
         check_output(plain, want, prev["plain"], f"epoch {epoch} min-label")
         check_output(prio, want, prev["plain"], f"epoch {epoch} prioritized min-label")
-        want_r = Counter({(v,): 1 for v in ref_reach(E, {n for (n, _), c in S.items()
-                                                          if c > 0})})
+        want_r = Counter({(v,): 1 for v in ref_reach(E, {n for (n, _), c in S.items() if c > 0})})
         check_output(reach_prio, want_r, prev["reach"], f"epoch {epoch} prioritized reach")
         prev = {"plain": want, "reach": want_r}
 
@@ -273,9 +294,15 @@ def test_synthetic_nested_loop(sc: tuple[Changes, Changes], e2_rows: list[tuple]
     prev: Counter = Counter()
     for epoch, (ce, cr) in enumerate(zip(edge_changes, root_changes, strict=True), 1):
         # e2 changes: insert its rows in the first epoch, then flip one edge per epoch
-        ce2 = [(r, 1) for r in e2_rows] if epoch == 1 else (
-            [(e2_rows[epoch % len(e2_rows)], -1 if E2[e2_rows[epoch % len(e2_rows)]] else 1)]
-            if e2_rows else [])
+        ce2 = (
+            [(r, 1) for r in e2_rows]
+            if epoch == 1
+            else (
+                [(e2_rows[epoch % len(e2_rows)], -1 if E2[e2_rows[epoch % len(e2_rows)]] else 1)]
+                if e2_rows
+                else []
+            )
+        )
         push(e1, ce, 0)
         push(e2, ce2, 0)
         push(roots, cr, 0)
@@ -342,7 +369,6 @@ def test_prioritized_entry_is_the_same_fixed_point_on_a_fixed_graph() -> None:
     check_output(prio, want, None, "prioritized")
     edges.delete(edge_list[:30])
     g.step()
-    want2 = ref_min_label(Counter(edge_list[30:]), Counter({(i, 60 - i): 1
-                                                           for i in range(60)}))
+    want2 = ref_min_label(Counter(edge_list[30:]), Counter({(i, 60 - i): 1 for i in range(60)}))
     check_output(plain, want2, want, "plain after deletes")
     check_output(prio, want2, want, "prioritized after deletes")

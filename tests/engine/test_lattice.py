@@ -31,16 +31,18 @@ from ivm.lattice import (
 kinds_st = st.lists(st.sampled_from([ITERATE, ALTNEU]), min_size=0, max_size=4).map(tuple)
 
 
-def time_st(kinds: tuple[int, ...], epoch: st.SearchStrategy[int] | None = None
-            ) -> st.SearchStrategy[tuple[int, ...]]:
+def time_st(
+    kinds: tuple[int, ...], epoch: st.SearchStrategy[int] | None = None
+) -> st.SearchStrategy[tuple[int, ...]]:
     coords = [epoch if epoch is not None else st.integers(0, 2)]
     coords += [st.integers(0, 2) if k == ITERATE else st.integers(0, 1) for k in kinds]
     return st.tuples(*coords)
 
 
 @st.composite
-def kinds_and_times(draw: st.DrawFn, n: int, same_epoch: bool = False
-                    ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+def kinds_and_times(
+    draw: st.DrawFn, n: int, same_epoch: bool = False
+) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     kinds = draw(kinds_st)
     epoch = st.just(draw(st.integers(0, 2))) if same_epoch else None
     return kinds, [draw(time_st(kinds, epoch)) for _ in range(n)]

@@ -70,8 +70,7 @@ def sql_agg(fn: str, col: int | None, members: list[tuple[tuple, int]]) -> Any:
     return (min if fn == "min" else max)(v for v, _ in vals)
 
 
-def ref_reduce(x: Counter, key: tuple[int, ...], aggs: list[tuple[str, int | None]]
-               ) -> Counter:
+def ref_reduce(x: Counter, key: tuple[int, ...], aggs: list[tuple[str, int | None]]) -> Counter:
     out: Counter = Counter()
     for k, members in groups(x, key).items():
         if sum(n for _, n in members) > 0:
@@ -91,8 +90,7 @@ def _cmp_col(u: Any, v: Any, desc: bool) -> int:
     return (1 if less else -1) if desc else (-1 if less else 1)
 
 
-def ref_top_k(x: Counter, key: tuple[int, ...], order: list[tuple[int, bool]], k: int
-              ) -> Counter:
+def ref_top_k(x: Counter, key: tuple[int, ...], order: list[tuple[int, bool]], k: int) -> Counter:
     def cmp(r: tuple, s: tuple) -> int:
         for i, desc in order:
             c = _cmp_col(r[i], s[i], desc)
@@ -141,79 +139,116 @@ def null_positive(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.array([None if v is None else v > 0 for v in c], dtype=object)
 
 
-AGGS = [("count", None), ("count", "c"), ("sum", "b"), ("min", "b"), ("max", "b"),
-        ("count_distinct", "c"), ("sum", "c"), ("min", "c"), ("max", "c"),
-        ("count_distinct", "b")]
+AGGS = [
+    ("count", None),
+    ("count", "c"),
+    ("sum", "b"),
+    ("min", "b"),
+    ("max", "b"),
+    ("count_distinct", "c"),
+    ("sum", "c"),
+    ("min", "c"),
+    ("max", "c"),
+    ("count_distinct", "b"),
+]
 AGG_IDX = [(fn, None if c is None else {"a": 0, "b": 1, "c": 2}[c]) for fn, c in AGGS]
 
 
-def build(g: ivm.Dataflow, x: ivm.Collection, y: ivm.Collection
-          ) -> dict[str, tuple[ivm.Collection, Ref]]:
+def build(
+    g: ivm.Dataflow, x: ivm.Collection, y: ivm.Collection
+) -> dict[str, tuple[ivm.Collection, Ref]]:
     """Every operator under test with its reference: name -> (collection, reference)."""
     aggs = [(fn,) if c is None else (fn, c) for fn, c in AGGS]
     return {
-        "map": (x.map(lambda a, b, c: (a + b, b * 2), [("s", "int64"), ("t", "int64")]),
-                lambda X, Y: ref_map(X, lambda r: (r[0] + r[1], r[1] * 2))),
-        "filter": (x.filter(lambda a, b, c: (a % 2 == 0) | (b > a)),
-                   lambda X, Y: Counter({r: n for r, n in X.items()
-                                         if r[0] % 2 == 0 or r[1] > r[0]})),
-        "filter_null": (x.filter(null_positive),
-                        lambda X, Y: Counter({r: n for r, n in X.items()
-                                              if r[2] is not None and r[2] > 0})),
-        "flat_map": (x.flat_map(flat_fn, [("a", "int64"), ("j", "int64")]),
-                     lambda X, Y: Counter(_flat(X))),
+        "map": (
+            x.map(lambda a, b, c: (a + b, b * 2), [("s", "int64"), ("t", "int64")]),
+            lambda X, Y: ref_map(X, lambda r: (r[0] + r[1], r[1] * 2)),
+        ),
+        "filter": (
+            x.filter(lambda a, b, c: (a % 2 == 0) | (b > a)),
+            lambda X, Y: Counter({r: n for r, n in X.items() if r[0] % 2 == 0 or r[1] > r[0]}),
+        ),
+        "filter_null": (
+            x.filter(null_positive),
+            lambda X, Y: Counter({r: n for r, n in X.items() if r[2] is not None and r[2] > 0}),
+        ),
+        "flat_map": (
+            x.flat_map(flat_fn, [("a", "int64"), ("j", "int64")]),
+            lambda X, Y: Counter(_flat(X)),
+        ),
         "project": (x.project("c", "a"), lambda X, Y: ref_map(X, lambda r: (r[2], r[0]))),
-        "concat": (x.project("a", "b").concat(y, y.map(lambda a, d: (d, a), Y_SCHEMA)),
-                   lambda X, Y: ref_map(X, lambda r: r[:2]) + Y
-                   + ref_map(Y, lambda r: (r[1], r[0]))),
+        "concat": (
+            x.project("a", "b").concat(y, y.map(lambda a, d: (d, a), Y_SCHEMA)),
+            lambda X, Y: ref_map(X, lambda r: r[:2]) + Y + ref_map(Y, lambda r: (r[1], r[0])),
+        ),
         "negate": (x.negate(), lambda X, Y: Counter({r: -n for r, n in X.items()})),
-        "concat_negate": (x.concat(x.negate(), y.map(lambda a, d: (a, d, None), X_SCHEMA)),
-                          lambda X, Y: ref_map(Y, lambda r: (r[0], r[1], None))),
+        "concat_negate": (
+            x.concat(x.negate(), y.map(lambda a, d: (a, d, None), X_SCHEMA)),
+            lambda X, Y: ref_map(Y, lambda r: (r[0], r[1], None)),
+        ),
         "join": (x.join(y, on=[("a", "a")]), lambda X, Y: ref_join(X, Y, (0,), (0,))),
-        "join_two_keys": (x.join(y, on=[("a", "a"), ("b", "d")]),
-                          lambda X, Y: ref_join(X, Y, (0, 1), (0, 1))),
-        "self_join_shared": (x.join(x, on=[("a", "a")]),
-                             lambda X, Y: ref_join(X, X, (0,), (0,))),
+        "join_two_keys": (
+            x.join(y, on=[("a", "a"), ("b", "d")]),
+            lambda X, Y: ref_join(X, Y, (0, 1), (0, 1)),
+        ),
+        "self_join_shared": (x.join(x, on=[("a", "a")]), lambda X, Y: ref_join(X, X, (0,), (0,))),
         "self_join": (x.join(x, on=[("b", "a")]), lambda X, Y: ref_join(X, X, (1,), (0,))),
-        "join_null_key": (x.join(x.project("c", "b"), on=[("c", "c")]),
-                          lambda X, Y: ref_join(X, ref_map(X, lambda r: (r[2], r[1])),
-                                                (2,), (0,))),
-        "semijoin": (x.semijoin(y, on=[("a", "a")]),
-                     lambda X, Y: Counter({r: n for r, n in X.items()
-                                           if any(s[0] == r[0] for s in Y)})),
-        "antijoin": (x.antijoin(y, on=[("b", "d")]),
-                     lambda X, Y: Counter({r: n for r, n in X.items()
-                                           if not any(s[1] == r[1] for s in Y)})),
+        "join_null_key": (
+            x.join(x.project("c", "b"), on=[("c", "c")]),
+            lambda X, Y: ref_join(X, ref_map(X, lambda r: (r[2], r[1])), (2,), (0,)),
+        ),
+        "semijoin": (
+            x.semijoin(y, on=[("a", "a")]),
+            lambda X, Y: Counter({r: n for r, n in X.items() if any(s[0] == r[0] for s in Y)}),
+        ),
+        "antijoin": (
+            x.antijoin(y, on=[("b", "d")]),
+            lambda X, Y: Counter({r: n for r, n in X.items() if not any(s[1] == r[1] for s in Y)}),
+        ),
         "reduce": (x.reduce("a", aggs), lambda X, Y: ref_reduce(X, (0,), AGG_IDX)),
-        "reduce_global": (x.reduce((), [("count",), ("sum", "b"), ("max", "c")]),
-                          lambda X, Y: ref_reduce(X, (), [("count", None), ("sum", 1),
-                                                          ("max", 2)])),
-        "reduce_null_key": (x.reduce(["c", "a"], [("count",), ("min", "b")]),
-                            lambda X, Y: ref_reduce(X, (2, 0), [("count", None),
-                                                                ("min", 1)])),
+        "reduce_global": (
+            x.reduce((), [("count",), ("sum", "b"), ("max", "c")]),
+            lambda X, Y: ref_reduce(X, (), [("count", None), ("sum", 1), ("max", 2)]),
+        ),
+        "reduce_null_key": (
+            x.reduce(["c", "a"], [("count",), ("min", "b")]),
+            lambda X, Y: ref_reduce(X, (2, 0), [("count", None), ("min", 1)]),
+        ),
         "count": (x.count("b"), lambda X, Y: ref_reduce(X, (1,), [("count", None)])),
         "sum": (y.sum("a", "d"), lambda X, Y: ref_reduce(Y, (0,), [("sum", 1)])),
         "min": (y.min("d", "a"), lambda X, Y: ref_reduce(Y, (1,), [("min", 0)])),
         "max": (x.max("c", "b"), lambda X, Y: ref_reduce(X, (2,), [("max", 1)])),
         "distinct": (x.distinct(), lambda X, Y: Counter(set(X))),
-        "distinct_projected": (x.project("a", "c").distinct(),
-                               lambda X, Y: Counter({(r[0], r[2]) for r in X})),
-        "top_k": (x.top_k("a", [("b", False), ("c", True)], 2),
-                  lambda X, Y: ref_top_k(X, (0,), [(1, False), (2, True)], 2)),
-        "top_k_nulls_first": (x.top_k("b", [("c", False), ("a", True)], 1),
-                              lambda X, Y: _top1_nulls_first(X)),
-        "top_k_global": (x.project("a", "b").top_k((), [("a", True), ("b", False)], 3),
-                         lambda X, Y: ref_top_k(ref_map(X, lambda r: r[:2]), (),
-                                                [(0, True), (1, False)], 3)),
-        "reduce_group": (x.reduce_group("a", group_fn, [("b", "int64"), ("n", "int64")]),
-                         lambda X, Y: ref_group_fn(X)),
-        "join_then_reduce": (x.join(y, on=[("a", "a")]).reduce("d", [("count",),
-                                                                       ("sum", "b")]),
-                             lambda X, Y: ref_reduce(ref_join(X, Y, (0,), (0,)), (4,),
-                                                     [("count", None), ("sum", 1)])),
-        "distinct_then_count": (x.project("a", "b").distinct().count("a"),
-                                lambda X, Y: ref_reduce(Counter({r[:2] for r in X}), (0,),
-                                                        [("count", None)])),
+        "distinct_projected": (
+            x.project("a", "c").distinct(),
+            lambda X, Y: Counter({(r[0], r[2]) for r in X}),
+        ),
+        "top_k": (
+            x.top_k("a", [("b", False), ("c", True)], 2),
+            lambda X, Y: ref_top_k(X, (0,), [(1, False), (2, True)], 2),
+        ),
+        "top_k_nulls_first": (
+            x.top_k("b", [("c", False), ("a", True)], 1),
+            lambda X, Y: _top1_nulls_first(X),
+        ),
+        "top_k_global": (
+            x.project("a", "b").top_k((), [("a", True), ("b", False)], 3),
+            lambda X, Y: ref_top_k(ref_map(X, lambda r: r[:2]), (), [(0, True), (1, False)], 3),
+        ),
+        "reduce_group": (
+            x.reduce_group("a", group_fn, [("b", "int64"), ("n", "int64")]),
+            lambda X, Y: ref_group_fn(X),
+        ),
+        "join_then_reduce": (
+            x.join(y, on=[("a", "a")]).reduce("d", [("count",), ("sum", "b")]),
+            lambda X, Y: ref_reduce(
+                ref_join(X, Y, (0,), (0,)), (4,), [("count", None), ("sum", 1)]
+            ),
+        ),
+        "distinct_then_count": (
+            x.project("a", "b").distinct().count("a"),
+            lambda X, Y: ref_reduce(Counter({r[:2] for r in X}), (0,), [("count", None)]),
+        ),
     }
 
 
@@ -230,8 +265,12 @@ def _top1_nulls_first(x: Counter) -> Counter:
     return ref_top_k(x, (1,), [(2, False), (0, True)], 1)
 
 
-def run_sequence(xs: list[list[tuple[tuple, int]]], ys: list[list[tuple[tuple, int]]],
-                 styles: list[int], only: list[str] | None = None) -> None:
+def run_sequence(
+    xs: list[list[tuple[tuple, int]]],
+    ys: list[list[tuple[tuple, int]]],
+    styles: list[int],
+    only: list[str] | None = None,
+) -> None:
     g = ivm.Dataflow()
     x = g.input("x", X_SCHEMA)
     y = g.input("y", Y_SCHEMA)
@@ -272,9 +311,11 @@ def test_every_operator_matches_reference(sc: tuple) -> None:
 def test_fixed_example_with_full_deletion() -> None:
     """Insert, grow, then delete everything: every output must end empty (or the
     reference of empty inputs)."""
-    xs = [[((0, 1, None), 2), ((1, 2, 0), 1), ((0, 3, 2), 1)],
-          [((0, 1, None), -1), ((1, 2, 0), 2), ((2, 0, 1), 1)],
-          [((0, 1, None), -1), ((1, 2, 0), -3), ((0, 3, 2), -1), ((2, 0, 1), -1)]]
+    xs = [
+        [((0, 1, None), 2), ((1, 2, 0), 1), ((0, 3, 2), 1)],
+        [((0, 1, None), -1), ((1, 2, 0), 2), ((2, 0, 1), 1)],
+        [((0, 1, None), -1), ((1, 2, 0), -3), ((0, 3, 2), -1), ((2, 0, 1), -1)],
+    ]
     ys = [[((0, 1), 1), ((1, 2), 1)], [((0, 1), 1)], [((0, 1), -2), ((1, 2), -1)]]
     run_sequence(xs, ys, [0, 1, 2])
 

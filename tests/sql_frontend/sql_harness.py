@@ -20,12 +20,24 @@ import ivm
 from sql_frontend.compile import compile_view
 
 TABLES: dict[str, list[tuple[str, str]]] = {
-    "t": [("k", "bigint"), ("v", "bigint"), ("s", "string"), ("x", "double"),
-          ("d", "date"), ("m", "decimal(10,2)")],
+    "t": [
+        ("k", "bigint"),
+        ("v", "bigint"),
+        ("s", "string"),
+        ("x", "double"),
+        ("d", "date"),
+        ("m", "decimal(10,2)"),
+    ],
     "u": [("k", "bigint"), ("w", "bigint"), ("s", "string")],
     "e": [("src", "bigint"), ("dst", "bigint")],
-    "ev": [("id", "bigint"), ("ts", "timestamp"), ("cat", "string"), ("amt", "decimal(12,2)"),
-           ("qty", "int"), ("ok", "boolean")],
+    "ev": [
+        ("id", "bigint"),
+        ("ts", "timestamp"),
+        ("cat", "string"),
+        ("amt", "decimal(12,2)"),
+        ("qty", "int"),
+        ("ok", "boolean"),
+    ],
 }
 
 CHUNK = 25
@@ -37,20 +49,27 @@ _STRINGS = ["a", "b", "ab", "Abc", " x ", "", "zz", None]
 def random_row(rng: random.Random, table: str) -> tuple:
     def maybe(v: Any, p: float = 0.15) -> Any:
         return None if rng.random() < p else v
+
     if table == "t":
-        return (maybe(rng.randint(0, 5)), maybe(rng.randint(-3, 9)),
-                rng.choice(_STRINGS),
-                maybe(rng.choice([0.5, 1.5, -2.0, 3.25, 10.0])),
-                maybe(dt.date(2024, 1, 1) + dt.timedelta(days=rng.randint(0, 400))),
-                maybe(Decimal(rng.randint(-500, 5000)) / 100))
+        return (
+            maybe(rng.randint(0, 5)),
+            maybe(rng.randint(-3, 9)),
+            rng.choice(_STRINGS),
+            maybe(rng.choice([0.5, 1.5, -2.0, 3.25, 10.0])),
+            maybe(dt.date(2024, 1, 1) + dt.timedelta(days=rng.randint(0, 400))),
+            maybe(Decimal(rng.randint(-500, 5000)) / 100),
+        )
     if table == "u":
         return (maybe(rng.randint(0, 6)), maybe(rng.randint(0, 4)), rng.choice(_STRINGS))
     if table == "ev":
-        return (maybe(rng.randint(0, 7)),
-                maybe(dt.datetime(2024, 1, 1) + dt.timedelta(seconds=rng.randint(0, 60 * 86400))),
-                rng.choice(["x", "y", "z", None]),
-                maybe(Decimal(rng.randint(-5000, 50000)) / 100),
-                maybe(rng.randint(-5, 20)), maybe(rng.random() < 0.5))
+        return (
+            maybe(rng.randint(0, 7)),
+            maybe(dt.datetime(2024, 1, 1) + dt.timedelta(seconds=rng.randint(0, 60 * 86400))),
+            rng.choice(["x", "y", "z", None]),
+            maybe(Decimal(rng.randint(-5000, 50000)) / 100),
+            maybe(rng.randint(-5, 20)),
+            maybe(rng.random() < 0.5),
+        )
     return (rng.randint(0, 7), rng.randint(0, 7))
 
 
@@ -77,15 +96,21 @@ def multiset(rows: Sequence[Sequence[Any]]) -> Counter:
 class Harness:
     """Views over TABLES compiled into one dataflow, checked against Spark after each step."""
 
-    def __init__(self, spark: Any, views: dict[str, str], seed: int,
-                 materialized: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        spark: Any,
+        views: dict[str, str],
+        seed: int,
+        materialized: dict[str, str] | None = None,
+    ) -> None:
         self.spark = spark
         self.seed = seed
         self.rng = random.Random(seed)
         self.g = ivm.Dataflow()
         self.inputs: dict[str, Any] = {
             name: self.g.input(name, [(c, "str" if t == "string" else "any") for c, t in cols])
-            for name, cols in TABLES.items()}
+            for name, cols in TABLES.items()
+        }
         self.rows: dict[str, list[tuple]] = {name: [] for name in TABLES}
         self.materialized = dict(materialized or {})
         self.views = {**self.materialized, **views}
@@ -95,8 +120,9 @@ class Harness:
         for name, sql in self.materialized.items():
             cv = compile_view(sql, catalog, self.g, self.inputs)
             self.inputs[name] = cv.collection
-            catalog[name] = [(c, t) for c, (_, t) in zip(cv.collection.schema.names, cv.schema,
-                                                         strict=True)]
+            catalog[name] = [
+                (c, t) for c, (_, t) in zip(cv.collection.schema.names, cv.schema, strict=True)
+            ]
             self.outputs[name] = self.g.output(cv.collection, name)
         for name, sql in views.items():
             cv = compile_view(sql, catalog, self.g, self.inputs)
@@ -136,8 +162,9 @@ class Harness:
         return compare(self.outputs, self.views, results, f"seed {self.seed}, step {step}")
 
 
-def spark_results(spark: Any, queries: dict[str, str], chunk: int = CHUNK,
-                  threads: int = 2) -> dict[str, list[tuple]]:
+def spark_results(
+    spark: Any, queries: dict[str, str], chunk: int = CHUNK, threads: int = 2
+) -> dict[str, list[tuple]]:
     """Every query's rows as computed by Spark SQL.
 
     A Spark query costs far more in fixed overhead (analysis, planning, code generation, job
@@ -146,11 +173,13 @@ def spark_results(spark: Any, queries: dict[str, str], chunk: int = CHUNK,
     ...``, one row whose i-th column holds the i-th query's rows with their Spark types.
     """
     names = list(queries)
-    groups = [names[i:i + chunk] for i in range(0, len(names), chunk)]
+    groups = [names[i : i + chunk] for i in range(0, len(names), chunk)]
 
     def run(group: list[str]) -> dict[str, list[tuple]]:
-        parts = [f"(SELECT collect_list(struct(*)) AS r{i} FROM ({queries[n]}) AS q{i})"
-                 for i, n in enumerate(group)]
+        parts = [
+            f"(SELECT collect_list(struct(*)) AS r{i} FROM ({queries[n]}) AS q{i})"
+            for i, n in enumerate(group)
+        ]
         try:
             row = spark.sql("SELECT * FROM " + " CROSS JOIN ".join(parts)).collect()[0]
         except Exception:
@@ -167,8 +196,9 @@ def spark_results(spark: Any, queries: dict[str, str], chunk: int = CHUNK,
     return out
 
 
-def compare(outputs: dict[str, Any], queries: dict[str, str],
-            results: dict[str, list[tuple]], where: str) -> list[str]:
+def compare(
+    outputs: dict[str, Any], queries: dict[str, str], results: dict[str, list[tuple]], where: str
+) -> list[str]:
     """Failure messages for every output whose multiset differs from Spark's rows."""
     failures = []
     for name, sql in queries.items():
@@ -182,5 +212,6 @@ def compare(outputs: dict[str, Any], queries: dict[str, str],
             failures.append(
                 f"view {name} ({where}): {sql}\n"
                 f"  missing {dict(list(missing.items())[:5])}\n"
-                f"  extra   {dict(list(extra.items())[:5])}")
+                f"  extra   {dict(list(extra.items())[:5])}"
+            )
     return failures

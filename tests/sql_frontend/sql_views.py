@@ -138,6 +138,7 @@ VIEWS: dict[str, str] = {
     "where_in_strings": "SELECT k, s FROM t WHERE s IN ('a', 'ab', 'zz')",
     "where_not_in_null_list": "SELECT k, v FROM t WHERE v NOT IN (1, NULL)",
     "where_not_like": "SELECT s FROM t WHERE s NOT LIKE '%b%'",
+    "where_not_between_ilike": "SELECT k, v, s FROM t WHERE v NOT BETWEEN 1 AND 5 OR s NOT ILIKE 'A%'",
     "where_is_distinct": "SELECT k, v FROM t WHERE v IS DISTINCT FROM k",
     "where_rlike": "SELECT s FROM t WHERE s RLIKE '^[a-z]+$'",
     "arith_mixed": "SELECT v * x, m * x, m + x, v * m FROM t",

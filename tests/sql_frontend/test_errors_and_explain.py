@@ -14,15 +14,20 @@ from sql_frontend.errors import (
 from sql_frontend.plan import explain as explain_plan
 from sql_frontend.planner import plan_sql
 
-CAT = {"t": [("k", "bigint"), ("v", "bigint"), ("s", "string")],
-       "u": [("k", "bigint"), ("w", "bigint")]}
+CAT = {
+    "t": [("k", "bigint"), ("v", "bigint"), ("s", "string")],
+    "u": [("k", "bigint"), ("w", "bigint")],
+}
 
 
-@pytest.mark.parametrize(("sql", "construct", "line", "column"), [
-    ("SELECT k, rand() FROM t", "RAND", 1, 11),
-    ("SELECT k FROM t\nWHERE v > uuid()", "UUID", 2, 11),
-    ("SELECT current_timestamp() FROM t", "CURRENT_TIMESTAMP", 1, 8),
-])
+@pytest.mark.parametrize(
+    ("sql", "construct", "line", "column"),
+    [
+        ("SELECT k, rand() FROM t", "RAND", 1, 11),
+        ("SELECT k FROM t\nWHERE v > uuid()", "UUID", 2, 11),
+        ("SELECT current_timestamp() FROM t", "CURRENT_TIMESTAMP", 1, 8),
+    ],
+)
 def test_non_deterministic_refused(sql: str, construct: str, line: int, column: int) -> None:
     with pytest.raises(NonDeterministicError) as e:
         plan_sql(sql, CAT)
@@ -31,14 +36,20 @@ def test_non_deterministic_refused(sql: str, construct: str, line: int, column: 
     assert "non-deterministic" in str(e.value)
 
 
-@pytest.mark.parametrize(("sql", "construct"), [
-    ("SELECT k FROM t LIMIT 3", "LIMIT without ORDER BY"),
-    ("SELECT k, stddev(v) FROM t GROUP BY k", "aggregate STDDEV"),
-    ("SELECT k, sum(v) OVER (PARTITION BY k ORDER BY v ROWS BETWEEN 1 PRECEDING AND "
-     "CURRENT ROW) FROM t", "window frame"),
-    ("SELECT k FROM t GROUP BY ROLLUP(k)", "ROLLUP"),
-    ("SELECT soundex(s) FROM t", "SOUNDEX"),
-])
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        ("SELECT k FROM t LIMIT 3", "LIMIT without ORDER BY"),
+        ("SELECT k, stddev(v) FROM t GROUP BY k", "aggregate STDDEV"),
+        (
+            "SELECT k, sum(v) OVER (PARTITION BY k ORDER BY v ROWS BETWEEN 1 PRECEDING AND "
+            "CURRENT ROW) FROM t",
+            "window frame",
+        ),
+        ("SELECT k FROM t GROUP BY ROLLUP(k)", "ROLLUP"),
+        ("SELECT soundex(s) FROM t", "SOUNDEX"),
+    ],
+)
 def test_unsupported_names_the_construct(sql: str, construct: str) -> None:
     with pytest.raises(UnsupportedSqlError) as e:
         plan_sql(sql, CAT)

@@ -10,14 +10,20 @@ from sql_frontend.compile import compile_view
 
 CATALOG = {"e": [("src", "bigint"), ("dst", "bigint")]}
 
-REACH = ("WITH RECURSIVE r(a, b) AS (SELECT src, dst FROM e UNION "
-         "SELECT r.a, e.dst FROM r JOIN e ON r.b = e.src) SELECT a, b FROM r")
-CC = ("WITH RECURSIVE cc(n, l) AS (SELECT src, src FROM e UNION SELECT dst, dst FROM e UNION "
-      "SELECT e.dst, cc.l FROM cc JOIN e ON cc.n = e.src UNION "
-      "SELECT e.src, cc.l FROM cc JOIN e ON cc.n = e.dst) SELECT n, min(l) FROM cc GROUP BY n")
-SHORTEST = ("WITH RECURSIVE d(n, k) AS (SELECT 0, 0 FROM e WHERE src = 0 UNION "
-            "SELECT e.dst, d.k + 1 FROM d JOIN e ON d.n = e.src WHERE d.k < 8) "
-            "SELECT n, min(k) FROM d GROUP BY n")
+REACH = (
+    "WITH RECURSIVE r(a, b) AS (SELECT src, dst FROM e UNION "
+    "SELECT r.a, e.dst FROM r JOIN e ON r.b = e.src) SELECT a, b FROM r"
+)
+CC = (
+    "WITH RECURSIVE cc(n, l) AS (SELECT src, src FROM e UNION SELECT dst, dst FROM e UNION "
+    "SELECT e.dst, cc.l FROM cc JOIN e ON cc.n = e.src UNION "
+    "SELECT e.src, cc.l FROM cc JOIN e ON cc.n = e.dst) SELECT n, min(l) FROM cc GROUP BY n"
+)
+SHORTEST = (
+    "WITH RECURSIVE d(n, k) AS (SELECT 0, 0 FROM e WHERE src = 0 UNION "
+    "SELECT e.dst, d.k + 1 FROM d JOIN e ON d.n = e.src WHERE d.k < 8) "
+    "SELECT n, min(k) FROM d GROUP BY n"
+)
 
 
 def closure(edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
@@ -64,8 +70,10 @@ def test_recursive_views_follow_edge_changes() -> None:
     rng = random.Random(seed)
     g = ivm.Dataflow()
     e = g.input("e", [("src", "any"), ("dst", "any")])
-    views = {name: g.output(compile_view(sql, CATALOG, g, {"e": e}).collection, name)
-             for name, sql in [("reach", REACH), ("cc", CC), ("dist", SHORTEST)]}
+    views = {
+        name: g.output(compile_view(sql, CATALOG, g, {"e": e}).collection, name)
+        for name, sql in [("reach", REACH), ("cc", CC), ("dist", SHORTEST)]
+    }
     refs = {"reach": closure, "cc": components, "dist": distances}
     edges: set[tuple[int, int]] = set()
     for step in range(6):
@@ -84,9 +92,11 @@ def test_recursive_views_follow_edge_changes() -> None:
 
 
 def test_mutual_recursion_even_odd_paths() -> None:
-    sql = ("WITH RECURSIVE ev(n) AS (SELECT 0 FROM e WHERE src = 0 UNION "
-           "SELECT e.dst FROM od JOIN e ON od.n = e.src), "
-           "od(n) AS (SELECT e.dst FROM ev JOIN e ON ev.n = e.src) SELECT n FROM ev")
+    sql = (
+        "WITH RECURSIVE ev(n) AS (SELECT 0 FROM e WHERE src = 0 UNION "
+        "SELECT e.dst FROM od JOIN e ON od.n = e.src), "
+        "od(n) AS (SELECT e.dst FROM ev JOIN e ON ev.n = e.src) SELECT n FROM ev"
+    )
     g = ivm.Dataflow()
     e = g.input("e", [("src", "any"), ("dst", "any")])
     out = g.output(compile_view(sql, CATALOG, g, {"e": e}).collection, "ev")

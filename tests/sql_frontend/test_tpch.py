@@ -31,16 +31,21 @@ def _register(spark: Any, gen: TpchGen, tables: list[str]) -> None:
 def run_tpch(spark: Any, seed: int, steps: list[tuple[int, int]]) -> list[str]:
     gen = TpchGen(SF, seed)
     g = ivm.Dataflow()
-    inputs = {t: g.input(t, [(c, "str" if ty == "string" else "any") for c, ty in cols])
-              for t, cols in SCHEMAS.items()}
-    outputs = {q: g.output(compile_view(sql, SCHEMAS, g, inputs).collection, q)
-               for q, sql in QUERIES.items()}
+    inputs = {
+        t: g.input(t, [(c, "str" if ty == "string" else "any") for c, ty in cols])
+        for t, cols in SCHEMAS.items()
+    }
+    outputs = {
+        q: g.output(compile_view(sql, SCHEMAS, g, inputs).collection, q)
+        for q, sql in QUERIES.items()
+    }
     for t, rows in gen.tables.items():
         inputs[t].insert(rows)
     g.step()
     _register(spark, gen, list(SCHEMAS))
-    failures = compare(outputs, QUERIES, spark_results(spark, QUERIES, chunk=11),
-                       f"seed {seed}, initial load")
+    failures = compare(
+        outputs, QUERIES, spark_results(spark, QUERIES, chunk=11), f"seed {seed}, initial load"
+    )
     for step, (n_new, n_del) in enumerate(steps):
         new, gone = gen.rf1(n_new), gen.rf2(n_del)
         for t in ("orders", "lineitem"):
@@ -48,15 +53,21 @@ def run_tpch(spark: Any, seed: int, steps: list[tuple[int, int]]) -> list[str]:
             inputs[t].delete(gone[t])
         g.step()
         _register(spark, gen, ["orders", "lineitem"])
-        failures += compare(outputs, QUERIES, spark_results(spark, QUERIES, chunk=11),
-                            f"seed {seed}, refresh {step}: +{n_new} / -{n_del} orders")
+        failures += compare(
+            outputs,
+            QUERIES,
+            spark_results(spark, QUERIES, chunk=11),
+            f"seed {seed}, refresh {step}: +{n_new} / -{n_del} orders",
+        )
     return failures
 
 
 def test_all_22_queries_compile() -> None:
     g = ivm.Dataflow()
-    inputs = {t: g.input(t, [(c, "str" if ty == "string" else "any") for c, ty in cols])
-              for t, cols in SCHEMAS.items()}
+    inputs = {
+        t: g.input(t, [(c, "str" if ty == "string" else "any") for c, ty in cols])
+        for t, cols in SCHEMAS.items()
+    }
     for sql in QUERIES.values():
         compile_view(sql, SCHEMAS, g, inputs)
     assert len(QUERIES) == 22
@@ -71,6 +82,5 @@ def test_tpch_views_equal_spark(spark: object) -> None:
 @pytest.mark.slow
 @pytest.mark.spark
 def test_tpch_views_equal_spark_longer(spark: object) -> None:
-    failures = run_tpch(spark, SEED + 1, [(30, 10), (10, 30), (50, 0), (0, 50), (15, 15),
-                                          (1, 1)])
+    failures = run_tpch(spark, SEED + 1, [(30, 10), (10, 30), (50, 0), (0, 50), (15, 15), (1, 1)])
     assert not failures, "\n".join(failures)

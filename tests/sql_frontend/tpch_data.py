@@ -21,47 +21,202 @@ from decimal import Decimal
 D = "decimal(15,2)"
 SCHEMAS: dict[str, list[tuple[str, str]]] = {
     "region": [("r_regionkey", "bigint"), ("r_name", "string"), ("r_comment", "string")],
-    "nation": [("n_nationkey", "bigint"), ("n_name", "string"), ("n_regionkey", "bigint"),
-               ("n_comment", "string")],
-    "part": [("p_partkey", "bigint"), ("p_name", "string"), ("p_mfgr", "string"),
-             ("p_brand", "string"), ("p_type", "string"), ("p_size", "int"),
-             ("p_container", "string"), ("p_retailprice", D), ("p_comment", "string")],
-    "supplier": [("s_suppkey", "bigint"), ("s_name", "string"), ("s_address", "string"),
-                 ("s_nationkey", "bigint"), ("s_phone", "string"), ("s_acctbal", D),
-                 ("s_comment", "string")],
-    "partsupp": [("ps_partkey", "bigint"), ("ps_suppkey", "bigint"), ("ps_availqty", "int"),
-                 ("ps_supplycost", D), ("ps_comment", "string")],
-    "customer": [("c_custkey", "bigint"), ("c_name", "string"), ("c_address", "string"),
-                 ("c_nationkey", "bigint"), ("c_phone", "string"), ("c_acctbal", D),
-                 ("c_mktsegment", "string"), ("c_comment", "string")],
-    "orders": [("o_orderkey", "bigint"), ("o_custkey", "bigint"), ("o_orderstatus", "string"),
-               ("o_totalprice", D), ("o_orderdate", "date"), ("o_orderpriority", "string"),
-               ("o_clerk", "string"), ("o_shippriority", "int"), ("o_comment", "string")],
-    "lineitem": [("l_orderkey", "bigint"), ("l_partkey", "bigint"), ("l_suppkey", "bigint"),
-                 ("l_linenumber", "int"), ("l_quantity", D), ("l_extendedprice", D),
-                 ("l_discount", D), ("l_tax", D), ("l_returnflag", "string"),
-                 ("l_linestatus", "string"), ("l_shipdate", "date"), ("l_commitdate", "date"),
-                 ("l_receiptdate", "date"), ("l_shipinstruct", "string"),
-                 ("l_shipmode", "string"), ("l_comment", "string")],
+    "nation": [
+        ("n_nationkey", "bigint"),
+        ("n_name", "string"),
+        ("n_regionkey", "bigint"),
+        ("n_comment", "string"),
+    ],
+    "part": [
+        ("p_partkey", "bigint"),
+        ("p_name", "string"),
+        ("p_mfgr", "string"),
+        ("p_brand", "string"),
+        ("p_type", "string"),
+        ("p_size", "int"),
+        ("p_container", "string"),
+        ("p_retailprice", D),
+        ("p_comment", "string"),
+    ],
+    "supplier": [
+        ("s_suppkey", "bigint"),
+        ("s_name", "string"),
+        ("s_address", "string"),
+        ("s_nationkey", "bigint"),
+        ("s_phone", "string"),
+        ("s_acctbal", D),
+        ("s_comment", "string"),
+    ],
+    "partsupp": [
+        ("ps_partkey", "bigint"),
+        ("ps_suppkey", "bigint"),
+        ("ps_availqty", "int"),
+        ("ps_supplycost", D),
+        ("ps_comment", "string"),
+    ],
+    "customer": [
+        ("c_custkey", "bigint"),
+        ("c_name", "string"),
+        ("c_address", "string"),
+        ("c_nationkey", "bigint"),
+        ("c_phone", "string"),
+        ("c_acctbal", D),
+        ("c_mktsegment", "string"),
+        ("c_comment", "string"),
+    ],
+    "orders": [
+        ("o_orderkey", "bigint"),
+        ("o_custkey", "bigint"),
+        ("o_orderstatus", "string"),
+        ("o_totalprice", D),
+        ("o_orderdate", "date"),
+        ("o_orderpriority", "string"),
+        ("o_clerk", "string"),
+        ("o_shippriority", "int"),
+        ("o_comment", "string"),
+    ],
+    "lineitem": [
+        ("l_orderkey", "bigint"),
+        ("l_partkey", "bigint"),
+        ("l_suppkey", "bigint"),
+        ("l_linenumber", "int"),
+        ("l_quantity", D),
+        ("l_extendedprice", D),
+        ("l_discount", D),
+        ("l_tax", D),
+        ("l_returnflag", "string"),
+        ("l_linestatus", "string"),
+        ("l_shipdate", "date"),
+        ("l_commitdate", "date"),
+        ("l_receiptdate", "date"),
+        ("l_shipinstruct", "string"),
+        ("l_shipmode", "string"),
+        ("l_comment", "string"),
+    ],
 }
 
 REGIONS = ["AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"]
-NATIONS = [("ALGERIA", 0), ("ARGENTINA", 1), ("BRAZIL", 1), ("CANADA", 1), ("EGYPT", 4),
-           ("ETHIOPIA", 0), ("FRANCE", 3), ("GERMANY", 3), ("INDIA", 2), ("INDONESIA", 2),
-           ("IRAN", 4), ("IRAQ", 4), ("JAPAN", 2), ("JORDAN", 4), ("KENYA", 0), ("MOROCCO", 0),
-           ("MOZAMBIQUE", 0), ("PERU", 1), ("CHINA", 2), ("ROMANIA", 3), ("SAUDI ARABIA", 4),
-           ("VIETNAM", 2), ("RUSSIA", 3), ("UNITED KINGDOM", 3), ("UNITED STATES", 1)]
-COLORS = ["almond", "antique", "aquamarine", "azure", "beige", "bisque", "black", "blanched",
-          "blue", "blush", "brown", "burlywood", "burnished", "chartreuse", "chiffon",
-          "chocolate", "coral", "cornflower", "cornsilk", "cream", "cyan", "dark", "deep",
-          "dim", "dodger", "drab", "firebrick", "floral", "forest", "frosted", "gainsboro",
-          "ghost", "goldenrod", "green", "grey", "honeydew", "hot", "indian", "ivory", "khaki",
-          "lace", "lavender", "lawn", "lemon", "light", "lime", "linen", "magenta", "maroon",
-          "medium", "metallic", "midnight", "mint", "misty", "moccasin", "navajo", "navy",
-          "olive", "orange", "orchid", "pale", "papaya", "peach", "peru", "pink", "plum",
-          "powder", "puff", "purple", "red", "rose", "rosy", "royal", "saddle", "salmon",
-          "sandy", "seashell", "sienna", "sky", "slate", "smoke", "snow", "spring", "steel",
-          "tan", "thistle", "tomato", "turquoise", "violet", "wheat", "white", "yellow"]
+NATIONS = [
+    ("ALGERIA", 0),
+    ("ARGENTINA", 1),
+    ("BRAZIL", 1),
+    ("CANADA", 1),
+    ("EGYPT", 4),
+    ("ETHIOPIA", 0),
+    ("FRANCE", 3),
+    ("GERMANY", 3),
+    ("INDIA", 2),
+    ("INDONESIA", 2),
+    ("IRAN", 4),
+    ("IRAQ", 4),
+    ("JAPAN", 2),
+    ("JORDAN", 4),
+    ("KENYA", 0),
+    ("MOROCCO", 0),
+    ("MOZAMBIQUE", 0),
+    ("PERU", 1),
+    ("CHINA", 2),
+    ("ROMANIA", 3),
+    ("SAUDI ARABIA", 4),
+    ("VIETNAM", 2),
+    ("RUSSIA", 3),
+    ("UNITED KINGDOM", 3),
+    ("UNITED STATES", 1),
+]
+COLORS = [
+    "almond",
+    "antique",
+    "aquamarine",
+    "azure",
+    "beige",
+    "bisque",
+    "black",
+    "blanched",
+    "blue",
+    "blush",
+    "brown",
+    "burlywood",
+    "burnished",
+    "chartreuse",
+    "chiffon",
+    "chocolate",
+    "coral",
+    "cornflower",
+    "cornsilk",
+    "cream",
+    "cyan",
+    "dark",
+    "deep",
+    "dim",
+    "dodger",
+    "drab",
+    "firebrick",
+    "floral",
+    "forest",
+    "frosted",
+    "gainsboro",
+    "ghost",
+    "goldenrod",
+    "green",
+    "grey",
+    "honeydew",
+    "hot",
+    "indian",
+    "ivory",
+    "khaki",
+    "lace",
+    "lavender",
+    "lawn",
+    "lemon",
+    "light",
+    "lime",
+    "linen",
+    "magenta",
+    "maroon",
+    "medium",
+    "metallic",
+    "midnight",
+    "mint",
+    "misty",
+    "moccasin",
+    "navajo",
+    "navy",
+    "olive",
+    "orange",
+    "orchid",
+    "pale",
+    "papaya",
+    "peach",
+    "peru",
+    "pink",
+    "plum",
+    "powder",
+    "puff",
+    "purple",
+    "red",
+    "rose",
+    "rosy",
+    "royal",
+    "saddle",
+    "salmon",
+    "sandy",
+    "seashell",
+    "sienna",
+    "sky",
+    "slate",
+    "smoke",
+    "snow",
+    "spring",
+    "steel",
+    "tan",
+    "thistle",
+    "tomato",
+    "turquoise",
+    "violet",
+    "wheat",
+    "white",
+    "yellow",
+]
 TYPE1 = ["STANDARD", "SMALL", "MEDIUM", "LARGE", "ECONOMY", "PROMO"]
 TYPE2 = ["ANODIZED", "BURNISHED", "PLATED", "POLISHED", "BRUSHED"]
 TYPE3 = ["TIN", "NICKEL", "BRASS", "STEEL", "COPPER"]
@@ -71,9 +226,30 @@ SEGMENTS = ["AUTOMOBILE", "BUILDING", "FURNITURE", "MACHINERY", "HOUSEHOLD"]
 PRIORITIES = ["1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECIFIED", "5-LOW"]
 INSTRUCT = ["DELIVER IN PERSON", "COLLECT COD", "NONE", "TAKE BACK RETURN"]
 MODES = ["REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"]
-WORDS = ["furiously", "quickly", "carefully", "blithely", "slyly", "ironic", "final",
-         "regular", "express", "pending", "bold", "even", "deposits", "packages", "accounts",
-         "theodolites", "pinto", "beans", "foxes", "instructions", "dependencies", "asymptotes"]
+WORDS = [
+    "furiously",
+    "quickly",
+    "carefully",
+    "blithely",
+    "slyly",
+    "ironic",
+    "final",
+    "regular",
+    "express",
+    "pending",
+    "bold",
+    "even",
+    "deposits",
+    "packages",
+    "accounts",
+    "theodolites",
+    "pinto",
+    "beans",
+    "foxes",
+    "instructions",
+    "dependencies",
+    "asymptotes",
+]
 START = dt.date(1992, 1, 1)
 END = dt.date(1998, 8, 2)
 CURRENT = dt.date(1995, 6, 17)
@@ -121,28 +297,54 @@ class TpchGen:
             m = r.randint(1, 5)
             price = _money(90000 + (pk // 10) % 20001 + 100 * (pk % 1000))
             self.price[pk] = price
-            t["part"].append((
-                pk, " ".join(r.sample(COLORS, 5)), f"Manufacturer#{m}",
-                f"Brand#{m}{r.randint(1, 5)}",
-                f"{r.choice(TYPE1)} {r.choice(TYPE2)} {r.choice(TYPE3)}", r.randint(1, 50),
-                f"{r.choice(CONT1)} {r.choice(CONT2)}", price, self._comment()))
+            t["part"].append(
+                (
+                    pk,
+                    " ".join(r.sample(COLORS, 5)),
+                    f"Manufacturer#{m}",
+                    f"Brand#{m}{r.randint(1, 5)}",
+                    f"{r.choice(TYPE1)} {r.choice(TYPE2)} {r.choice(TYPE3)}",
+                    r.randint(1, 50),
+                    f"{r.choice(CONT1)} {r.choice(CONT2)}",
+                    price,
+                    self._comment(),
+                )
+            )
         for sk in range(1, self.n_supp + 1):
             nation = (sk - 1) % 25  # every nation has suppliers, even at tiny scales
             comment = self._comment("Customer Complaints", 0.1)
-            t["supplier"].append((sk, f"Supplier#{sk:09d}", f"addr{sk}", nation,
-                                  self._phone(nation), _money(r.randint(-99999, 999999)),
-                                  comment))
+            t["supplier"].append(
+                (
+                    sk,
+                    f"Supplier#{sk:09d}",
+                    f"addr{sk}",
+                    nation,
+                    self._phone(nation),
+                    _money(r.randint(-99999, 999999)),
+                    comment,
+                )
+            )
         s = self.n_supp
         for pk in range(1, self.n_part + 1):
             for i in range(4):
                 sk = (pk + i * (s // 4 + (pk - 1) // s)) % s + 1
-                t["partsupp"].append((pk, sk, r.randint(1, 9999),
-                                      _money(r.randint(100, 100000)), self._comment()))
+                t["partsupp"].append(
+                    (pk, sk, r.randint(1, 9999), _money(r.randint(100, 100000)), self._comment())
+                )
         for ck in range(1, self.n_cust + 1):
             nation = r.randint(0, 24)
-            t["customer"].append((ck, f"Customer#{ck:09d}", f"addr{ck}", nation,
-                                  self._phone(nation), _money(r.randint(-99999, 999999)),
-                                  r.choice(SEGMENTS), self._comment()))
+            t["customer"].append(
+                (
+                    ck,
+                    f"Customer#{ck:09d}",
+                    f"addr{ck}",
+                    nation,
+                    self._phone(nation),
+                    _money(r.randint(-99999, 999999)),
+                    r.choice(SEGMENTS),
+                    self._comment(),
+                )
+            )
 
     def supplier_of(self, pk: int, i: int) -> int:
         s = self.n_supp
@@ -169,13 +371,38 @@ class TpchGen:
             status = "O" if ship > CURRENT else "F"
             statuses.add(status)
             total += (ext * (1 + tax) * (1 - disc)).quantize(C2)
-            items.append((ok, pk, self.supplier_of(pk, r.randint(0, 3)), ln, qty, ext, disc,
-                          tax, flag, status, ship, commit, receipt, r.choice(INSTRUCT),
-                          r.choice(MODES), self._comment()))
+            items.append(
+                (
+                    ok,
+                    pk,
+                    self.supplier_of(pk, r.randint(0, 3)),
+                    ln,
+                    qty,
+                    ext,
+                    disc,
+                    tax,
+                    flag,
+                    status,
+                    ship,
+                    commit,
+                    receipt,
+                    r.choice(INSTRUCT),
+                    r.choice(MODES),
+                    self._comment(),
+                )
+            )
         ostatus = "F" if statuses == {"F"} else "O" if statuses == {"O"} else "P"
-        order = (ok, custkey, ostatus, total, odate, r.choice(PRIORITIES),
-                 f"Clerk#{r.randint(1, 1000):09d}", 0,
-                 self._comment("special requests", 0.15))
+        order = (
+            ok,
+            custkey,
+            ostatus,
+            total,
+            odate,
+            r.choice(PRIORITIES),
+            f"Clerk#{r.randint(1, 1000):09d}",
+            0,
+            self._comment("special requests", 0.15),
+        )
         return order, items
 
     def rf1(self, n: int) -> dict[str, list[tuple]]:
