@@ -7,6 +7,7 @@ from __future__ import annotations
 import decimal as pydecimal
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 
@@ -306,13 +307,13 @@ def _compare_values(name: str, a: Vec, b: Vec) -> np.ndarray:
     }[name](x, y)
 
 
-_PY_CMP: dict[str, Callable[[object, object], bool]] = {
+_PY_CMP: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda x, y: x == y,
     "neq": lambda x, y: x != y,
     "lt": lambda x, y: x < y,
-    "le": lambda x, y: x <= y,  # type: ignore[operator]
+    "le": lambda x, y: x <= y,
     "gt": lambda x, y: x > y,
-    "ge": lambda x, y: x >= y,  # type: ignore[operator]
+    "ge": lambda x, y: x >= y,
 }
 
 
