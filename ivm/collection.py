@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ivm.errors import ForeignCollectionError, PlanError
 from ivm.lattice import ALTNEU, ITERATE
 from ivm.operators import aggregates as K
+from ivm.operators.accumulate import LINEAR_AGGREGATES, AccumulateReduce
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
 from ivm.operators.io import Input
@@ -185,7 +186,27 @@ class Collection:
         out_names = list(names) if names is not None else auto
         if len(out_names) != len(specs):
             raise PlanError("reduce: one name per aggregate")
-        return self._reduce(key_idx, K.AggregateKernel(specs, self.schema.dtypes, out_names))
+        kernel = K.AggregateKernel(specs, self.schema.dtypes, out_names)
+        if self.scope is self.graph.root and all(
+            fn in LINEAR_AGGREGATES and (col is None or self.schema.dtypes[col] != "bool")
+            for fn, col in specs
+        ):
+            # count/sum outside loops: updated from the change alone, no group re-reads
+            schema = Schema(
+                tuple(self.schema.names[i] for i in key_idx) + kernel.out_names,
+                tuple(self.schema.dtypes[i] for i in key_idx) + kernel.out_dtypes,
+            )
+            op = AccumulateReduce(
+                self.graph,
+                self.scope,
+                [self.op],
+                schema,
+                key_idx=key_idx,
+                aggs=specs,
+                in_dtypes=self.schema.dtypes,
+            )
+            return Collection(self.graph, op)
+        return self._reduce(key_idx, kernel)
 
     def count(self, key: KeySpec = ()) -> Collection:
         return self.reduce(key, [("count",)], names=["count"])

@@ -290,6 +290,7 @@ class Dataflow:
     # -- inspecting ------------------------------------------------------------------------
     def arrangement_rows(self) -> dict[str, int]:
         """Rows held by every trace (arrangements, reduce outputs, output contents)."""
+        from ivm.operators.accumulate import AccumulateReduce
         from ivm.operators.arrange import Arrange
         from ivm.operators.reduce import Reduce
 
@@ -297,6 +298,8 @@ class Dataflow:
         for op in self.ops:
             if isinstance(op, Arrange):
                 out[op.name] = op.trace.rows_held()
+            elif isinstance(op, AccumulateReduce):
+                out[op.name] = op.totals.rows_held()
             elif isinstance(op, Reduce):
                 out[op.name] = op.out.rows_held()
         return out
@@ -406,7 +409,7 @@ def _from_arrow(table: pa.Table, op: Operator, key: str) -> tuple:
     import pickle
 
     cols = []
-    for i, d in enumerate(op.dtypes):
+    for i, d in enumerate(op.checkpoint_dtypes(key)):
         if f"p{i}" in table.column_names:
             vals = [pickle.loads(v) for v in table.column(f"p{i}").to_pylist()]
         else:

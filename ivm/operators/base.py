@@ -111,6 +111,10 @@ class Operator:
         """Named traces to checkpoint: name -> (cols, times, diff)."""
         return {}
 
+    def checkpoint_dtypes(self, key: str) -> tuple[np.dtype, ...]:
+        """The column dtypes of the checkpointed trace ``key`` (default: the output's)."""
+        return self.dtypes
+
     def load_state(self, state: dict[str, tuple]) -> None:
         if state:
             raise ValueError(f"{self.name} keeps no state")

@@ -1,0 +1,209 @@
+"""Accumulable aggregates: COUNT and SUM per key, updated from the change alone.
+
+Correctness: ``count`` and ``sum`` are linear, ``f(A + δ) = f(A) + f(δ)``, so the new
+value of a group is its old value plus the aggregate of the group's changes.  Outside loops
+every update of an epoch is at the same time, so "old" is simply the state before this
+epoch.  The operator keeps, per key, one state row ``(key, rows, [non-null count, sum]...)``
+and emits the retraction of the old output row and the new one — work proportional to the
+change, not to the size of the groups it touches (the general :class:`Reduce` re-reads the
+accumulated group).  Materialize calls these accumulable reductions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ivm.batch import Batch, Columns, hash_rows, sort_groups, take
+from ivm.lattice import Time
+from ivm.operators.aggregates import _not_null
+from ivm.operators.base import Operator
+from ivm.schema import DTYPES
+from ivm.trace import Trace
+
+LINEAR_AGGREGATES = ("count", "sum")
+
+
+def _segment_sum(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per-group sums of ``values`` (groups given by ``order``/``starts``)."""
+    v = values[order]
+    if v.dtype != object:
+        return np.add.reduceat(v, starts)
+    out = np.empty(len(starts), dtype=object)
+    bounds = [*starts.tolist(), len(v)]
+    for g in range(len(starts)):
+        acc: Any = None
+        for x in v[bounds[g] : bounds[g + 1]]:
+            if x is not None:
+                acc = x if acc is None else acc + x
+        out[g] = acc
+    return out
+
+
+def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise ``a + b`` where None (in object arrays) means "no value yet"."""
+    if a.dtype != object and b.dtype != object:
+        return a + b
+    return np.array(
+        [y if x is None else (x if y is None else x + y) for x, y in zip(a, b, strict=True)],
+        dtype=object,
+    )
+
+
+class AccumulateReduce(Operator):
+    """COUNT(*), COUNT(col) and SUM(col) per key, maintained from the changes alone."""
+
+    kind = "accumulate"
+
+    def __init__(
+        self,
+        *args: Any,
+        key_idx: tuple[int, ...],
+        aggs: list[tuple[str, int | None]],
+        in_dtypes: tuple[str, ...],
+        **kw: Any,
+    ) -> None:
+        super().__init__(*args, **kw)
+        self.key_idx = key_idx
+        self.aggs = aggs
+        nkey = len(key_idx)
+        # the state row: key..., rows, then per aggregate over a column: (non-null, sum)
+        state_dtypes = [self.dtypes[i] for i in range(nkey)] + [np.dtype(np.int64)]
+        self.value_cols: list[int] = []
+        for fn, col in aggs:
+            if col is not None:
+                self.value_cols.append(col)
+                state_dtypes.append(np.dtype(np.int64))
+                d = in_dtypes[col]
+                state_dtypes.append(
+                    DTYPES["any" if d == "str" else d] if fn == "sum" else np.dtype(np.int64)
+                )
+        self.state_dtypes = tuple(state_dtypes)
+        self.totals = Trace(self.state_dtypes, tuple(range(nkey)), ())
+
+    def process(self, time: Time, inputs: list[Batch | None]) -> None:
+        b = inputs[0]
+        if b is None or len(b) == 0:
+            return
+        nkey = len(self.key_idx)
+        keys = tuple(b.cols[i] for i in self.key_idx)
+        h = hash_rows(keys, len(b))
+        order, starts = sort_groups(h, keys)
+        first = order[starts]
+        probe_cols = take(keys, first)
+        probe_h = h[first]
+        n = len(starts)
+        d_rows = np.add.reduceat(b.diff[order], starts)
+        deltas: list[np.ndarray] = []
+        for fn, col in self.aggs:
+            if col is None:
+                continue
+            c = b.cols[col]
+            valid = _not_null(c)
+            deltas.append(np.add.reduceat(np.where(valid, b.diff, 0)[order], starts))
+            if fn == "sum":
+                if c.dtype == object:
+                    prod = np.empty(len(c), dtype=object)
+                    for row in np.flatnonzero(valid).tolist():
+                        prod[row] = c[row] * int(b.diff[row])
+                    deltas.append(_segment_sum(prod, order, starts))
+                else:
+                    deltas.append(_segment_sum(np.where(valid, c * b.diff, 0), order, starts))
+            else:
+                deltas.append(np.zeros(n, dtype=np.int64))
+
+        # the old state rows of these keys (at most one live row per key)
+        found = self.totals.lookup(probe_h, probe_cols, None)
+        old_present = np.zeros(n, dtype=bool)
+        old_vals: list[np.ndarray] = [np.zeros(n, dtype=np.int64)]
+        for d in self.state_dtypes[nkey + 1 :]:
+            arr = np.empty(n, dtype=d)
+            arr[:] = None if d == np.dtype(object) else 0
+            old_vals.append(arr)
+        if len(found.owner):
+            # consolidated state: one row with count +1 per key (others cancelled)
+            live = np.flatnonzero(found.diff > 0)
+            owners = found.owner[live]
+            old_present[owners] = True
+            for j in range(len(old_vals)):
+                old_vals[j][owners] = found.cols[nkey + j][live]
+        new_vals = [old_vals[0] + d_rows]
+        for j, delta in enumerate(deltas):
+            new_vals.append(_add(old_vals[j + 1], delta))
+        new_present = new_vals[0] > 0
+        # keep a state row while the key has any rows (even a negative count: it is the
+        # accumulated input, not the output)
+        keep_state = new_vals[0] != 0
+
+        old_out = self._output_rows(probe_cols, old_vals)
+        new_out = self._output_rows(probe_cols, new_vals)
+        changed = np.flatnonzero(old_present | keep_state)
+        parts = []
+        if old_present.any():
+            sel = np.flatnonzero(old_present)
+            parts.append(Batch(take(old_out, sel), -np.ones(len(sel), dtype=np.int64)))
+        if new_present.any():
+            sel = np.flatnonzero(new_present)
+            parts.append(Batch(take(new_out, sel), np.ones(len(sel), dtype=np.int64)))
+        if parts:
+            self.emit(time, Batch.concat(parts).consolidate())
+        if len(changed):
+            old_state = Batch(
+                take(probe_cols + tuple(old_vals), np.flatnonzero(old_present)),
+                -np.ones(int(old_present.sum()), dtype=np.int64),
+            )
+            live_new = np.flatnonzero(keep_state)
+            new_state = Batch(
+                take(probe_cols + tuple(new_vals), live_new), np.ones(len(live_new), dtype=np.int64)
+            )
+            s = Batch.concat([old_state, new_state])
+            self.totals.insert(s.cols, np.zeros((len(s), 0), dtype=np.int64), s.diff)
+
+    def _output_rows(self, probe_cols: Columns, vals: list[np.ndarray]) -> Columns:
+        out: list[np.ndarray] = list(probe_cols)
+        k = 1
+        for fn, col in self.aggs:
+            if col is None:
+                out.append(vals[0].astype(np.int64))
+                continue
+            nn, total = vals[k], vals[k + 1]
+            k += 2
+            if fn == "count":
+                out.append(nn.astype(np.int64))
+            else:
+                want = self.dtypes[len(out)]
+                if want == np.dtype(object):
+                    res = np.empty(len(nn), dtype=object)
+                    res[:] = [t if c > 0 else None for t, c in zip(total, nn, strict=True)]
+                    out.append(res)
+                else:
+                    out.append(total.astype(want))
+        return tuple(out)
+
+    def end_epoch(self) -> None:
+        self.totals.compact()
+
+    def snapshot(self) -> object:
+        return self.totals.snapshot()
+
+    def restore(self, snap: object) -> None:
+        assert isinstance(snap, tuple)
+        self.totals.restore(snap)
+
+    def state(self) -> dict[str, tuple]:
+        return {"totals": self.totals.all_updates()}
+
+    def checkpoint_dtypes(self, key: str) -> tuple[np.dtype, ...]:
+        return self.state_dtypes
+
+    def load_state(self, state: dict[str, tuple]) -> None:
+        self.totals = Trace(self.state_dtypes, tuple(range(len(self.key_idx))), ())
+        cols, times, diff = state["totals"]
+        self.totals.insert(cols, times, diff)
+
+    def describe(self) -> str:
+        aggs = ", ".join(
+            fn if c is None else f"{fn}({self.inputs[0].schema.names[c]})" for fn, c in self.aggs
+        )
+        return f"{self.name} accumulate [{aggs}] rows={self.totals.rows_held()}"
