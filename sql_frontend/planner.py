@@ -36,23 +36,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sqlglot import exp
-from sqlglot.errors import OptimizeError
-from sqlglot.optimizer.annotate_types import annotate_types
-from sqlglot.optimizer.pushdown_predicates import pushdown_predicates
-from sqlglot.optimizer.qualify import qualify
 
 from sql_frontend import plan as p
 from sql_frontend import scalar as sc
 from sql_frontend.analyze import (
-    DIALECT,
-    RULES,
     CatalogLike,
     analyze,
     catalog_schema,
-    parse,
-    refuse_non_deterministic,
 )
-from sql_frontend.errors import SqlAnalysisError, UnsupportedSqlError
+from sql_frontend.errors import UnsupportedSqlError
 from sql_frontend.scalar import Ref, Scalar
 from sql_frontend.translate import Translator
 
@@ -81,7 +73,7 @@ def plan_sql(
     """
     if join_strategy not in JOIN_STRATEGIES:
         raise ValueError(f"join_strategy must be one of {JOIN_STRATEGIES}, not {join_strategy!r}")
-    tree = _analyze(sql, catalog)
+    tree = analyze(sql, catalog)
     node = Translator(catalog_schema(catalog)).query(tree, {})
     forced, why = join_strategy, f"join_strategy={join_strategy!r}"
     if join_strategy == "auto":
@@ -89,36 +81,6 @@ def plan_sql(
         if hinted is not None:
             forced, why = hinted, f"hint {next(k for k, v in HINTS.items() if v == hinted)}"
     return plan_joins(node, forced, stats, why)
-
-
-def _analyze(sql: str, catalog: CatalogLike) -> exp.Query:
-    """:func:`analyze`, except that a query with an ASOF JOIN skips ``pushdown_predicates``:
-    a WHERE condition moved into an ASOF JOIN's ON would change which right row is the
-    latest (a filter on the right side must apply after the as-of match, not before)."""
-    tree = parse(sql)
-    if not any(j.text("method").upper() == "ASOF" for j in tree.find_all(exp.Join)):
-        return analyze(sql, catalog)
-    refuse_non_deterministic(tree)
-    schema: dict[str, object] = {
-        t: {c: str(ty) for c, ty in cols.items()} for t, cols in catalog_schema(catalog).items()
-    }
-    try:
-        tree = qualify(
-            tree,
-            schema=schema,
-            dialect=DIALECT,
-            quote_identifiers=False,
-            validate_qualify_columns=True,
-            identify=False,
-        )
-        for rule in RULES:
-            if rule is not pushdown_predicates:
-                tree = rule(tree)
-        tree = annotate_types(tree, schema=schema, dialect=DIALECT)
-    except OptimizeError as e:
-        raise SqlAnalysisError(f"cannot resolve: {e}") from e
-    assert isinstance(tree, exp.Query)
-    return tree
 
 
 def _hinted_strategy(tree: exp.Expr) -> str | None:
