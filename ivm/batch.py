@@ -14,20 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ivm.kernels import group_hashes, mix_hashes, mix_offset
+
 Columns = tuple[np.ndarray, ...]
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer: a bijection of uint64 with good avalanche."""
-    # integer array arithmetic wraps silently in numpy (no overflow checks on arrays)
-    h = (h ^ (h >> _S30)) * _M1
-    h = (h ^ (h >> _S27)) * _M2
-    return h ^ (h >> _S31)
 
 
 def hash_column(col: np.ndarray) -> np.ndarray:
@@ -58,17 +50,17 @@ def hash_column(col: np.ndarray) -> np.ndarray:
 def hash_rows(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     """Hash of each row of ``cols`` (``n`` rows; zero columns hash to a constant)."""
     if len(cols) == 1:
-        return _mix(hash_column(cols[0]) + _GOLDEN)
+        return mix_offset(hash_column(cols[0]), _GOLDEN)
     h = np.full(n, _GOLDEN, dtype=np.uint64)
     for c in cols:
-        h = _mix(h * _M2 + hash_column(c))
+        h = mix_hashes(h, hash_column(c), _M2)
     return h
 
 
 def hash_times(h: np.ndarray, times: np.ndarray) -> np.ndarray:
     """Fold inner time coordinates into row hashes."""
     for k in range(times.shape[1]):
-        h = _mix(h * _M2 + times[:, k].astype(np.uint64))
+        h = mix_hashes(h, times[:, k].astype(np.uint64), _M2)
     return h
 
 
@@ -205,22 +197,47 @@ _NONE = np.zeros(0, dtype=np.int64)
 
 
 def consolidate_hashed(
-    h: np.ndarray, cols: Columns, diff: np.ndarray
+    h: np.ndarray, cols: Columns, diff: np.ndarray, times: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Group equal rows (hash ``h``, verified on ``cols``): a representative index of each
-    group with a non-zero sum, and that sum."""
+    """Group equal rows (hash ``h``, verified on ``cols`` and ``times``): a representative
+    index of each group with a non-zero sum, and that sum.
+
+    Representatives come in order of first occurrence (hash grouping,
+    :func:`ivm.kernels.group_hashes`); if two different rows share a hash, the rows are
+    grouped exactly by sorting instead.
+    """
     if len(h) <= 1:
-        nz = np.flatnonzero(diff != 0)
+        nz = (diff != 0).nonzero()[0]
         return nz, diff[nz]
-    order, starts = sort_groups(h, cols)
-    sums = np.add.reduceat(diff[order], starts)
-    nz = sums != 0
-    return order[starts[nz]], sums[nz]
+    gid, rep, sums = group_hashes(h, diff)
+    if len(rep) < len(h) and not _groups_exact(cols, times, gid, rep):
+        order, starts = sort_groups(h, cols, times)
+        sums = np.add.reduceat(diff[order], starts)
+        nz = sums != 0
+        return order[starts[nz]], sums[nz]
+    nz = (sums != 0).nonzero()[0]
+    return rep[nz], sums[nz]
+
+
+def _groups_exact(
+    cols: Columns, times: np.ndarray | None, gid: np.ndarray, rep: np.ndarray
+) -> bool:
+    """Whether every row equals the first row of its hash group."""
+    has_times = times is not None and times.shape[1] > 0
+    if hash_is_injective(cols) and not has_times:
+        return True
+    first = rep[gid]
+    moved = (first != np.arange(len(gid))).nonzero()[0]
+    if len(moved) == 0:
+        return True
+    if not rows_equal(cols, first[moved], cols, moved).all():
+        return False
+    return not has_times or bool((times[first[moved]] == times[moved]).all())
 
 
 def combine_hash(h: np.ndarray, col: np.ndarray) -> np.ndarray:
     """Fold one more column into row hashes."""
-    return _mix(h * _M2 + hash_column(col))
+    return mix_hashes(h, hash_column(col), _M2)
 
 
 def unique_int_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

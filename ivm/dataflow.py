@@ -301,7 +301,7 @@ class Dataflow:
             elif isinstance(op, AccumulateReduce):
                 out[op.name] = op.totals.rows_held()
             elif isinstance(op, Reduce):
-                out[op.name] = op.out.rows_held()
+                out[op.name] = op.out.rows_held() + op.cache.rows()
         return out
 
     def explain(self) -> str:

@@ -28,7 +28,6 @@ from ivm.batch import (
     concat_columns,
     consolidate_hashed,
     hash_rows,
-    rows_equal,
     take,
     unique_int_rows,
 )
@@ -37,6 +36,7 @@ from ivm.operators.aggregates import Kernel
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
 from ivm.operators.join import pad_times
+from ivm.operators.prefix_cache import PrefixCache
 from ivm.trace import NO_TIME, Gathered, Trace
 
 
@@ -45,14 +45,10 @@ def unique_keys(cols: Columns, n: int) -> tuple[np.ndarray, Columns]:
     h = hash_rows(cols, n)
     if n <= 1:
         return h, cols
-    uh, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    if len(uh) == n:
+    keep, _ = consolidate_hashed(h, cols, np.ones(n, dtype=np.int64))
+    if len(keep) == n:
         return h, cols
-    rep = first[inverse.reshape(-1)]
-    if not rows_equal(cols, None, cols, rep).all():  # a hash collision: group exactly
-        b = Batch(cols, np.ones(n, dtype=np.int64)).consolidate()
-        return hash_rows(b.cols, len(b)), b.cols
-    return uh, take(cols, first)
+    return h[keep], take(cols, keep)
 
 
 _NO_TIMES = np.zeros((0, 0), dtype=np.int64)
@@ -71,111 +67,6 @@ def _cat(a: Gathered | None, b: Gathered) -> Gathered:
     )
 
 
-class AccumulationCache:
-    """Accumulated input and output of some keys as of an iteration of this epoch.
-
-    Inside one loop the times of an epoch are processed in increasing iteration, and no
-    update at an iteration ``<= i`` arrives after a key was evaluated at ``i``; so the
-    accumulation at a later ``j`` is the one cached at ``i`` plus the updates in ``(i, j]``.
-    Keys with a long history (high-degree nodes) are cached, so that re-evaluating them at
-    every later interesting time reads only what changed since.  Cleared every epoch.
-    """
-
-    #: cache a key once its accumulation has this many rows
-    MIN_ROWS = 16
-
-    def __init__(self) -> None:
-        self.clear()
-
-    def clear(self) -> None:
-        self.keyhash = np.zeros(0, dtype=np.uint64)
-        self.asof = np.zeros(0, dtype=np.int64)
-        self.keycols: Columns = ()
-        self.inp: Gathered | None = None
-        self.out: Gathered | None = None
-
-    def get(
-        self, probe_h: np.ndarray, probe_cols: Columns
-    ) -> tuple[np.ndarray, Gathered | None, Gathered | None]:
-        after = np.full(len(probe_h), -1, dtype=np.int64)
-        if len(self.keyhash) == 0 or self.inp is None or self.out is None:
-            return after, None, None
-        idx = np.minimum(np.searchsorted(self.keyhash, probe_h), len(self.keyhash) - 1)
-        hit = self.keyhash[idx] == probe_h
-        if hit.any() and probe_cols:
-            hit[hit] = rows_equal(self.keycols, idx[hit], probe_cols, np.flatnonzero(hit))
-        probes = np.flatnonzero(hit)
-        if len(probes) == 0:
-            return after, None, None
-        entries = idx[probes]
-        after[probes] = self.asof[entries]
-        to_probe = np.full(len(self.keyhash), -1, dtype=np.int64)
-        to_probe[entries] = probes
-        return after, self._rows(self.inp, to_probe), self._rows(self.out, to_probe)
-
-    @staticmethod
-    def _rows(g: Gathered, to_probe: np.ndarray) -> Gathered:
-        owner = to_probe[g.owner]
-        sel = np.flatnonzero(owner >= 0)
-        return Gathered(owner[sel], take(g.cols, sel), _NO_TIMES, g.diff[sel], g.rowhash[sel])
-
-    def put(
-        self, probe_h: np.ndarray, probe_cols: Columns, asof: int, inp: Gathered, out: Gathered
-    ) -> None:
-        """Replace the entries of every probe; cache those with long accumulations."""
-        n = len(probe_h)
-        sizes = np.bincount(inp.owner, minlength=n)
-        chosen = np.flatnonzero(sizes >= self.MIN_ROWS)
-        keep_old = np.ones(len(self.keyhash), dtype=bool)
-        if len(self.keyhash):
-            idx = np.minimum(np.searchsorted(self.keyhash, probe_h), len(self.keyhash) - 1)
-            keep_old[idx[self.keyhash[idx] == probe_h]] = False
-        if len(chosen) == 0 and keep_old.all():
-            return
-        old_entries = np.flatnonzero(keep_old)
-        # new entry list: surviving old entries, then the chosen probes; sorted by hash
-        kh = np.concatenate([self.keyhash[old_entries], probe_h[chosen]])
-        asof_all = np.concatenate(
-            [self.asof[old_entries], np.full(len(chosen), asof, dtype=np.int64)]
-        )
-        keycols = tuple(
-            np.concatenate([a[old_entries], b[chosen]])
-            for a, b in zip(
-                self.keycols or tuple(c[:0] for c in probe_cols), probe_cols, strict=True
-            )
-        )
-        order = np.argsort(kh)
-        rank = np.empty(len(kh), dtype=np.int64)
-        rank[order] = np.arange(len(kh))
-        old_map = np.full(len(self.keyhash), -1, dtype=np.int64)
-        old_map[old_entries] = rank[: len(old_entries)]
-        new_map = np.full(n, -1, dtype=np.int64)
-        new_map[chosen] = rank[len(old_entries) :]
-        self.inp = _remap(self.inp, old_map, inp, new_map)
-        self.out = _remap(self.out, old_map, out, new_map)
-        self.keyhash, self.asof = kh[order], asof_all[order]
-        self.keycols = tuple(c[order] for c in keycols)
-
-
-def _remap(
-    old: Gathered | None, old_map: np.ndarray, new: Gathered, new_map: np.ndarray
-) -> Gathered:
-    parts = []
-    if old is not None and len(old.owner):
-        parts.append((old_map[old.owner], old))
-    parts.append((new_map[new.owner], new))
-    owners = np.concatenate([o for o, _ in parts])
-    sel = np.flatnonzero(owners >= 0)
-    cols = tuple(np.concatenate([g.cols[i] for _, g in parts])[sel] for i in range(len(new.cols)))
-    return Gathered(
-        owners[sel],
-        cols,
-        _NO_TIMES,
-        np.concatenate([g.diff for _, g in parts])[sel],
-        np.concatenate([g.rowhash for _, g in parts])[sel],
-    )
-
-
 class Reduce(Operator):
     kind = "reduce"
 
@@ -190,7 +81,7 @@ class Reduce(Operator):
         nkey = len(self.key_idx)
         self.out = Trace(self.dtypes, tuple(range(nkey)), self.kinds)
         self.scheduled: dict[Time, list[Columns]] = {}
-        self.cache = AccumulationCache()
+        self.cache = PrefixCache(source.dtypes, self.dtypes)
 
     def pending_times(self) -> list[Time]:
         return [*self.inbox, *self.scheduled]
@@ -230,20 +121,23 @@ class Reduce(Operator):
         nxt: np.ndarray | None = None
         src = self.source.trace
         use_cache = self.depth == 1 and src.by_time and self.out.by_time
+        cache = self.cache
         if use_cache:
             # traces ordered by iteration: binary search for "<= t" and the next time;
-            # keys cached earlier in this epoch only need the updates since then
+            # keys with a long history read a cached accumulation and the slice since
+            it = t_inner[0]
+            if delta is not None and len(cache):
+                dk = tuple(delta.cols[j] for j in self.key_idx)
+                cache.patch("in", hash_rows(dk, len(delta)), dk, delta.cols, delta.diff, it)
             nxt = np.full(len(probe_h), NO_TIME, dtype=np.int64)
-            after, c_in, c_out = self.cache.get(probe_h, probe_cols)
+            entry, after = cache.best(probe_h, probe_cols, it)
+            c_in, c_out = cache.read(entry)
             acc = _cat(
-                c_in,
-                src.lookup(probe_h, probe_cols, None, upto=t_inner[0], next_time=nxt, after=after),
+                c_in, src.lookup(probe_h, probe_cols, None, upto=it, next_time=nxt, after=after)
             )
             old_acc = _cat(
                 c_out,
-                self.out.lookup(
-                    probe_h, probe_cols, None, upto=t_inner[0], next_time=nxt, after=after
-                ),
+                self.out.lookup(probe_h, probe_cols, None, upto=it, next_time=nxt, after=after),
             )
         else:
             hist = [] if self.depth else None
@@ -266,6 +160,7 @@ class Reduce(Operator):
         new_h = hash_rows(new_out.cols, len(new_out))
 
         if len(old_acc.diff) == 0:
+            h = new_h
             keep, sums = consolidate_hashed(new_h, new_out.cols, new_out.diff)
         else:
             both = Batch.concat([new_out, Batch(old_acc.cols, -old_acc.diff)])
@@ -273,20 +168,25 @@ class Reduce(Operator):
             keep, sums = consolidate_hashed(h, both.cols, both.diff)
             new_out_all = both
         diff = Batch(take((new_out if len(old_acc.diff) == 0 else new_out_all).cols, keep), sums)
-        if use_cache:
-            self.cache.put(
-                probe_h,
-                probe_cols,
-                t_inner[0],
-                Gathered(group, rows, _NO_TIMES, counts, acc.rowhash[keep_in[order]]),
-                Gathered(g_out, new_out.cols, _NO_TIMES, new_out.diff, new_h),
-            )
         if len(diff):
             times = np.tile(np.asarray(t_inner, dtype=np.int64), (len(diff), 1)).reshape(
                 len(diff), self.depth
             )
-            self.out.insert(diff.cols, times, diff.diff)
+            self.out.insert_consolidated(diff.cols, times, diff.diff, h[keep])
             self.emit(time, diff)
+            if use_cache and len(cache):
+                dk = diff.cols[: len(self.key_idx)]
+                cache.patch("out", hash_rows(dk, len(diff)), dk, diff.cols, diff.diff, it)
+        if use_cache:
+            self._cache_heavy(
+                probe_h,
+                probe_cols,
+                it,
+                after,
+                np.bincount(acc.owner, minlength=len(probe_h)),
+                Gathered(group, rows, _NO_TIMES, counts, acc.rowhash[keep_in[order]]),
+                Gathered(g_out, new_out.cols, _NO_TIMES, new_out.diff, new_h),
+            )
 
         if nxt is not None:
             has = np.flatnonzero(nxt != NO_TIME)
@@ -294,6 +194,26 @@ class Reduce(Operator):
                 self._schedule_next(time, probe_cols, has, nxt[has])
         elif hist:
             self._schedule(time, probe_cols, hist)
+
+    def _cache_heavy(
+        self,
+        probe_h: np.ndarray,
+        probe_cols: Columns,
+        it: int,
+        after: np.ndarray,
+        read: np.ndarray,
+        inp: Gathered,
+        out: Gathered,
+    ) -> None:
+        """Cache the accumulations at ``it`` of keys whose read was long and whose
+        accumulation is at most half of it (and bound the cache by the input's size)."""
+        size = np.bincount(inp.owner, minlength=len(probe_h))
+        new = ((read >= PrefixCache.MIN_ROWS) & (2 * size <= read) & (after != it)).nonzero()[0]
+        if len(new) == 0:
+            return
+        self.cache.add(probe_h, probe_cols, it, new, inp, out)
+        if self.cache.rows() > max(1 << 16, self.source.trace.rows_held()):
+            self.cache.clear()
 
     def _time_filter(self, t_inner: tuple[int, ...]) -> Any:
         if self.depth == 0:
@@ -358,7 +278,7 @@ class Reduce(Operator):
 
     def end_epoch(self) -> None:
         assert not self.scheduled, f"{self.name}: work scheduled past the end of the epoch"
-        self.cache.clear()
+        self.cache.compact()
 
     def snapshot(self) -> object:
         return self.out.snapshot()
@@ -377,6 +297,7 @@ class Reduce(Operator):
         self.out = Trace(self.dtypes, tuple(range(len(self.key_idx))), self.kinds)
         cols, times, diff = state["out"]
         self.out.insert(cols, times, diff)
+        self.cache.clear()
 
     def describe(self) -> str:
         keys = [self.source.schema.names[i] for i in self.key_idx]

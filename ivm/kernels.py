@@ -1,0 +1,146 @@
+"""Compiled loops for the two primitives every operator calls on small batches.
+
+The engine is columnar (numpy), but its batches are often tiny — a 10-edge change to a
+reachability loop moves a few dozen rows per operator — and then the fixed cost of each
+numpy call dominates: probing one run of a trace took a dozen calls (binary searches,
+range expansion, hash checks).  These kernels do such a step in one compiled call
+(numba, ``cache=True`` so they are compiled once per machine and loaded afterwards):
+
+* :func:`probe_run` — the rows of a sorted run whose key matches each probe, optionally
+  bounded by loop iteration, with each probe's next later iteration (the "interesting
+  time" search of CIDR 2013 §3.4 inside one loop);
+* :func:`group_hashes` — group rows by a 64-bit hash with an open-addressing table and sum
+  their diffs: consolidation in O(n) instead of a sort, keeping first-occurrence order (so
+  concatenated sorted runs stay nearly sorted for the stable sort that follows).
+
+Both work on hashes, positions and diffs only; the columns (which may be Python objects)
+are gathered and compared by numpy, so a hash collision is always caught by the caller.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def probe_run(
+    sortkey: np.ndarray,
+    keyhash: np.ndarray,
+    times: np.ndarray,
+    probe_hash: np.ndarray,
+    base: np.ndarray,
+    after: np.ndarray,
+    bound: np.ndarray,
+    top: np.ndarray,
+    exact: bool,
+    next_time: np.ndarray,
+    want_next: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(owner, pos)`` of every row of a run matching a probe.
+
+    Probe ``j`` matches the rows with ``base[j] <= sortkey <= bound[j]`` (or, when
+    ``after[j] >= 0``, ``base[j] | after[j] < sortkey <= bound[j]``) and, if ``exact``, a
+    ``keyhash`` equal to ``probe_hash[j]``.  With ``want_next`` the first matching-key row
+    in ``(bound[j], top[j]]`` lowers ``next_time[j]`` to its iteration ``times[i, 0]``.
+    """
+    n = probe_hash.shape[0]
+    m = sortkey.shape[0]
+    lo = np.empty(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.int64)
+    total = 0
+    for j in range(n):
+        a = after[j]
+        if a >= 0:
+            i = np.searchsorted(sortkey, base[j] | np.uint64(a), side="right")
+        else:
+            i = np.searchsorted(sortkey, base[j], side="left")
+        lo[j] = i
+        b = bound[j]
+        ph = probe_hash[j]
+        while i < m and sortkey[i] <= b:
+            if not exact or keyhash[i] == ph:
+                total += 1
+            i += 1
+        hi[j] = i
+        if want_next:
+            t = top[j]
+            while i < m and sortkey[i] <= t:
+                if keyhash[i] == ph:
+                    if times[i, 0] < next_time[j]:
+                        next_time[j] = times[i, 0]
+                    break
+                i += 1
+    owner = np.empty(total, dtype=np.int64)
+    pos = np.empty(total, dtype=np.int64)
+    k = 0
+    for j in range(n):
+        ph = probe_hash[j]
+        for i in range(lo[j], hi[j]):
+            if not exact or keyhash[i] == ph:
+                owner[k] = j
+                pos[k] = i
+                k += 1
+    return owner, pos
+
+
+@njit(cache=True, nogil=True)
+def group_hashes(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group rows by hash: ``(group of each row, first row of each group, diff sums)``.
+
+    Groups are numbered in order of first occurrence.  Rows are grouped by hash alone; the
+    caller verifies that the rows of a group are equal (a collision is rare, not impossible).
+    """
+    n = h.shape[0]
+    cap = 16
+    while cap < 2 * n:
+        cap *= 2
+    mask = np.uint64(cap - 1)
+    table = np.full(cap, -1, dtype=np.int64)
+    gid = np.empty(n, dtype=np.int64)
+    rep = np.empty(n, dtype=np.int64)
+    sums = np.empty(n, dtype=np.int64)
+    ng = 0
+    for i in range(n):
+        x = h[i]
+        s = np.int64(x & mask)
+        while True:
+            g = table[s]
+            if g < 0:
+                table[s] = ng
+                rep[ng] = i
+                gid[i] = ng
+                sums[ng] = diff[i]
+                ng += 1
+                break
+            if h[rep[g]] == x:
+                gid[i] = g
+                sums[g] += diff[i]
+                break
+            s = (s + 1) & (cap - 1)
+    return gid, rep[:ng], sums[:ng]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _finalize(x: np.uint64) -> np.uint64:
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def mix_hashes(h: np.ndarray, salt: np.ndarray, mult: np.uint64) -> np.ndarray:
+    """splitmix64's finalizer of ``h * mult + salt``, element-wise in one pass."""
+    out = np.empty(h.shape[0], dtype=np.uint64)
+    for i in range(h.shape[0]):
+        out[i] = _finalize(h[i] * mult + salt[i])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def mix_offset(h: np.ndarray, offset: np.uint64) -> np.ndarray:
+    """splitmix64's finalizer of ``h + offset``, element-wise in one pass."""
+    out = np.empty(h.shape[0], dtype=np.uint64)
+    for i in range(h.shape[0]):
+        out[i] = _finalize(h[i] + offset)
+    return out
