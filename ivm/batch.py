@@ -232,7 +232,7 @@ def _groups_exact(
         return True
     if not rows_equal(cols, first[moved], cols, moved).all():
         return False
-    return not has_times or bool((times[first[moved]] == times[moved]).all())
+    return times is None or bool((times[first[moved]] == times[moved]).all())
 
 
 def combine_hash(h: np.ndarray, col: np.ndarray) -> np.ndarray:
