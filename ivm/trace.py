@@ -71,7 +71,7 @@ class Run:
         return len(self.diff)
 
 
-def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ranges [lo, hi): (index of the range, position) of every element."""
     counts = hi - lo
     total = int(counts.sum())

@@ -11,7 +11,7 @@ This cache keeps, for such keys, the consolidated accumulation *as of* some iter
 ``<= i`` is then the entry with the largest ``c <= i`` plus the trace's slice ``(c, i]``.
 Entries stay exact across epochs because every update of the input reaches the reduce as
 its input batch, and every update of the output is emitted by it: each is added to the
-key's entries at iterations ``>= `` its own (:meth:`PrefixCache.patch`).  Entries are built
+key's entries at iterations ``>= `` its own (:meth:`PrefixCache.patch_input`, :meth:`PrefixCache.patch_output`).  Entries are built
 only where they at least halve the rows read; they are derived state (dropped on rollback,
 rebuilt lazily) and counted in the reduce's rows held.
 """
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ivm.batch import Columns, hash_is_injective, hash_rows, rows_equal, take
-from ivm.trace import Gathered, Trace, _expand
+from ivm.batch import Batch, Columns, hash_is_injective, hash_rows, rows_equal, take
+from ivm.trace import Gathered, Trace, expand_ranges
 
 _NO_TIMES = np.zeros((0, 0), dtype=np.int64)
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -88,7 +88,7 @@ class PrefixCache:
             return _EMPTY, _EMPTY
         lo = self.hash.searchsorted(h, side="left")
         hi = self.hash.searchsorted(h, side="right")
-        row, entry = _expand(lo, hi)
+        row, entry = expand_ranges(lo, hi)
         if len(row) and not hash_is_injective(cols):
             ok = rows_equal(self.keycols, entry, cols, row)
             row, entry = row[ok], entry[ok]
@@ -120,26 +120,25 @@ class PrefixCache:
         ids = self.ids[entry[probes]]
         return self.inp.read(ids, probes), self.out.read(ids, probes)
 
-    def patch(
-        self,
-        side: str,
-        key_h: np.ndarray,
-        key_cols: Columns,
-        cols: Columns,
-        diff: np.ndarray,
-        at: int,
-    ) -> None:
+    def patch_input(self, batch: Batch, key_idx: tuple[int, ...], at: int) -> None:
+        """Add the reduce's input updates at iteration ``at`` (key columns ``key_idx``)."""
+        self._patch(self.inp, batch, tuple(batch.cols[i] for i in key_idx), at)
+
+    def patch_output(self, batch: Batch, nkey: int, at: int) -> None:
+        """Add the reduce's output diffs at iteration ``at`` (keys are the first columns)."""
+        self._patch(self.out, batch, batch.cols[:nkey], at)
+
+    def _patch(self, side: _Side, batch: Batch, key_cols: Columns, at: int) -> None:
         """Add updates at iteration ``at`` to their key's entries at iterations ``>= at``."""
-        row, ent = self._pairs(key_h, key_cols)
+        row, ent = self._pairs(hash_rows(key_cols, len(batch)), key_cols)
         if len(row) == 0:
             return
         later = (self.asof[ent] >= at).nonzero()[0]
         if len(later) == 0:
             return
         row, ent = row[later], ent[later]
-        sel = take(cols, row)
-        target = self.inp if side == "in" else self.out
-        target.insert(self.ids[ent], hash_rows(sel, len(row)), sel, diff[row])
+        sel = take(batch.cols, row)
+        side.insert(self.ids[ent], hash_rows(sel, len(row)), sel, batch.diff[row])
 
     def add(
         self,

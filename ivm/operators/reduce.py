@@ -127,8 +127,7 @@ class Reduce(Operator):
             # keys with a long history read a cached accumulation and the slice since
             it = t_inner[0]
             if delta is not None and len(cache):
-                dk = tuple(delta.cols[j] for j in self.key_idx)
-                cache.patch("in", hash_rows(dk, len(delta)), dk, delta.cols, delta.diff, it)
+                cache.patch_input(delta, self.key_idx, it)
             nxt = np.full(len(probe_h), NO_TIME, dtype=np.int64)
             entry, after = cache.best(probe_h, probe_cols, it)
             c_in, c_out = cache.read(entry)
@@ -175,8 +174,7 @@ class Reduce(Operator):
             self.out.insert_consolidated(diff.cols, times, diff.diff, h[keep])
             self.emit(time, diff)
             if use_cache and len(cache):
-                dk = diff.cols[: len(self.key_idx)]
-                cache.patch("out", hash_rows(dk, len(diff)), dk, diff.cols, diff.diff, it)
+                cache.patch_output(diff, len(self.key_idx), it)
         if use_cache:
             self._cache_heavy(
                 probe_h,
