@@ -12,6 +12,11 @@ For each workload, in one process and on the same data:
 * a check that the engine's output equals the baseline's after the initial computation, at
   the middle step and at the last step (outside the timed regions).
 
+As in the peers' harness, the engine's steps run back to back (the outputs needed by the
+checks are copied out untimed), and the baseline replays the same steps afterwards in the
+same process.  Interleaving the two would time the engine with its state evicted from the
+CPU caches by the baseline's recomputation between steps (W2: ~1.5 ms more per step).
+
 Results go to ``bench/results/engine_<scale>.json``; a markdown table (with the peers'
 medians read from ``../shared/peers/results/RESULTS.md``) is printed.
 """
@@ -27,6 +32,7 @@ import pstats
 import re
 import statistics
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,6 +73,28 @@ def edge_cols(e: np.ndarray) -> dict[str, np.ndarray]:
     return {"src": np.ascontiguousarray(e[:, 0]), "dst": np.ascontiguousarray(e[:, 1])}
 
 
+class Baseline(ABC):
+    """A from-scratch recomputation replaying the workload's steps (see :meth:`Run.drive`)."""
+
+    name = "baseline"
+
+    @abstractmethod
+    def initial(self) -> Any:
+        """Load the initial data and compute the result (timed as the baseline's initial)."""
+
+    @abstractmethod
+    def apply(self, step: int) -> None:
+        """Apply step ``step``'s changes to the baseline's tables or graph (timed)."""
+
+    @abstractmethod
+    def result(self) -> Any:
+        """Recompute the result from scratch (timed)."""
+
+    @abstractmethod
+    def compare(self, engine: Any, ref: Any) -> tuple[bool, str]:
+        """Is the engine's output snapshot equal to the baseline's result? (ok, message)"""
+
+
 class Run:
     """Collects the measurements of one workload run."""
 
@@ -99,6 +127,65 @@ class Run:
         self.step_cpu_s.append(dc)
         self.diffs.append(rep.differences)
         self.iterations.append(len(g.metrics.by_iteration(rep.epoch)))
+
+    def initial(self, g: ivm.Dataflow, out: ivm.Output, load: Callable[[], None]) -> None:
+        """Push the initial data and compute the output (timed, optionally profiled)."""
+        if self.init_profiler is not None:
+            self.init_profiler.enable()
+        c, t = cpu(), clock()
+        load()
+        rep = g.step()
+        out.changes()
+        self.rec["initial_s"] = clock() - t
+        if self.init_profiler is not None:
+            self.init_profiler.disable()
+        self.rec["initial_cpu_s"] = cpu() - c
+        self.rec["initial_differences"] = rep.differences
+        self.rec["initial_iterations"] = len(g.metrics.by_iteration(rep.epoch))
+        self.rec["arrangement_rows_initial"] = int(sum(g.arrangement_rows().values()))
+        print(
+            f"  engine initial {self.rec['initial_s']:.3f}s, {rep.differences:,} differences",
+            flush=True,
+        )
+
+    def drive(
+        self,
+        g: ivm.Dataflow,
+        out: ivm.Output,
+        push: Callable[[int], None],
+        snapshot: Callable[[], Any],
+        baseline: Baseline,
+        timed_baseline: bool,
+    ) -> None:
+        """The steps: first the engine's, back to back (check outputs copied out untimed),
+        then the baseline replaying them; check the copies against the baseline."""
+        n = self.rec["steps"]
+        snaps = {0: snapshot()}
+        for i in range(1, n + 1):
+            self.timed_step(g, lambda i=i: push(i), out)
+            if i in self.checks:
+                snaps[i] = snapshot()
+            print(
+                f"  step {i}: engine {self.step_s[-1] * 1e3:.2f} ms "
+                f"(cpu {self.step_cpu_s[-1] * 1e3:.2f}) ({self.diffs[-1]:,} diffs)",
+                flush=True,
+            )
+        t = clock()
+        ref = baseline.initial()
+        self.rec["baseline_initial_s"] = clock() - t
+        self.check(0, *baseline.compare(snaps[0], ref))
+        for i in range(1, n + 1):
+            c, t = cpu(), clock()
+            baseline.apply(i)
+            if timed_baseline:
+                ref = baseline.result()
+                self.base_step_s.append(clock() - t)
+                self.base_step_cpu_s.append(cpu() - c)
+                print(f"  step {i}: {baseline.name} {self.base_step_s[-1] * 1e3:.1f} ms")
+            if i in self.checks:
+                self.check(
+                    i, *baseline.compare(snaps[i], ref if timed_baseline else baseline.result())
+                )
 
     def check(self, step: int, ok: bool, msg: str) -> None:
         self.rec["checks"].append(dict(step=step, ok=bool(ok), msg=msg))
@@ -169,9 +256,36 @@ def engine_labels(out: ivm.Output, n: int) -> np.ndarray:
     return lab
 
 
-def run_w1(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
-    import networkx as nx
+class NxComponents(Baseline):
+    """W1 baseline: the window's graph maintained in place, components recomputed."""
 
+    name = "networkx"
+
+    def __init__(self, w: W.WccWorkload) -> None:
+        import networkx as nx
+
+        self.w = w
+        self.graph = nx.Graph()
+        self.graph.add_nodes_from(range(w.n_nodes))
+
+    def initial(self) -> np.ndarray:
+        self.graph.add_edges_from(self.w.initial_edges.tolist())
+        return self.result()
+
+    def apply(self, step: int) -> None:
+        rem, add = self.w.step(step)
+        self.graph.remove_edges_from(rem.tolist())
+        self.graph.add_edges_from(add.tolist())
+
+    def result(self) -> np.ndarray:
+        return nx_labels(self.graph, self.w.n_nodes)
+
+    def compare(self, engine: np.ndarray, ref: np.ndarray) -> tuple[bool, str]:
+        bad = int(np.count_nonzero(engine != ref))
+        return bad == 0, f"{bad} of {len(ref)} labels differ"
+
+
+def run_w1(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
     w = W.make_wcc(scale, seed, n_steps)
     n = w.n_nodes
     run = Run("w1", scale, n_steps, profile)
@@ -180,61 +294,14 @@ def run_w1(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -
     g = ivm.Dataflow("w1")
     edges = g.input("edges", EDGE)
     out = g.output(connected_components(edges), "wcc")
-    if run.init_profiler is not None:
-        run.init_profiler.enable()
-    c, t = cpu(), clock()
-    edges.insert(edge_cols(w.initial_edges))
-    rep = g.step()
-    out.changes()
-    run.rec["initial_s"] = clock() - t
-    if run.init_profiler is not None:
-        run.init_profiler.disable()
-    run.rec["initial_cpu_s"] = cpu() - c
-    run.rec["initial_differences"] = rep.differences
-    run.rec["initial_iterations"] = len(g.metrics.by_iteration(rep.epoch))
-    run.rec["arrangement_rows_initial"] = int(sum(g.arrangement_rows().values()))
-    print(
-        f"  engine initial {run.rec['initial_s']:.3f}s, {rep.differences:,} differences", flush=True
-    )
+    run.initial(g, out, lambda: edges.insert(edge_cols(w.initial_edges)))
 
-    gx = nx.Graph()
-    gx.add_nodes_from(range(n))
-    t = clock()
-    gx.add_edges_from(w.initial_edges.tolist())
-    base = nx_labels(gx, n)
-    run.rec["baseline_initial_s"] = clock() - t
-
-    def compare(i: int) -> None:
-        got = engine_labels(out, n)
-        ref = base if baseline else nx_labels(gx, n)
-        bad = int(np.count_nonzero(got != ref))
-        run.check(i, bad == 0, f"{bad} of {n} labels differ")
-
-    compare(0)
-    for i in range(1, n_steps + 1):
+    def push(i: int) -> None:
         rem, add = w.step(i)
+        edges.delete(edge_cols(rem))
+        edges.insert(edge_cols(add))
 
-        def push(rem: np.ndarray = rem, add: np.ndarray = add) -> None:
-            edges.delete(edge_cols(rem))
-            edges.insert(edge_cols(add))
-
-        run.timed_step(g, push, out)
-        c, t = cpu(), clock()
-        gx.remove_edges_from(rem.tolist())
-        gx.add_edges_from(add.tolist())
-        if baseline:
-            base = nx_labels(gx, n)
-            run.base_step_s.append(clock() - t)
-            run.base_step_cpu_s.append(cpu() - c)
-        print(
-            f"  step {i}: engine {run.step_s[-1] * 1e3:.1f} ms "
-            f"(cpu {run.step_cpu_s[-1] * 1e3:.1f}) "
-            f"({run.diffs[-1]:,} diffs)"
-            + (f", networkx {run.base_step_s[-1] * 1e3:.1f} ms" if baseline else ""),
-            flush=True,
-        )
-        if i in run.checks:
-            compare(i)
+    run.drive(g, out, push, lambda: engine_labels(out, n), NxComponents(w), baseline)
     run.rec["baseline"] = "networkx recompute (connected_components)"
     return run.finish(g, w.window)
 
@@ -257,9 +324,40 @@ def nx_reach(graph: Any, roots: list[int]) -> set[int]:
     return seen
 
 
-def run_w2(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
-    import networkx as nx
+class NxReach(Baseline):
+    """W2 baseline: the graph maintained in place, a multi-source BFS from the roots."""
 
+    name = "networkx"
+
+    def __init__(self, w: W.ReachWorkload) -> None:
+        import networkx as nx
+
+        self.w = w
+        self.graph = nx.DiGraph()
+        self.graph.add_nodes_from(range(w.n_nodes))
+
+    def initial(self) -> set[int]:
+        self.graph.add_edges_from(self.w.initial_edges.tolist())
+        return self.result()
+
+    def apply(self, step: int) -> None:
+        rem, add = self.w.steps[step - 1]
+        self.graph.remove_edges_from(rem.tolist())
+        self.graph.add_edges_from(add.tolist())
+
+    def result(self) -> set[int]:
+        return nx_reach(self.graph, self.w.roots)
+
+    def compare(self, engine: np.ndarray, ref: set[int]) -> tuple[bool, str]:
+        got = set(engine.tolist())
+        ok = got == ref and len(engine) == len(got)
+        return ok, (
+            f"|reach| {len(engine)} expected {len(ref)}, missing {len(ref - got)}, "
+            f"extra {len(got - ref)}"
+        )
+
+
+def run_w2(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
     w = W.make_reach(scale, seed, n_steps)
     run = Run("w2", scale, n_steps, profile)
     run.rec["size"] = dict(
@@ -270,68 +368,22 @@ def run_w2(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -
     edges = g.input("edges", EDGE)
     roots = g.input("roots", [("node", "int64")])
     out = g.output(reachable(edges, roots), "reach")
-    if run.init_profiler is not None:
-        run.init_profiler.enable()
-    c, t = cpu(), clock()
-    edges.insert(edge_cols(w.initial_edges))
-    roots.insert({"node": np.asarray(w.roots, dtype=np.int64)})
-    rep = g.step()
-    out.changes()
-    run.rec["initial_s"] = clock() - t
-    if run.init_profiler is not None:
-        run.init_profiler.disable()
-    run.rec["initial_cpu_s"] = cpu() - c
-    run.rec["initial_differences"] = rep.differences
-    run.rec["initial_iterations"] = len(g.metrics.by_iteration(rep.epoch))
-    run.rec["arrangement_rows_initial"] = int(sum(g.arrangement_rows().values()))
-    print(
-        f"  engine initial {run.rec['initial_s']:.3f}s, {rep.differences:,} differences", flush=True
-    )
 
-    gx = nx.DiGraph()
-    gx.add_nodes_from(range(w.n_nodes))
-    t = clock()
-    gx.add_edges_from(w.initial_edges.tolist())
-    base = nx_reach(gx, w.roots)
-    run.rec["baseline_initial_s"] = clock() - t
+    def load() -> None:
+        edges.insert(edge_cols(w.initial_edges))
+        roots.insert({"node": np.asarray(w.roots, dtype=np.int64)})
 
-    def compare(i: int) -> None:
-        col = out.contents().column("node").to_numpy()
-        got = set(col.tolist())
-        ref = base if baseline else nx_reach(gx, w.roots)
-        ok = got == ref and len(col) == len(got)
-        run.check(
-            i,
-            ok,
-            f"|reach| {len(col)} expected {len(ref)}, missing {len(ref - got)}, "
-            f"extra {len(got - ref)}",
-        )
+    run.initial(g, out, load)
 
-    compare(0)
-    for i in range(1, n_steps + 1):
+    def push(i: int) -> None:
         rem, add = w.steps[i - 1]
+        edges.delete(edge_cols(rem))
+        edges.insert(edge_cols(add))
 
-        def push(rem: np.ndarray = rem, add: np.ndarray = add) -> None:
-            edges.delete(edge_cols(rem))
-            edges.insert(edge_cols(add))
+    def snapshot() -> np.ndarray:
+        return out.contents().column("node").to_numpy()
 
-        run.timed_step(g, push, out)
-        c, t = cpu(), clock()
-        gx.remove_edges_from(rem.tolist())
-        gx.add_edges_from(add.tolist())
-        if baseline:
-            base = nx_reach(gx, w.roots)
-            run.base_step_s.append(clock() - t)
-            run.base_step_cpu_s.append(cpu() - c)
-        print(
-            f"  step {i}: engine {run.step_s[-1] * 1e3:.2f} ms "
-            f"(cpu {run.step_cpu_s[-1] * 1e3:.2f}) "
-            f"({run.diffs[-1]:,} diffs)"
-            + (f", networkx {run.base_step_s[-1] * 1e3:.1f} ms" if baseline else ""),
-            flush=True,
-        )
-        if i in run.checks:
-            compare(i)
+    run.drive(g, out, push, snapshot, NxReach(w), baseline)
     run.rec["baseline"] = "networkx recompute (multi-source BFS)"
     return run.finish(g, len(w.initial_edges))
 
@@ -364,10 +416,57 @@ def rows_of(table: Any) -> dict[int, tuple[str, int, int]]:
     return {int(c): (str(r), int(n), int(t)) for c, r, n, t in zip(*cols, strict=True)}
 
 
-def run_w3(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
-    import duckdb
-    import pandas as pd
+class DuckDBJoin(Baseline):
+    """W3 baseline: DML on DuckDB's base tables, then the view's SQL."""
 
+    name = "duckdb"
+
+    def __init__(self, w: W.JoinWorkload) -> None:
+        import duckdb
+
+        self.w = w
+        self.con = duckdb.connect(":memory:")
+        self.con.execute("SET threads = 2")
+
+    def initial(self) -> list[tuple]:
+        import pandas as pd
+
+        con = self.con
+        cdf = pd.DataFrame(self.w.customers)  # noqa: F841  (read by DuckDB's replacement scan)
+        odf = pd.DataFrame(self.w.orders)  # noqa: F841
+        con.execute("CREATE TABLE customers (id BIGINT PRIMARY KEY, name VARCHAR, region VARCHAR)")
+        con.execute("INSERT INTO customers SELECT id, name, region FROM cdf")
+        con.execute(
+            "CREATE TABLE orders (id BIGINT PRIMARY KEY, cust BIGINT, amount BIGINT, status VARCHAR)"
+        )
+        con.execute("INSERT INTO orders SELECT id, cust, amount, status FROM odf")
+        return self.result()
+
+    def apply(self, step: int) -> None:
+        import pandas as pd
+
+        st = self.w.steps[step - 1]
+        dl = pd.DataFrame({"id": st.delete["id"]})  # noqa: F841
+        up = pd.DataFrame({"id": st.update_new["id"], "status": st.update_new["status"]})  # noqa: F841
+        ins = pd.DataFrame(st.insert)  # noqa: F841
+        self.con.execute("DELETE FROM orders WHERE id IN (SELECT id FROM dl)")
+        self.con.execute("UPDATE orders SET status = up.status FROM up WHERE orders.id = up.id")
+        self.con.execute("INSERT INTO orders SELECT id, cust, amount, status FROM ins")
+
+    def result(self) -> list[tuple]:
+        return self.con.execute(VIEW_SQL).fetchall()
+
+    def compare(self, engine: Any, ref: list[tuple]) -> tuple[bool, str]:
+        got = rows_of(engine)
+        want = {int(c): (str(r), int(n), int(tt)) for c, r, n, tt in ref}
+        bad = sum(1 for k in set(got) | set(want) if got.get(k) != want.get(k))
+        return (
+            bad == 0 and len(got) == engine.num_rows,
+            f"{len(got)} groups, expected {len(want)}, {bad} differ",
+        )
+
+
+def run_w3(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
     w = W.make_join(scale, seed, n_steps)
     run = Run("w3", scale, n_steps, profile)
     run.rec["size"] = dict(
@@ -380,78 +479,20 @@ def run_w3(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -
 
     g = ivm.Dataflow("w3")
     orders, customers, out = build_w3(g)
-    if run.init_profiler is not None:
-        run.init_profiler.enable()
-    c, t = cpu(), clock()
-    customers.insert(w.customers)
-    orders.insert(w.orders)
-    rep = g.step()
-    out.changes()
-    run.rec["initial_s"] = clock() - t
-    if run.init_profiler is not None:
-        run.init_profiler.disable()
-    run.rec["initial_cpu_s"] = cpu() - c
-    run.rec["initial_differences"] = rep.differences
-    run.rec["arrangement_rows_initial"] = int(sum(g.arrangement_rows().values()))
-    print(
-        f"  engine initial {run.rec['initial_s']:.3f}s, {rep.differences:,} differences", flush=True
-    )
 
-    con = duckdb.connect(":memory:")
-    con.execute("SET threads = 2")
-    cdf = pd.DataFrame(w.customers)  # noqa: F841  (read by DuckDB's replacement scan)
-    odf = pd.DataFrame(w.orders)  # noqa: F841
-    con.execute("CREATE TABLE customers (id BIGINT PRIMARY KEY, name VARCHAR, region VARCHAR)")
-    con.execute("INSERT INTO customers SELECT id, name, region FROM cdf")
-    t = clock()
-    con.execute(
-        "CREATE TABLE orders (id BIGINT PRIMARY KEY, cust BIGINT, amount BIGINT, status VARCHAR)"
-    )
-    con.execute("INSERT INTO orders SELECT id, cust, amount, status FROM odf")
-    base = con.execute(VIEW_SQL).fetchall()
-    run.rec["baseline_initial_s"] = clock() - t
+    def load() -> None:
+        customers.insert(w.customers)
+        orders.insert(w.orders)
 
-    def compare(i: int) -> None:
-        got = rows_of(out.contents())
-        ref_rows = base if baseline else con.execute(VIEW_SQL).fetchall()
-        ref = {int(c): (str(r), int(n), int(tt)) for c, r, n, tt in ref_rows}
-        bad = sum(1 for k in set(got) | set(ref) if got.get(k) != ref.get(k))
-        run.check(
-            i,
-            bad == 0 and len(got) == out.contents().num_rows,
-            f"{len(got)} groups, expected {len(ref)}, {bad} differ",
-        )
+    run.initial(g, out, load)
 
-    compare(0)
-    for i in range(1, n_steps + 1):
+    def push(i: int) -> None:
         st = w.steps[i - 1]
+        orders.delete(st.delete)
+        orders.update(st.update_old, st.update_new)  # delete old row + insert new row
+        orders.insert(st.insert)
 
-        def push(st: W.JoinStep = st) -> None:
-            orders.delete(st.delete)
-            orders.update(st.update_old, st.update_new)  # delete old row + insert new row
-            orders.insert(st.insert)
-
-        run.timed_step(g, push, out)
-        dl = pd.DataFrame({"id": st.delete["id"]})  # noqa: F841
-        up = pd.DataFrame({"id": st.update_new["id"], "status": st.update_new["status"]})  # noqa: F841
-        ins = pd.DataFrame(st.insert)  # noqa: F841
-        c, t = cpu(), clock()
-        con.execute("DELETE FROM orders WHERE id IN (SELECT id FROM dl)")
-        con.execute("UPDATE orders SET status = up.status FROM up WHERE orders.id = up.id")
-        con.execute("INSERT INTO orders SELECT id, cust, amount, status FROM ins")
-        if baseline:
-            base = con.execute(VIEW_SQL).fetchall()
-            run.base_step_s.append(clock() - t)
-            run.base_step_cpu_s.append(cpu() - c)
-        print(
-            f"  step {i}: engine {run.step_s[-1] * 1e3:.1f} ms "
-            f"(cpu {run.step_cpu_s[-1] * 1e3:.1f}) "
-            f"({run.diffs[-1]:,} diffs)"
-            + (f", duckdb {run.base_step_s[-1] * 1e3:.1f} ms" if baseline else ""),
-            flush=True,
-        )
-        if i in run.checks:
-            compare(i)
+    run.drive(g, out, push, out.contents, DuckDBJoin(w), baseline)
     run.rec["baseline"] = "DuckDB recompute (DML + view SQL + fetch), threads=2"
     live = len(w.orders["id"]) + n_steps * (W.N_INSERT - W.N_DELETE)
     return run.finish(g, live + len(w.customers["id"]))

@@ -9,6 +9,9 @@ range expansion, hash checks).  These kernels do such a step in one compiled cal
 * :func:`probe_run` — the rows of a sorted run whose key matches each probe, optionally
   bounded by loop iteration, with each probe's next later iteration (the "interesting
   time" search of CIDR 2013 §3.4 inside one loop);
+* :func:`sum_run` — the same search, but only each probe's sum of diffs: the accumulated
+  multiplicity of a key when the key is the whole row (``distinct``, set semantics), with
+  nothing gathered at all;
 * :func:`group_hashes` — group rows by a 64-bit hash with an open-addressing table and sum
   their diffs: consolidation in O(n) instead of a sort, keeping first-occurrence order (so
   concatenated sorted runs stay nearly sorted for the stable sort that follows).
@@ -82,6 +85,44 @@ def probe_run(
                 pos[k] = i
                 k += 1
     return owner, pos
+
+
+@njit(cache=True, nogil=True)
+def sum_run(
+    sortkey: np.ndarray,
+    keyhash: np.ndarray,
+    times: np.ndarray,
+    diff: np.ndarray,
+    probe_hash: np.ndarray,
+    base: np.ndarray,
+    bound: np.ndarray,
+    top: np.ndarray,
+    sums: np.ndarray,
+    next_time: np.ndarray,
+    want_next: bool,
+) -> None:
+    """Add to ``sums[j]`` the diffs of the rows of a run whose key hash is ``probe_hash[j]``
+    and whose sort key lies in ``[base[j], bound[j]]`` (see :func:`probe_run`, ``exact``
+    matching); with ``want_next``, lower ``next_time[j]`` as :func:`probe_run` does."""
+    m = sortkey.shape[0]
+    for j in range(probe_hash.shape[0]):
+        i = np.searchsorted(sortkey, base[j], side="left")
+        b = bound[j]
+        ph = probe_hash[j]
+        s = 0
+        while i < m and sortkey[i] <= b:
+            if keyhash[i] == ph:
+                s += diff[i]
+            i += 1
+        sums[j] += s
+        if want_next:
+            t = top[j]
+            while i < m and sortkey[i] <= t:
+                if keyhash[i] == ph:
+                    if times[i, 0] < next_time[j]:
+                        next_time[j] = times[i, 0]
+                    break
+                i += 1
 
 
 @njit(cache=True, nogil=True)

@@ -40,7 +40,7 @@ from ivm.batch import (
     rows_equal,
     take,
 )
-from ivm.kernels import probe_run
+from ivm.kernels import probe_run, sum_run
 from ivm.lattice import ALTNEU, Kinds, advance_rows
 
 #: runs smaller than this are merged eagerly, so lookups visit few runs
@@ -398,6 +398,59 @@ class Trace:
                 rowh[ok],
             )
         return Gathered(owner, cols, times, diff, rowh)
+
+    def key_sums(
+        self,
+        probe_hash: np.ndarray,
+        probe_cols: Columns,
+        upto: int | None = None,
+        next_time: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Each probe's sum of diffs over the updates of its key (in a single-loop trace,
+        at iterations ``<= upto``; ``next_time`` as in :meth:`lookup`).
+
+        When the key is the whole row this is the key's accumulated multiplicity, read
+        without gathering a single row.  Keys whose hash may collide (anything but one
+        integer column) are read with :meth:`lookup`, which compares the columns.
+        """
+        n = len(probe_hash)
+        sums = np.zeros(n, dtype=np.int64)
+        if upto is not None and not self.by_time:
+            raise ValueError("upto= needs a single-loop trace")
+        if not hash_is_injective(probe_cols) or (upto is not None and upto >= int(_LOW) - 1):
+            found = self.lookup(probe_hash, probe_cols, upto=upto, next_time=next_time)
+            np.add.at(sums, found.owner, found.diff)
+            return sums
+        perm = _sorting_permutation(probe_hash)
+        nxt = _EMPTY if next_time is None else next_time
+        if perm is not None:
+            probe_hash = probe_hash[perm]
+            if next_time is not None:
+                nxt = next_time[perm]
+        base = (probe_hash & _HIGH) if self.by_time else probe_hash
+        top = (base | _LOW) if self.by_time else probe_hash
+        bound = (base | np.uint64(upto)) if upto is not None else top
+        out = sums if perm is None else np.zeros(n, dtype=np.int64)
+        for run in self._visible(None):
+            if len(run):
+                sum_run(
+                    run.sortkey,
+                    run.keyhash,
+                    run.times,
+                    run.diff,
+                    probe_hash,
+                    base,
+                    bound,
+                    top,
+                    out,
+                    nxt,
+                    next_time is not None,
+                )
+        if perm is not None:
+            sums[perm] = out
+            if next_time is not None:
+                next_time[perm] = nxt
+        return sums
 
     def all_updates(self) -> tuple[Columns, np.ndarray, np.ndarray]:
         """Every committed and staged update (for checkpoints and reading contents)."""

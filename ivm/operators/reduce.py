@@ -82,6 +82,13 @@ class Reduce(Operator):
         self.out = Trace(self.dtypes, tuple(range(nkey)), self.kinds)
         self.scheduled: dict[Time, list[Columns]] = {}
         self.cache = PrefixCache(source.dtypes, self.dtypes)
+        # the key is the whole input row and the output row is the key (distinct, set
+        # semantics): every accumulated group is one row with a multiplicity
+        self.by_multiplicity = (
+            self.depth <= 1
+            and sorted(self.key_idx) == list(range(len(source.dtypes)))
+            and not kernel.out_dtypes
+        )
 
     def pending_times(self) -> list[Time]:
         return [*self.inbox, *self.scheduled]
@@ -115,6 +122,9 @@ class Reduce(Operator):
             probe_h, probe_cols = hash_rows((), 1), ()
         else:
             probe_h, probe_cols = unique_keys(keys, nkeys)
+        if self.by_multiplicity:
+            self._process_multiplicities(time, probe_h, probe_cols)
+            return
         t_inner = time[1:]
 
         hist: list[tuple[np.ndarray, np.ndarray]] | None = None
@@ -192,6 +202,34 @@ class Reduce(Operator):
                 self._schedule_next(time, probe_cols, has, nxt[has])
         elif hist:
             self._schedule(time, probe_cols, hist)
+
+    def _process_multiplicities(self, time: Time, probe_h: np.ndarray, probe_cols: Columns) -> None:
+        """:meth:`process` when each group is one row with a multiplicity: the input's and
+        the output's accumulations are per-key sums of diffs, read without gathering rows
+        (:meth:`Trace.key_sums`), and the correction is the difference of two counts."""
+        n = len(probe_h)
+        upto = time[1] if self.depth else None
+        nxt = np.full(n, NO_TIME, dtype=np.int64) if self.depth else None
+        count = self.source.trace.key_sums(probe_h, probe_cols, upto, nxt)
+        old = self.out.key_sums(probe_h, probe_cols, upto, nxt)
+        live = np.flatnonzero(count)
+        # the kernel sees each live key's row (the source's column order) and its count
+        where = {c: j for j, c in enumerate(self.key_idx)}
+        rows = take(tuple(probe_cols[where[c]] for c in range(len(self.key_idx))), live)
+        g_out, _, mult = self.kernel.evaluate(live, rows, count[live])
+        new = np.zeros(n, dtype=np.int64)
+        np.add.at(new, g_out, mult)
+        change = new - old
+        sel = np.flatnonzero(change)
+        if len(sel):
+            diff = Batch(take(probe_cols, sel), change[sel])
+            times = np.full((len(sel), self.depth), upto if self.depth else 0, dtype=np.int64)
+            self.out.insert_consolidated(diff.cols, times, diff.diff, probe_h[sel])
+            self.emit(time, diff)
+        if nxt is not None:
+            has = np.flatnonzero(nxt != NO_TIME)
+            if len(has):
+                self._schedule_next(time, probe_cols, has, nxt[has])
 
     def _cache_heavy(
         self,
