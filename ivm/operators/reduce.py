@@ -32,7 +32,7 @@ from ivm.batch import (
     unique_int_rows,
 )
 from ivm.lattice import Time, join_rows, less_equal_rows
-from ivm.operators.aggregates import Kernel
+from ivm.operators.aggregates import DistinctKernel, Kernel
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
 from ivm.operators.join import pad_times
@@ -82,12 +82,12 @@ class Reduce(Operator):
         self.out = Trace(self.dtypes, tuple(range(nkey)), self.kinds)
         self.scheduled: dict[Time, list[Columns]] = {}
         self.cache = PrefixCache(source.dtypes, self.dtypes)
-        # the key is the whole input row and the output row is the key (distinct, set
-        # semantics): every accumulated group is one row with a multiplicity
+        # distinct (set semantics): the key is the whole row, so every accumulated group
+        # is one row with a multiplicity
         self.by_multiplicity = (
             self.depth <= 1
             and sorted(self.key_idx) == list(range(len(source.dtypes)))
-            and not kernel.out_dtypes
+            and isinstance(kernel, DistinctKernel)
         )
 
     def pending_times(self) -> list[Time]:
@@ -204,21 +204,16 @@ class Reduce(Operator):
             self._schedule(time, probe_cols, hist)
 
     def _process_multiplicities(self, time: Time, probe_h: np.ndarray, probe_cols: Columns) -> None:
-        """:meth:`process` when each group is one row with a multiplicity: the input's and
-        the output's accumulations are per-key sums of diffs, read without gathering rows
-        (:meth:`Trace.key_sums`), and the correction is the difference of two counts."""
+        """:meth:`process` for distinct, where each group is one row with a multiplicity:
+        the input's and the output's accumulations are per-key sums of diffs, read without
+        gathering rows (:meth:`Trace.key_sums`), and the correction is ``[count > 0] − out``."""
+        assert isinstance(self.kernel, DistinctKernel)
         n = len(probe_h)
         upto = time[1] if self.depth else None
         nxt = np.full(n, NO_TIME, dtype=np.int64) if self.depth else None
         count = self.source.trace.key_sums(probe_h, probe_cols, upto, nxt)
         old = self.out.key_sums(probe_h, probe_cols, upto, nxt)
-        live = np.flatnonzero(count)
-        # the kernel sees each live key's row (the source's column order) and its count
-        where = {c: j for j, c in enumerate(self.key_idx)}
-        rows = take(tuple(probe_cols[where[c]] for c in range(len(self.key_idx))), live)
-        g_out, _, mult = self.kernel.evaluate(live, rows, count[live])
-        new = np.zeros(n, dtype=np.int64)
-        np.add.at(new, g_out, mult)
+        new = self.kernel.of_counts(count)
         change = new - old
         sel = np.flatnonzero(change)
         if len(sel):
@@ -266,6 +261,10 @@ class Reduce(Operator):
         self, time: Time, probe_cols: Columns, probes: np.ndarray, when: np.ndarray
     ) -> None:
         """Schedule each probe at its next interesting iteration (single loop)."""
+        first = int(when[0])
+        if (when == first).all():
+            self.scheduled.setdefault((time[0], first), []).append(take(probe_cols, probes))
+            return
         for it in np.unique(when):
             sel = probes[when == it]
             self.scheduled.setdefault((time[0], int(it)), []).append(take(probe_cols, sel))

@@ -1,6 +1,6 @@
 """Distinct read as multiplicities (``Reduce.by_multiplicity``, ``Trace.key_sums``).
 
-When the key is the whole row and the output is the key (``distinct``), the reduce reads
+For ``distinct`` the key is the whole row and the output is the key, so the reduce reads
 each key's accumulated count as a sum of diffs instead of gathering its rows.  These tests
 run the same programs with that path switched off and on, against plain references, under
 random inserts and deletes — in a loop (interesting times, next-iteration scheduling) and
