@@ -158,10 +158,16 @@ def _hashable(v: object) -> object:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Updates at one time: columns and diffs (not necessarily consolidated)."""
+    """Updates at one time: columns and diffs (not necessarily consolidated).
+
+    ``rowhash``, when set, is :func:`hash_rows` of ``cols`` and the batch is consolidated
+    (an arrangement emits its batches so), which spares consumers keyed by the whole row
+    hashing and deduplicating it again.  Every derived batch drops it.
+    """
 
     cols: Columns
     diff: np.ndarray
+    rowhash: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.diff)

@@ -162,6 +162,32 @@ def group_hashes(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return gid, rep[:ng], sums[:ng]
 
 
+@njit(cache=True, nogil=True)
+def sort_run(
+    keyhash: np.ndarray,
+    rowhash: np.ndarray,
+    times: np.ndarray,
+    diff: np.ndarray,
+    by_time: bool,
+    iter_bits: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A run's sort keys, sorted, and its arrays in that order: ``(order, sortkey,
+    keyhash, rowhash, times, diff)``.  With ``by_time`` the low ``iter_bits`` bits of the
+    key hash are replaced by the loop counter (capped), as single-loop traces sort."""
+    n = keyhash.shape[0]
+    low = np.uint64((1 << iter_bits) - 1)
+    sk = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        if by_time:
+            it = times[i, 0]
+            c = low if it >= np.int64(low) else np.uint64(it)
+            sk[i] = (keyhash[i] & ~low) | c
+        else:
+            sk[i] = keyhash[i]
+    order = np.argsort(sk)
+    return order, sk[order], keyhash[order], rowhash[order], times[order], diff[order]
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _finalize(x: np.uint64) -> np.uint64:
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)

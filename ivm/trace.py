@@ -40,7 +40,7 @@ from ivm.batch import (
     rows_equal,
     take,
 )
-from ivm.kernels import probe_run, sum_run
+from ivm.kernels import probe_run, sort_run, sum_run
 from ivm.lattice import ALTNEU, Kinds, advance_rows
 
 #: runs smaller than this are merged eagerly, so lookups visit few runs
@@ -54,6 +54,9 @@ _HIGH = ~_LOW
 NO_TIME = np.iinfo(np.int64).max
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+#: merged runs up to this size are sorted by one compiled call; larger ones by numpy's
+#: stable sort, which merges the already-sorted pieces in near linear time
+_KERNEL_SORT = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +149,9 @@ class Trace:
         else:
             kh = hash_rows([cols[i] for i in self.key_idx], n)
         rh = hash_rows(cols, n) if rowhash is None else rowhash
+        if 1 < n <= _KERNEL_SORT or (n > 1 and not merged):
+            order, sk, kh, rh, times, diff = sort_run(kh, rh, times, diff, self.by_time, ITER_BITS)
+            return Run(sk, kh, rh, take(cols, order), times, diff)
         sk = self._sortkey(kh, times)
         if n > 1:
             order = sk.argsort(kind="stable" if merged else "quicksort")

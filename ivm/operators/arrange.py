@@ -30,8 +30,9 @@ class Arrange(Operator):
             return
         h = hash_rows(b.cols, len(b))
         keep, sums = consolidate_hashed(h, b.cols, b.diff)
-        b = Batch(take(b.cols, keep), sums)
-        self.trace.stage(b, time, h[keep])
+        h = h[keep]
+        b = Batch(take(b.cols, keep), sums, h)
+        self.trace.stage(b, time, h)
         self.emit(time, b)
 
     def end_epoch(self) -> None:

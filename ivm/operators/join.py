@@ -33,6 +33,8 @@ def pad_times(times: np.ndarray, depth: int) -> np.ndarray:
 
 def probe(trace: Trace, batch: Batch, key_idx: tuple[int, ...], before: Time | None) -> Gathered:
     keys = tuple(batch.cols[i] for i in key_idx)
+    if batch.rowhash is not None and key_idx == tuple(range(len(batch.cols))):
+        return trace.lookup(batch.rowhash, keys, before)
     return trace.lookup(hash_rows(keys, len(batch)), keys, before)
 
 

@@ -84,6 +84,7 @@ class Reduce(Operator):
         self.cache = PrefixCache(source.dtypes, self.dtypes)
         # distinct (set semantics): the key is the whole row, so every accumulated group
         # is one row with a multiplicity
+        self.whole_row = self.key_idx == tuple(range(len(source.dtypes)))
         self.by_multiplicity = (
             self.depth <= 1
             and sorted(self.key_idx) == list(range(len(source.dtypes)))
@@ -115,13 +116,17 @@ class Reduce(Operator):
             parts = [*parts, tuple(delta.cols[i] for i in self.key_idx)]
         if not parts:
             return
-        keys: Columns = concat_columns(parts)
-        nkeys = len(keys[0]) if keys else max(len(delta) if delta is not None else 0, 1)
         probe_cols: Columns
-        if not keys:
-            probe_h, probe_cols = hash_rows((), 1), ()
+        if len(parts) == 1 and delta is not None and delta.rowhash is not None and self.whole_row:
+            # an arrangement's batch: consolidated, so its rows are distinct keys already
+            probe_h, probe_cols = delta.rowhash, parts[0]
         else:
-            probe_h, probe_cols = unique_keys(keys, nkeys)
+            keys: Columns = concat_columns(parts)
+            nkeys = len(keys[0]) if keys else max(len(delta) if delta is not None else 0, 1)
+            if not keys:
+                probe_h, probe_cols = hash_rows((), 1), ()
+            else:
+                probe_h, probe_cols = unique_keys(keys, nkeys)
         if self.by_multiplicity:
             self._process_multiplicities(time, probe_h, probe_cols)
             return
