@@ -537,12 +537,13 @@ def markdown(results: dict[str, dict], scale: str) -> str:
         f"### Engine benchmark, scale {scale}",
         "",
         "Step times in ms: wall-clock median / p90, and (CPU) the process CPU time median — "
-        "the machine is shared, so wall time includes waiting for a core (see `load`).",
+        "the machine is shared, so wall time includes waiting for a core (see `load`); "
+        "`loop ms` times a fixed pure-Python loop before and after (the machine's speed).",
         "",
         "| workload | initial s (CPU) | median ms (CPU) | p90 ms | target ms | "
         "baseline median ms (CPU) | peers median ms (RESULTS.md) | diffs/step | "
-        "arranged rows | load 1m | correct |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
+        "arranged rows | load 1m | loop ms | correct |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|",
     ]
     for wl in ("w1", "w2", "w3"):
         r = results.get(wl)
@@ -553,6 +554,7 @@ def markdown(results: dict[str, dict], scale: str) -> str:
         peer_s = ", ".join(f"{p} {pm[p]:g}" for p in keep if p in pm) or "—"
         base = r.get("baseline", "").split(" ")[0]
         load = r.get("loadavg_1m") or []
+        speed = r.get("python_loop_ms") or []
         lines.append(
             f"| {TITLES[wl]} | {fmt(r.get('initial_s'), 2)} ({fmt(r.get('initial_cpu_s'), 2)}) | "
             f"{fmt(r.get('median_ms'))} ({fmt(r.get('cpu_median_ms'))}) | "
@@ -560,12 +562,22 @@ def markdown(results: dict[str, dict], scale: str) -> str:
             f"{fmt(r.get('baseline_median_ms'))} ({fmt(r.get('baseline_cpu_median_ms'))}) "
             f"{base} | {peer_s} | "
             f"{fmt(r.get('differences_median'), 0)} | {r.get('arrangement_rows_final', 0):,} | "
-            f"{'–'.join(f'{x:.1f}' for x in load)} | "
+            f"{'–'.join(f'{x:.1f}' for x in load)} | {'–'.join(f'{x:.0f}' for x in speed)} | "
             f"{'yes' if r.get('correct') else 'NO'}{' (profiled)' if r.get('profiled') else ''} |"
         )
     lines.append("")
     lines.append(f"Targets: per-step median as above, initial ≤ {TARGET_INITIAL_S:g} s.")
     return "\n".join(lines)
+
+
+def python_loop_ms() -> float:
+    """The time of a fixed pure-Python loop: this machine's speed varies by up to 2x
+    minutes apart (other tenants), so each result records it before and after."""
+    t = clock()
+    s = 0
+    for i in range(1_000_000):
+        s += i
+    return (clock() - t) * 1e3
 
 
 def engine_fingerprint() -> str:
@@ -643,6 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     for wl in parse_workloads(a.workload):
         print(f"[engine] {TITLES[wl]} scale={a.scale} steps={a.steps}", flush=True)
         load_before = os.getloadavg()[0]
+        speed_before = python_loop_ms()
         rec = RUNNERS[wl](a.scale, a.seed, a.steps, not a.no_baseline, a.profile)
         rec["seed"] = a.seed
         rec["profiled"] = a.profile
@@ -650,6 +663,7 @@ def main(argv: list[str] | None = None) -> int:
         rec["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
         # the machine is shared: record how busy it was (1-minute load average)
         rec["loadavg_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+        rec["python_loop_ms"] = [round(speed_before, 1), round(python_loop_ms(), 1)]
         prof = rec.pop("profile", None)
         if prof is not None and not a.no_store:
             a.out.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ range expansion, hash checks).  These kernels do such a step in one compiled cal
 * :func:`sum_run` — the same search, but only each probe's sum of diffs: the accumulated
   multiplicity of a key when the key is the whole row (``distinct``, set semantics), with
   nothing gathered at all;
+* :func:`merge_pair` — merge two small sorted runs, summing equal updates;
 * :func:`group_hashes` — group rows by a 64-bit hash with an open-addressing table and sum
   their diffs: consolidation in O(n) instead of a sort, keeping first-occurrence order (so
   concatenated sorted runs stay nearly sorted for the stable sort that follows).
@@ -186,6 +187,110 @@ def sort_run(
             sk[i] = keyhash[i]
     order = np.argsort(sk)
     return order, sk[order], keyhash[order], rowhash[order], times[order], diff[order]
+
+
+@njit(cache=True, nogil=True)
+def merge_pair(
+    sk_a: np.ndarray,
+    kh_a: np.ndarray,
+    rh_a: np.ndarray,
+    t_a: np.ndarray,
+    d_a: np.ndarray,
+    sk_b: np.ndarray,
+    kh_b: np.ndarray,
+    rh_b: np.ndarray,
+    t_b: np.ndarray,
+    d_b: np.ndarray,
+) -> tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]:
+    """Merge two consolidated runs sorted by sort key into one.
+
+    Updates of ``a`` and ``b`` with equal sort key, row hash and times are summed (and
+    dropped if the sum is zero).  Returns ``(src, sortkey, keyhash, rowhash, times, diff,
+    ia, ib)``: ``src[k]`` is output row k's index in the concatenation ``a ‖ b``, and
+    ``(ia, ib)`` the pairs that were summed, for the caller to check that their columns
+    are equal.  Rows with the same sort key are matched pairwise, so this is for small
+    runs only (quadratic in the size of a block of equal sort keys).
+    """
+    na = sk_a.shape[0]
+    nb = sk_b.shape[0]
+    depth = t_a.shape[1]
+    src = np.empty(na + nb, dtype=np.int64)
+    dif = np.empty(na + nb, dtype=np.int64)
+    ia = np.empty(min(na, nb), dtype=np.int64)
+    ib = np.empty(min(na, nb), dtype=np.int64)
+    used = np.zeros(nb, dtype=np.bool_)
+    i = 0
+    j = 0
+    k = 0
+    m = 0
+    while i < na or j < nb:
+        if j >= nb or (i < na and sk_a[i] < sk_b[j]):
+            src[k] = i
+            dif[k] = d_a[i]
+            k += 1
+            i += 1
+        elif i >= na or sk_b[j] < sk_a[i]:
+            src[k] = na + j
+            dif[k] = d_b[j]
+            k += 1
+            j += 1
+        else:
+            s = sk_a[i]
+            i1 = i
+            while i1 < na and sk_a[i1] == s:
+                i1 += 1
+            j1 = j
+            while j1 < nb and sk_b[j1] == s:
+                j1 += 1
+            for p in range(i, i1):
+                d = d_a[p]
+                for q in range(j, j1):
+                    if used[q] or rh_b[q] != rh_a[p]:
+                        continue
+                    same = True
+                    for c in range(depth):
+                        if t_a[p, c] != t_b[q, c]:
+                            same = False
+                            break
+                    if same:
+                        used[q] = True
+                        d += d_b[q]
+                        ia[m] = p
+                        ib[m] = q
+                        m += 1
+                        break
+                if d != 0:
+                    src[k] = p
+                    dif[k] = d
+                    k += 1
+            for q in range(j, j1):
+                if not used[q]:
+                    src[k] = na + q
+                    dif[k] = d_b[q]
+                    k += 1
+            i = i1
+            j = j1
+    src = src[:k]
+    sk = np.empty(k, dtype=np.uint64)
+    kh = np.empty(k, dtype=np.uint64)
+    rh = np.empty(k, dtype=np.uint64)
+    times = np.empty((k, depth), dtype=np.int64)
+    for r in range(k):
+        x = src[r]
+        if x < na:
+            sk[r] = sk_a[x]
+            kh[r] = kh_a[x]
+            rh[r] = rh_a[x]
+            times[r, :] = t_a[x, :]
+        else:
+            x -= na
+            sk[r] = sk_b[x]
+            kh[r] = kh_b[x]
+            rh[r] = rh_b[x]
+            times[r, :] = t_b[x, :]
+    return src, sk, kh, rh, times, dif[:k], ia[:m], ib[:m]
 
 
 @njit(cache=True, nogil=True, inline="always")

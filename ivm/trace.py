@@ -40,7 +40,7 @@ from ivm.batch import (
     rows_equal,
     take,
 )
-from ivm.kernels import probe_run, sort_run, sum_run
+from ivm.kernels import merge_pair, probe_run, sort_run, sum_run
 from ivm.lattice import ALTNEU, Kinds, advance_rows
 
 #: runs smaller than this are merged eagerly, so lookups visit few runs
@@ -87,6 +87,14 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     ends = np.cumsum(counts)
     pos = np.arange(total) + np.repeat(lo - (ends - counts), counts)
     return owner, pos
+
+
+def constant_times(inner: tuple[int, ...], n: int) -> np.ndarray:
+    """``n`` copies of the inner time ``inner`` as an ``(n, depth)`` array."""
+    out = np.empty((n, len(inner)), dtype=np.int64)
+    if inner:
+        out[:] = inner
+    return out
 
 
 def _sorting_permutation(h: np.ndarray) -> np.ndarray | None:
@@ -191,9 +199,7 @@ class Trace:
         self.commit()
         if len(batch) == 0:
             return
-        times = np.tile(np.asarray(time[1:], dtype=np.int64), (len(batch), 1)).reshape(
-            len(batch), self.depth
-        )
+        times = constant_times(time[1:], len(batch))
         self.staged = self.make_run(batch.cols, times, batch.diff, rowhash)
         self.staged_time = time
 
@@ -227,6 +233,10 @@ class Trace:
             runs.append(self._merge([a, b]))
 
     def _merge(self, parts: list[Run]) -> Run:
+        if len(parts) == 2 and len(parts[0]) + len(parts[1]) <= SMALL_RUN:
+            merged = self._merge_pair(parts[0], parts[1])
+            if merged is not None:
+                return merged
         cols = tuple(np.concatenate([p.cols[i] for p in parts]) for i in range(len(self.dtypes)))
         return self.consolidated_run(
             cols,
@@ -236,6 +246,22 @@ class Trace:
             np.concatenate([p.keyhash for p in parts]),
             merged=True,
         )
+
+    def _merge_pair(self, a: Run, b: Run) -> Run | None:
+        """Two small runs merged by one compiled pass (:func:`ivm.kernels.merge_pair`);
+        None if two summed updates turn out to be different rows (a hash collision)."""
+        src, sk, kh, rh, times, diff, ia, ib = merge_pair(
+            a.sortkey, a.keyhash, a.rowhash, a.times, a.diff,
+            b.sortkey, b.keyhash, b.rowhash, b.times, b.diff,
+        )  # fmt: skip
+        if (
+            len(ia)
+            and not hash_is_injective(a.cols)
+            and not rows_equal(a.cols, ia, b.cols, ib).all()
+        ):
+            return None
+        cols = tuple(np.concatenate([x, y])[src] for x, y in zip(a.cols, b.cols, strict=True))
+        return Run(sk, kh, rh, cols, times, diff)
 
     def compact(self) -> None:
         """End of epoch: advance times to the next epoch's frontier and consolidate."""

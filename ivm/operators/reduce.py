@@ -37,7 +37,7 @@ from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
 from ivm.operators.join import pad_times
 from ivm.operators.prefix_cache import PrefixCache
-from ivm.trace import NO_TIME, Gathered, Trace
+from ivm.trace import NO_TIME, Gathered, Trace, constant_times
 
 
 def unique_keys(cols: Columns, n: int) -> tuple[np.ndarray, Columns]:
@@ -183,9 +183,7 @@ class Reduce(Operator):
             new_out_all = both
         diff = Batch(take((new_out if len(old_acc.diff) == 0 else new_out_all).cols, keep), sums)
         if len(diff):
-            times = np.tile(np.asarray(t_inner, dtype=np.int64), (len(diff), 1)).reshape(
-                len(diff), self.depth
-            )
+            times = constant_times(t_inner, len(diff))
             self.out.insert_consolidated(diff.cols, times, diff.diff, h[keep])
             self.emit(time, diff)
             if use_cache and len(cache):
@@ -223,7 +221,7 @@ class Reduce(Operator):
         sel = np.flatnonzero(change)
         if len(sel):
             diff = Batch(take(probe_cols, sel), change[sel])
-            times = np.full((len(sel), self.depth), upto if self.depth else 0, dtype=np.int64)
+            times = constant_times(time[1:], len(sel))
             self.out.insert_consolidated(diff.cols, times, diff.diff, probe_h[sel])
             self.emit(time, diff)
         if nxt is not None:
