@@ -54,8 +54,9 @@ _HIGH = ~_LOW
 NO_TIME = np.iinfo(np.int64).max
 
 _EMPTY = np.zeros(0, dtype=np.int64)
-#: merged runs up to this size are sorted by one compiled call; larger ones by numpy's
-#: stable sort, which merges the already-sorted pieces in near linear time
+#: runs up to this size are sorted by one compiled call (fewer numpy calls); larger ones
+#: by numpy, whose vectorized sort beats numba's, and whose stable sort (timsort) merges
+#: the already-sorted pieces of a merged run in near linear time
 _KERNEL_SORT = 4096
 
 
@@ -157,7 +158,7 @@ class Trace:
         else:
             kh = hash_rows([cols[i] for i in self.key_idx], n)
         rh = hash_rows(cols, n) if rowhash is None else rowhash
-        if 1 < n <= _KERNEL_SORT or (n > 1 and not merged):
+        if 1 < n <= _KERNEL_SORT:
             order, sk, kh, rh, times, diff = sort_run(kh, rh, times, diff, self.by_time, ITER_BITS)
             return Run(sk, kh, rh, take(cols, order), times, diff)
         sk = self._sortkey(kh, times)
