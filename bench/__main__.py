@@ -2,6 +2,7 @@
 
 Commands:
   engine    W1/W2/W3 on the ivm engine with a recompute baseline (see bench/engine_bench.py)
+  instructions  instructions per engine step under callgrind (bench/instructions.py)
   report    print the markdown table of stored results (bench/results/engine_<scale>.json)
   describe  generate the workloads of a scale and print their sizes
   datalog   transitive closure and points-to: initial and per-change vs re-evaluation
@@ -60,6 +61,10 @@ def main(argv: list[str]) -> int:
         from bench.bench_refresh import main as refresh_main
 
         return refresh_main(rest)
+    if cmd == "instructions":
+        from bench.instructions import main as instructions_main
+
+        return instructions_main(rest)
     if cmd == "report":
         return _report(rest)
     if cmd == "describe":

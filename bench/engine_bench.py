@@ -34,6 +34,7 @@ import statistics
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,17 @@ class Baseline(ABC):
     @abstractmethod
     def compare(self, engine: Any, ref: Any) -> tuple[bool, str]:
         """Is the engine's output snapshot equal to the baseline's result? (ok, message)"""
+
+
+@dataclass
+class EngineSetup:
+    """A workload on the engine: the dataflow, its output, loading the initial data and
+    pushing step ``i``'s changes."""
+
+    g: ivm.Dataflow
+    out: ivm.Output
+    load: Callable[[], None]
+    push: Callable[[int], None]
 
 
 class Run:
@@ -285,25 +297,29 @@ class NxComponents(Baseline):
         return bad == 0, f"{bad} of {len(ref)} labels differ"
 
 
-def run_w1(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
-    w = W.make_wcc(scale, seed, n_steps)
-    n = w.n_nodes
-    run = Run("w1", scale, n_steps, profile)
-    run.rec["size"] = dict(nodes=n, window=w.window, slide=W.SLIDE)
-
+def setup_w1(w: W.WccWorkload) -> EngineSetup:
     g = ivm.Dataflow("w1")
     edges = g.input("edges", EDGE)
     out = g.output(connected_components(edges), "wcc")
-    run.initial(g, out, lambda: edges.insert(edge_cols(w.initial_edges)))
 
     def push(i: int) -> None:
         rem, add = w.step(i)
         edges.delete(edge_cols(rem))
         edges.insert(edge_cols(add))
 
-    run.drive(g, out, push, lambda: engine_labels(out, n), NxComponents(w), baseline)
+    return EngineSetup(g, out, lambda: edges.insert(edge_cols(w.initial_edges)), push)
+
+
+def run_w1(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
+    w = W.make_wcc(scale, seed, n_steps)
+    n = w.n_nodes
+    run = Run("w1", scale, n_steps, profile)
+    run.rec["size"] = dict(nodes=n, window=w.window, slide=W.SLIDE)
+    e = setup_w1(w)
+    run.initial(e.g, e.out, e.load)
+    run.drive(e.g, e.out, e.push, lambda: engine_labels(e.out, n), NxComponents(w), baseline)
     run.rec["baseline"] = "networkx recompute (connected_components)"
-    return run.finish(g, w.window)
+    return run.finish(e.g, w.window)
 
 
 # -- W2: reachability -----------------------------------------------------------------------
@@ -357,13 +373,7 @@ class NxReach(Baseline):
         )
 
 
-def run_w2(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
-    w = W.make_reach(scale, seed, n_steps)
-    run = Run("w2", scale, n_steps, profile)
-    run.rec["size"] = dict(
-        nodes=w.n_nodes, edges=len(w.initial_edges), roots=len(w.roots), changes=2 * W.REACH_CHANGES
-    )
-
+def setup_w2(w: W.ReachWorkload) -> EngineSetup:
     g = ivm.Dataflow("w2")
     edges = g.input("edges", EDGE)
     roots = g.input("roots", [("node", "int64")])
@@ -373,19 +383,29 @@ def run_w2(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -
         edges.insert(edge_cols(w.initial_edges))
         roots.insert({"node": np.asarray(w.roots, dtype=np.int64)})
 
-    run.initial(g, out, load)
-
     def push(i: int) -> None:
         rem, add = w.steps[i - 1]
         edges.delete(edge_cols(rem))
         edges.insert(edge_cols(add))
 
-    def snapshot() -> np.ndarray:
-        return out.contents().column("node").to_numpy()
+    return EngineSetup(g, out, load, push)
 
-    run.drive(g, out, push, snapshot, NxReach(w), baseline)
+
+def run_w2(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
+    w = W.make_reach(scale, seed, n_steps)
+    run = Run("w2", scale, n_steps, profile)
+    run.rec["size"] = dict(
+        nodes=w.n_nodes, edges=len(w.initial_edges), roots=len(w.roots), changes=2 * W.REACH_CHANGES
+    )
+    e = setup_w2(w)
+    run.initial(e.g, e.out, e.load)
+
+    def snapshot() -> np.ndarray:
+        return e.out.contents().column("node").to_numpy()
+
+    run.drive(e.g, e.out, e.push, snapshot, NxReach(w), baseline)
     run.rec["baseline"] = "networkx recompute (multi-source BFS)"
-    return run.finish(g, len(w.initial_edges))
+    return run.finish(e.g, len(w.initial_edges))
 
 
 # -- W3: orders ⋈ customers, filtered, grouped ---------------------------------------------
@@ -466,6 +486,23 @@ class DuckDBJoin(Baseline):
         )
 
 
+def setup_w3(w: W.JoinWorkload) -> EngineSetup:
+    g = ivm.Dataflow("w3")
+    orders, customers, out = build_w3(g)
+
+    def load() -> None:
+        customers.insert(w.customers)
+        orders.insert(w.orders)
+
+    def push(i: int) -> None:
+        st = w.steps[i - 1]
+        orders.delete(st.delete)
+        orders.update(st.update_old, st.update_new)  # delete old row + insert new row
+        orders.insert(st.insert)
+
+    return EngineSetup(g, out, load, push)
+
+
 def run_w3(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
     w = W.make_join(scale, seed, n_steps)
     run = Run("w3", scale, n_steps, profile)
@@ -476,26 +513,21 @@ def run_w3(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -
         delete=W.N_DELETE,
         update=W.N_UPDATE,
     )
-
-    g = ivm.Dataflow("w3")
-    orders, customers, out = build_w3(g)
-
-    def load() -> None:
-        customers.insert(w.customers)
-        orders.insert(w.orders)
-
-    run.initial(g, out, load)
-
-    def push(i: int) -> None:
-        st = w.steps[i - 1]
-        orders.delete(st.delete)
-        orders.update(st.update_old, st.update_new)  # delete old row + insert new row
-        orders.insert(st.insert)
-
-    run.drive(g, out, push, out.contents, DuckDBJoin(w), baseline)
+    e = setup_w3(w)
+    run.initial(e.g, e.out, e.load)
+    run.drive(e.g, e.out, e.push, e.out.contents, DuckDBJoin(w), baseline)
     run.rec["baseline"] = "DuckDB recompute (DML + view SQL + fetch), threads=2"
     live = len(w.orders["id"]) + n_steps * (W.N_INSERT - W.N_DELETE)
-    return run.finish(g, live + len(w.customers["id"]))
+    return run.finish(e.g, live + len(w.customers["id"]))
+
+
+def engine_setup(workload: str, scale: str, seed: int, n_steps: int) -> EngineSetup:
+    """The engine side of a workload alone (no baseline): for profilers and counters."""
+    if workload == "w1":
+        return setup_w1(W.make_wcc(scale, seed, n_steps))
+    if workload == "w2":
+        return setup_w2(W.make_reach(scale, seed, n_steps))
+    return setup_w3(W.make_join(scale, seed, n_steps))
 
 
 RUNNERS = {"w1": run_w1, "w2": run_w2, "w3": run_w3}

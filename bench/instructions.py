@@ -1,0 +1,93 @@
+"""Instructions per engine step, counted by valgrind's callgrind.
+
+This machine is shared and its speed moves by up to 2x minutes apart, so wall-clock A/B
+comparisons of small engine changes are noise.  Instruction counts are repeatable: the
+same code on the same inputs gives the same count whatever else the machine does.
+
+``python -m bench instructions [--workload w2] [--scale small] [--steps 20]`` runs the
+workload's engine part (no baseline) under callgrind twice — with 0 and with N steps after
+the initial computation — and prints ``(I(N) − I(0)) / N``, the instructions of one step
+(Python interpreter, numpy and compiled kernels alike).  It first runs once under
+valgrind without instrumentation, so numba's cache holds kernels for the CPU model
+valgrind presents (numba keys its cache by CPU).  Slow: W2 at small scale takes minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench import workloads as W
+
+CHILD = "--child"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _child(workload: str, scale: str, steps: int) -> None:
+    """Build the workload, compute the initial output, and run ``steps`` steps."""
+    from bench.engine_bench import engine_setup
+
+    e = engine_setup(workload, scale, 42, max(steps, 1))
+    e.load()
+    e.g.step()
+    e.out.changes()
+    for i in range(1, steps + 1):
+        e.push(i)
+        e.g.step()
+        e.out.changes()
+
+
+def _valgrind(args: list[str], tool: str, out_file: str | None = None) -> int | None:
+    cmd = ["valgrind", f"--tool={tool}"]
+    if out_file:
+        cmd.append(f"--callgrind-out-file={out_file}")
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    proc = subprocess.run(
+        [*cmd, sys.executable, "-m", "bench.instructions", CHILD, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    m = re.search(r"Collected : (\d+)", proc.stderr)
+    return int(m.group(1)) if m else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench instructions", description=__doc__)
+    ap.add_argument("--workload", default="w2", choices=["w1", "w2", "w3"])
+    ap.add_argument("--scale", default="small", choices=sorted(W.SCALES))
+    ap.add_argument("--steps", type=int, default=20)
+    a = ap.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        _valgrind([a.workload, a.scale, "1"], "none")
+        counts = []
+        for n in (0, a.steps):
+            got = _valgrind([a.workload, a.scale, str(n)], "callgrind", f"{tmp}/cg.{n}")
+            if got is None:
+                print("could not read callgrind's instruction count", file=sys.stderr)
+                return 1
+            counts.append(got)
+    per_step = (counts[1] - counts[0]) / a.steps
+    print(
+        f"{a.workload} {a.scale}: {per_step / 1e6:.2f} M instructions per step "
+        f"(initial computation and set-up: {counts[0] / 1e9:.2f} G)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == CHILD:
+        _child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    else:
+        sys.exit(main(sys.argv[1:]))
