@@ -29,11 +29,12 @@ CHILD = "--child"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _child(workload: str, scale: str, steps: int) -> None:
-    """Build the workload, compute the initial output, and run ``steps`` steps."""
+def _child(workload: str, scale: str, generated: int, steps: int) -> None:
+    """Build the workload (``generated`` steps of it: the generators' output depends on
+    it), compute the initial output, and run the first ``steps`` steps."""
     from bench.engine_bench import engine_setup
 
-    e = engine_setup(workload, scale, 42, max(steps, 1))
+    e = engine_setup(workload, scale, 42, generated)
     e.load()
     e.g.step()
     e.out.changes()
@@ -70,10 +71,12 @@ def main(argv: list[str] | None = None) -> int:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
-        _valgrind([a.workload, a.scale, "1"], "none")
+        _valgrind([a.workload, a.scale, str(a.steps), "1"], "none")
         counts = []
         for n in (0, a.steps):
-            got = _valgrind([a.workload, a.scale, str(n)], "callgrind", f"{tmp}/cg.{n}")
+            got = _valgrind(
+                [a.workload, a.scale, str(a.steps), str(n)], "callgrind", f"{tmp}/cg.{n}"
+            )
             if got is None:
                 print("could not read callgrind's instruction count", file=sys.stderr)
                 return 1
@@ -88,6 +91,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == CHILD:
-        _child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        _child(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     else:
         sys.exit(main(sys.argv[1:]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ivm import hierarchy
 from ivm.errors import ForeignCollectionError, PlanError
 from ivm.lattice import ALTNEU, ITERATE
 from ivm.operators import aggregates as K
@@ -206,6 +207,9 @@ class Collection:
                 in_dtypes=self.schema.dtypes,
             )
             return Collection(self.graph, op)
+        if self.scope is self.graph.root and hierarchy.applies(specs):
+            # min/max outside loops: staged over hash buckets, no whole-group re-reads
+            return hierarchy.hierarchical_reduce(self, key_idx, specs, out_names)
         return self._reduce(key_idx, kernel)
 
     def count(self, key: KeySpec = ()) -> Collection:
