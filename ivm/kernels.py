@@ -27,6 +27,28 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _lower_next(
+    sortkey: np.ndarray,
+    keyhash: np.ndarray,
+    times: np.ndarray,
+    i: int,
+    top: np.uint64,
+    ph: np.uint64,
+    next_time: np.ndarray,
+    j: int,
+) -> None:
+    """From row ``i`` on, lower ``next_time[j]`` to the iteration of the first row whose
+    key hash is ``ph`` and whose sort key is at most ``top``."""
+    m = sortkey.shape[0]
+    while i < m and sortkey[i] <= top:
+        if keyhash[i] == ph:
+            if times[i, 0] < next_time[j]:
+                next_time[j] = times[i, 0]
+            return
+        i += 1
+
+
 @njit(cache=True, nogil=True)
 def probe_run(
     sortkey: np.ndarray,
@@ -68,13 +90,7 @@ def probe_run(
             i += 1
         hi[j] = i
         if want_next:
-            t = top[j]
-            while i < m and sortkey[i] <= t:
-                if keyhash[i] == ph:
-                    if times[i, 0] < next_time[j]:
-                        next_time[j] = times[i, 0]
-                    break
-                i += 1
+            _lower_next(sortkey, keyhash, times, i, top[j], ph, next_time, j)
     owner = np.empty(total, dtype=np.int64)
     pos = np.empty(total, dtype=np.int64)
     k = 0
@@ -117,13 +133,7 @@ def sum_run(
             i += 1
         sums[j] += s
         if want_next:
-            t = top[j]
-            while i < m and sortkey[i] <= t:
-                if keyhash[i] == ph:
-                    if times[i, 0] < next_time[j]:
-                        next_time[j] = times[i, 0]
-                    break
-                i += 1
+            _lower_next(sortkey, keyhash, times, i, top[j], ph, next_time, j)
 
 
 @njit(cache=True, nogil=True)

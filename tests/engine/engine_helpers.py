@@ -90,6 +90,17 @@ def apply_changes(state: Counter, changes: Iterable[tuple[tuple, int]]) -> None:
             del state[r]
 
 
+def ref_paths(edges: Mapping[tuple, int]) -> Counter:
+    """(x, y) joined by a directed walk of length >= 1 over the live edges."""
+    e = {r for r, n in edges.items() if n > 0}
+    closure = set(e)
+    while True:
+        more = closure | {(x, d) for (x, y) in closure for (s, d) in e if s == y}
+        if more == closure:
+            return Counter({r: 1 for r in closure})
+        closure = more
+
+
 # -- change sequences ---------------------------------------------------------------------
 @st.composite
 def change_sequence(

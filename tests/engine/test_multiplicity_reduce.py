@@ -15,7 +15,14 @@ from collections import Counter
 import networkx as nx
 import numpy as np
 import pytest
-from engine_helpers import apply_changes, change_sequence, check_output, examples, push
+from engine_helpers import (
+    apply_changes,
+    change_sequence,
+    check_output,
+    examples,
+    push,
+    ref_paths,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -40,16 +47,6 @@ def ref_reach(edges: Counter, roots: Counter) -> Counter:
         if c > 0:
             seen |= {r} | nx.descendants(g, r)
     return Counter({(x,): 1 for x in seen})
-
-
-def ref_paths(edges: Counter) -> Counter:
-    e = {r for r, n in edges.items() if n > 0}
-    closure = set(e)
-    while True:
-        more = closure | {(x, d) for (x, y) in closure for (s, d) in e if s == y}
-        if more == closure:
-            return Counter({r: 1 for r in closure})
-        closure = more
 
 
 def build(by_multiplicity: bool) -> tuple[ivm.Dataflow, dict, dict]:

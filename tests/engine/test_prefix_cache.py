@@ -16,7 +16,14 @@ from contextlib import contextmanager
 import networkx as nx
 import numpy as np
 import pytest
-from engine_helpers import apply_changes, change_sequence, check_output, examples, push
+from engine_helpers import (
+    apply_changes,
+    change_sequence,
+    check_output,
+    examples,
+    push,
+    ref_paths,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -52,17 +59,6 @@ def ref_min_label(edges: Counter, seeds: Counter) -> Counter:
             for m in reach:
                 best[m] = min(label, best.get(m, label))
     return Counter({(m, lab): 1 for m, lab in best.items()})
-
-
-def ref_paths(edges: Counter) -> Counter:
-    """(x, y) joined by a directed walk of length >= 1 (a two-column key)."""
-    e = {r for r, n in edges.items() if n > 0}
-    closure = set(e)
-    while True:
-        more = closure | {(x, d) for (x, y) in closure for (s, d) in e if s == y}
-        if more == closure:
-            return Counter({r: 1 for r in closure})
-        closure = more
 
 
 def paths(edges: ivm.Collection) -> ivm.Collection:
