@@ -309,6 +309,16 @@ class Trace:
                     runs.append(self.staged)
         return runs
 
+    def _probe_bounds(
+        self, probe_hash: np.ndarray, upto: int | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per probe, the sort keys of its first update, of its last, and of its last at an
+        iteration ``<= upto`` (single-loop traces keep the iteration in the low bits)."""
+        base = (probe_hash & _HIGH) if self.by_time else probe_hash
+        top = (base | _LOW) if self.by_time else probe_hash
+        bound = (base | np.uint64(upto)) if upto is not None else top
+        return base, top, bound
+
     def lookup(
         self,
         probe_hash: np.ndarray,
@@ -356,9 +366,7 @@ class Trace:
                 after = after[perm]
             if next_time is not None:
                 caller_next, next_time = next_time, next_time[perm]
-        base = (probe_hash & _HIGH) if self.by_time else probe_hash
-        top = (base | _LOW) if self.by_time else probe_hash
-        bound = (base | np.uint64(upto)) if upto is not None else top
+        base, top, bound = self._probe_bounds(probe_hash, upto)
         if after is None:
             after = np.full(len(base), -1, dtype=np.int64)
         want_next = next_time is not None
@@ -460,9 +468,7 @@ class Trace:
             probe_hash = probe_hash[perm]
             if next_time is not None:
                 nxt = next_time[perm]
-        base = (probe_hash & _HIGH) if self.by_time else probe_hash
-        top = (base | _LOW) if self.by_time else probe_hash
-        bound = (base | np.uint64(upto)) if upto is not None else top
+        base, top, bound = self._probe_bounds(probe_hash, upto)
         out = sums if perm is None else np.zeros(n, dtype=np.int64)
         for run in self._visible(None):
             if len(run):

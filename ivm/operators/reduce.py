@@ -86,9 +86,7 @@ class Reduce(Operator):
         # is one row with a multiplicity
         self.whole_row = self.key_idx == tuple(range(len(source.dtypes)))
         self.by_multiplicity = (
-            self.depth <= 1
-            and sorted(self.key_idx) == list(range(len(source.dtypes)))
-            and isinstance(kernel, DistinctKernel)
+            self.depth <= 1 and self.whole_row and isinstance(kernel, DistinctKernel)
         )
 
     def pending_times(self) -> list[Time]:
@@ -200,9 +198,7 @@ class Reduce(Operator):
             )
 
         if nxt is not None:
-            has = np.flatnonzero(nxt != NO_TIME)
-            if len(has):
-                self._schedule_next(time, probe_cols, has, nxt[has])
+            self._schedule_next(time, probe_cols, nxt)
         elif hist:
             self._schedule(time, probe_cols, hist)
 
@@ -225,9 +221,7 @@ class Reduce(Operator):
             self.out.insert_consolidated(diff.cols, times, diff.diff, probe_h[sel])
             self.emit(time, diff)
         if nxt is not None:
-            has = np.flatnonzero(nxt != NO_TIME)
-            if len(has):
-                self._schedule_next(time, probe_cols, has, nxt[has])
+            self._schedule_next(time, probe_cols, nxt)
 
     def _cache_heavy(
         self,
@@ -260,10 +254,13 @@ class Reduce(Operator):
 
         return keep
 
-    def _schedule_next(
-        self, time: Time, probe_cols: Columns, probes: np.ndarray, when: np.ndarray
-    ) -> None:
-        """Schedule each probe at its next interesting iteration (single loop)."""
+    def _schedule_next(self, time: Time, probe_cols: Columns, nxt: np.ndarray) -> None:
+        """Schedule each probe at its next interesting iteration ``nxt`` (single loop;
+        ``NO_TIME``: none)."""
+        probes = np.flatnonzero(nxt != NO_TIME)
+        if len(probes) == 0:
+            return
+        when = nxt[probes]
         first = int(when[0])
         if (when == first).all():
             self.scheduled.setdefault((time[0], first), []).append(take(probe_cols, probes))
