@@ -10,13 +10,12 @@ The change data feed (delta-rs ``load_cdf``) reports each changed row with a
 ``delete``          -1
 ==================  =====
 
-Measured with deltalake 1.x (tests/catalog/test_changes.py): appends, deletes (including
-deletes that drop whole files or the whole table), updates, merges and overwrites all appear
-in the feed.  For a table without the change data feed, delta-rs derives the feed from the
-files each commit added and removed: a rewritten file shows up as "delete every row of the old
-file, insert every row of the new one".  That is still the right multiset change once
-*consolidated* (equal rows' diffs summed, zeros dropped), which is why :func:`read_changes`
-consolidates by default.
+Changes are captured commit by commit and never taken from a feed that does not match what
+its commit says it did (catalog.capture): a verified change data feed where there is one, else
+the rows of the files the commit added minus those it removed.  A rewritten file shows up as
+"delete every row of the old file, insert every row of the new one"; that is still the right
+multiset change once *consolidated* (equal rows' diffs summed, zeros dropped), which is why
+:func:`read_changes` consolidates by default.
 
 Version ranges are ``(after, upto]``: exclusive of ``after``, inclusive of ``upto``, so
 consecutive refreshes ``(v0, v1]``, ``(v1, v2]`` read every commit exactly once.  ``after=None``
@@ -32,12 +31,14 @@ import numpy as np
 import pyarrow as pa
 
 from catalog import delta
+from catalog.capture import KIND, capture
+from catalog.capture import VERSION as CAPTURED_VERSION
 from catalog.dtypes import conform, storage_schema
 from catalog.errors import (
-    CatalogError,
     DeltaOperationError,
     DroppedInputError,
     SchemaChangeError,
+    TableReplacedError,
 )
 
 DIFF = "__diff__"
@@ -101,6 +102,7 @@ def read_changes(
     consolidated: bool = True,
     with_version: bool = False,
     multiplicity: str | None = None,
+    table_id: str | None = None,
 ) -> pa.Table:
     """The table's changes in versions ``(after, upto]`` as rows plus an int64 ``__diff__``.
 
@@ -110,15 +112,26 @@ def read_changes(
     consolidation is per row and version).  ``name`` is used in error messages; a table that
     no longer exists raises :class:`DroppedInputError`.  ``multiplicity`` names an int64
     column of the table holding each stored row's multiplicity (view tables, see
-    catalog.view_table): it scales the diffs and is not a row column.
+    catalog.view_table): it scales the diffs and is not a row column.  ``table_id``: the
+    Delta table id the caller read before (:func:`catalog.capture.table_id`); another id, or a
+    version before ``after``, raises :class:`TableReplacedError`.  Changes are captured and
+    verified commit by commit (catalog.capture).
     """
     p = os.fspath(path)
     label = name or p
     if not delta.is_delta_table(p):
         raise DroppedInputError(label, p)
+    dt = delta.open_table(p)
+    if table_id is not None and after is not None:
+        current = str(dt.metadata().id)
+        if current != table_id:
+            raise TableReplacedError(label, p, f"table id {current}, recorded {table_id}")
+        if after > int(dt.version()):
+            raise TableReplacedError(
+                label, p, f"its latest version {dt.version()} is before version {after}"
+            )
     if after is not None and after > upto:
         raise DeltaOperationError("read changes", p, f"range ({after}, {upto}] is backwards")
-    dt = delta.open_table(p)
     latest = int(dt.version())
     if upto > latest:
         raise DeltaOperationError(
@@ -147,20 +160,9 @@ def read_changes(
     elif after == upto:
         out = _empty(schema, extra)
     else:
-        try:
-            reader = dt.load_cdf(
-                starting_version=after + 1,
-                ending_version=upto,
-                columns=[*schema.names, *mult_cols, "_change_type", "_commit_version"],
-            )
-            raw = pa.RecordBatchReader.from_stream(reader).read_all()
-        except CatalogError:
-            raise
-        except Exception as exc:
-            if "does not have change data enabled" not in str(exc):
-                raise DeltaOperationError("read changes", p, str(exc).strip()) from exc
-            raw = _snapshot_diff(p, after, upto, [*schema.names, *mult_cols])
-        kinds = raw.column("_change_type").cast(pa.string()).to_numpy(zero_copy_only=False)
+        wanted = pa.schema([actual.field(c) for c in [*schema.names, *mult_cols]])
+        raw = capture(p, after, upto, wanted, label=label, expected_id=table_id)
+        kinds = raw.column(KIND).cast(pa.string()).to_numpy(zero_copy_only=False)
         signs = np.fromiter((_SIGN.get(k, 0) for k in kinds), np.int64, len(kinds))
         unknown = {k for k in set(kinds.tolist()) if k not in _SIGN}
         if unknown:
@@ -169,31 +171,9 @@ def read_changes(
             signs = signs * raw.column(multiplicity).cast(pa.int64()).to_numpy()
         out = conform(raw, schema, name=label).append_column(DIFF, pa.array(signs))
         if with_version:
-            out = out.append_column(VERSION, raw.column("_commit_version").cast(pa.int64()))
+            out = out.append_column(VERSION, raw.column(CAPTURED_VERSION).cast(pa.int64()))
     out = conform(out, schema, name=label, extra=extra)
     return consolidate(out) if consolidated else out
-
-
-def _snapshot_diff(path: str, after: int, upto: int, columns: list[str]) -> pa.Table:
-    """Stand-in for the change feed: ``snapshot(upto) - snapshot(after)`` as feed rows.
-
-    Costs a read of both snapshots; used only when delta-rs refuses the feed (a commit in the
-    range changed the table's metadata while the change data feed was off).  Columns added
-    after ``after`` read as NULL in the old snapshot.
-    """
-    new = delta.read_snapshot(path, upto, columns=columns)
-    have = set(delta.table_schema(path, after).names)
-    old = delta.read_snapshot(path, after, columns=[c for c in columns if c in have])
-    old = pa.table(
-        {
-            c: old.column(c) if c in have else pa.nulls(old.num_rows, new.schema.field(c).type)
-            for c in columns
-        }
-    ).cast(new.schema)
-    kinds = pa.array(["delete"] * old.num_rows + ["insert"] * new.num_rows, pa.string())
-    versions = pa.array(np.full(old.num_rows + new.num_rows, upto, np.int64))
-    both = pa.concat_tables([old, new])
-    return both.append_column("_change_type", kinds).append_column("_commit_version", versions)
 
 
 def _empty(schema: pa.Schema, extra: list[str]) -> pa.Table:

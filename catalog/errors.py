@@ -89,6 +89,29 @@ class DroppedInputError(CatalogError):
         super().__init__(f"table {name!r}{of_view} was dropped: no Delta table at {path!r}")
 
 
+class ChangesUnavailableError(CatalogError):
+    """An input's changes between two versions cannot be read (e.g. its files were vacuumed).
+
+    The refresh then recomputes the views that read it from the input's current snapshot.
+    """
+
+    def __init__(self, name: str, path: str, detail: str) -> None:
+        self.name = name
+        self.path = path
+        self.detail = detail
+        super().__init__(
+            f"the changes of table {name!r} at {path!r} cannot be read: {detail}; "
+            "the views reading it must be recomputed from its current contents"
+        )
+
+
+class TableReplacedError(ChangesUnavailableError):
+    """An input whose Delta table was dropped and recreated at the same location."""
+
+    def __init__(self, name: str, path: str, detail: str) -> None:
+        super().__init__(name, path, f"the table was replaced ({detail})")
+
+
 class SchemaChangeError(CatalogError, ValueError):
     """An input whose schema changed incompatibly since a view was defined on it."""
 
