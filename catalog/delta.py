@@ -276,6 +276,9 @@ def delete(
     return WriteResult(int(dt.version()), dict(metrics))
 
 
+UPDATE_SOURCE = "__ivm_update__"
+
+
 def update(
     path: str | os.PathLike[str],
     assignments: Mapping[str, str],
@@ -283,19 +286,30 @@ def update(
     *,
     commit_metadata: Mapping[str, str] | None = None,
 ) -> WriteResult:
-    """``UPDATE t SET col = <sql expr>, ... WHERE predicate``."""
+    """``UPDATE t SET col = <sql expr>, ... WHERE predicate``, written as a MERGE.
+
+    delta-rs 1.x's own UPDATE writes an incomplete change data feed (measured: 40 rows
+    updated, 5 pre-images in the feed; tests/catalog/test_capture.py), so the update runs as
+    ``MERGE INTO t USING (one row) ON <predicate> WHEN MATCHED THEN UPDATE SET ...``, whose
+    feed is complete.  Columns in ``assignments`` and ``predicate`` are the table's
+    (unqualified); the metrics are the MERGE's (``num_target_rows_updated``, ...).
+    """
     p = os.fspath(path)
     dt = open_table(p)
-    metrics = _guard(
-        "update",
-        p,
-        lambda: dt.update(
-            updates=dict(assignments),
-            predicate=predicate,
+    source = pa.table({UPDATE_SOURCE: pa.array([1], pa.int64())})
+
+    def run() -> dict[str, Any]:
+        m = dt.merge(
+            source,
+            predicate or "TRUE",
+            source_alias="__ivm_s",
+            target_alias="__ivm_t",
             commit_properties=_commit_properties(commit_metadata, None),
-        ),
-    )
-    return WriteResult(int(dt.version()), dict(metrics))
+        )
+        return dict(m.when_matched_update(dict(assignments)).execute())
+
+    metrics = _guard("update", p, run)
+    return WriteResult(int(dt.version()), metrics)
 
 
 def merge(

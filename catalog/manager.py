@@ -222,25 +222,45 @@ class Catalog:
         check_compatible(entry.schema, actual, name=entry.name)
         return entry
 
+    def pin_inputs(
+        self, names: Sequence[str | Identifier], *, view: str | None = None
+    ) -> dict[str, tuple[int, str]]:
+        """Each input's current Delta version and table id (read together), checked with
+        :meth:`check_input`.  The id tells a table from one recreated at the same location."""
+        out: dict[str, tuple[int, str]] = {}
+        for n in names:
+            e = self.check_input(n, view=view)
+            dt = delta.open_table(e.path)
+            out[e.name] = (int(dt.version()), str(dt.metadata().id))
+        return out
+
     def pin_versions(
         self, names: Sequence[str | Identifier], *, view: str | None = None
     ) -> dict[str, int]:
         """The current Delta version of each input (checked with :meth:`check_input`)."""
-        out: dict[str, int] = {}
-        for n in names:
-            e = self.check_input(n, view=view)
-            out[e.name] = delta.current_version(e.path)
-        return out
+        return {k: v for k, (v, _) in self.pin_inputs(names, view=view).items()}
 
-    def read_changes(self, name: str | Identifier, after: int | None, upto: int) -> pa.Table:
+    def read_changes(
+        self,
+        name: str | Identifier,
+        after: int | None,
+        upto: int,
+        *,
+        table_id: str | None = None,
+    ) -> pa.Table:
         """Changes of a table or view in Delta versions ``(after, upto]``: rows + ``__diff__``.
 
         Typed by the catalog's schema of ``name`` (extra columns added since are dropped).
+        ``table_id``: the id the input had at ``after``; a replaced table raises
+        :class:`TableReplacedError`, changes that cannot be read (vacuumed files)
+        :class:`ChangesUnavailableError` — both mean "recompute from the snapshot".
         """
         entry = self.check_input(name)
         if isinstance(entry, ViewEntry):
             return view_table.read_view_changes(entry.path, after, upto, name=entry.name)
-        return read_changes(entry.path, after, upto, schema=entry.schema, name=entry.name)
+        return read_changes(
+            entry.path, after, upto, schema=entry.schema, name=entry.name, table_id=table_id
+        )
 
     def read(self, name: str | Identifier, version: int | None = None) -> pa.Table:
         """Current rows of a table or view (views decoded to their multiset)."""

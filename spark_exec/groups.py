@@ -63,7 +63,7 @@ from catalog.dtypes import (
     storage_schema,
     to_engine_columns,
 )
-from catalog.errors import SchemaChangeError
+from catalog.errors import ChangesUnavailableError, SchemaChangeError
 from catalog.names import Identifier, parse_identifier
 from catalog.refresh import ViewTarget, commit_refresh, publish
 from catalog.store import TableEntry, ViewEntry
@@ -466,9 +466,15 @@ def refresh_group(
         publish(ckpt, [t for t in targets if t.name in covered])
     compatible = manifest is not None and manifest.meta.get("fingerprint") == spec.fingerprint
 
-    # 2. pin the inputs
+    # 2. pin the inputs (version and table id); read their changes (None: recompute)
     t0 = time.perf_counter()
-    pinned = catalog.pin_versions([t.name for t in spec.tables], view=spec.views[0].name)
+    pins = catalog.pin_inputs([t.name for t in spec.tables], view=spec.views[0].name)
+    pinned = {t: v for t, (v, _) in pins.items()}
+    changes: dict[str, pa.Table] | None = None
+    if compatible:
+        assert manifest is not None
+        changes = incremental_changes(catalog, spec.name, pins, manifest)
+        compatible = changes is not None
     if compatible:
         assert manifest is not None
         previous = dict(manifest.input_versions)
@@ -517,8 +523,8 @@ def refresh_group(
 
     # 4. read the changes and run one epoch
     t2 = time.perf_counter()
-    since = {} if recomputed or manifest is None else dict(manifest.input_versions)
-    changes = {t: catalog.read_changes(t, since.get(t), v) for t, v in pinned.items()}
+    if recomputed or changes is None:
+        changes = {t: catalog.read_changes(t, None, v) for t, v in pinned.items()}
     timings["read"] = time.perf_counter() - t2 + (t1 - t0)
     t3 = time.perf_counter()
     rows_in = group.send(changes)
@@ -540,6 +546,7 @@ def refresh_group(
     state, carry, meta = _checkpoint_parts(
         catalog, spec, group, manifest, recomputed, epoch, changes
     )
+    meta["input_ids"] = {t: i for t, (_, i) in pins.items()}
     result = commit_refresh(
         store,
         spec.name,
@@ -582,6 +589,23 @@ def refresh_group(
             )
         )
     return reports
+
+
+def incremental_changes(
+    catalog: Catalog, group: str, pins: Mapping[str, tuple[int, str]], manifest: Any
+) -> dict[str, pa.Table] | None:
+    """Each input's changes since the checkpoint, or ``None`` when the group must be
+    recomputed: an input was replaced (another table id, or its history went back) or its
+    changes cannot be read any more (catalog.capture)."""
+    ids = manifest.meta.get("input_ids", {})
+    try:
+        return {
+            t: catalog.read_changes(t, manifest.input_versions.get(t), v, table_id=ids.get(t, i))
+            for t, (v, i) in pins.items()
+        }
+    except ChangesUnavailableError as exc:
+        log.warning("group %s: %s; recomputing", group, exc)
+        return None
 
 
 def _unchanged(

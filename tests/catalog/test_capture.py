@@ -159,3 +159,15 @@ def test_metrics_of_both_writers() -> None:
     assert expected_counts(commit("DELETE", {"num_deleted_rows": 4})) == Counter(delete=4)
     assert expected_counts(commit("WRITE", {"num_added_rows": 4})) is None
     assert expected_counts(commit("UPDATE", {})) is None
+
+
+def test_catalog_update_writes_a_complete_feed(tmp_path: Path) -> None:
+    p = filled(str(tmp_path / "t"))
+    w = delta.update(p, {"v": "v + 1"}, "k = 48")
+    feed = pa.RecordBatchReader.from_stream(
+        DeltaTable(p).load_cdf(starting_version=w.version, ending_version=w.version)
+    ).read_all()
+    kinds = Counter(feed.column("_change_type").to_pylist())
+    assert kinds == Counter(update_preimage=40, update_postimage=40)
+    assert w.metrics["num_target_rows_updated"] == 40
+    assert bag(read_changes(p, w.version - 1, w.version)) == truth(p, w.version - 1, w.version)

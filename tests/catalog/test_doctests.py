@@ -14,6 +14,7 @@ MODULES = [
     "catalog.dtypes",
     "catalog.delta",
     "catalog.changes",
+    "catalog.delta_log",
     "catalog.view_table",
     "catalog.manager",
 ]
