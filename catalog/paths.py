@@ -70,6 +70,14 @@ class Warehouse:
         resolved = Path(os.fspath(path)).expanduser().resolve()
         return resolved == self.root or self.root in resolved.parents
 
+    def relative(self, path: str | os.PathLike[str]) -> str:
+        """``path`` (inside the warehouse) relative to its root, as stored in the catalog.
+
+        >>> Warehouse("/tmp/wh").relative("/tmp/wh/views/default/v")
+        'views/default/v'
+        """
+        return self.check_inside(path).relative_to(self.root).as_posix()
+
     def check_inside(self, path: str | os.PathLike[str]) -> Path:
         """Return ``path`` resolved, or raise :class:`InvalidPathError` if it escapes."""
         text = os.fspath(path)

@@ -8,6 +8,15 @@ never a torn one.  Readers re-read the document when it changed on disk, so a ne
 another one) sees every committed change.
 
 Tables and views share one namespace, as in Spark.
+
+Paths are stored **relative to the warehouse** (format 2) for everything inside it — managed
+tables and every view — so a warehouse copied or moved elsewhere refreshes on its own and
+never writes into the original.  External tables (registered by location, outside the
+warehouse) keep their absolute location: that is the user's choice.  A view or managed table
+whose stored location escapes the warehouse is refused (:class:`InvalidPathError`).  Format-1
+catalogs (absolute paths everywhere) are read too: a managed table's or view's location is
+re-derived from its name in *this* warehouse's layout, so an old copied warehouse is migrated
+on load (and written in format 2 by the next change).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from catalog.dtypes import describe_schema, schema_from_text, schema_to_text
 from catalog.errors import (
     CatalogError,
     DependencyError,
+    InvalidPathError,
     NameClashError,
     UnknownTableError,
     UnknownViewError,
@@ -35,7 +45,8 @@ from catalog.errors import (
 from catalog.names import Identifier, parse_identifier
 from catalog.paths import Warehouse
 
-FORMAT = 1
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
 ViewKind = Literal["sql", "datalog"]
 
 
@@ -85,9 +96,9 @@ class ViewEntry:
 Entry = TableEntry | ViewEntry
 
 
-def _encode(e: Entry) -> dict[str, Any]:
+def _encode(e: Entry, wh: Warehouse) -> dict[str, Any]:
     base = {
-        "path": e.path,
+        "path": wh.relative(e.path) if wh.contains(e.path) else e.path,
         "schema": schema_to_text(e.schema),
         "columns": describe_schema(e.schema),
         "created_ms": e.created_ms,
@@ -103,23 +114,43 @@ def _encode(e: Entry) -> dict[str, Any]:
     }
 
 
-def _decode_table(name: str, d: dict[str, Any]) -> TableEntry:
+def _location(
+    wh: Warehouse, ident: Identifier, stored: str, fmt: int, *, kind: str, inside: bool
+) -> str:
+    """The absolute location of an entry stored as ``stored`` (see the module docstring)."""
+    if fmt == 1 and inside:
+        layout = wh.view_path(ident) if kind == "materialized view" else wh.table_path(ident)
+        return layout.as_posix()
+    path = stored if os.path.isabs(stored) else (wh.root / stored).as_posix()
+    if inside and not wh.contains(path):
+        raise InvalidPathError(
+            stored,
+            f"the {kind} {ident} must live inside the warehouse {wh.root.as_posix()}; "
+            f"fix its entry in {wh.catalog_file.as_posix()} or drop and recreate it",
+        )
+    return os.path.normpath(path)
+
+
+def _decode_table(name: str, d: dict[str, Any], wh: Warehouse, fmt: int) -> TableEntry:
+    ident = parse_identifier(name)
+    managed = bool(d["managed"])
     return TableEntry(
-        parse_identifier(name),
-        d["path"],
-        bool(d["managed"]),
+        ident,
+        _location(wh, ident, d["path"], fmt, kind="managed table", inside=managed),
+        managed,
         schema_from_text(d["schema"]),
         int(d.get("created_ms", 0)),
     )
 
 
-def _decode_view(name: str, d: dict[str, Any]) -> ViewEntry:
+def _decode_view(name: str, d: dict[str, Any], wh: Warehouse, fmt: int) -> ViewEntry:
+    ident = parse_identifier(name)
     return ViewEntry(
-        parse_identifier(name),
+        ident,
         d["definition"],
         d["language"],
         tuple(parse_identifier(x) for x in d["dependencies"]),
-        d["path"],
+        _location(wh, ident, d["path"], fmt, kind="materialized view", inside=True),
         schema_from_text(d["schema"]),
         d["group"],
         int(d.get("created_ms", 0)),
@@ -150,10 +181,12 @@ class CatalogStore:
             doc = json.loads(f.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise CatalogError(f"catalog {f} is unreadable: {exc}") from exc
-        if doc.get("format") != FORMAT:
-            raise CatalogError(f"catalog {f} has unknown format {doc.get('format')!r}")
-        self._tables = {k: _decode_table(k, v) for k, v in doc["tables"].items()}
-        self._views = {k: _decode_view(k, v) for k, v in doc["views"].items()}
+        fmt = doc.get("format")
+        if fmt not in READABLE_FORMATS:
+            raise CatalogError(f"catalog {f} has unknown format {fmt!r}")
+        wh = self.warehouse
+        self._tables = {k: _decode_table(k, v, wh, fmt) for k, v in doc["tables"].items()}
+        self._views = {k: _decode_view(k, v, wh, fmt) for k, v in doc["views"].items()}
         self._stamp = stamp
 
     def tables(self) -> tuple[TableEntry, ...]:
@@ -209,8 +242,8 @@ class CatalogStore:
             try:
                 self._stamp = None
                 self._load()
-                tables = {k: _encode(v) for k, v in self._tables.items()}
-                views = {k: _encode(v) for k, v in self._views.items()}
+                tables = {k: _encode(v, self.warehouse) for k, v in self._tables.items()}
+                views = {k: _encode(v, self.warehouse) for k, v in self._views.items()}
                 yield tables, views
                 write_json_atomic(
                     self.warehouse.catalog_file,
@@ -241,6 +274,13 @@ class CatalogStore:
                     int(time.time() * 1000),
                 )
             entry = stamped
+        inside = isinstance(entry, ViewEntry) or entry.managed
+        if inside and not self.warehouse.contains(entry.path):
+            raise InvalidPathError(
+                entry.path,
+                f"the {entry.kind} {key} must live inside the warehouse "
+                f"{self.warehouse.root.as_posix()}",
+            )
         with self._locked() as (tables, views):
             if key in tables:
                 raise NameClashError(key, "table")
@@ -254,9 +294,9 @@ class CatalogStore:
                 ]
                 if missing:
                     raise UnknownTableError(missing[0], known=tuple(sorted([*tables, *views])))
-                views[key] = _encode(entry)
+                views[key] = _encode(entry, self.warehouse)
             else:
-                tables[key] = _encode(entry)
+                tables[key] = _encode(entry, self.warehouse)
         return entry
 
     def remove(
