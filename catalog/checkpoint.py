@@ -10,6 +10,12 @@ Layout of one checkpoint group (one dataflow, named by an identifier)::
         pending-00000.arrow ...     the view changes of this epoch (see catalog.refresh)
       .tmp-<uuid>/                  a checkpoint being written (removed on the next save)
 
+Writers: a save (and :meth:`CheckpointStore.clear`) must run under the group's writer lock
+(:meth:`CheckpointStore.lock`, catalog.locks): garbage collection removes ``.tmp-*``
+directories and epoch directories that ``CURRENT`` does not name, which is only safe when no
+other writer of the group is live.  Epoch directories older than ``CURRENT`` are kept
+(``keep`` of them, ``CURRENT``'s included) for readers that just read the previous pointer.
+
 Atomicity: a checkpoint is written into a fresh ``.tmp-*`` directory (files fsynced), renamed
 to its final ``epoch-*`` name, and only then made current by replacing ``CURRENT`` with
 ``os.replace`` (write temp file, fsync, rename, fsync the directory).  A crash at any point
@@ -32,6 +38,7 @@ from typing import Any
 import pyarrow as pa
 
 from catalog.errors import CheckpointError
+from catalog.locks import group_lock
 from catalog.paths import Warehouse
 
 FORMAT = 1
@@ -251,11 +258,23 @@ class CheckpointStore:
         raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
         return tuple(raw["state"])
 
+    def lock(
+        self,
+        group: str,
+        *,
+        timeout: float | None = None,
+        on_wait: Callable[[], None] | None = None,
+    ) -> Any:
+        """The group's writer lock (catalog.locks); hold it around every save and clear."""
+        return group_lock(self.warehouse, group, timeout=timeout, on_wait=on_wait)
+
     def clear(self, group: str) -> None:
-        """Delete every checkpoint of ``group`` (e.g. when its view is dropped)."""
+        """Delete every checkpoint of ``group`` (e.g. when its view is dropped), under the
+        group's writer lock, so a refresh in progress elsewhere is never cut short."""
         base = self.directory(group)
         if base.exists():
-            shutil.rmtree(base)
+            with self.lock(group):
+                shutil.rmtree(base, ignore_errors=True)
 
     def _collect_garbage(self, base: Path, *, keep_current: bool) -> None:
         current = None

@@ -112,6 +112,24 @@ class TableReplacedError(ChangesUnavailableError):
         super().__init__(name, path, f"the table was replaced ({detail})")
 
 
+class RefreshBusyError(CatalogError, TimeoutError):
+    """Another process held a view group's writer lock for longer than the wait allowed."""
+
+    def __init__(self, group: str, waited: float, holder: dict[str, object]) -> None:
+        self.group = group
+        self.waited = waited
+        self.holder = holder
+        who = (
+            f" (held by pid {holder.get('pid')} on {holder.get('host')})"
+            if holder.get("pid")
+            else ""
+        )
+        super().__init__(
+            f"view group {group!r} is being refreshed by another process{who}; waited "
+            f"{waited:g} s. Retry later, or raise the wait with IVM_LOCK_TIMEOUT (seconds)"
+        )
+
+
 class SchemaChangeError(CatalogError, ValueError):
     """An input whose schema changed incompatibly since a view was defined on it."""
 

@@ -38,6 +38,7 @@ changes); a new base is written when the log reaches a quarter of the base's row
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -442,6 +443,22 @@ def _noop(step: str) -> None:
     return None
 
 
+def _holding_group_lock(
+    fn: Callable[..., list[RefreshReport]],
+) -> Callable[..., list[RefreshReport]]:
+    """Run a refresh of a group under its writer lock (catalog.locks); hook ``"locked"``."""
+
+    @functools.wraps(fn)
+    def locked(catalog: Catalog, spec: GroupSpec, *args: Any, **kw: Any) -> list[RefreshReport]:
+        hook = kw.get("hook") or _noop
+        with catalog.checkpoints.lock(spec.name, on_wait=lambda: hook("waiting")):
+            hook("locked")
+            return fn(catalog, spec, *args, **kw)
+
+    return locked
+
+
+@_holding_group_lock
 def refresh_group(
     catalog: Catalog,
     spec: GroupSpec,

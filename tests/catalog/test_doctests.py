@@ -15,6 +15,7 @@ MODULES = [
     "catalog.delta",
     "catalog.changes",
     "catalog.delta_log",
+    "catalog.locks",
     "catalog.view_table",
     "catalog.manager",
 ]

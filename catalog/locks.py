@@ -1,0 +1,117 @@
+"""Per-group writer locks: one refresh of a view group at a time, across processes.
+
+A refresh reads the group's checkpoint, computes the next epoch and writes it (checkpoint
+directory, ``CURRENT``, view-table commits).  Two processes doing that at once would both
+compute "the next epoch" from the same checkpoint, and one's garbage collection would delete
+the other's half-written directory.  So every writer of a group holds its lock file,
+``_ivm/locks/<db>/<group>.lock``, with ``fcntl.flock(LOCK_EX)`` for the whole refresh:
+
+* a second refresh **waits** for the lock (polling, up to ``timeout`` seconds) and then finds
+  the checkpoint already advanced — it refreshes from there, or does nothing when the inputs
+  did not move; past the timeout it raises :class:`RefreshBusyError` (nothing written);
+* a lock holder that dies (SIGKILL, power loss of the process) loses the lock with its file
+  descriptor — the kernel releases it — so a stale lock never blocks anyone; the next
+  refresh recovers the group as after any crash (catalog.refresh);
+* the file keeps the holder's pid, host and start time for the error message only; it is
+  never deleted (deleting a lock file while another process waits on it would split the lock
+  in two).
+
+``flock`` is advisory and local to one machine (or a file system that implements it across
+hosts, e.g. NFSv4 with ``local_lock=none``); see docs/reliability.md.
+
+>>> import tempfile
+>>> from catalog.paths import Warehouse
+>>> wh = Warehouse(tempfile.mkdtemp())
+>>> with group_lock(wh, "v", timeout=1):
+...     holder(wh, "v")["pid"] == os.getpid()
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import RefreshBusyError
+from catalog.names import parse_identifier
+from catalog.paths import Warehouse
+
+DEFAULT_TIMEOUT = 300.0
+POLL_SECONDS = 0.05
+
+
+def lock_path(warehouse: Warehouse, group: str) -> Path:
+    ident = parse_identifier(group)
+    return warehouse.check_inside(
+        warehouse.internal_dir / "locks" / ident.database / f"{ident.name}.lock"
+    )
+
+
+def holder(warehouse: Warehouse, group: str) -> dict[str, Any]:
+    """What the lock file says about its last holder (``{}`` if nothing)."""
+    try:
+        text = lock_path(warehouse, group).read_text(encoding="utf-8")
+        return dict(json.loads(text)) if text.strip() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def timeout_from_env(default: float = DEFAULT_TIMEOUT) -> float:
+    """``IVM_LOCK_TIMEOUT`` (seconds) if set, else ``default``."""
+    text = os.environ.get("IVM_LOCK_TIMEOUT")
+    if not text:
+        return default
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        return default
+
+
+@contextlib.contextmanager
+def group_lock(
+    warehouse: Warehouse,
+    group: str,
+    *,
+    timeout: float | None = None,
+    on_wait: Callable[[], None] | None = None,
+) -> Iterator[None]:
+    """Hold ``group``'s writer lock; wait up to ``timeout`` s (default ``IVM_LOCK_TIMEOUT``
+    or :data:`DEFAULT_TIMEOUT`), then raise :class:`RefreshBusyError`.  ``on_wait`` is
+    called once when the lock is found taken (tests use it to interleave processes)."""
+    limit = timeout_from_env() if timeout is None else max(0.0, timeout)
+    path = lock_path(warehouse, group)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None
+                if time.monotonic() >= deadline:
+                    raise RefreshBusyError(group, limit, holder(warehouse, group)) from None
+                time.sleep(POLL_SECONDS)
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since_ms": time.time_ns() // 1_000_000,
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
