@@ -98,25 +98,41 @@ class _Reader:
         self.label = label
         self.schema = schema
         self.columns = list(schema.names)
-        self.column_mapping = False
+        self._tables: dict[int, DeltaTable] = {}
         self._datasets: dict[int, tuple[pds.Dataset, dict[str, pds.Fragment]]] = {}
 
     def unavailable(self, what: str, exc: BaseException) -> ChangesUnavailableError:
         return ChangesUnavailableError(self.label, self.path, f"{what}: {exc}")
 
+    def table(self, version: int) -> DeltaTable:
+        """The table at ``version`` (the last two versions opened are kept)."""
+        if version not in self._tables:
+            try:
+                dt = DeltaTable(self.path, version=version)
+            except Exception as exc:  # delta-rs raises plain Exceptions for missing versions
+                raise self.unavailable(f"version {version} cannot be opened", exc) from exc
+            kept = {k: v for k, v in self._tables.items() if k == version - 1}
+            self._tables = {**kept, version: dt}
+        return self._tables[version]
+
+    def configuration(self, version: int) -> dict[str, str]:
+        return dict(self.table(version).metadata().configuration)
+
     def _dataset(self, version: int) -> tuple[pds.Dataset, dict[str, pds.Fragment]]:
         if version not in self._datasets:
             try:
-                ds = DeltaTable(self.path, version=version).to_pyarrow_dataset()
+                ds = self.table(version).to_pyarrow_dataset()
                 frags = {os.path.normpath(f.path): f for f in ds.get_fragments()}
-            except Exception as exc:  # delta-rs raises plain Exceptions for missing versions
-                raise self.unavailable(f"version {version} cannot be opened", exc) from exc
+            except Exception as exc:  # e.g. a reader feature the dataset path lacks
+                raise self.unavailable(f"version {version} cannot be scanned", exc) from exc
             kept = {k: v for k, v in self._datasets.items() if k == version - 1}
             self._datasets = {**kept, version: (ds, frags)}
         return self._datasets[version]
 
     def file_rows(self, version: int, files: Sequence[FileAction]) -> pa.Table:
         """The rows of ``files`` (data files of ``version``'s snapshot), in ``columns``."""
+        if not files:
+            return self.schema.empty_table()
         ds, frags = self._dataset(version)
         local = pfs.LocalFileSystem()
         chosen = []
@@ -163,7 +179,7 @@ class _Reader:
     def diff(self, commit: Commit) -> list[pa.Table]:
         """``rows(added files) - rows(removed files)`` of one commit, as feed rows."""
         v = commit.version
-        if not (commit.uses_deletion_vectors or self.column_mapping):
+        if not (commit.uses_deletion_vectors or _column_mapping(self.configuration(v))):
             try:
                 removed = [a for a in commit.removes if a.data_change]
                 added = [a for a in commit.adds if a.data_change]
@@ -197,51 +213,40 @@ def capture(
     *,
     label: str,
     expected_id: str | None = None,
+    opened: DeltaTable | None = None,
 ) -> pa.Table:
     """The row changes of versions ``(after, upto]`` (``after < upto``), verified per commit.
 
     ``schema``: the columns to return and their types (columns a version lacks read NULL).
+    ``opened``: the table already open at some version (saves opening it again).
     """
     reader = _Reader(path, label, schema)
-    try:
-        base = delta.open_table(path, after)
-    except CatalogError as exc:
-        raise reader.unavailable(f"version {after} cannot be opened", exc) from exc
-    meta = base.metadata()
-    tid = str(meta.id)
-    if expected_id is not None and tid != expected_id:
-        raise TableReplacedError(label, path, f"table id {tid}, recorded {expected_id}")
-    conf: dict[str, str] = dict(meta.configuration)
+    if opened is not None:
+        reader._tables[int(opened.version())] = opened
     commits = [read_commit(path, v) for v in range(after + 1, upto + 1)]
     if any(c is None for c in commits):  # log cleaned up: one diff of the two snapshots
         return pa.concat_tables(_diff(reader.snapshot(after), reader.snapshot(upto), upto))
     parts: list[pa.Table] = [_tagged(reader.schema.empty_table(), "insert", upto)]
     for c in commits:
         assert c is not None
-        if c.table_id is not None and c.table_id != tid:
+        if c.table_id is not None and expected_id is not None and c.table_id != expected_id:
             raise TableReplacedError(
-                label, path, f"version {c.version} has table id {c.table_id}, not {tid}"
+                label, path, f"version {c.version} has table id {c.table_id}, not {expected_id}"
             )
-        if c.configuration is not None:
-            conf = dict(c.configuration)
-        reader.column_mapping = _column_mapping(conf)
         if not c.data_changed:
             continue
-        feed = _verified_feed(path, c, conf, reader) if c.cdc_files else None
+        feed = _verified_feed(c, reader) if c.cdc_files else None
         parts += [feed] if feed is not None else reader.diff(c)
     return pa.concat_tables(parts)
 
 
-def _verified_feed(
-    path: str, commit: Commit, conf: Mapping[str, str], reader: _Reader
-) -> pa.Table | None:
+def _verified_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
     """The writer's feed of one commit if the feed is on and its counts match the metrics."""
     expected = expected_counts(commit)
-    if expected is None or not feed_enabled(conf):
+    if expected is None or not feed_enabled(reader.configuration(commit.version)):
         return None
     try:
-        dt = DeltaTable(path, version=commit.version)
-        stream = dt.load_cdf(
+        stream = reader.table(commit.version).load_cdf(
             starting_version=commit.version,
             ending_version=commit.version,
             columns=[*reader.columns, KIND, VERSION],

@@ -137,7 +137,7 @@ def read_changes(
         raise DeltaOperationError(
             "read changes", p, f"version {upto} does not exist (latest is {latest})"
         )
-    actual = delta.table_schema(p, upto)
+    actual = pa.schema(dt.schema().to_arrow()) if upto == latest else delta.table_schema(p, upto)
     if schema is None:
         schema = actual
         if multiplicity is not None:
@@ -161,7 +161,7 @@ def read_changes(
         out = _empty(schema, extra)
     else:
         wanted = pa.schema([actual.field(c) for c in [*schema.names, *mult_cols]])
-        raw = capture(p, after, upto, wanted, label=label, expected_id=table_id)
+        raw = capture(p, after, upto, wanted, label=label, expected_id=table_id, opened=dt)
         kinds = raw.column(KIND).cast(pa.string()).to_numpy(zero_copy_only=False)
         signs = np.fromiter((_SIGN.get(k, 0) for k in kinds), np.int64, len(kinds))
         unknown = {k for k in set(kinds.tolist()) if k not in _SIGN}
