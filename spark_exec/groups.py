@@ -722,16 +722,21 @@ def _checkpoint_parts(
 
 
 def stale_checkpoint_groups(catalog: Catalog, live: Sequence[str]) -> list[str]:
-    """Checkpoint groups on disk that are no group of the catalog any more."""
+    """Checkpoint groups on disk that are no group of the catalog any more.
+
+    The catalog is planned again here (another process may have added a view since ``live``
+    was computed), so a group created meanwhile is not reported.
+    """
     root = catalog.warehouse.internal_dir / "checkpoints"
     if not root.exists():
         return []
+    current = {*live, *(s.name for s in plan_groups(catalog))}
     out = []
     for db in root.iterdir():
         if not db.is_dir():
             continue
         for d in db.iterdir():
             name = d.name if db.name == "default" else f"{db.name}.{d.name}"
-            if d.is_dir() and name not in live:
+            if d.is_dir() and name not in current:
                 out.append(name)
     return out

@@ -238,3 +238,23 @@ def test_waiting_past_the_limit_is_a_typed_error(
         check_views(wh)
     finally:
         a.stop()
+
+
+def test_delta_refuses_a_second_commit_of_one_view_epoch(tmp_path: Path) -> None:
+    """What the protocol relies on past the lock: two writers that both read the view table
+    before either committed epoch e cannot both commit e (Delta's optimistic commit checks
+    the ``txn`` application id)."""
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+    from catalog import view_table
+
+    p = str(tmp_path / "v")
+    view_table.create_view_table(p, pa.schema([("k", pa.int64())]), view="v")
+    first, second = DeltaTable(p), DeltaTable(p)  # both read the table before either commits
+    rows = pa.table({"k": [1], "__diff__": [1]})
+    txn = CommitProperties(app_transactions=[Transaction(app_id=view_table.app_id("v"), version=1)])
+    write_deltalake(first, rows, mode="append", commit_properties=txn)
+    with pytest.raises(Exception, match=r"[Cc]oncurrent"):
+        write_deltalake(second, rows, mode="append", commit_properties=txn)
+    assert view_table.committed_epoch(p, "v") == 1
+    assert delta.current_version(p) == 1
