@@ -104,6 +104,10 @@ class _Reader:
     def unavailable(self, what: str, exc: BaseException) -> ChangesUnavailableError:
         return ChangesUnavailableError(self.label, self.path, f"{what}: {exc}")
 
+    def adopt(self, dt: DeltaTable) -> None:
+        """Use ``dt``, already open at its version, instead of opening that version again."""
+        self._tables[int(dt.version())] = dt
+
     def table(self, version: int) -> DeltaTable:
         """The table at ``version`` (the last two versions opened are kept)."""
         if version not in self._tables:
@@ -222,7 +226,7 @@ def capture(
     """
     reader = _Reader(path, label, schema)
     if opened is not None:
-        reader._tables[int(opened.version())] = opened
+        reader.adopt(opened)
     commits = [read_commit(path, v) for v in range(after + 1, upto + 1)]
     if any(c is None for c in commits):  # log cleaned up: one diff of the two snapshots
         return pa.concat_tables(_diff(reader.snapshot(after), reader.snapshot(upto), upto))
