@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import RefreshBusyError
+from catalog.errors import CheckpointError, RefreshBusyError
 from catalog.names import parse_identifier
 from catalog.paths import Warehouse
 
@@ -87,8 +87,14 @@ def group_lock(
     called once when the lock is found taken (tests use it to interleave processes)."""
     limit = timeout_from_env() if timeout is None else max(0.0, timeout)
     path = lock_path(warehouse, group)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise CheckpointError(
+            f"cannot open the writer lock of view group {group!r} ({path}): "
+            f"{exc.strerror or exc}; the warehouse must be writable to refresh"
+        ) from exc
     try:
         deadline = time.monotonic() + limit
         while True:

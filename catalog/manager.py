@@ -24,6 +24,7 @@ catalog.errors.NameClashError: cannot create 'edges': a table with that name exi
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,6 +38,7 @@ from catalog.checkpoint import CheckpointStore
 from catalog.dtypes import check_compatible, column_mappings, storage_schema
 from catalog.errors import (
     CatalogError,
+    ChangesUnavailableError,
     DroppedInputError,
     InvalidPathError,
     NameClashError,
@@ -45,6 +47,8 @@ from catalog.errors import (
 from catalog.names import Identifier, parse_identifier
 from catalog.paths import Warehouse, resolve_location
 from catalog.store import CatalogStore, Entry, TableEntry, ViewEntry, ViewKind, default_group
+
+log = logging.getLogger("ivm.catalog")
 
 
 class Catalog:
@@ -268,6 +272,30 @@ class Catalog:
         if isinstance(entry, ViewEntry):
             return view_table.read_view(entry.path, version)
         return delta.read_snapshot(entry.path, version, columns=entry.schema.names)
+
+    def changes_since(
+        self,
+        pins: Mapping[str, tuple[int, str]],
+        versions: Mapping[str, int],
+        ids: Mapping[str, str],
+        *,
+        group: str = "",
+    ) -> dict[str, pa.Table] | None:
+        """Each pinned input's changes since ``versions`` (a checkpoint's), or ``None`` when
+        its views must be recomputed from the inputs' snapshots: an input was replaced
+        (another table id than ``ids`` records, or its history went back) or its changes
+        cannot be read any more (e.g. vacuumed files; catalog.capture).
+
+        ``pins``: ``{input: (version, table id)}`` from :meth:`pin_inputs`.
+        """
+        try:
+            return {
+                t: self.read_changes(t, versions.get(t), v, table_id=ids.get(t, i))
+                for t, (v, i) in pins.items()
+            }
+        except ChangesUnavailableError as exc:
+            log.warning("group %s: %s; recomputing from the inputs' snapshots", group, exc)
+            return None
 
     def input_changes(
         self, pinned: Mapping[str, int], previous: Mapping[str, int]

@@ -11,17 +11,19 @@ view name and carries a **fingerprint** of everything its dataflow is built from
 definitions, schemas, input tables).  :func:`build_group` builds the dataflow — the same code
 in the same order, so the same ``g.signature()`` in every process.
 
-:func:`refresh_group` runs one epoch (catalog.refresh has the protocol and its proof):
+:func:`refresh_group` runs one epoch (catalog.refresh has the protocol and its proof), holding
+the group's writer lock throughout (catalog.locks; docs/reliability.md):
 
 1. *recover*: publish the pending view changes of the group's current checkpoint;
-2. *pin* the current Delta version of every base input (schema checked, dropped inputs
-   refused) — with no new input version, nothing happens and nothing is committed;
+2. *pin* the current Delta version and table id of every base input (schema checked, dropped
+   inputs refused) and capture its changes since the checkpoint (catalog.capture); an input
+   replaced since (another table id) or whose changes are gone (vacuumed) makes the group
+   recomputed — with no new input version, nothing happens and nothing is committed;
 3. bring the engine to the checkpoint: the in-memory dataflow if it is at that epoch, else a
    fresh build that loads the checkpoint (never a recomputation); when the checkpoint was made
    for another fingerprint (a view was added to or dropped from the group) or does not exist,
    the dataflow is built from scratch and fed the inputs' snapshots ("recomputed");
-4. read each input's change feed from the checkpoint's version to the pinned one, push it as
-   one epoch and ``g.step()``;
+4. push the changes (the snapshots when recomputing) as one epoch and ``g.step()``;
 5. ``commit_refresh``: checkpoint (commit point), then one Delta version per changed view.
 
 After a recomputation a view's change is *new contents − current table contents*, so a
@@ -64,7 +66,7 @@ from catalog.dtypes import (
     storage_schema,
     to_engine_columns,
 )
-from catalog.errors import ChangesUnavailableError, SchemaChangeError
+from catalog.errors import SchemaChangeError
 from catalog.names import Identifier, parse_identifier
 from catalog.refresh import ViewTarget, commit_refresh, publish
 from catalog.store import TableEntry, ViewEntry
@@ -490,7 +492,8 @@ def refresh_group(
     changes: dict[str, pa.Table] | None = None
     if compatible:
         assert manifest is not None
-        changes = incremental_changes(catalog, spec.name, pins, manifest)
+        ids = manifest.meta.get("input_ids", {})
+        changes = catalog.changes_since(pins, manifest.input_versions, ids, group=spec.name)
         compatible = changes is not None
     if compatible:
         assert manifest is not None
@@ -606,23 +609,6 @@ def refresh_group(
             )
         )
     return reports
-
-
-def incremental_changes(
-    catalog: Catalog, group: str, pins: Mapping[str, tuple[int, str]], manifest: Any
-) -> dict[str, pa.Table] | None:
-    """Each input's changes since the checkpoint, or ``None`` when the group must be
-    recomputed: an input was replaced (another table id, or its history went back) or its
-    changes cannot be read any more (catalog.capture)."""
-    ids = manifest.meta.get("input_ids", {})
-    try:
-        return {
-            t: catalog.read_changes(t, manifest.input_versions.get(t), v, table_id=ids.get(t, i))
-            for t, (v, i) in pins.items()
-        }
-    except ChangesUnavailableError as exc:
-        log.warning("group %s: %s; recomputing", group, exc)
-        return None
 
 
 def _unchanged(
