@@ -8,10 +8,13 @@ Modules, one job each:
 * :mod:`catalog.dtypes` — Delta/Arrow types <-> engine dtypes;
 * :mod:`catalog.delta` — Delta tables through delta-rs: create, insert/delete/update/merge,
   snapshots, history, commit metadata;
-* :mod:`catalog.changes` — a table's change data feed as ``(row, __diff__)`` batches;
+* :mod:`catalog.changes` — a table's changes between versions as ``(row, __diff__)`` batches;
+* :mod:`catalog.delta_log` — one commit's actions, read from the Delta log;
+* :mod:`catalog.capture` — change capture verified per commit (feed vs metrics, file diffs);
 * :mod:`catalog.view_table` — how a view is stored (append-only updates) and read;
 * :mod:`catalog.checkpoint` — atomic state checkpoints;
 * :mod:`catalog.refresh` — the atomic refresh protocol (checkpoint, then idempotent commits);
+* :mod:`catalog.locks` — one writer per view group across processes;
 * :mod:`catalog.store` — the persisted list of tables and views;
 * :mod:`catalog.manager` — :class:`Catalog`, the facade the Session uses.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from catalog.errors import (
     CatalogError,
+    ChangesUnavailableError,
     CheckpointError,
     DeltaOperationError,
     DependencyError,
@@ -29,7 +33,9 @@ from catalog.errors import (
     NameClashError,
     NotADeltaTableError,
     RecoveryError,
+    RefreshBusyError,
     SchemaChangeError,
+    TableReplacedError,
     UnknownTableError,
     UnknownViewError,
     UnsupportedTypeError,
@@ -41,6 +47,7 @@ from catalog.paths import Warehouse
 __all__ = [
     "Catalog",
     "CatalogError",
+    "ChangesUnavailableError",
     "CheckpointError",
     "DeltaOperationError",
     "DependencyError",
@@ -51,7 +58,9 @@ __all__ = [
     "NameClashError",
     "NotADeltaTableError",
     "RecoveryError",
+    "RefreshBusyError",
     "SchemaChangeError",
+    "TableReplacedError",
     "UnknownTableError",
     "UnknownViewError",
     "UnsupportedTypeError",

@@ -16,6 +16,9 @@ versions ``(I_p, I_e]``, the new engine state ``S_e`` and, per view ``v``, a cha
 **Recovery** (:func:`recover`, run before every refresh and by a new process): load the
 current checkpoint ``(c, I_c, S_c, pending)`` and publish its pending changes (step 2 again).
 
+Every step runs under the group's writer lock (catalog.locks), held by the caller: one
+process at a time computes and commits a group's next epoch (docs/reliability.md).
+
 Why every crash point is safe ("nothing lost, nothing twice"):
 
 * crash before or during step 1 (``CURRENT`` not yet replaced): the current checkpoint is
