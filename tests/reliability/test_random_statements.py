@@ -1,6 +1,6 @@
 """Property: after any sequence of statements — INSERT, UPDATE, DELETE, MERGE, OVERWRITE,
 OPTIMIZE, VACUUM, a table dropped and recreated, by any writer — and refreshes, some of them
-SIGKILLed at a random step in a child process, every view equals its recomputation from the
+SIGKILLed at a random step in a child process, some racing another process's refresh, every view equals its recomputation from the
 tables' current rows (a plain-Python oracle) after every refresh.
 
 A seeded generator draws the statements; a failing seed is printed with the statement log,
@@ -10,8 +10,12 @@ and longer sequences.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
+import subprocess
+import sys
+import textwrap
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from e2e_helpers import REPO
 from reliability_writers import Writer, writers
 
 import ivm
@@ -143,17 +148,37 @@ class Scenario:
                     w.insert(path, _rows(rng, schema, 1))
 
     def refresh(self) -> None:
-        if self.crashes and self.rng.random() < 0.3:
-            from e2e_helpers import run_child
-
+        draw = self.rng.random() if self.crashes else 1.0
+        if draw < 0.3:  # a refresh killed at a random step
             point = self.rng.choice(CRASH_POINTS)
             self.log.append(f"refresh killed at {point}")
-            env = {"IVM_CRASH_AT": point, "IVM_WAREHOUSE": str(self.wh)}
-            proc = run_child(CHILD, env=env)
-            assert proc.returncode in (0, -signal.SIGKILL), proc.stderr[-3000:]
+            proc = self.child(point).wait()
+            assert proc in (0, -signal.SIGKILL)
+        elif draw < 0.4:  # two processes refresh at once, one of them killed at a random step
+            point = self.rng.choice([*CRASH_POINTS, "never"])
+            self.log.append(f"two refreshes at once, one killed at {point}")
+            first, second = self.child(point), self.child("never")
+            assert first.wait() in (0, -signal.SIGKILL)
+            assert second.wait() == 0
         self.log.append("refresh")
         self.session.refresh()
         self.check("refresh")
+
+    def child(self, crash_at: str) -> subprocess.Popen[bytes]:
+        """A refresh in another process, SIGKILLed at step ``crash_at``."""
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "IVM_CRASH_AT": crash_at,
+            "IVM_WAREHOUSE": str(self.wh),
+        }
+        return subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(CHILD)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
 
 def _first_of_key(t: pa.Table) -> list[bool]:
