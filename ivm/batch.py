@@ -1,11 +1,11 @@
 """Columnar batches of updates, hashing of rows and keys, and consolidation.
 
 A :class:`Batch` holds the updates of one time: one numpy array per column and a signed
-int64 ``diff`` array (a multiplicity change, ``|diff| <= 2**63 - 1``: see
-:mod:`ivm.difference`; sums of diffs are checked and never wrap).  A batch is *consolidated* when every row appears once and no diff is
-zero.  Rows are identified by a 64-bit hash of their columns (splitmix64 mixing) and, where
-hashes are equal, by comparing the columns themselves, so a hash collision never merges two
-different rows.
+int64 ``diff`` array (a multiplicity change, ``|diff| <= 2**63 - 1``; sums of diffs are
+checked and never wrap, see :mod:`ivm.difference`).  A batch is *consolidated* when every
+row appears once and no diff is zero.  Rows are identified by a 64-bit hash of their
+columns (splitmix64 mixing) and, where hashes are equal, by comparing the columns
+themselves, so a hash collision never merges two different rows.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ range expansion, hash checks).  These kernels do such a step in one compiled cal
   concatenated sorted runs stay nearly sorted for the stable sort that follows).
 
 Sums of diffs are checked (:mod:`ivm.difference`): a multiplicity that would leave 64
-bits raises instead of wrapping.  They work on hashes, positions and diffs only; the columns (which may be Python objects)
-are gathered and compared by numpy, so a hash collision is always caught by the caller.
+bits raises instead of wrapping.  The kernels work on hashes, positions and diffs only;
+the columns (which may be Python objects) are gathered and compared by numpy, so a hash
+collision is always caught by the caller.
 """
 
 from __future__ import annotations
@@ -236,9 +237,9 @@ def merge_pair(
 
     Updates of ``a`` and ``b`` with equal sort key, row hash and times are summed (checked;
     dropped if the sum is zero).  Returns ``(src, sortkey, keyhash, rowhash, times, diff,
-    ia, ib, largest |diff|)``: ``src[k]`` is output row k's index in the concatenation ``a ‖ b``, and
-    ``(ia, ib)`` the pairs that were summed, for the caller to check that their columns
-    are equal.  Rows with the same sort key are matched pairwise, so this is for small
+    ia, ib, largest |diff|)``: ``src[k]`` is output row k's index in the concatenation
+    ``a ‖ b``, and ``(ia, ib)`` the pairs that were summed, for the caller to check that
+    their columns are equal.  Rows with the same sort key are matched pairwise, so this is for small
     runs only (quadratic in the size of a block of equal sort keys).
     """
     na = sk_a.shape[0]

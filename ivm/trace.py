@@ -235,14 +235,13 @@ class Trace:
             self.staged_time = None
 
     def _push(self, run: Run) -> None:
-        runs = self.runs
-        runs.append(run)
+        # built aside and swapped in: a merge that raises (an overflow) changes nothing
+        runs = [*self.runs, run]
         while len(runs) >= 2 and (
             len(runs[-2]) <= 2 * len(runs[-1]) or len(runs[-2]) + len(runs[-1]) <= SMALL_RUN
         ):
-            merged = self._merge(runs[-2:])  # may raise: leave the runs as they were
-            del runs[-2:]
-            runs.append(merged)
+            runs[-2:] = [self._merge(runs[-2:])]
+        self.runs = runs
 
     def _merge(self, parts: list[Run]) -> Run:
         if len(parts) == 2 and len(parts[0]) + len(parts[1]) <= SMALL_RUN:
