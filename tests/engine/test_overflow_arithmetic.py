@@ -84,35 +84,55 @@ def running_sums_fit(values: list[int], start: int = 0) -> bool:
 
 
 # -- the primitives at the boundary ---------------------------------------------------------
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [
-        (MAX - 1, 1),
-        (MAX, 0),
-        (MAX, -MAX),
-        (-MAX, 0),
-        (-MAX + 1, -1),
-        (2**62, 2**62 - 1),
-        (-(2**62), -(2**62) + 1),
-    ],
-)
-def test_add_just_inside(a: int, b: int) -> None:
-    assert add_arrays(arr([a]), arr([b])).tolist() == [a + b]
-    assert segment_sums(arr([a, b]), arr([0])).tolist() == [a + b]
+ADD_INSIDE = [
+    (MAX - 1, 1),
+    (MAX, 0),
+    (MAX, -MAX),
+    (-MAX, 0),
+    (-MAX + 1, -1),
+    (2**62, 2**62 - 1),
+    (-(2**62), -(2**62) + 1),
+]
+ADD_OUTSIDE = [
+    (MAX, 1),
+    (1, MAX),
+    (2**62, 2**62),  # 2**63: wraps to -2**63 in numpy
+    (-MAX, -1),  # -2**63 is outside the symmetric range
+    (-(2**62), -(2**62)),
+    (-MAX, -MAX),  # wraps to 2
+]
+MUL_INSIDE = [
+    (2**31 - 1, 2**31 - 1),  # the fast path's largest factors
+    (2**31, 2**31),  # just past it: the exact check
+    (3037000499, 3037000499),
+    (-3037000499, 3037000499),
+    (MAX, 1),
+    (MAX, -1),
+    (-1, -MAX),
+    (MAX // 2, 2),
+    (2**62, 1),
+    (0, MAX),
+    (MAX, 0),
+    (-(2**31), 2**32 - 1),
+]
+MUL_OUTSIDE = [
+    (3037000500, 3037000500),
+    (2**32, 2**32),  # 2**64: wraps to exactly 0 in numpy
+    (-(2**32), 2**31),  # -2**63: outside the symmetric range
+    (MAX // 2 + 1, 2),
+    (MAX, 2),
+    (MAX, -MAX),
+    (2**62, -2),
+    (2, 2**62),
+]
 
 
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [
-        (MAX, 1),
-        (1, MAX),
-        (2**62, 2**62),  # 2**63: wraps to -2**63 in numpy
-        (-MAX, -1),  # -2**63 is outside the symmetric range
-        (-(2**62), -(2**62)),
-        (-MAX, -MAX),  # wraps to 2
-    ],
-)
-def test_add_just_outside(a: int, b: int) -> None:
+@pytest.mark.parametrize(("a", "b"), ADD_OUTSIDE)
+def test_add_at_the_boundary(a: int, b: int) -> None:
+    """Each sum just past the range raises, and the sums just inside it are exact."""
+    for x, y in ADD_INSIDE:
+        assert add_arrays(arr([x]), arr([y])).tolist() == [x + y]
+        assert segment_sums(arr([x, y]), arr([0])).tolist() == [x + y]
     with pytest.raises(MultiplicityOverflowError):
         add_arrays(arr([a]), arr([b]))
     with pytest.raises(MultiplicityOverflowError):
@@ -121,42 +141,12 @@ def test_add_just_outside(a: int, b: int) -> None:
         add_at(arr([a]), arr([0]), arr([b]))
 
 
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [
-        (2**31 - 1, 2**31 - 1),  # the fast path's largest factors
-        (2**31, 2**31),  # just past it: the exact check
-        (3037000499, 3037000499),
-        (-3037000499, 3037000499),
-        (MAX, 1),
-        (MAX, -1),
-        (-1, -MAX),
-        (MAX // 2, 2),
-        (2**62, 1),
-        (0, MAX),
-        (MAX, 0),
-        (-(2**31), 2**32 - 1),
-    ],
-)
-def test_mul_just_inside(a: int, b: int) -> None:
-    assert mul_arrays(arr([a]), arr([b])).tolist() == [a * b]
-    assert mul_gathered(arr([7, a]), arr([1]), arr([b])).tolist() == [a * b]
-
-
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [
-        (3037000500, 3037000500),
-        (2**32, 2**32),  # 2**64: wraps to exactly 0 in numpy
-        (-(2**32), 2**31),  # -2**63: outside the symmetric range
-        (MAX // 2 + 1, 2),
-        (MAX, 2),
-        (MAX, -MAX),
-        (2**62, -2),
-        (2, 2**62),
-    ],
-)
-def test_mul_just_outside(a: int, b: int) -> None:
+@pytest.mark.parametrize(("a", "b"), MUL_OUTSIDE)
+def test_mul_at_the_boundary(a: int, b: int) -> None:
+    """Each product just past the range raises, and the products just inside it are exact."""
+    for x, y in MUL_INSIDE:
+        assert mul_arrays(arr([x]), arr([y])).tolist() == [x * y]
+        assert mul_gathered(arr([7, x]), arr([1]), arr([y])).tolist() == [x * y]
     with pytest.raises(MultiplicityOverflowError):
         mul_arrays(arr([a]), arr([b]))
     with pytest.raises(MultiplicityOverflowError):
