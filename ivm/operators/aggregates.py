@@ -67,9 +67,16 @@ class AggregateKernel(Kernel):
     """One row per non-empty group with one value per aggregate."""
 
     def __init__(
-        self, aggs: Sequence[tuple[str, int | None]], in_dtypes: Sequence[str], names: Sequence[str]
+        self,
+        aggs: Sequence[tuple[str, int | None]],
+        in_dtypes: Sequence[str],
+        names: Sequence[str],
+        stands_for: Sequence[tuple[str, str]] | None = None,
     ) -> None:
+        """``stands_for[j]``: the user's aggregate ``(function, output column)`` that
+        aggregate j computes a part of (a stage of a hierarchical reduce), for errors."""
         self.aggs = list(aggs)
+        self.stands_for = list(stands_for) if stands_for is not None else None
         dtypes = []
         for fn, idx in self.aggs:
             if fn not in AGG_FUNCTIONS:
@@ -95,7 +102,7 @@ class AggregateKernel(Kernel):
         gids = group[starts]
         positive = counts > 0
         out: list[np.ndarray] = []
-        for (fn, idx), dtype, name in zip(self.aggs, self.out_dtypes, self.out_names, strict=True):
+        for j, ((fn, idx), dtype) in enumerate(zip(self.aggs, self.out_dtypes, strict=True)):
             if fn == "count" and idx is None:
                 out.append(total.astype(np.int64))
                 continue
@@ -107,23 +114,29 @@ class AggregateKernel(Kernel):
             elif fn == "count_distinct":
                 out.append(self._count_distinct(group, col, valid, gids))
             elif fn == "sum":
-                out.append(self._sum(col, counts, valid, starts, dtype, name))
+                out.append(self._sum(col, counts, valid, starts, dtype, j))
             else:
                 out.append(self._extreme(fn, group, col, valid, gids, dtype))
         keep = np.flatnonzero(exists)
         return gids[keep], tuple(c[keep] for c in out), np.ones(len(keep), dtype=np.int64)
 
-    @staticmethod
     def _sum(
+        self,
         col: np.ndarray,
         counts: np.ndarray,
         valid: np.ndarray,
         starts: np.ndarray,
         dtype: str,
-        name: str | None,
+        j: int,
     ) -> np.ndarray:
         if col.dtype == np.int64:
-            return int_sum(col, np.where(valid, counts, 0), starts, name)
+            if self.stands_for is None:
+                return int_sum(col, np.where(valid, counts, 0), starts, self.out_names[j])
+            fn, name = self.stands_for[j]
+            if fn == "sum":
+                return int_sum(col, np.where(valid, counts, 0), starts, name)
+            # partial counts added up: a COUNT, so a multiplicity
+            return segment_sums(mul_arrays(col, np.where(valid, counts, 0)), starts)
         if col.dtype != object:
             w = np.where(valid, col * counts, 0).astype(DTYPES[dtype])
             return np.add.reduceat(w, starts) if len(starts) else w[:0]

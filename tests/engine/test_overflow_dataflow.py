@@ -187,10 +187,15 @@ def test_count_and_sum_beside_min_past_64_bits_raise(epochs: list[Epoch]) -> Non
     drive(g, {"x": x}, outs, lambda acc: agg_reference(acc, with_min=True), epochs)
 
 
-def test_sum_overflow_names_the_column() -> None:
+@pytest.mark.parametrize("with_min", [False, True])
+def test_sum_overflow_names_the_column(with_min: bool) -> None:
+    """A SUM past 64 bits names its output column, also when it is computed in stages
+    (with MIN beside it), whose partial sums have internal names; a COUNT is a multiplicity."""
     g = ivm.Dataflow()
     x = g.input("x", ROW)
-    out = g.output(x.reduce("k", [("count",), ("sum", "v")], names=["n", "total"]), "agg")
+    aggs: list[tuple] = [("count",), ("sum", "v"), *([("min", "v")] if with_min else [])]
+    names = ["n", "total", *(["low"] if with_min else [])]
+    out = g.output(x.reduce("k", aggs, names=names), "agg")
     x.insert([(1, MAX // 2 + 1), (1, MAX // 2 + 1)])
     with pytest.raises(SumOverflowError) as info:
         g.step()
@@ -199,7 +204,13 @@ def test_sum_overflow_names_the_column() -> None:
     assert out.counts() == {}
     x.insert([(1, 5), (1, MAX // 2)])
     g.step()
-    assert out.counts() == {(1, 2, MAX // 2 + 5): 1}
+    low = (5,) if with_min else ()
+    assert out.counts() == {(1, 2, MAX // 2 + 5, *low): 1}
+    x.send([(1, 0), (2, 0)], MAX - 1)
+    with pytest.raises(MultiplicityOverflowError) as count_info:
+        g.step()
+    assert count_info.value.column is None and "'agg'" in str(count_info.value)
+    assert out.counts() == {(1, 2, MAX // 2 + 5, *low): 1}
 
 
 def loop_reduce_reference(acc: Mapping[str, Counter]) -> dict[str, Counter]:
