@@ -1,10 +1,11 @@
 """Columnar batches of updates, hashing of rows and keys, and consolidation.
 
 A :class:`Batch` holds the updates of one time: one numpy array per column and a signed
-int64 ``diff`` array.  A batch is *consolidated* when every row appears once and no diff is
-zero.  Rows are identified by a 64-bit hash of their columns (splitmix64 mixing) and, where
-hashes are equal, by comparing the columns themselves, so a hash collision never merges two
-different rows.
+int64 ``diff`` array (a multiplicity change, ``|diff| <= 2**63 - 1``; sums of diffs are
+checked and never wrap, see :mod:`ivm.difference`).  A batch is *consolidated* when every
+row appears once and no diff is zero.  Rows are identified by a 64-bit hash of their
+columns (splitmix64 mixing) and, where hashes are equal, by comparing the columns
+themselves, so a hash collision never merges two different rows.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ivm.difference import segment_sums
 from ivm.kernels import group_hashes, mix_hashes, mix_offset
 
 Columns = tuple[np.ndarray, ...]
@@ -218,7 +220,7 @@ def consolidate_hashed(
     gid, rep, sums = group_hashes(h, diff)
     if len(rep) < len(h) and not _groups_exact(cols, times, gid, rep):
         order, starts = sort_groups(h, cols, times)
-        sums = np.add.reduceat(diff[order], starts)
+        sums = segment_sums(diff[order], starts)
         nz = sums != 0
         return order[starts[nz]], sums[nz]
     nz = (sums != 0).nonzero()[0]

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ivm.errors import EpochError, IvmError, PlanError
+from ivm.errors import ArithmeticOverflowError, EpochError, IvmError, PlanError
 from ivm.lattice import ALTNEU, Kinds, Time
 from ivm.metrics import Metrics
 from ivm.operators.base import Operator
 from ivm.operators.io import Input, Output
-from ivm.operators.iterate import Enter, Leave
+from ivm.operators.iterate import Enter, Feedback, Leave
 from ivm.schema import Schema
 
 if TYPE_CHECKING:
@@ -224,8 +224,10 @@ class Dataflow:
         """Process every pending change as one epoch.
 
         A step is all or nothing: if processing raises (an error in a user function, values
-        that cannot be compared, an interrupt), every operator returns to its state before
-        the epoch, the epoch's input changes are discarded, and the error propagates.
+        that cannot be compared, a multiplicity past 64 bits, an interrupt), every operator
+        returns to its state before the epoch, the epoch's input changes are discarded, and
+        the error propagates.  An overflow (:class:`~ivm.errors.ArithmeticOverflowError`)
+        names the operator that raised it and the outputs that operator feeds.
         """
         if self._running:
             raise EpochError("step() called while an epoch is being processed")
@@ -246,14 +248,21 @@ class Dataflow:
                     op.start_epoch(t)
             self._run_items(self.root, t)
             for op in self.ops:
-                op.end_epoch()
-        except BaseException:
+                try:
+                    op.end_epoch()
+                except ArithmeticOverflowError as exc:
+                    op.blame(exc)
+                    raise
+        except BaseException as exc:
             # an error in a user function (or an interrupt) mid-epoch: put every operator
             # back as it was before the epoch, so the dataflow stays consistent
             for op, snap in zip(self.ops, saved, strict=True):
                 op.inbox.clear()
                 op.restore(snap)
             self.metrics.forget_epoch(e)
+            if isinstance(exc, ArithmeticOverflowError):
+                exc.outputs = self.outputs_fed_by(exc.operator_id)
+                exc.rolled_back = True
             raise
         finally:
             self._running = False
@@ -285,9 +294,31 @@ class Dataflow:
                 )
             i = scope.next_coordinate(t, i)
         for leave in scope.leaves:
-            leave.flush(t)
+            try:
+                leave.flush(t)
+            except ArithmeticOverflowError as exc:
+                leave.blame(exc)
+                raise
 
     # -- inspecting ------------------------------------------------------------------------
+    def outputs_fed_by(self, op_id: int | None) -> tuple[str, ...]:
+        """Names of the outputs that operator ``op_id`` feeds, directly or not (all of
+        them when ``op_id`` is None)."""
+        if op_id is None:
+            return tuple(self.outputs)
+        seen = {op_id}
+        todo = [self.ops[op_id]]
+        while todo:
+            op = todo.pop()
+            nxt = [c for c, _ in op.consumers]
+            if isinstance(op, Feedback):
+                nxt.append(op.variable)
+            for c in nxt:
+                if c.id not in seen:
+                    seen.add(c.id)
+                    todo.append(c)
+        return tuple(name for name, out in self.outputs.items() if out.id in seen)
+
     def arrangement_rows(self) -> dict[str, int]:
         """Rows held by every trace (arrangements, reduce outputs, output contents)."""
         from ivm.operators.accumulate import AccumulateReduce

@@ -78,9 +78,11 @@ def _plain(
     key_idx: tuple[int, ...],
     specs: Sequence[tuple[str, int | None]],
     names: Sequence[str],
+    stands_for: Sequence[tuple[str, str]],
 ) -> Collection:
-    """A plain (re-reading) reduce, used on the small groups of each stage."""
-    return c._reduce(key_idx, AggregateKernel(specs, c.schema.dtypes, names))
+    """A plain (re-reading) reduce, used on the small groups of each stage (``stands_for``:
+    the user's aggregate of each partial, named in overflow errors)."""
+    return c._reduce(key_idx, AggregateKernel(specs, c.schema.dtypes, names, stands_for))
 
 
 def hierarchical_reduce(
@@ -101,7 +103,8 @@ def hierarchical_reduce(
         return (*cols, (h >> shift).astype(np.int64))
 
     leaf = c.map(with_bucket, [*zip(names, c.schema.dtypes, strict=True), (bucket, "int64")])
-    level = _plain(leaf, (*key_idx, width), specs, partial)
+    user = [(fn, name) for (fn, _), name in zip(specs, out_names, strict=True)]
+    level = _plain(leaf, (*key_idx, width), specs, partial, user)
     # a level's rows: key columns, bucket, one partial per aggregate
     nk = len(key_idx)
     fanout = FANOUT_BITS
@@ -115,5 +118,5 @@ def hierarchical_reduce(
             return (*cols[:nk], cols[nk] >> fanout, *cols[nk + 1 :])
 
         schema = list(zip(level.schema.names, level.schema.dtypes, strict=True))
-        level = _plain(level.map(coarser, schema), upper, combine, partial)
-    return _plain(level, tuple(range(nk)), combine, out_names)
+        level = _plain(level.map(coarser, schema), upper, combine, partial, user)
+    return _plain(level, tuple(range(nk)), combine, out_names, user)

@@ -17,14 +17,18 @@ range expansion, hash checks).  These kernels do such a step in one compiled cal
   their diffs: consolidation in O(n) instead of a sort, keeping first-occurrence order (so
   concatenated sorted runs stay nearly sorted for the stable sort that follows).
 
-Both work on hashes, positions and diffs only; the columns (which may be Python objects)
-are gathered and compared by numpy, so a hash collision is always caught by the caller.
+Sums of diffs are checked (:mod:`ivm.difference`): a multiplicity that would leave 64
+bits raises instead of wrapping.  The kernels work on hashes, positions and diffs only;
+the columns (which may be Python objects) are gathered and compared by numpy, so a hash
+collision is always caught by the caller.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from ivm.difference import add
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -126,12 +130,12 @@ def sum_run(
         i = np.searchsorted(sortkey, base[j], side="left")
         b = bound[j]
         ph = probe_hash[j]
-        s = 0
+        s = np.int64(0)
         while i < m and sortkey[i] <= b:
             if keyhash[i] == ph:
-                s += diff[i]
+                s = add(s, diff[i])
             i += 1
-        sums[j] += s
+        sums[j] = add(sums[j], s)
         if want_next:
             _lower_next(sortkey, keyhash, times, i, top[j], ph, next_time, j)
 
@@ -167,7 +171,7 @@ def group_hashes(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.ndarra
                 break
             if h[rep[g]] == x:
                 gid[i] = g
-                sums[g] += diff[i]
+                sums[g] = add(sums[g], diff[i])
                 break
             s = (s + 1) & (cap - 1)
     return gid, rep[:ng], sums[:ng]
@@ -181,14 +185,21 @@ def sort_run(
     diff: np.ndarray,
     by_time: bool,
     iter_bits: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """A run's sort keys, sorted, and its arrays in that order: ``(order, sortkey,
-    keyhash, rowhash, times, diff)``.  With ``by_time`` the low ``iter_bits`` bits of the
-    key hash are replaced by the loop counter (capped), as single-loop traces sort."""
+    keyhash, rowhash, times, diff, largest |diff|)``.  With ``by_time`` the low ``iter_bits``
+    bits of the key hash are replaced by the loop counter (capped), as single-loop traces
+    sort."""
     n = keyhash.shape[0]
     low = np.uint64((1 << iter_bits) - 1)
     sk = np.empty(n, dtype=np.uint64)
+    big = 0
     for i in range(n):
+        d = diff[i]
+        if d < 0:
+            d = -d
+        if d > big:
+            big = d
         if by_time:
             it = times[i, 0]
             c = low if it >= np.int64(low) else np.uint64(it)
@@ -196,7 +207,7 @@ def sort_run(
         else:
             sk[i] = keyhash[i]
     order = np.argsort(sk)
-    return order, sk[order], keyhash[order], rowhash[order], times[order], diff[order]
+    return order, sk[order], keyhash[order], rowhash[order], times[order], diff[order], big
 
 
 @njit(cache=True, nogil=True)
@@ -212,15 +223,23 @@ def merge_pair(
     t_b: np.ndarray,
     d_b: np.ndarray,
 ) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    int,
 ]:
     """Merge two consolidated runs sorted by sort key into one.
 
-    Updates of ``a`` and ``b`` with equal sort key, row hash and times are summed (and
+    Updates of ``a`` and ``b`` with equal sort key, row hash and times are summed (checked;
     dropped if the sum is zero).  Returns ``(src, sortkey, keyhash, rowhash, times, diff,
-    ia, ib)``: ``src[k]`` is output row k's index in the concatenation ``a ‖ b``, and
-    ``(ia, ib)`` the pairs that were summed, for the caller to check that their columns
-    are equal.  Rows with the same sort key are matched pairwise, so this is for small
+    ia, ib, largest |diff|)``: ``src[k]`` is output row k's index in the concatenation
+    ``a ‖ b``, and ``(ia, ib)`` the pairs that were summed, for the caller to check that
+    their columns are equal.  Rows with the same sort key are matched pairwise, so this is for small
     runs only (quadratic in the size of a block of equal sort keys).
     """
     na = sk_a.shape[0]
@@ -266,7 +285,7 @@ def merge_pair(
                             break
                     if same:
                         used[q] = True
-                        d += d_b[q]
+                        d = add(d, d_b[q])
                         ia[m] = p
                         ib[m] = q
                         m += 1
@@ -283,6 +302,13 @@ def merge_pair(
             i = i1
             j = j1
     src = src[:k]
+    big = 0
+    for r in range(k):
+        d = dif[r]
+        if d < 0:
+            d = -d
+        if d > big:
+            big = d
     sk = np.empty(k, dtype=np.uint64)
     kh = np.empty(k, dtype=np.uint64)
     rh = np.empty(k, dtype=np.uint64)
@@ -300,7 +326,7 @@ def merge_pair(
             kh[r] = kh_b[x]
             rh[r] = rh_b[x]
             times[r, :] = t_b[x, :]
-    return src, sk, kh, rh, times, dif[:k], ia[:m], ib[:m]
+    return src, sk, kh, rh, times, dif[:k], ia[:m], ib[:m], big
 
 
 @njit(cache=True, nogil=True, inline="always")

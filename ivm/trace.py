@@ -40,6 +40,7 @@ from ivm.batch import (
     rows_equal,
     take,
 )
+from ivm.difference import DIFF_MAX, abs_max, add_at
 from ivm.kernels import merge_pair, probe_run, sort_run, sum_run
 from ivm.lattice import ALTNEU, Kinds, advance_rows
 
@@ -70,6 +71,8 @@ class Run:
     cols: Columns
     times: np.ndarray  # (n, depth) int64 inner coordinates
     diff: np.ndarray  # int64
+    #: the largest ``|diff|`` (bounds every row's sum over runs; see :meth:`Trace.compact`)
+    bound: int
 
     def __len__(self) -> int:
         return len(self.diff)
@@ -159,15 +162,23 @@ class Trace:
             kh = hash_rows([cols[i] for i in self.key_idx], n)
         rh = hash_rows(cols, n) if rowhash is None else rowhash
         if 1 < n <= _KERNEL_SORT:
-            order, sk, kh, rh, times, diff = sort_run(kh, rh, times, diff, self.by_time, ITER_BITS)
-            return Run(sk, kh, rh, take(cols, order), times, diff)
+            order, sk, kh, rh, times, diff, big = sort_run(
+                kh, rh, times, diff, self.by_time, ITER_BITS
+            )
+            return Run(sk, kh, rh, take(cols, order), times, diff, big)
         sk = self._sortkey(kh, times)
         if n > 1:
             order = sk.argsort(kind="stable" if merged else "quicksort")
             return Run(
-                sk[order], kh[order], rh[order], take(cols, order), times[order], diff[order]
+                sk[order],
+                kh[order],
+                rh[order],
+                take(cols, order),
+                times[order],
+                diff[order],
+                abs_max(diff),
             )
-        return Run(sk, kh, rh, cols, times, diff)
+        return Run(sk, kh, rh, cols, times, diff, abs(int(diff[0])) if n else 0)
 
     def consolidated_run(
         self,
@@ -224,14 +235,13 @@ class Trace:
             self.staged_time = None
 
     def _push(self, run: Run) -> None:
-        runs = self.runs
-        runs.append(run)
+        # built aside and swapped in: a merge that raises (an overflow) changes nothing
+        runs = [*self.runs, run]
         while len(runs) >= 2 and (
             len(runs[-2]) <= 2 * len(runs[-1]) or len(runs[-2]) + len(runs[-1]) <= SMALL_RUN
         ):
-            b = runs.pop()
-            a = runs.pop()
-            runs.append(self._merge([a, b]))
+            runs[-2:] = [self._merge(runs[-2:])]
+        self.runs = runs
 
     def _merge(self, parts: list[Run]) -> Run:
         if len(parts) == 2 and len(parts[0]) + len(parts[1]) <= SMALL_RUN:
@@ -251,7 +261,7 @@ class Trace:
     def _merge_pair(self, a: Run, b: Run) -> Run | None:
         """Two small runs merged by one compiled pass (:func:`ivm.kernels.merge_pair`);
         None if two summed updates turn out to be different rows (a hash collision)."""
-        src, sk, kh, rh, times, diff, ia, ib = merge_pair(
+        src, sk, kh, rh, times, diff, ia, ib, big = merge_pair(
             a.sortkey, a.keyhash, a.rowhash, a.times, a.diff,
             b.sortkey, b.keyhash, b.rowhash, b.times, b.diff,
         )  # fmt: skip
@@ -262,13 +272,21 @@ class Trace:
         ):
             return None
         cols = tuple(np.concatenate([x, y])[src] for x, y in zip(a.cols, b.cols, strict=True))
-        return Run(sk, kh, rh, cols, times, diff)
+        return Run(sk, kh, rh, cols, times, diff, big)
 
     def compact(self) -> None:
-        """End of epoch: advance times to the next epoch's frontier and consolidate."""
+        """End of epoch: advance times to the next epoch's frontier and consolidate.
+
+        Outside loops a row's multiplicity is the sum of its diffs over the runs, which are
+        merged lazily; if the runs' largest diffs add up past 64 bits, some row's sum might
+        not fit, so the runs are merged now, which sums (checked) every row.  A multiplicity
+        that overflows is thus found in the epoch that causes it, not when it is read.
+        """
         self.commit()
         if not self.runs:
             return
+        if self.depth == 0 and len(self.runs) > 1 and sum(r.bound for r in self.runs) > DIFF_MAX:
+            self.runs = [self._merge(self.runs)]
         if ALTNEU in self.kinds:
             advanced = [
                 Run(
@@ -278,6 +296,7 @@ class Trace:
                     r.cols,
                     advance_rows(r.times, self.kinds),
                     r.diff,
+                    r.bound,
                 )
                 for r in self.runs
             ]
@@ -460,7 +479,7 @@ class Trace:
             raise ValueError("upto= needs a single-loop trace")
         if not hash_is_injective(probe_cols) or (upto is not None and upto >= int(_LOW) - 1):
             found = self.lookup(probe_hash, probe_cols, upto=upto, next_time=next_time)
-            np.add.at(sums, found.owner, found.diff)
+            add_at(sums, found.owner, found.diff)
             return sums
         perm = _sorting_permutation(probe_hash)
         nxt = _EMPTY if next_time is None else next_time

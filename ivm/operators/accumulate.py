@@ -6,7 +6,8 @@ every update of an epoch is at the same time, so "old" is simply the state befor
 epoch.  The operator keeps, per key, one state row ``(key, rows, [non-null count, sum]...)``
 and emits the retraction of the old output row and the new one — work proportional to the
 change, not to the size of the groups it touches (the general :class:`Reduce` re-reads the
-accumulated group).  Materialize calls these accumulable reductions.
+accumulated group).  Materialize calls these accumulable reductions.  Counts and integer
+sums are added checked (:mod:`ivm.difference`): past 64 bits they raise, never wrap.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from ivm.batch import Batch, Columns, hash_rows, sort_groups, take
+from ivm.difference import add_arrays, segment_sums
+from ivm.errors import MultiplicityOverflowError, SumOverflowError
 from ivm.lattice import Time
-from ivm.operators.aggregates import _not_null
+from ivm.operators.aggregates import _not_null, int_sum
 from ivm.operators.base import Operator
 from ivm.schema import DTYPES
 from ivm.trace import Trace
@@ -26,7 +29,8 @@ LINEAR_AGGREGATES = ("count", "sum")
 
 
 def _segment_sum(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Per-group sums of ``values`` (groups given by ``order``/``starts``)."""
+    """Per-group sums of ``values`` (groups given by ``order``/``starts``; float64 or
+    object: integer sums go through :func:`int_sum`)."""
     v = values[order]
     if v.dtype != object:
         return np.add.reduceat(v, starts)
@@ -41,8 +45,16 @@ def _segment_sum(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> n
     return out
 
 
-def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Element-wise ``a + b`` where None (in object arrays) means "no value yet"."""
+def _add(a: np.ndarray, b: np.ndarray, column: str | None) -> np.ndarray:
+    """Element-wise ``a + b`` where None (in object arrays) means "no value yet"; int64
+    sums are checked (``column``: the SUM's output column, None for a count)."""
+    if a.dtype == np.int64 and b.dtype == np.int64:
+        if column is None:
+            return add_arrays(a, b)
+        try:
+            return add_arrays(a, b)
+        except MultiplicityOverflowError:
+            raise SumOverflowError("an integer SUM", column=column) from None
     if a.dtype != object and b.dtype != object:
         return a + b
     return np.array(
@@ -94,16 +106,25 @@ class AccumulateReduce(Operator):
         probe_cols = take(keys, first)
         probe_h = h[first]
         n = len(starts)
-        d_rows = np.add.reduceat(b.diff[order], starts)
+        d_rows = segment_sums(b.diff[order], starts)
         deltas: list[np.ndarray] = []
-        for fn, col in self.aggs:
+        # per delta: None for a count, else the SUM's output column (named in errors)
+        sum_names: list[str | None] = []
+        for j, (fn, col) in enumerate(self.aggs):
             if col is None:
                 continue
             c = b.cols[col]
             valid = _not_null(c)
-            deltas.append(np.add.reduceat(np.where(valid, b.diff, 0)[order], starts))
+            deltas.append(segment_sums(np.where(valid, b.diff, 0)[order], starts))
+            sum_names.append(None)
+            name = self.schema.names[nkey + j]
+            sum_names.append(name if fn == "sum" else None)
             if fn == "sum":
-                if c.dtype == object:
+                if c.dtype == np.int64:
+                    deltas.append(
+                        int_sum(c[order], np.where(valid, b.diff, 0)[order], starts, name)
+                    )
+                elif c.dtype == object:
                     prod = np.empty(len(c), dtype=object)
                     for row in np.flatnonzero(valid).tolist():
                         prod[row] = c[row] * int(b.diff[row])
@@ -128,9 +149,9 @@ class AccumulateReduce(Operator):
             old_present[owners] = True
             for j in range(len(old_vals)):
                 old_vals[j][owners] = found.cols[nkey + j][live]
-        new_vals = [old_vals[0] + d_rows]
+        new_vals = [add_arrays(old_vals[0], d_rows)]
         for j, delta in enumerate(deltas):
-            new_vals.append(_add(old_vals[j + 1], delta))
+            new_vals.append(_add(old_vals[j + 1], delta, sum_names[j]))
         new_present = new_vals[0] > 0
         # keep a state row while the key has any rows (even a negative count: it is the
         # accumulated input, not the output)

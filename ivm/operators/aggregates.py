@@ -5,7 +5,9 @@ id, each with its (non-zero) count — and returns the output rows of every grou
 group id of each output row, the output's non-key columns, and its multiplicity.  The
 :class:`~ivm.operators.reduce.Reduce` operator turns those into differences (CIDR 2013
 §3.4).  NULL follows SQL: ``None`` in object columns is ignored by count(col), sum, min and
-max; sum/min/max of a group with no non-NULL value is NULL.
+max; sum/min/max of a group with no non-NULL value is NULL.  Counts (sums of multiplicities)
+and integer sums (``Σ value·count``) are checked: past 64 bits they raise
+(:class:`~ivm.errors.MultiplicityOverflowError`, :class:`~ivm.errors.SumOverflowError`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from ivm.batch import Columns, hash_rows, sort_groups
-from ivm.errors import PlanError, SchemaError
+from ivm.difference import DIFF_MAX, mul_arrays, segment_sums
+from ivm.errors import MultiplicityOverflowError, PlanError, SchemaError, SumOverflowError
 from ivm.schema import DTYPES
 
 AGG_FUNCTIONS = ("count", "sum", "min", "max", "count_distinct")
@@ -29,6 +32,17 @@ def _starts(group: np.ndarray) -> np.ndarray:
     b[0] = True
     np.not_equal(group[1:], group[:-1], out=b[1:])
     return np.flatnonzero(b)
+
+
+def int_sum(
+    col: np.ndarray, counts: np.ndarray, starts: np.ndarray, column: str | None
+) -> np.ndarray:
+    """Per-group ``Σ value·count`` of an int64 column (groups start at ``starts``), checked:
+    a product or sum past 64 bits raises :class:`SumOverflowError` naming ``column``."""
+    try:
+        return segment_sums(mul_arrays(col, counts), starts)
+    except MultiplicityOverflowError:
+        raise SumOverflowError("an integer SUM", column=column) from None
 
 
 def _not_null(col: np.ndarray) -> np.ndarray:
@@ -53,9 +67,16 @@ class AggregateKernel(Kernel):
     """One row per non-empty group with one value per aggregate."""
 
     def __init__(
-        self, aggs: Sequence[tuple[str, int | None]], in_dtypes: Sequence[str], names: Sequence[str]
+        self,
+        aggs: Sequence[tuple[str, int | None]],
+        in_dtypes: Sequence[str],
+        names: Sequence[str],
+        stands_for: Sequence[tuple[str, str]] | None = None,
     ) -> None:
+        """``stands_for[j]``: the user's aggregate ``(function, output column)`` that
+        aggregate j computes a part of (a stage of a hierarchical reduce), for errors."""
         self.aggs = list(aggs)
+        self.stands_for = list(stands_for) if stands_for is not None else None
         dtypes = []
         for fn, idx in self.aggs:
             if fn not in AGG_FUNCTIONS:
@@ -76,12 +97,12 @@ class AggregateKernel(Kernel):
         self, group: np.ndarray, cols: Columns, counts: np.ndarray
     ) -> tuple[np.ndarray, Columns, np.ndarray]:
         starts = _starts(group)
-        total = np.add.reduceat(counts, starts) if len(starts) else counts[:0]
+        total = segment_sums(counts, starts)
         exists = total > 0
         gids = group[starts]
         positive = counts > 0
         out: list[np.ndarray] = []
-        for (fn, idx), dtype in zip(self.aggs, self.out_dtypes, strict=True):
+        for j, ((fn, idx), dtype) in enumerate(zip(self.aggs, self.out_dtypes, strict=True)):
             if fn == "count" and idx is None:
                 out.append(total.astype(np.int64))
                 continue
@@ -89,21 +110,33 @@ class AggregateKernel(Kernel):
             col = cols[idx]
             valid = _not_null(col) & positive
             if fn == "count":
-                w = np.where(valid, counts, 0)
-                out.append(np.add.reduceat(w, starts) if len(starts) else w[:0])
+                out.append(segment_sums(np.where(valid, counts, 0), starts))
             elif fn == "count_distinct":
                 out.append(self._count_distinct(group, col, valid, gids))
             elif fn == "sum":
-                out.append(self._sum(col, counts, valid, starts, dtype))
+                out.append(self._sum(col, counts, valid, starts, dtype, j))
             else:
                 out.append(self._extreme(fn, group, col, valid, gids, dtype))
         keep = np.flatnonzero(exists)
         return gids[keep], tuple(c[keep] for c in out), np.ones(len(keep), dtype=np.int64)
 
-    @staticmethod
     def _sum(
-        col: np.ndarray, counts: np.ndarray, valid: np.ndarray, starts: np.ndarray, dtype: str
+        self,
+        col: np.ndarray,
+        counts: np.ndarray,
+        valid: np.ndarray,
+        starts: np.ndarray,
+        dtype: str,
+        j: int,
     ) -> np.ndarray:
+        if col.dtype == np.int64:
+            if self.stands_for is None:
+                return int_sum(col, np.where(valid, counts, 0), starts, self.out_names[j])
+            fn, name = self.stands_for[j]
+            if fn == "sum":
+                return int_sum(col, np.where(valid, counts, 0), starts, name)
+            # partial counts added up: a COUNT, so a multiplicity
+            return segment_sums(mul_arrays(col, np.where(valid, counts, 0)), starts)
         if col.dtype != object:
             w = np.where(valid, col * counts, 0).astype(DTYPES[dtype])
             return np.add.reduceat(w, starts) if len(starts) else w[:0]
@@ -230,6 +263,9 @@ class TopKKernel(Kernel):
         g = group[order]
         c = counts[order]
         starts = _starts(g)
+        # every group's total fits (checked), so the running sums below are exact within
+        # a group even where the global cumsum wraps (two's complement arithmetic)
+        segment_sums(c, starts)
         cum = np.cumsum(c)
         base = np.repeat(cum[starts] - c[starts], np.diff(np.append(starts, n)))
         before = cum - c - base
@@ -300,6 +336,8 @@ class GroupFunctionKernel(Kernel):
                     )
                 if not isinstance(mult, int | np.integer) or isinstance(mult, bool):
                     raise SchemaError("reduce_group multiplicities must be integers")
+                if not -DIFF_MAX <= int(mult) <= DIFF_MAX:
+                    raise MultiplicityOverflowError(f"reduce_group multiplicity {int(mult)}")
                 if mult:
                     out_g.append(int(group[a]))
                     out_rows.append(row)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ivm.batch import Batch
+from ivm.errors import ArithmeticOverflowError
 from ivm.lattice import Time
 from ivm.schema import DTYPES, Schema
 
@@ -90,7 +91,20 @@ class Operator:
                 else:
                     inputs.append(None)
         self.graph.metrics.record(self, time, n)
-        self.process(time, inputs)
+        try:
+            self.process(time, inputs)
+        except ArithmeticOverflowError as exc:
+            self.blame(exc)
+            raise
+
+    def blame(self, exc: ArithmeticOverflowError) -> None:
+        """Name this operator in an overflow raised while it ran (unless named already)."""
+        if exc.operator_id is None:
+            what = self.describe()
+            if what.startswith(self.name) and what != self.name:
+                what = f"{self.name} ({what[len(self.name) :].strip()})"
+            exc.operator_id = self.id
+            exc.operator = what
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         raise NotImplementedError(f"{type(self).__name__} does not process batches")

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ivm.batch import Batch, take
+from ivm.difference import mul_gathered
 from ivm.lattice import Time
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
@@ -58,7 +59,11 @@ class HalfJoin(Operator):
         if len(found.owner) == 0:
             return
         self.emit(
-            time, Batch(take(b.cols, found.owner) + found.cols, b.diff[found.owner] * found.diff)
+            time,
+            Batch(
+                take(b.cols, found.owner) + found.cols,
+                mul_gathered(b.diff, found.owner, found.diff),
+            ),
         )
 
     def describe(self) -> str:

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from ivm.batch import Batch
+from ivm.difference import DIFF_MAX
 from ivm.errors import DiffError, SchemaError
 from ivm.lattice import Time
 from ivm.operators.base import Operator
@@ -67,9 +68,14 @@ def rows_to_columns(op: Operator, rows: Any) -> tuple[np.ndarray, ...]:
 
 
 def coerce_diffs(op: Operator, diffs: Any, n: int) -> np.ndarray:
+    """User diffs as int64, each within ``±(2**63 - 1)`` (the symmetric range of
+    :mod:`ivm.difference`, so a retraction can always be negated)."""
     if isinstance(diffs, int | np.integer) and not isinstance(diffs, bool):
-        if not -(2**63) <= int(diffs) < 2**63:
-            raise DiffError(f"{op.name}: diff {int(diffs)} does not fit a 64-bit integer")
+        if not -DIFF_MAX <= int(diffs) <= DIFF_MAX:
+            raise DiffError(
+                f"{op.name}: diff {int(diffs)} does not fit a 64-bit integer "
+                f"(diffs are within ±(2**63 - 1))"
+            )
         return np.full(n, int(diffs), dtype=np.int64)
     arr = np.asarray(diffs)
     if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
@@ -84,6 +90,13 @@ def coerce_diffs(op: Operator, diffs: Any, n: int) -> np.ndarray:
             raise DiffError(f"{op.name}: diffs must be integers, got {arr.dtype}")
     if arr.shape != (n,):
         raise DiffError(f"{op.name}: {arr.size} diffs for {n} rows")
+    if n and (
+        (arr.dtype.kind == "u" and int(arr.max()) > DIFF_MAX)
+        or (arr.dtype.kind == "i" and int(arr.min()) < -DIFF_MAX)
+    ):
+        raise DiffError(
+            f"{op.name}: diffs must fit a 64-bit integer (diffs are within ±(2**63 - 1))"
+        )
     return arr.astype(np.int64)
 
 

@@ -213,6 +213,7 @@ class Reduce(Operator):
         count = self.source.trace.key_sums(probe_h, probe_cols, upto, nxt)
         old = self.out.key_sums(probe_h, probe_cols, upto, nxt)
         new = self.kernel.of_counts(count)
+        # new is 0 or 1 and old (a checked sum) is the output's 0 or 1: this cannot wrap
         change = new - old
         sel = np.flatnonzero(change)
         if len(sel):
