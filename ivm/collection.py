@@ -9,7 +9,7 @@ from ivm import hierarchy
 from ivm.errors import ForeignCollectionError, PlanError
 from ivm.lattice import ALTNEU, ITERATE
 from ivm.operators import aggregates as K
-from ivm.operators.accumulate import LINEAR_AGGREGATES, AccumulateReduce
+from ivm.operators.accumulate import AccumulateReduce
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
 from ivm.operators.io import Input
@@ -17,6 +17,7 @@ from ivm.operators.iterate import Enter, Feedback, Leave, Retract, Variable
 from ivm.operators.join import Join
 from ivm.operators.linear import Concat, Consolidate, Filter, FlatMap, Map, Negate, Project
 from ivm.operators.reduce import Reduce
+from ivm.reduce_plan import ReducePlan, ReduceStrategy, check_plan, plan_reduce
 from ivm.schema import ColumnRef, Schema
 
 if TYPE_CHECKING:
@@ -88,17 +89,13 @@ class Collection:
         return self._unary(FlatMap, Schema.of(schema), fn=fn)
 
     def project(self, *cols: ColumnRef, names: Sequence[str] | None = None) -> Collection:
-        """Keep (and reorder) columns; ``names`` renames the result."""
+        """Keep (and reorder) columns; ``names`` renames the result.
+
+        Without ``names``, a column kept twice gets a fresh name (see :func:`distinct_names`).
+        """
         idx = self.schema.indices(list(cols))
         if names is None:
-            seen: dict[str, int] = {}
-            out = []
-            for i in idx:  # a column kept twice gets a suffix
-                n = self.schema.names[i]
-                k = seen.get(n, 0)
-                seen[n] = k + 1
-                out.append(n if k == 0 else f"{n}_{k}")
-            names = out
+            names = distinct_names([self.schema.names[i] for i in idx])
         schema = Schema(tuple(names), tuple(self.schema.dtypes[i] for i in idx))
         return self._unary(Project, schema, idx=idx)
 
@@ -163,19 +160,31 @@ class Collection:
         return self.concat(self.semijoin(other, on).negate())
 
     # -- reductions ------------------------------------------------------------------------
-    def _reduce(self, key_idx: tuple[int, ...], kernel: K.Kernel) -> Collection:
+    def _reduce(
+        self, key_idx: tuple[int, ...], kernel: K.Kernel, plan: ReducePlan | None = None
+    ) -> Collection:
         arr = self.arrange(key_idx)
         schema = Schema(
             tuple(self.schema.names[i] for i in key_idx) + kernel.out_names,
             tuple(self.schema.dtypes[i] for i in key_idx) + kernel.out_dtypes,
         )
-        op = Reduce(self.graph, self.scope, [arr], schema, source=arr, kernel=kernel)
+        op = Reduce(self.graph, self.scope, [arr], schema, source=arr, kernel=kernel, plan=plan)
         return Collection(self.graph, op)
 
     def reduce(
-        self, key: KeySpec, aggs: Iterable[tuple], names: Sequence[str] | None = None
+        self,
+        key: KeySpec,
+        aggs: Iterable[tuple],
+        names: Sequence[str] | None = None,
+        plan: ReducePlan | ReduceStrategy | str | None = None,
     ) -> Collection:
-        """Per group of ``key``: ``[("count",), ("sum", col), ("min", col), ...]``."""
+        """Per group of ``key``: ``[("count",), ("sum", col), ("min", col), ...]``.
+
+        Default names are ``fn`` or ``fn_col``, made distinct from the key columns and each
+        other by :func:`distinct_names`.  ``plan`` overrides the planner's choice of strategy
+        (:func:`ivm.reduce_plan.plan_reduce`); a plan that cannot compute the aggregates
+        raises :class:`PlanError`.  The chosen plan is the result operator's ``plan``.
+        """
         key_idx = self.schema.indices(key) if key != () else ()
         specs: list[tuple[str, int | None]] = []
         auto: list[str] = []
@@ -184,14 +193,21 @@ class Collection:
             col = self.schema.index(a[1]) if len(a) > 1 and a[1] is not None else None
             specs.append((fn, col))
             auto.append(fn if col is None else f"{fn}_{self.schema.names[col]}")
-        out_names = list(names) if names is not None else auto
+        if names is None:
+            keys = [self.schema.names[i] for i in key_idx]
+            out_names = distinct_names([*keys, *auto])[len(keys) :]
+        else:
+            out_names = list(names)
         if len(out_names) != len(specs):
             raise PlanError("reduce: one name per aggregate")
         kernel = K.AggregateKernel(specs, self.schema.dtypes, out_names)
-        if self.scope is self.graph.root and all(
-            fn in LINEAR_AGGREGATES and (col is None or self.schema.dtypes[col] != "bool")
-            for fn, col in specs
-        ):
+        depth = self.scope.depth
+        if plan is None:
+            chosen = plan_reduce(specs, self.schema.dtypes, depth)
+        else:
+            chosen = ReducePlan.of(plan)
+            check_plan(chosen, specs, self.schema.dtypes, depth)
+        if chosen.strategy is ReduceStrategy.ACCUMULABLE:
             # count/sum outside loops: updated from the change alone, no group re-reads
             schema = Schema(
                 tuple(self.schema.names[i] for i in key_idx) + kernel.out_names,
@@ -207,10 +223,10 @@ class Collection:
                 in_dtypes=self.schema.dtypes,
             )
             return Collection(self.graph, op)
-        if self.scope is self.graph.root and hierarchy.applies(specs):
-            # min/max outside loops: staged over hash buckets, no whole-group re-reads
-            return hierarchy.hierarchical_reduce(self, key_idx, specs, out_names)
-        return self._reduce(key_idx, kernel)
+        if chosen.strategy is ReduceStrategy.HIERARCHICAL:
+            # staged over hash buckets: a change re-reads its bucket, not its group
+            return hierarchy.hierarchical_reduce(self, key_idx, specs, out_names, chosen)
+        return self._reduce(key_idx, kernel, chosen)
 
     def count(self, key: KeySpec = ()) -> Collection:
         return self.reduce(key, [("count",)], names=["count"])
@@ -352,6 +368,30 @@ class Collection:
         parent.items.append(inner)
         g._invalidate()
         return Collection(g, leave)
+
+
+def distinct_names(names: Sequence[str]) -> list[str]:
+    """Default column names made distinct, deterministically.
+
+    Every name keeps its first occurrence; each later occurrence of ``n`` becomes ``n_k``
+    for the smallest ``k >= 1`` such that ``n_k`` is none of the names (given or already
+    chosen).  So ``(a, a, a_1)`` becomes ``(a, a_2, a_1)``.
+    """
+    taken = set(names)
+    seen: set[str] = set()
+    out: list[str] = []
+    for n in names:
+        if n not in seen:
+            seen.add(n)
+            out.append(n)
+            continue
+        k = 1
+        while f"{n}_{k}" in taken:
+            k += 1
+        fresh = f"{n}_{k}"
+        taken.add(fresh)
+        out.append(fresh)
+    return out
 
 
 def _le_not_null(a: Any, b: Any) -> Any:

@@ -32,6 +32,7 @@ import numpy as np
 from ivm.batch import hash_column
 from ivm.kernels import mix_hashes
 from ivm.operators.aggregates import AggregateKernel
+from ivm.reduce_plan import ReducePlan, ReduceStrategy
 
 if TYPE_CHECKING:
     from ivm.collection import Collection
@@ -43,13 +44,6 @@ COMBINE = {"count": "sum", "sum": "sum", "min": "min", "max": "max"}
 
 _SEED = np.uint64(0x9E3779B97F4A7C15)
 _MULT = np.uint64(0x94D049BB133111EB)
-
-
-def applies(specs: Sequence[tuple[str, int | None]]) -> bool:
-    """Whether a reduce with these aggregates is done hierarchically: it has a MIN or MAX
-    and nothing that does not combine from partials."""
-    fns = {fn for fn, _ in specs}
-    return bool(fns & {"min", "max"}) and fns <= set(COMBINE)
 
 
 def stable_row_hash(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
@@ -79,10 +73,12 @@ def _plain(
     specs: Sequence[tuple[str, int | None]],
     names: Sequence[str],
     stands_for: Sequence[tuple[str, str]],
+    plan: ReducePlan,
 ) -> Collection:
     """A plain (re-reading) reduce, used on the small groups of each stage (``stands_for``:
     the user's aggregate of each partial, named in overflow errors)."""
-    return c._reduce(key_idx, AggregateKernel(specs, c.schema.dtypes, names, stands_for))
+    kernel = AggregateKernel(specs, c.schema.dtypes, names, stands_for)
+    return c._reduce(key_idx, kernel, plan)
 
 
 def hierarchical_reduce(
@@ -90,8 +86,11 @@ def hierarchical_reduce(
     key_idx: tuple[int, ...],
     specs: Sequence[tuple[str, int | None]],
     out_names: Sequence[str],
+    plan: ReducePlan | None = None,
 ) -> Collection:
-    """``c.reduce(key, specs)`` in stages over hash buckets (see the module docstring)."""
+    """``c.reduce(key, specs)`` in stages over hash buckets (see the module docstring);
+    every stage carries ``plan`` (its ``prefix_cache`` applies to the stages)."""
+    plan = plan if plan is not None else ReducePlan(ReduceStrategy.HIERARCHICAL)
     names = list(c.schema.names)
     width = len(names)
     bucket = _fresh_name(names, "__bucket")
@@ -104,7 +103,7 @@ def hierarchical_reduce(
 
     leaf = c.map(with_bucket, [*zip(names, c.schema.dtypes, strict=True), (bucket, "int64")])
     user = [(fn, name) for (fn, _), name in zip(specs, out_names, strict=True)]
-    level = _plain(leaf, (*key_idx, width), specs, partial, user)
+    level = _plain(leaf, (*key_idx, width), specs, partial, user, plan)
     # a level's rows: key columns, bucket, one partial per aggregate
     nk = len(key_idx)
     fanout = FANOUT_BITS
@@ -118,5 +117,5 @@ def hierarchical_reduce(
             return (*cols[:nk], cols[nk] >> fanout, *cols[nk + 1 :])
 
         schema = list(zip(level.schema.names, level.schema.dtypes, strict=True))
-        level = _plain(level.map(coarser, schema), upper, combine, partial, user)
-    return _plain(level, tuple(range(nk)), combine, out_names, user)
+        level = _plain(level.map(coarser, schema), upper, combine, partial, user, plan)
+    return _plain(level, tuple(range(nk)), combine, out_names, user, plan)

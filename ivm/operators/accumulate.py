@@ -22,6 +22,7 @@ from ivm.errors import MultiplicityOverflowError, SumOverflowError
 from ivm.lattice import Time
 from ivm.operators.aggregates import _not_null, int_sum
 from ivm.operators.base import Operator
+from ivm.reduce_plan import ReducePlan, ReduceStrategy
 from ivm.schema import DTYPES
 from ivm.trace import Trace
 
@@ -67,6 +68,7 @@ class AccumulateReduce(Operator):
     """COUNT(*), COUNT(col) and SUM(col) per key, maintained from the changes alone."""
 
     kind = "accumulate"
+    plan = ReducePlan(ReduceStrategy.ACCUMULABLE)
 
     def __init__(
         self,
@@ -227,4 +229,4 @@ class AccumulateReduce(Operator):
         aggs = ", ".join(
             fn if c is None else f"{fn}({self.inputs[0].schema.names[c]})" for fn, c in self.aggs
         )
-        return f"{self.name} accumulate [{aggs}] rows={self.totals.rows_held()}"
+        return f"{self.name} accumulate [{aggs}] plan={self.plan} rows={self.totals.rows_held()}"

@@ -37,6 +37,7 @@ from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
 from ivm.operators.join import pad_times
 from ivm.operators.prefix_cache import PrefixCache
+from ivm.reduce_plan import ReducePlan, general_plan
 from ivm.trace import NO_TIME, Gathered, Trace, constant_times
 
 
@@ -70,7 +71,16 @@ def _cat(a: Gathered | None, b: Gathered) -> Gathered:
 class Reduce(Operator):
     kind = "reduce"
 
-    def __init__(self, *args: Any, source: Arrange, kernel: Kernel, **kw: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        source: Arrange,
+        kernel: Kernel,
+        plan: ReducePlan | None = None,
+        **kw: Any,
+    ) -> None:
+        """``plan``: how this reduce was planned (a stage of a hierarchical reduce carries
+        the hierarchical plan); only its ``prefix_cache`` changes what this operator does."""
         super().__init__(*args, **kw)
         self.source = source
         source.users += 1
@@ -78,6 +88,7 @@ class Reduce(Operator):
         self.key_idx = source.key_idx
         self.kinds = self.scope.kinds
         self.depth = len(self.kinds)
+        self.plan = plan if plan is not None else general_plan(self.depth)
         nkey = len(self.key_idx)
         self.out = Trace(self.dtypes, tuple(range(nkey)), self.kinds)
         self.scheduled: dict[Time, list[Columns]] = {}
@@ -133,7 +144,7 @@ class Reduce(Operator):
         hist: list[tuple[np.ndarray, np.ndarray]] | None = None
         nxt: np.ndarray | None = None
         src = self.source.trace
-        use_cache = self.depth == 1 and src.by_time and self.out.by_time
+        use_cache = self.plan.prefix_cache and self.depth == 1 and src.by_time and self.out.by_time
         cache = self.cache
         if use_cache:
             # traces ordered by iteration: binary search for "<= t" and the next time;
@@ -339,5 +350,5 @@ class Reduce(Operator):
         keys = [self.source.schema.names[i] for i in self.key_idx]
         return (
             f"{self.name} {type(self.kernel).__name__} by {keys} over {self.source.name} "
-            f"out_rows={self.out.rows_held()}"
+            f"plan={self.plan} out_rows={self.out.rows_held()}"
         )

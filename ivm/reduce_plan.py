@@ -1,0 +1,123 @@
+"""How a reduce is computed, as a value: the strategy and whether the prefix cache is on.
+
+Every strategy computes the same function of the accumulated input (CIDR 2013 §3.4: the
+output accumulates, at each time t, to ``f(A(t))``); they differ in the work a change costs.
+
+* ``ACCUMULABLE`` (:mod:`ivm.operators.accumulate`): COUNT and SUM, updated from the change
+  alone (they are linear).  Outside loops only: it keeps one state row per key and assumes
+  that all updates of an epoch share one time.
+* ``HIERARCHICAL`` (:mod:`ivm.hierarchy`): COUNT, SUM, MIN, MAX in stages over hash buckets,
+  so a change re-reads its bucket, not its group.  Correct at any depth (its stages are
+  general reduces), chosen outside loops when a MIN or MAX is asked for.
+* ``GENERAL`` (:mod:`ivm.operators.reduce`): any aggregate; re-reads each touched group at
+  every interesting time.  With ``prefix_cache`` (one loop deep only), keys with a long
+  history keep cached accumulations (:mod:`ivm.operators.prefix_cache`).
+
+:func:`plan_reduce` chooses; :func:`check_plan` refuses a plan that cannot compute the
+aggregates asked for, with a :class:`~ivm.errors.PlanError`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ivm.errors import PlanError
+
+#: aggregates each strategy can compute (GENERAL: every aggregate of the kernel)
+ACCUMULABLE_FUNCTIONS = frozenset({"count", "sum"})
+HIERARCHICAL_FUNCTIONS = frozenset({"count", "sum", "min", "max"})
+
+
+class ReduceStrategy(enum.Enum):
+    ACCUMULABLE = "accumulable"
+    HIERARCHICAL = "hierarchical"
+    GENERAL = "general"
+
+
+@dataclass(frozen=True)
+class ReducePlan:
+    """A reduce's physical plan; ``str(plan)`` is what EXPLAIN prints."""
+
+    strategy: ReduceStrategy
+    prefix_cache: bool = False
+
+    def __str__(self) -> str:
+        return self.strategy.value + (" + prefix cache" if self.prefix_cache else "")
+
+    @staticmethod
+    def of(spec: ReducePlan | ReduceStrategy | str) -> ReducePlan:
+        """A plan from a plan, a strategy or a strategy's name (cache off)."""
+        if isinstance(spec, ReducePlan):
+            return spec
+        if isinstance(spec, str):
+            try:
+                spec = ReduceStrategy(spec)
+            except ValueError:
+                names = [s.value for s in ReduceStrategy]
+                raise PlanError(
+                    f"unknown reduce strategy {spec!r}; expected one of {names}"
+                ) from None
+        if isinstance(spec, ReduceStrategy):
+            return ReducePlan(spec)
+        raise PlanError(f"a reduce plan is a ReducePlan, ReduceStrategy or name, got {spec!r}")
+
+
+Specs = Sequence[tuple[str, int | None]]
+
+
+def _accumulable(specs: Specs, dtypes: Sequence[str]) -> bool:
+    return all(
+        fn in ACCUMULABLE_FUNCTIONS and (col is None or dtypes[col] != "bool") for fn, col in specs
+    )
+
+
+def _hierarchical(specs: Specs) -> bool:
+    return {fn for fn, _ in specs} <= HIERARCHICAL_FUNCTIONS
+
+
+def plan_reduce(specs: Specs, dtypes: Sequence[str], depth: int) -> ReducePlan:
+    """The plan for aggregates ``specs`` over columns ``dtypes`` at loop ``depth``.
+
+    Outside loops: accumulable when every aggregate is linear, hierarchical when a MIN or
+    MAX is among aggregates that combine from partials; otherwise (and inside loops) the
+    general reduce, with the prefix cache exactly one loop deep.
+    """
+    fns = {fn for fn, _ in specs}
+    if depth == 0 and _accumulable(specs, dtypes):
+        return ReducePlan(ReduceStrategy.ACCUMULABLE)
+    if depth == 0 and fns & {"min", "max"} and _hierarchical(specs):
+        return ReducePlan(ReduceStrategy.HIERARCHICAL)
+    return general_plan(depth)
+
+
+def general_plan(depth: int) -> ReducePlan:
+    """The general reduce's default plan: the prefix cache serves one loop deep."""
+    return ReducePlan(ReduceStrategy.GENERAL, prefix_cache=depth == 1)
+
+
+def check_plan(plan: ReducePlan, specs: Specs, dtypes: Sequence[str], depth: int) -> None:
+    """Raise :class:`PlanError` if ``plan`` cannot compute ``specs`` at loop ``depth``."""
+    asked = ", ".join(fn for fn, _ in specs)
+    if plan.strategy is ReduceStrategy.ACCUMULABLE:
+        if depth != 0:
+            raise PlanError(
+                "reduce plan 'accumulable' runs only outside loops (it assumes one time per "
+                "epoch); use 'general' or 'hierarchical' inside iterate"
+            )
+        if not _accumulable(specs, dtypes):
+            raise PlanError(
+                f"reduce plan 'accumulable' computes only COUNT and SUM (not of bool); "
+                f"asked for [{asked}]: use 'hierarchical' or 'general'"
+            )
+    if plan.strategy is ReduceStrategy.HIERARCHICAL and not _hierarchical(specs):
+        raise PlanError(
+            f"reduce plan 'hierarchical' combines only COUNT, SUM, MIN and MAX from partials; "
+            f"asked for [{asked}]: use 'general'"
+        )
+    if plan.prefix_cache and depth != 1:
+        raise PlanError(
+            f"the prefix cache serves reduces exactly one loop deep; this reduce is at depth "
+            f"{depth}: plan it without prefix_cache"
+        )
