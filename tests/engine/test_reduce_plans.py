@@ -65,6 +65,7 @@ AGG_SETS = {"linear": LINEAR, "minmax": MINMAX, "count-distinct": OTHER}
 PLANS = [
     ReducePlan(ReduceStrategy.ACCUMULABLE),
     ReducePlan(ReduceStrategy.HIERARCHICAL),
+    ReducePlan(ReduceStrategy.HIERARCHICAL, prefix_cache=True),
     ReducePlan(ReduceStrategy.GENERAL),
     ReducePlan(ReduceStrategy.GENERAL, prefix_cache=True),
 ]
@@ -171,7 +172,7 @@ def aggregate(aggs: list) -> Callable[[tuple, list[tuple]], tuple]:
 @given(
     changes=st.integers(1, 4).flatmap(lambda e: change_sequence(row, e)), style=st.integers(0, 2)
 )
-@examples(15)
+@examples(40)
 def test_every_strategy_emits_the_reference_differences(
     agg_set: str, in_loop: bool, changes: list, style: int
 ) -> None:
