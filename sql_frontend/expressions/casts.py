@@ -20,7 +20,7 @@ from sql_frontend.expressions.evaluate import (
     runtime_error,
 )
 from sql_frontend.expressions.vec import Vec
-from sql_frontend.sql_types import SqlType
+from sql_frontend.sql_types import TIMESTAMP, SqlType
 
 _INT_BOUNDS = {"TINYINT": 2**7, "SMALLINT": 2**15, "INT": 2**31, "BIGINT": 2**63}
 
@@ -61,6 +61,8 @@ def timestamp_str(v: dt.datetime) -> str:
 
 
 def to_str(v: object, t: SqlType) -> str:
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", errors="replace")
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
@@ -201,6 +203,37 @@ def _to_timestamp(v: object, t: SqlType) -> dt.datetime:
     raise _Invalid
 
 
+def _to_binary(v: object, t: SqlType) -> bytes:
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v)
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    raise _Invalid
+
+
+_TIME_RE = re.compile(r"^T?(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?$")
+
+
+def time_parts(v: str) -> dt.datetime:
+    """A string read as Spark reads it for HOUR / MINUTE / SECOND: a timestamp, or a time of
+    day alone (``'10:11:12'``, dated 1970-01-01 here: only its time is ever read)."""
+    m = _TIME_RE.match(v.strip())
+    if m:
+        frac = (m.group(4) or "0")[:6].ljust(6, "0")
+        try:
+            return dt.datetime(
+                1970, 1, 1, int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), int(frac)
+            )
+        except ValueError:
+            pass
+    else:
+        try:
+            return _to_timestamp(v, TIMESTAMP)
+        except _Invalid:
+            pass
+    raise runtime_error(f"[CAST_INVALID_INPUT] cannot cast {v!r} of STRING to TIMESTAMP")
+
+
 _CONVERT: dict[str, Callable[[object, SqlType], object]] = {
     "TINYINT": _to_int,
     "SMALLINT": _to_int,
@@ -213,6 +246,7 @@ _CONVERT: dict[str, Callable[[object, SqlType], object]] = {
     "DATE": _to_date,
     "TIMESTAMP": _to_timestamp,
     "STRING": to_str,
+    "BINARY": _to_binary,
 }
 
 
@@ -250,5 +284,6 @@ def _cast(args: list[Vec], t: SqlType, safe: bool) -> Vec:
 
 OPS["cast"] = lambda args, t: _cast(args, t, False)
 OPS["try_cast"] = lambda args, t: _cast(args, t, True)
+OPS["time_parts"] = lambda args, t: elementwise(time_parts, args, t)
 
 __all__ = ["_decimal_result", "java_double_str", "timestamp_str", "to_str"]

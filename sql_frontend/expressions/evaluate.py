@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from sql_frontend.errors import SqlRuntimeError, UnsupportedSqlError
+from sql_frontend.errors import SqlError, SqlRuntimeError, UnsupportedSqlError
 from sql_frontend.expressions.vec import (
     Vec,
     constant,
@@ -78,9 +78,33 @@ def compile_vec(e: Scalar) -> Evaluator:
             fn = OPS[name]
             subs = [compile_vec(a) for a in args]
             if name in LAZY:
-                return lambda cols, n: LAZY[name](subs, cols, n, t)
-            return lambda cols, n: fn([s(cols, n) for s in subs], t)
+                lazy = LAZY[name]
+                return guarded(e, lambda cols, n: lazy(subs, cols, n, t))
+            return guarded(e, lambda cols, n: fn([s(cols, n) for s in subs], t))
     raise TypeError(e)
+
+
+def guarded(e: Call, ev: Evaluator) -> Evaluator:
+    """``ev`` with every Python-level error turned into a typed :class:`SqlRuntimeError`.
+
+    Operations raise Spark's error classes themselves (``DIVIDE_BY_ZERO``, ``CAST_INVALID_INPUT``
+    ...); anything else escaping an operation (a ``TypeError``, ``decimal.InvalidOperation``,
+    ``OverflowError`` ...) is a gap in this module, reported as Spark's ``INTERNAL_ERROR`` class
+    naming the operation, so a refresh fails with a typed error and no state changes."""
+
+    def run(cols: Sequence[np.ndarray], n: int) -> Vec:
+        try:
+            return ev(cols, n)
+        except SqlError:
+            raise
+        except (ArithmeticError, ValueError, TypeError, LookupError, AttributeError) as err:
+            raise SqlRuntimeError(
+                f"[INTERNAL_ERROR] {e.op} over {', '.join(str(a.type) for a in e.args)} "
+                f"failed: {type(err).__name__}: {err}; please report this query",
+                construct=e.op,
+            ) from err
+
+    return run
 
 
 # ---------------------------------------------------------------- element-wise helpers

@@ -6,7 +6,7 @@ import calendar
 import datetime as dt
 import math
 import re
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 
 import numpy as np
@@ -51,7 +51,7 @@ _reg("reverse", lambda s: s[::-1])
 _reg("initcap", lambda s: " ".join(w[:1].upper() + w[1:].lower() for w in s.split(" ")))
 _reg("substring", _substring)
 _reg("left", lambda s, n: s[: max(n, 0)])
-_reg("right", lambda s, n: s[len(s) - n :] if n > 0 else "")
+_reg("right", lambda s, n: s[max(len(s) - n, 0) :] if n > 0 else "")
 _reg("trim", lambda s: s.strip(" "))
 _reg("ltrim", lambda s: s.lstrip(" "))
 _reg("rtrim", lambda s: s.rstrip(" "))
@@ -123,22 +123,25 @@ _reg("rlike", lambda s, p: re.search(p, s) is not None)
 # ---------------------------------------------------------------- math
 
 
+_WIDE = Context(prec=1000, rounding=ROUND_HALF_UP, Emax=10**6, Emin=-(10**6))
+
+
 def _round_half_up(x: object, d: int, t: SqlType) -> object:
+    """Spark's ROUND(x, d), HALF_UP; a scale beyond what ``x`` holds leaves it unchanged."""
     if isinstance(x, bool):
         return x
     if isinstance(x, int):
         if d >= 0:
             return x
-        q = Decimal(x).quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)
-        return int(q)
+        return int(Decimal(x).quantize(Decimal(1).scaleb(-d), context=_WIDE))
     if isinstance(x, float):
-        if math.isnan(x) or math.isinf(x):
+        if math.isnan(x) or math.isinf(x) or d > 400:
             return x
-        return float(Decimal(repr(x)).quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP))
+        return float(Decimal(repr(x)).quantize(Decimal(1).scaleb(-max(d, -400)), context=_WIDE))
     if isinstance(x, Decimal):
-        q = x.quantize(Decimal(1).scaleb(-max(d, 0) if d >= 0 else -d), rounding=ROUND_HALF_UP)
         assert t.scale is not None
-        return q.quantize(Decimal(1).scaleb(-t.scale), rounding=ROUND_HALF_UP)
+        q = x.quantize(Decimal(1).scaleb(-min(d, t.scale)), context=_WIDE)
+        return q.quantize(Decimal(1).scaleb(-t.scale), context=_WIDE)
     raise runtime_error(f"round of {x!r}")
 
 
