@@ -239,3 +239,24 @@ def date_arithmetic(op: str, a: SqlType, b: SqlType) -> str | SqlType | None:
     if b == DATE and a.name in small_int and op == "add":
         return "date_add"
     return None
+
+
+_CASTABLE_FROM_NUMBER = ("BOOLEAN", "STRING", "TIMESTAMP")
+
+
+def check_cast(src: SqlType, dst: SqlType) -> None:
+    """Refuse an explicit CAST / TRY_CAST that Spark's ANSI mode refuses at analysis
+    (``DATATYPE_MISMATCH.CAST_...``): e.g. INT to DATE, BOOLEAN to BINARY, DATE to INT."""
+    if src in (dst, NULL, STRING) or dst == STRING:
+        return
+    if src.is_numeric and (dst.is_numeric or dst.name in _CASTABLE_FROM_NUMBER):
+        return
+    if src.name == "BOOLEAN" and dst.is_numeric:
+        return
+    if src.name == "TIMESTAMP" and (dst.is_numeric or dst == DATE):
+        return
+    if src == DATE and dst == TIMESTAMP:
+        return
+    raise SqlAnalysisError(
+        f"[DATATYPE_MISMATCH.CAST] cannot cast {src} to {dst}", construct=f"CAST to {dst}"
+    )

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from sql_frontend import coercion
 from sql_frontend.analyze import position, unsupported
-from sql_frontend.errors import SqlAnalysisError
+from sql_frontend.errors import SqlAnalysisError, SqlError
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
 from sql_frontend.sql_types import (
     BIGINT,
@@ -103,6 +103,18 @@ class ExprTranslator:
             raise SqlAnalysisError(
                 str(e), line=line, column=column, construct=e.construct
             ) from None
+        except SqlError:
+            raise
+        except (ArithmeticError, ValueError, TypeError, LookupError, AttributeError) as err:
+            # a gap in this module, reported typed and located rather than as a Python error
+            line, column = position(node)
+            raise SqlAnalysisError(
+                f"[INTERNAL_ERROR] cannot translate {node.sql(dialect='spark')}: "
+                f"{type(err).__name__}: {err}; please report this query",
+                line=line,
+                column=column,
+                construct=type(node).__name__,
+            ) from err
 
     def translate(self, node: exp.Expr) -> Scalar:
         if self.lookup is not None:
@@ -197,6 +209,8 @@ class ExprTranslator:
             return Call(dated, (d, cast_to(n, INT)), DATE)
         if name == "sub" and a.type in (DATE, TIMESTAMP) and b.type in (DATE, TIMESTAMP):
             raise unsupported(f"{a.type} - {b.type} (an interval)", node)
+        if (a.type.is_decimal and b.type.is_integral) or (b.type.is_decimal and a.type.is_integral):
+            a, b = self.to_exact(a), self.to_exact(b)  # an integer literal counts its digits
         plan = coercion.arithmetic(name, a.type, b.type)
         if plan.left.is_decimal and plan.right.is_decimal:
             return Call(name, (self.to_exact(a), self.to_exact(b)), plan.result)
@@ -430,6 +444,7 @@ class ExprTranslator:
             return Lit(v, t)
         if a.type == t:
             return a
+        coercion.check_cast(a.type, t)
         return Call("try_cast" if safe else "cast", (a,), t)
 
     def _TsOrDsToDate(self, node: exp.TsOrDsToDate) -> Scalar:

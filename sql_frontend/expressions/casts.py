@@ -76,6 +76,7 @@ def to_str(v: object, t: SqlType) -> str:
     return str(v)
 
 
+_EPOCH = dt.datetime(1970, 1, 1)
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _DATE_RE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?(?:[ T].*)?$")
 _TS_RE = re.compile(
@@ -96,13 +97,11 @@ def _to_int(v: object, t: SqlType) -> int:
         r = int(v)
     elif isinstance(v, str):
         s = v.strip()
-        if _INT_RE.match(s):
-            r = int(s)
-        else:
-            try:
-                r = int(Decimal(s))
-            except InvalidOperation:
-                raise _Invalid from None
+        if not _INT_RE.match(s):  # Spark reads only integer syntax into an integral type
+            raise _Invalid
+        r = int(s)
+    elif isinstance(v, dt.datetime):  # seconds since the epoch, rounded down
+        r = math.floor((v - _EPOCH).total_seconds())
     else:
         raise _Invalid
     bound = _INT_BOUNDS[t.name]
@@ -114,10 +113,16 @@ def _to_int(v: object, t: SqlType) -> int:
 def _to_double(v: object, t: SqlType) -> float:
     if isinstance(v, str):
         s = v.strip()
+        if s[-1:] in ("d", "D", "f", "F") and not s.lower().endswith("inf"):
+            s = s[:-1]  # Java's double literal suffixes
+        if "_" in s:
+            raise _Invalid
         try:
             return float(s)
         except ValueError:
             raise _Invalid from None
+    if isinstance(v, dt.datetime):
+        return (v - _EPOCH).total_seconds()
     if isinstance(v, (int, float, Decimal)):
         return float(v)
     raise _Invalid
@@ -182,6 +187,11 @@ def _to_date(v: object, t: SqlType) -> dt.date:
 def _to_timestamp(v: object, t: SqlType) -> dt.datetime:
     if isinstance(v, dt.datetime):
         return v
+    if isinstance(v, (int, float, Decimal)) and not isinstance(v, bool):
+        try:  # seconds since the epoch
+            return _EPOCH + dt.timedelta(seconds=float(v))
+        except (OverflowError, ValueError):
+            raise _Invalid from None
     if isinstance(v, dt.date):
         return dt.datetime(v.year, v.month, v.day)
     if isinstance(v, str):
