@@ -484,6 +484,14 @@ class ExprTranslator:
         return Call("concat_ws", tuple(cast_to(self(e), STRING) for e in node.expressions), STRING)
 
     def _Substring(self, node: exp.Substring) -> Scalar:
+        if node.args.get("start") is None:
+            line, column = position(node)
+            raise SqlAnalysisError(
+                "[WRONG_NUM_ARGS] substring requires 2 or 3 arguments",
+                line=line,
+                column=column,
+                construct="SUBSTRING",
+            )
         args = [cast_to(self(node.this), STRING), cast_to(self(node.args["start"]), INT)]
         if node.args.get("length") is not None:
             args.append(cast_to(self(node.args["length"]), INT))

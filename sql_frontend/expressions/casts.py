@@ -26,7 +26,21 @@ _INT_BOUNDS = {"TINYINT": 2**7, "SMALLINT": 2**15, "INT": 2**31, "BIGINT": 2**63
 
 
 class _Invalid(Exception):
-    pass
+    """The value cannot be read as the target type (Spark's ``CAST_INVALID_INPUT``)."""
+
+    error_class = "CAST_INVALID_INPUT"
+
+
+class _Overflow(_Invalid):
+    """A number outside the integral target type (Spark's ``CAST_OVERFLOW``)."""
+
+    error_class = "CAST_OVERFLOW"
+
+
+class _OutOfRange(_Invalid):
+    """A number the DECIMAL target cannot hold (Spark's ``NUMERIC_VALUE_OUT_OF_RANGE``)."""
+
+    error_class = "NUMERIC_VALUE_OUT_OF_RANGE"
 
 
 def java_double_str(x: float) -> str:
@@ -91,7 +105,7 @@ def _to_int(v: object, t: SqlType) -> int:
         r = v
     elif isinstance(v, float):
         if math.isnan(v) or math.isinf(v):
-            raise _Invalid
+            raise _Overflow
         r = int(v)
     elif isinstance(v, Decimal):
         r = int(v)
@@ -106,7 +120,7 @@ def _to_int(v: object, t: SqlType) -> int:
         raise _Invalid
     bound = _INT_BOUNDS[t.name]
     if not -bound <= r < bound:
-        raise _Invalid
+        raise _Invalid if isinstance(v, str) else _Overflow
     return r
 
 
@@ -134,8 +148,10 @@ def _to_decimal(v: object, t: SqlType) -> Decimal:
     elif isinstance(v, int):
         d = Decimal(v)
     elif isinstance(v, float):
-        if math.isnan(v) or math.isinf(v):
-            raise _Invalid
+        if math.isnan(v):
+            return None  # type: ignore[return-value]  # Spark: NaN as a DECIMAL is NULL
+        if math.isinf(v):
+            raise _OutOfRange
         d = Decimal(repr(v))
     elif isinstance(v, Decimal):
         d = v
@@ -149,9 +165,11 @@ def _to_decimal(v: object, t: SqlType) -> Decimal:
     else:
         raise _Invalid
     assert t.scale is not None and t.precision is not None
+    if d != 0 and d.adjusted() >= t.precision - t.scale:
+        raise _OutOfRange
     q = d.quantize(Decimal(1).scaleb(-t.scale), context=DECIMAL_CONTEXT)
-    if q != 0 and q.adjusted() >= t.precision - t.scale:
-        raise _Invalid
+    if q != 0 and q.adjusted() >= t.precision - t.scale:  # rounding carried a digit
+        raise _OutOfRange
     return q
 
 
@@ -284,10 +302,10 @@ def _cast(args: list[Vec], t: SqlType, safe: bool) -> Vec:
     def one(v: object) -> object:
         try:
             return convert(v, t)
-        except _Invalid:
+        except _Invalid as e:
             if safe:
                 return None
-            raise runtime_error(f"[CAST_INVALID_INPUT] cannot cast {v!r} of {src} to {t}") from None
+            raise runtime_error(f"[{e.error_class}] cannot cast {v!r} of {src} to {t}") from None
 
     return elementwise(one, args, t)
 

@@ -210,8 +210,10 @@ def _make_arith(name: str) -> Op:
                     dy = _as_decimal(y)
                     if dy == 0:
                         raise runtime_error("[DIVIDE_BY_ZERO] Division by zero")
-                    q = DECIMAL_CONTEXT.divide_int(_as_decimal(x), dy)
-                    return int(q)
+                    q = int(DECIMAL_CONTEXT.divide_int(_as_decimal(x), dy))
+                    if not -(2**63) <= q < 2**63:
+                        raise runtime_error(f"[NUMERIC_VALUE_OUT_OF_RANGE] {q} does not fit BIGINT")
+                    return q
 
                 return elementwise(idiv, args, t)
             return _int_binary(name, a, b, t)

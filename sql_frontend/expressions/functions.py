@@ -61,7 +61,16 @@ _reg("instr", lambda s, sub: s.find(sub) + 1)
 _reg("startswith", lambda s, p: s.startswith(p))
 _reg("endswith", lambda s, p: s.endswith(p))
 _reg("contains", lambda s, p: p in s)
-_reg("repeat", lambda s, n: s * max(n, 0))
+MAX_STRING = 2**31 - 1  # Spark's largest string, in bytes
+
+
+def _repeat(s: str, n: int) -> str:
+    if len(s) * max(n, 0) > MAX_STRING:
+        raise runtime_error("[ARITHMETIC_OVERFLOW] repeat: integer overflow of the result length")
+    return s * max(n, 0)
+
+
+_reg("repeat", _repeat)
 
 
 def _pad(s: str, n: int, fill: str, left: bool) -> str:
@@ -152,9 +161,12 @@ def _floor_ceil(x: object, up: bool) -> object:
     if isinstance(x, int):
         return x
     if isinstance(x, float):
-        if math.isnan(x) or math.isinf(x):
-            raise runtime_error("floor/ceil of a non-finite double")
-        return math.ceil(x) if up else math.floor(x)
+        if math.isnan(x):
+            return 0  # Java's (long) NaN
+        r = math.ceil(x) if up else math.floor(x) if not math.isinf(x) else 2**63
+        if not -(2**63) <= r < 2**63:
+            raise runtime_error("[ARITHMETIC_OVERFLOW] floor/ceil overflows BIGINT")
+        return r
     if isinstance(x, Decimal):
         return x.to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR)
     raise runtime_error(f"floor/ceil of {x!r}")
@@ -224,10 +236,28 @@ _reg("dayofyear", lambda d: d.timetuple().tm_yday)
 _reg("hour", lambda d: d.hour if isinstance(d, dt.datetime) else 0)
 _reg("minute", lambda d: d.minute if isinstance(d, dt.datetime) else 0)
 _reg("second", lambda d: d.second if isinstance(d, dt.datetime) else 0)
-_reg("date_add", lambda d, n: _date(d) + dt.timedelta(days=int(n)))
-_reg("date_sub", lambda d, n: _date(d) - dt.timedelta(days=int(n)))
+
+
+def _date_add(d: object, n: int) -> dt.date:
+    try:
+        return _date(d) + dt.timedelta(days=int(n))
+    except OverflowError:
+        raise runtime_error(f"[DATETIME_OVERFLOW] {d} + {n} days is out of range") from None
+
+
+_reg("date_add", _date_add)
+_reg("date_sub", lambda d, n: _date_add(d, -n))
 _reg("datediff", lambda a, b: (_date(a) - _date(b)).days)
-_reg("add_months", lambda d, n: add_months(_date(d), int(n)))
+
+
+def _add_months(d: object, n: int) -> dt.date:
+    try:
+        return add_months(_date(d), int(n))
+    except ValueError:
+        raise runtime_error(f"[DATETIME_OVERFLOW] {d} + {n} months is out of range") from None
+
+
+_reg("add_months", _add_months)
 _reg("last_day", lambda d: dt.date(d.year, d.month, calendar.monthrange(d.year, d.month)[1]))
 _reg("to_date", lambda d: _date(d))
 _reg("ts_add_seconds", lambda d, n: d + dt.timedelta(seconds=int(n)))
