@@ -190,6 +190,8 @@ def _int_binary(name: str, a: Vec, b: Vec, t: SqlType) -> Vec:
 
 def _decimal_result(value: Decimal, t: SqlType) -> Decimal:
     assert t.scale is not None and t.precision is not None
+    if value != 0 and value.adjusted() >= t.precision - t.scale:
+        raise runtime_error(f"[NUMERIC_VALUE_OUT_OF_RANGE] {value} does not fit {t}")
     q = value.quantize(Decimal(1).scaleb(-t.scale), context=DECIMAL_CONTEXT)
     if q.adjusted() >= t.precision - t.scale and q != 0:
         raise runtime_error(f"[NUMERIC_VALUE_OUT_OF_RANGE] {value} does not fit {t}")

@@ -29,6 +29,22 @@ def test_edge_values_give_results_or_typed_errors() -> None:
     assert not escaped, "\n".join(escaped[:30])
 
 
+# found by the fuzz, kept as explicit regressions
+FOUND = [
+    "99999999999999999999999999999999999999 / 0.00000000000000000000000000000000000001",
+    "CAST(1e308 AS DECIMAL(5,2))",
+    "ceil(1e308)",
+    "date_sub(DATE'2024-02-29', 2147483647)",
+    "substring('abc')",
+    "CAST(-1.5 AS DECIMAL(38,37)) div 0.00000000000000000000000000000000000001",
+]
+
+
+@pytest.mark.parametrize("expr", FOUND)
+def test_found_by_the_fuzz(expr: str) -> None:
+    assert outcome(expr) is None
+
+
 @pytest.mark.slow
 def test_edge_values_many_combinations() -> None:
     escaped = [o for e in expressions(per_template=150, seed=7) if (o := outcome(e)) is not None]
