@@ -149,6 +149,8 @@ def parse(sql: str) -> exp.Expr:
             line=err.get("line"),
             column=err.get("col"),
         ) from e
+    except ValueError as e:  # sqlglot's function builders reject some arguments this way
+        raise SqlSyntaxError(f"cannot parse SQL: {e}") from e
     statements = [s for s in statements if s is not None]
     if len(statements) != 1:
         raise SqlSyntaxError(f"expected one query, found {len(statements)} statements")

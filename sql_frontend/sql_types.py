@@ -8,8 +8,9 @@ Every SQL value is nullable, so columns the front end computes are held by the e
 
 >>> parse_type("decimal(10, 2)")
 SqlType(name='DECIMAL', precision=10, scale=2)
->>> str(numeric_result("add", parse_type("INT"), parse_type("BIGINT")))
-'BIGINT'
+
+The rules that combine types (implicit casts, arithmetic result types) are in
+:mod:`sql_frontend.coercion`.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ STRING = SqlType("STRING")
 DATE = SqlType("DATE")
 TIMESTAMP = SqlType("TIMESTAMP")
 NULL = SqlType("NULL")
+BINARY = SqlType("BINARY")
 
 
 def decimal(precision: int, scale: int) -> SqlType:
@@ -149,83 +151,6 @@ def as_decimal(t: SqlType) -> SqlType:
     if t.is_integral:
         return SqlType("DECIMAL", _INT_DIGITS[t.name], 0)
     raise SqlAnalysisError(f"{t} is not exact numeric")
-
-
-def wider(a: SqlType, b: SqlType) -> SqlType:
-    """Spark's common type of two types (for comparisons, CASE, COALESCE, set operations)."""
-    if a == b:
-        return a
-    if a.name == "NULL":
-        return b
-    if b.name == "NULL":
-        return a
-    if a.is_numeric and b.is_numeric:
-        if a.is_fractional or b.is_fractional:
-            return (
-                DOUBLE
-                if "DOUBLE" in (a.name, b.name) or a.is_decimal or b.is_decimal
-                else SqlType("FLOAT")
-            )
-        if a.is_integral and b.is_integral:
-            return a if a.int_bits >= b.int_bits else b
-        da, db = as_decimal(a), as_decimal(b)
-        assert da.scale is not None and db.scale is not None
-        assert da.precision is not None and db.precision is not None
-        scale = max(da.scale, db.scale)
-        int_digits = max(da.precision - da.scale, db.precision - db.scale)
-        return decimal(int_digits + scale, scale)
-    if {a.name, b.name} == {"DATE", "TIMESTAMP"}:
-        return TIMESTAMP
-    if "STRING" in (a.name, b.name):
-        other = b if a.name == "STRING" else a
-        if other.name in ("DATE", "TIMESTAMP"):
-            return other
-        if other.is_numeric:
-            return DOUBLE if not other.is_integral else BIGINT
-        return STRING
-    raise SqlAnalysisError(f"incompatible types {a} and {b}", construct=f"{a}, {b}")
-
-
-def numeric_result(op: str, a: SqlType, b: SqlType) -> SqlType:
-    """Result type of a binary arithmetic ``op`` (add, sub, mul, div, mod, intdiv) in Spark."""
-    if op == "intdiv":
-        return BIGINT
-    if a.name == "NULL" and b.name == "NULL":
-        return DOUBLE if op == "div" else INT
-    if a.name == "NULL":
-        a = b
-    if b.name == "NULL":
-        b = a
-    if a.name == "STRING" or b.name == "STRING":
-        a = DOUBLE if a.name == "STRING" else a
-        b = DOUBLE if b.name == "STRING" else b
-    if not (a.is_numeric and b.is_numeric):
-        raise SqlAnalysisError(f"arithmetic on {a} and {b}", construct=op)
-    if a.is_fractional or b.is_fractional:
-        return (
-            DOUBLE
-            if "DOUBLE" in (a.name, b.name) or a.is_decimal or b.is_decimal
-            else SqlType("FLOAT")
-        )
-    if a.is_integral and b.is_integral:
-        if op == "div":
-            return DOUBLE
-        return a if a.int_bits >= b.int_bits else b
-    da, db = as_decimal(a), as_decimal(b)
-    p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
-    assert p1 is not None and s1 is not None and p2 is not None and s2 is not None
-    if op in ("add", "sub"):
-        scale = max(s1, s2)
-        return decimal(max(p1 - s1, p2 - s2) + scale + 1, scale)
-    if op == "mul":
-        return decimal(p1 + p2 + 1, s1 + s2)
-    if op == "div":
-        scale = max(6, s1 + p2 + 1)
-        return decimal(p1 - s1 + s2 + scale, scale)
-    if op == "mod":
-        scale = max(s1, s2)
-        return decimal(min(p1 - s1, p2 - s2) + scale, scale)
-    raise SqlAnalysisError(f"unknown arithmetic {op}", construct=op)
 
 
 def sum_type(t: SqlType) -> SqlType:

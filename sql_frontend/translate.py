@@ -17,16 +17,15 @@ from sqlglot import exp
 from sql_frontend import plan as p
 from sql_frontend import scalar as sc
 from sql_frontend.analyze import unsupported
+from sql_frontend.coercion import common_type
 from sql_frontend.errors import SqlAnalysisError
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
 from sql_frontend.sql_types import (
     BIGINT,
     BOOLEAN,
-    NULL,
     SqlType,
     avg_type,
     sum_type,
-    wider,
 )
 from sql_frontend.translate_expr import ExprTranslator, cast_to
 
@@ -222,11 +221,11 @@ class Translator:
             raise SqlAnalysisError(
                 f"{type(q).__name__.upper()} of {left.width} and {right.width} columns"
             )
-        types = [wider(a[1], b[1]) for a, b in zip(left.schema, right.schema, strict=True)]
-        schema = tuple(
-            (n, t if t != NULL else a) for (n, a), t in zip(left.schema, types, strict=True)
-        )
         kind = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}[type(q)]
+        schema = tuple(
+            (n, common_type([a, b], kind.upper()))
+            for (n, a), (_, b) in zip(left.schema, right.schema, strict=True)
+        )
         node: p.Node = p.SetOp(
             kind, not q.args.get("distinct"), self.coerce(left, schema), self.coerce(right, schema)
         )

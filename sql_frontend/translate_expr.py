@@ -13,11 +13,13 @@ from decimal import Decimal
 
 from sqlglot import exp
 
+from sql_frontend import coercion
 from sql_frontend.analyze import position, unsupported
-from sql_frontend.errors import SqlAnalysisError
+from sql_frontend.errors import SqlAnalysisError, SqlError
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
 from sql_frontend.sql_types import (
     BIGINT,
+    BINARY,
     BOOLEAN,
     DATE,
     DOUBLE,
@@ -28,9 +30,7 @@ from sql_frontend.sql_types import (
     SqlType,
     as_decimal,
     decimal,
-    numeric_result,
     parse_type,
-    wider,
 )
 
 Lookup = Callable[[exp.Expr], Scalar | None]
@@ -92,6 +92,31 @@ class ExprTranslator:
         self.lookup = lookup
 
     def __call__(self, node: exp.Expr) -> Scalar:
+        try:
+            return self.translate(node)
+        except SqlAnalysisError as e:
+            if e.line is not None:
+                raise
+            line, column = position(node)
+            if line is None:
+                raise
+            raise SqlAnalysisError(
+                str(e), line=line, column=column, construct=e.construct
+            ) from None
+        except SqlError:
+            raise
+        except (ArithmeticError, ValueError, TypeError, LookupError, AttributeError) as err:
+            # a gap in this module, reported typed and located rather than as a Python error
+            line, column = position(node)
+            raise SqlAnalysisError(
+                f"[INTERNAL_ERROR] cannot translate {node.sql(dialect='spark')}: "
+                f"{type(err).__name__}: {err}; please report this query",
+                line=line,
+                column=column,
+                construct=type(node).__name__,
+            ) from err
+
+    def translate(self, node: exp.Expr) -> Scalar:
         if self.lookup is not None:
             hit = self.lookup(node)
             if hit is not None:
@@ -141,6 +166,16 @@ class ExprTranslator:
     def _Boolean(self, node: exp.Boolean) -> Scalar:
         return Lit(bool(node.this), BOOLEAN)
 
+    def _HexString(self, node: exp.HexString) -> Scalar:
+        text = str(node.this)
+        try:
+            return Lit(bytes.fromhex(text if len(text) % 2 == 0 else "0" + text), BINARY)
+        except ValueError:
+            line, column = position(node)
+            raise SqlAnalysisError(
+                f"invalid hex literal X'{text}'", line=line, column=column, construct="X''"
+            ) from None
+
     def _Literal(self, node: exp.Literal) -> Scalar:
         text = str(node.this)
         if node.is_string:
@@ -166,24 +201,20 @@ class ExprTranslator:
         if isinstance(node.expression, exp.Interval) or isinstance(node.this, exp.Interval):
             return self.interval_arith(name, node)
         a, b = self(node.this), self(node.expression)
-        if name in ("add", "sub") and (a.type in (DATE, TIMESTAMP) or b.type in (DATE, TIMESTAMP)):
-            if a.type == DATE and b.type.is_integral:
-                return Call("date_add" if name == "add" else "date_sub", (a, b), DATE)
-            if name == "sub" and a.type == DATE and b.type == DATE:
-                raise unsupported("DATE - DATE (an interval)", node)
-            raise unsupported(f"{name} of {a.type} and {b.type}", node)
+        dated = coercion.date_arithmetic(name, a.type, b.type)
+        if isinstance(dated, SqlType):
+            return Lit(None, dated)
+        if isinstance(dated, str):
+            d, n = (a, b) if a.type == DATE else (b, a)
+            return Call(dated, (d, cast_to(n, INT)), DATE)
+        if name == "sub" and a.type in (DATE, TIMESTAMP) and b.type in (DATE, TIMESTAMP):
+            raise unsupported(f"{a.type} - {b.type} (an interval)", node)
         if (a.type.is_decimal and b.type.is_integral) or (b.type.is_decimal and a.type.is_integral):
-            a, b = self.to_exact(a), self.to_exact(b)
-        t = numeric_result(name, a.type, b.type)
-        if name == "div" and t == DOUBLE:
-            return Call(name, (cast_to(a, DOUBLE), cast_to(b, DOUBLE)), t)
-        if name == "intdiv":
-            if a.type.is_decimal or b.type.is_decimal:
-                return Call(name, (a, b), BIGINT)
-            return Call(name, (cast_to(a, BIGINT), cast_to(b, BIGINT)), BIGINT)
-        if t.is_decimal:
-            return Call(name, (self.to_exact(a), self.to_exact(b)), t)
-        return Call(name, (cast_to(a, t), cast_to(b, t)), t)
+            a, b = self.to_exact(a), self.to_exact(b)  # an integer literal counts its digits
+        plan = coercion.arithmetic(name, a.type, b.type)
+        if plan.left.is_decimal and plan.right.is_decimal:
+            return Call(name, (self.to_exact(a), self.to_exact(b)), plan.result)
+        return Call(name, (cast_to(a, plan.left), cast_to(b, plan.right)), plan.result)
 
     @staticmethod
     def to_exact(e: Scalar) -> Scalar:
@@ -236,22 +267,24 @@ class ExprTranslator:
 
     def _Neg(self, node: exp.Neg) -> Scalar:
         a = self(node.this)
+        t = coercion.unary_numeric(a.type, "unary -")
         if isinstance(a, Lit) and a.value is not None and a.type.is_numeric:
             return Lit(-a.value, a.type)  # type: ignore[operator]
-        return Call("neg", (a,), a.type)
+        return Call("neg", (cast_to(a, t),), t)
 
     def _Abs(self, node: exp.Abs) -> Scalar:
         a = self(node.this)
-        return Call("abs", (a,), a.type)
+        t = coercion.unary_numeric(a.type, "abs")
+        return Call("abs", (cast_to(a, t),), t)
 
     # ------------------------------------------------------------ comparison and logic
     def compare(self, name: str, a: Scalar, b: Scalar) -> Scalar:
-        t = wider(a.type, b.type)
+        t = coercion.comparison_type(a.type, b.type)
         return Call(name, (cast_to(a, t), cast_to(b, t)), BOOLEAN)
 
     def _NullSafeEQ(self, node: exp.NullSafeEQ) -> Scalar:
         a, b = self(node.this), self(node.expression)
-        t = wider(a.type, b.type)
+        t = coercion.comparison_type(a.type, b.type, "<=>")
         return Call("eq_null_safe", (cast_to(a, t), cast_to(b, t)), BOOLEAN)
 
     def _NullSafeNEQ(self, node: exp.NullSafeNEQ) -> Scalar:
@@ -293,9 +326,7 @@ class ExprTranslator:
             )
         x = self(node.this)
         vals = [self(v) for v in node.expressions]
-        t = x.type
-        for v in vals:
-            t = wider(t, v.type)
+        t = coercion.common_type([x.type, *(v.type for v in vals)], "IN")
         return Call("in", (cast_to(x, t), *(cast_to(v, t) for v in vals)), BOOLEAN)
 
     def _Between(self, node: exp.Between) -> Scalar:
@@ -340,12 +371,8 @@ class ExprTranslator:
         default = self(node.args["default"]) if node.args.get("default") else Lit(None, NULL)
         return self.case(conds, [*values, default])
 
-    def case(self, conds: list[Scalar], values: list[Scalar]) -> Scalar:
-        t = NULL
-        for v in values:
-            t = wider(t, v.type)
-        if t == NULL:
-            t = STRING
+    def case(self, conds: list[Scalar], values: list[Scalar], what: str = "CASE") -> Scalar:
+        t = coercion.common_type([v.type for v in values], what)
         args: list[Scalar] = []
         for c, v in zip(conds, values, strict=False):
             args += [c, cast_to(v, t)]
@@ -357,19 +384,26 @@ class ExprTranslator:
         return self.case(
             [self.boolean(node.this)],
             [self(node.args["true"]), self(f) if f is not None else Lit(None, NULL)],
+            "IF",
+        )
+
+    def _Nvl2(self, node: exp.Nvl2) -> Scalar:
+        f = node.args.get("false")
+        return self.case(
+            [Call("is_not_null", (self(node.this),), BOOLEAN)],
+            [self(node.args["true"]), self(f) if f is not None else Lit(None, NULL)],
+            "NVL2",
         )
 
     def _Coalesce(self, node: exp.Coalesce) -> Scalar:
         vals = [self(node.this), *(self(e) for e in node.expressions)]
-        t = NULL
-        for v in vals:
-            t = wider(t, v.type)
+        t = coercion.common_type([v.type for v in vals], "COALESCE")
         return Call("coalesce", tuple(cast_to(v, t) for v in vals), t)
 
     def _Nullif(self, node: exp.Nullif) -> Scalar:
         a, b = self(node.this), self(node.expression)
-        t = wider(a.type, b.type)
-        return Call("nullif", (cast_to(a, t), cast_to(b, t)), t)
+        # NULLIF(a, b) is IF(a = b, NULL, a): the comparison is coerced, the result is a's type
+        return Call("case", (self.compare("eq", a, b), Lit(None, a.type), a), a.type)
 
     def _Greatest(self, node: exp.Greatest) -> Scalar:
         return self.extreme("greatest", node)
@@ -379,9 +413,7 @@ class ExprTranslator:
 
     def extreme(self, name: str, node: exp.Expr) -> Scalar:
         vals = [self(node.this), *(self(e) for e in node.expressions)]
-        t = NULL
-        for v in vals:
-            t = wider(t, v.type)
+        t = coercion.common_type_no_strings([v.type for v in vals], name.upper())
         return Call(name, tuple(cast_to(v, t) for v in vals), t)
 
     # ------------------------------------------------------------ casts
@@ -412,12 +444,22 @@ class ExprTranslator:
             return Lit(v, t)
         if a.type == t:
             return a
+        coercion.check_cast(a.type, t)
         return Call("try_cast" if safe else "cast", (a,), t)
 
     def _TsOrDsToDate(self, node: exp.TsOrDsToDate) -> Scalar:
         if node.args.get("format"):
             raise unsupported("TO_DATE with a format", node)
         return self.date_arg(node.this)
+
+    @staticmethod
+    def time_arg(e: Scalar) -> Scalar:
+        """The TIMESTAMP argument of HOUR / MINUTE / SECOND: Spark casts a string to a
+        timestamp, and a time alone (``'10:11:12'``) is a time of the current day, so its
+        parts are read without a date (``time_parts`` reads both forms)."""
+        if e.type == STRING:
+            return Call("time_parts", (e,), TIMESTAMP)
+        return cast_to(e, TIMESTAMP)
 
     def date_arg(self, node: exp.Expr) -> Scalar:
         if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
@@ -442,6 +484,14 @@ class ExprTranslator:
         return Call("concat_ws", tuple(cast_to(self(e), STRING) for e in node.expressions), STRING)
 
     def _Substring(self, node: exp.Substring) -> Scalar:
+        if node.args.get("start") is None:
+            line, column = position(node)
+            raise SqlAnalysisError(
+                "[WRONG_NUM_ARGS] substring requires 2 or 3 arguments",
+                line=line,
+                column=column,
+                construct="SUBSTRING",
+            )
         args = [cast_to(self(node.this), STRING), cast_to(self(node.args["start"]), INT)]
         if node.args.get("length") is not None:
             args.append(cast_to(self(node.args["length"]), INT))
@@ -509,7 +559,7 @@ class ExprTranslator:
         op, t = _ANON[name]
         args = [self(a) for a in arg_nodes]
         if op in ("hour", "minute", "second"):
-            args = [cast_to(a, TIMESTAMP) for a in args]
+            args = [self.time_arg(a) for a in args]
         elif op in ("repeat",):
             args = [cast_to(args[0], STRING), cast_to(args[1], INT)]
         else:
@@ -524,11 +574,18 @@ class ExprTranslator:
             raise unsupported("ROUND with a non-constant scale", node)
         t = a.type
         if t.is_decimal:
-            assert t.precision is not None and t.scale is not None
-            s = max(min(d.value, t.scale), 0)
-            t = decimal(t.precision - t.scale + s + 1, s)
-        elif t.name == "STRING":
+            p, scale = t.precision, t.scale
+            assert p is not None and scale is not None
+            int_digits = p - scale + 1  # rounding may carry one digit
+            if d.value < 0:
+                t = SqlType("DECIMAL", min(max(int_digits, 1 - d.value), 38), 0)
+            else:
+                s = min(d.value, scale)
+                t = SqlType("DECIMAL", min(int_digits + s, 38), s)
+        elif t.name in ("STRING", "NULL"):
             a, t = cast_to(a, DOUBLE), DOUBLE
+        elif not t.is_numeric:
+            raise coercion.mismatch("ROUND", [t])
         return Call("round", (a, d), t)
 
     def _Floor(self, node: exp.Floor) -> Scalar:
@@ -614,7 +671,7 @@ class ExprTranslator:
             raise unsupported(f"EXTRACT({part})", node)
         arg = self(node.expression)
         if ops[part] in ("hour", "minute", "second"):
-            return Call(ops[part], (cast_to(arg, TIMESTAMP),), INT)
+            return Call(ops[part], (self.time_arg(arg),), INT)
         return Call(ops[part], (cast_to(arg, DATE) if arg.type != TIMESTAMP else arg,), INT)
 
     def _Subquery(self, node: exp.Subquery) -> Scalar:

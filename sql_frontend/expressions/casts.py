@@ -20,13 +20,27 @@ from sql_frontend.expressions.evaluate import (
     runtime_error,
 )
 from sql_frontend.expressions.vec import Vec
-from sql_frontend.sql_types import SqlType
+from sql_frontend.sql_types import TIMESTAMP, SqlType
 
 _INT_BOUNDS = {"TINYINT": 2**7, "SMALLINT": 2**15, "INT": 2**31, "BIGINT": 2**63}
 
 
 class _Invalid(Exception):
-    pass
+    """The value cannot be read as the target type (Spark's ``CAST_INVALID_INPUT``)."""
+
+    error_class = "CAST_INVALID_INPUT"
+
+
+class _Overflow(_Invalid):
+    """A number outside the integral target type (Spark's ``CAST_OVERFLOW``)."""
+
+    error_class = "CAST_OVERFLOW"
+
+
+class _OutOfRange(_Invalid):
+    """A number the DECIMAL target cannot hold (Spark's ``NUMERIC_VALUE_OUT_OF_RANGE``)."""
+
+    error_class = "NUMERIC_VALUE_OUT_OF_RANGE"
 
 
 def java_double_str(x: float) -> str:
@@ -61,6 +75,8 @@ def timestamp_str(v: dt.datetime) -> str:
 
 
 def to_str(v: object, t: SqlType) -> str:
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", errors="replace")
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
@@ -74,6 +90,7 @@ def to_str(v: object, t: SqlType) -> str:
     return str(v)
 
 
+_EPOCH = dt.datetime(1970, 1, 1)
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _DATE_RE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?(?:[ T].*)?$")
 _TS_RE = re.compile(
@@ -88,34 +105,38 @@ def _to_int(v: object, t: SqlType) -> int:
         r = v
     elif isinstance(v, float):
         if math.isnan(v) or math.isinf(v):
-            raise _Invalid
+            raise _Overflow
         r = int(v)
     elif isinstance(v, Decimal):
         r = int(v)
     elif isinstance(v, str):
         s = v.strip()
-        if _INT_RE.match(s):
-            r = int(s)
-        else:
-            try:
-                r = int(Decimal(s))
-            except InvalidOperation:
-                raise _Invalid from None
+        if not _INT_RE.match(s):  # Spark reads only integer syntax into an integral type
+            raise _Invalid
+        r = int(s)
+    elif isinstance(v, dt.datetime):  # seconds since the epoch, rounded down
+        r = math.floor((v - _EPOCH).total_seconds())
     else:
         raise _Invalid
     bound = _INT_BOUNDS[t.name]
     if not -bound <= r < bound:
-        raise _Invalid
+        raise _Invalid if isinstance(v, str) else _Overflow
     return r
 
 
 def _to_double(v: object, t: SqlType) -> float:
     if isinstance(v, str):
         s = v.strip()
+        if s[-1:] in ("d", "D", "f", "F") and not s.lower().endswith("inf"):
+            s = s[:-1]  # Java's double literal suffixes
+        if "_" in s:
+            raise _Invalid
         try:
             return float(s)
         except ValueError:
             raise _Invalid from None
+    if isinstance(v, dt.datetime):
+        return (v - _EPOCH).total_seconds()
     if isinstance(v, (int, float, Decimal)):
         return float(v)
     raise _Invalid
@@ -127,8 +148,10 @@ def _to_decimal(v: object, t: SqlType) -> Decimal:
     elif isinstance(v, int):
         d = Decimal(v)
     elif isinstance(v, float):
-        if math.isnan(v) or math.isinf(v):
-            raise _Invalid
+        if math.isnan(v):
+            return None  # type: ignore[return-value]  # Spark: NaN as a DECIMAL is NULL
+        if math.isinf(v):
+            raise _OutOfRange
         d = Decimal(repr(v))
     elif isinstance(v, Decimal):
         d = v
@@ -142,9 +165,11 @@ def _to_decimal(v: object, t: SqlType) -> Decimal:
     else:
         raise _Invalid
     assert t.scale is not None and t.precision is not None
+    if d != 0 and d.adjusted() >= t.precision - t.scale:
+        raise _OutOfRange
     q = d.quantize(Decimal(1).scaleb(-t.scale), context=DECIMAL_CONTEXT)
-    if q != 0 and q.adjusted() >= t.precision - t.scale:
-        raise _Invalid
+    if q != 0 and q.adjusted() >= t.precision - t.scale:  # rounding carried a digit
+        raise _OutOfRange
     return q
 
 
@@ -180,6 +205,11 @@ def _to_date(v: object, t: SqlType) -> dt.date:
 def _to_timestamp(v: object, t: SqlType) -> dt.datetime:
     if isinstance(v, dt.datetime):
         return v
+    if isinstance(v, (int, float, Decimal)) and not isinstance(v, bool):
+        try:  # seconds since the epoch
+            return _EPOCH + dt.timedelta(seconds=float(v))
+        except (OverflowError, ValueError):
+            raise _Invalid from None
     if isinstance(v, dt.date):
         return dt.datetime(v.year, v.month, v.day)
     if isinstance(v, str):
@@ -201,6 +231,37 @@ def _to_timestamp(v: object, t: SqlType) -> dt.datetime:
     raise _Invalid
 
 
+def _to_binary(v: object, t: SqlType) -> bytes:
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v)
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    raise _Invalid
+
+
+_TIME_RE = re.compile(r"^T?(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?$")
+
+
+def time_parts(v: str) -> dt.datetime:
+    """A string read as Spark reads it for HOUR / MINUTE / SECOND: a timestamp, or a time of
+    day alone (``'10:11:12'``, dated 1970-01-01 here: only its time is ever read)."""
+    m = _TIME_RE.match(v.strip())
+    if m:
+        frac = (m.group(4) or "0")[:6].ljust(6, "0")
+        try:
+            return dt.datetime(
+                1970, 1, 1, int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), int(frac)
+            )
+        except ValueError:
+            pass
+    else:
+        try:
+            return _to_timestamp(v, TIMESTAMP)
+        except _Invalid:
+            pass
+    raise runtime_error(f"[CAST_INVALID_INPUT] cannot cast {v!r} of STRING to TIMESTAMP")
+
+
 _CONVERT: dict[str, Callable[[object, SqlType], object]] = {
     "TINYINT": _to_int,
     "SMALLINT": _to_int,
@@ -213,6 +274,7 @@ _CONVERT: dict[str, Callable[[object, SqlType], object]] = {
     "DATE": _to_date,
     "TIMESTAMP": _to_timestamp,
     "STRING": to_str,
+    "BINARY": _to_binary,
 }
 
 
@@ -240,15 +302,16 @@ def _cast(args: list[Vec], t: SqlType, safe: bool) -> Vec:
     def one(v: object) -> object:
         try:
             return convert(v, t)
-        except _Invalid:
+        except _Invalid as e:
             if safe:
                 return None
-            raise runtime_error(f"[CAST_INVALID_INPUT] cannot cast {v!r} of {src} to {t}") from None
+            raise runtime_error(f"[{e.error_class}] cannot cast {v!r} of {src} to {t}") from None
 
     return elementwise(one, args, t)
 
 
 OPS["cast"] = lambda args, t: _cast(args, t, False)
 OPS["try_cast"] = lambda args, t: _cast(args, t, True)
+OPS["time_parts"] = lambda args, t: elementwise(time_parts, args, t)
 
 __all__ = ["_decimal_result", "java_double_str", "timestamp_str", "to_str"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from sql_frontend.errors import SqlRuntimeError, UnsupportedSqlError
+from sql_frontend.errors import SqlError, SqlRuntimeError, UnsupportedSqlError
 from sql_frontend.expressions.vec import (
     Vec,
     constant,
@@ -78,9 +78,33 @@ def compile_vec(e: Scalar) -> Evaluator:
             fn = OPS[name]
             subs = [compile_vec(a) for a in args]
             if name in LAZY:
-                return lambda cols, n: LAZY[name](subs, cols, n, t)
-            return lambda cols, n: fn([s(cols, n) for s in subs], t)
+                lazy = LAZY[name]
+                return guarded(e, lambda cols, n: lazy(subs, cols, n, t))
+            return guarded(e, lambda cols, n: fn([s(cols, n) for s in subs], t))
     raise TypeError(e)
+
+
+def guarded(e: Call, ev: Evaluator) -> Evaluator:
+    """``ev`` with every Python-level error turned into a typed :class:`SqlRuntimeError`.
+
+    Operations raise Spark's error classes themselves (``DIVIDE_BY_ZERO``, ``CAST_INVALID_INPUT``
+    ...); anything else escaping an operation (a ``TypeError``, ``decimal.InvalidOperation``,
+    ``OverflowError`` ...) is a gap in this module, reported as Spark's ``INTERNAL_ERROR`` class
+    naming the operation, so a refresh fails with a typed error and no state changes."""
+
+    def run(cols: Sequence[np.ndarray], n: int) -> Vec:
+        try:
+            return ev(cols, n)
+        except SqlError:
+            raise
+        except (ArithmeticError, ValueError, TypeError, LookupError, AttributeError) as err:
+            raise SqlRuntimeError(
+                f"[INTERNAL_ERROR] {e.op} over {', '.join(str(a.type) for a in e.args)} "
+                f"failed: {type(err).__name__}: {err}; please report this query",
+                construct=e.op,
+            ) from err
+
+    return run
 
 
 # ---------------------------------------------------------------- element-wise helpers
@@ -166,6 +190,8 @@ def _int_binary(name: str, a: Vec, b: Vec, t: SqlType) -> Vec:
 
 def _decimal_result(value: Decimal, t: SqlType) -> Decimal:
     assert t.scale is not None and t.precision is not None
+    if value != 0 and value.adjusted() >= t.precision - t.scale:
+        raise runtime_error(f"[NUMERIC_VALUE_OUT_OF_RANGE] {value} does not fit {t}")
     q = value.quantize(Decimal(1).scaleb(-t.scale), context=DECIMAL_CONTEXT)
     if q.adjusted() >= t.precision - t.scale and q != 0:
         raise runtime_error(f"[NUMERIC_VALUE_OUT_OF_RANGE] {value} does not fit {t}")
@@ -186,8 +212,10 @@ def _make_arith(name: str) -> Op:
                     dy = _as_decimal(y)
                     if dy == 0:
                         raise runtime_error("[DIVIDE_BY_ZERO] Division by zero")
-                    q = DECIMAL_CONTEXT.divide_int(_as_decimal(x), dy)
-                    return int(q)
+                    q = int(DECIMAL_CONTEXT.divide_int(_as_decimal(x), dy))
+                    if not -(2**63) <= q < 2**63:
+                        raise runtime_error(f"[NUMERIC_VALUE_OUT_OF_RANGE] {q} does not fit BIGINT")
+                    return q
 
                 return elementwise(idiv, args, t)
             return _int_binary(name, a, b, t)

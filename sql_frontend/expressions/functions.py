@@ -6,7 +6,7 @@ import calendar
 import datetime as dt
 import math
 import re
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 
 import numpy as np
@@ -51,7 +51,7 @@ _reg("reverse", lambda s: s[::-1])
 _reg("initcap", lambda s: " ".join(w[:1].upper() + w[1:].lower() for w in s.split(" ")))
 _reg("substring", _substring)
 _reg("left", lambda s, n: s[: max(n, 0)])
-_reg("right", lambda s, n: s[len(s) - n :] if n > 0 else "")
+_reg("right", lambda s, n: s[max(len(s) - n, 0) :] if n > 0 else "")
 _reg("trim", lambda s: s.strip(" "))
 _reg("ltrim", lambda s: s.lstrip(" "))
 _reg("rtrim", lambda s: s.rstrip(" "))
@@ -61,7 +61,16 @@ _reg("instr", lambda s, sub: s.find(sub) + 1)
 _reg("startswith", lambda s, p: s.startswith(p))
 _reg("endswith", lambda s, p: s.endswith(p))
 _reg("contains", lambda s, p: p in s)
-_reg("repeat", lambda s, n: s * max(n, 0))
+MAX_STRING = 2**31 - 1  # Spark's largest string, in bytes
+
+
+def _repeat(s: str, n: int) -> str:
+    if len(s) * max(n, 0) > MAX_STRING:
+        raise runtime_error("[ARITHMETIC_OVERFLOW] repeat: integer overflow of the result length")
+    return s * max(n, 0)
+
+
+_reg("repeat", _repeat)
 
 
 def _pad(s: str, n: int, fill: str, left: bool) -> str:
@@ -123,22 +132,25 @@ _reg("rlike", lambda s, p: re.search(p, s) is not None)
 # ---------------------------------------------------------------- math
 
 
+_WIDE = Context(prec=1000, rounding=ROUND_HALF_UP, Emax=10**6, Emin=-(10**6))
+
+
 def _round_half_up(x: object, d: int, t: SqlType) -> object:
+    """Spark's ROUND(x, d), HALF_UP; a scale beyond what ``x`` holds leaves it unchanged."""
     if isinstance(x, bool):
         return x
     if isinstance(x, int):
         if d >= 0:
             return x
-        q = Decimal(x).quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)
-        return int(q)
+        return int(Decimal(x).quantize(Decimal(1).scaleb(-d), context=_WIDE))
     if isinstance(x, float):
-        if math.isnan(x) or math.isinf(x):
+        if math.isnan(x) or math.isinf(x) or d > 400:
             return x
-        return float(Decimal(repr(x)).quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP))
+        return float(Decimal(repr(x)).quantize(Decimal(1).scaleb(-max(d, -400)), context=_WIDE))
     if isinstance(x, Decimal):
-        q = x.quantize(Decimal(1).scaleb(-max(d, 0) if d >= 0 else -d), rounding=ROUND_HALF_UP)
         assert t.scale is not None
-        return q.quantize(Decimal(1).scaleb(-t.scale), rounding=ROUND_HALF_UP)
+        q = x.quantize(Decimal(1).scaleb(-min(d, t.scale)), context=_WIDE)
+        return q.quantize(Decimal(1).scaleb(-t.scale), context=_WIDE)
     raise runtime_error(f"round of {x!r}")
 
 
@@ -149,9 +161,12 @@ def _floor_ceil(x: object, up: bool) -> object:
     if isinstance(x, int):
         return x
     if isinstance(x, float):
-        if math.isnan(x) or math.isinf(x):
-            raise runtime_error("floor/ceil of a non-finite double")
-        return math.ceil(x) if up else math.floor(x)
+        if math.isnan(x):
+            return 0  # Java's (long) NaN
+        r = math.ceil(x) if up else math.floor(x) if not math.isinf(x) else 2**63
+        if not -(2**63) <= r < 2**63:
+            raise runtime_error("[ARITHMETIC_OVERFLOW] floor/ceil overflows BIGINT")
+        return r
     if isinstance(x, Decimal):
         return x.to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR)
     raise runtime_error(f"floor/ceil of {x!r}")
@@ -221,10 +236,28 @@ _reg("dayofyear", lambda d: d.timetuple().tm_yday)
 _reg("hour", lambda d: d.hour if isinstance(d, dt.datetime) else 0)
 _reg("minute", lambda d: d.minute if isinstance(d, dt.datetime) else 0)
 _reg("second", lambda d: d.second if isinstance(d, dt.datetime) else 0)
-_reg("date_add", lambda d, n: _date(d) + dt.timedelta(days=int(n)))
-_reg("date_sub", lambda d, n: _date(d) - dt.timedelta(days=int(n)))
+
+
+def _date_add(d: object, n: int) -> dt.date:
+    try:
+        return _date(d) + dt.timedelta(days=int(n))
+    except OverflowError:
+        raise runtime_error(f"[DATETIME_OVERFLOW] {d} + {n} days is out of range") from None
+
+
+_reg("date_add", _date_add)
+_reg("date_sub", lambda d, n: _date_add(d, -n))
 _reg("datediff", lambda a, b: (_date(a) - _date(b)).days)
-_reg("add_months", lambda d, n: add_months(_date(d), int(n)))
+
+
+def _add_months(d: object, n: int) -> dt.date:
+    try:
+        return add_months(_date(d), int(n))
+    except ValueError:
+        raise runtime_error(f"[DATETIME_OVERFLOW] {d} + {n} months is out of range") from None
+
+
+_reg("add_months", _add_months)
 _reg("last_day", lambda d: dt.date(d.year, d.month, calendar.monthrange(d.year, d.month)[1]))
 _reg("to_date", lambda d: _date(d))
 _reg("ts_add_seconds", lambda d, n: d + dt.timedelta(seconds=int(n)))

@@ -1,0 +1,262 @@
+"""Spark 4's implicit type coercion (ANSI mode, the default), in one place.
+
+Every implicit cast the front end inserts is decided here; the translator only applies the
+answer (``Call("cast", ...)``) so the evaluator never guesses. The rules were read off Spark
+4.3 itself (the generated matrix test ``tests/sql_frontend/test_coercion_matrix.py`` keeps
+them equal to Spark's answers):
+
+* **Common type** (CASE / IF / COALESCE / NVL / NULLIF / IN / comparison / UNION / INTERSECT /
+  EXCEPT): folded left to right over the operands. Integral types widen; FLOAT with an
+  integral type or DOUBLE is DOUBLE; DECIMAL with an integral type is the DECIMAL holding both;
+  DECIMAL with FLOAT/DOUBLE is DOUBLE; DATE with TIMESTAMP is TIMESTAMP. STRING yields to the
+  other side: BIGINT next to an integral type, DOUBLE next to FLOAT/DOUBLE/DECIMAL, otherwise
+  the other type itself (BOOLEAN, DATE, TIMESTAMP, BINARY). NULL yields to anything. Any other
+  pair (BOOLEAN with a number, DATE with a number, BINARY with anything but STRING) is
+  Spark's ``DATATYPE_MISMATCH``.
+* **GREATEST / LEAST** use the same rule without the STRING promotion.
+* **Arithmetic** (``+ - * / % div``): a STRING operand becomes BIGINT next to an integral type
+  and DOUBLE next to a fractional or decimal one (DOUBLE alone, for unary ``-``/``abs``);
+  NULL takes its partner's type; then :func:`arithmetic_type` gives the result (Spark's
+  ``DecimalPrecision`` for decimals, ``/`` of non-decimals is DOUBLE).
+
+>>> from sql_frontend.sql_types import parse_type as t
+>>> str(common_type([t("string"), t("int")], "CASE"))
+'BIGINT'
+>>> str(common_type([t("string"), t("boolean")], "UNION"))
+'BOOLEAN'
+>>> str(arithmetic_type("div", t("decimal(10,2)"), t("int")))
+'DECIMAL(21,13)'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sql_frontend.errors import SqlAnalysisError
+from sql_frontend.sql_types import (
+    BIGINT,
+    DATE,
+    DOUBLE,
+    NULL,
+    STRING,
+    TIMESTAMP,
+    SqlType,
+    as_decimal,
+    decimal,
+)
+
+FLOAT = SqlType("FLOAT")
+
+
+def mismatch(what: str, types: Sequence[SqlType]) -> SqlAnalysisError:
+    """Spark's ``DATATYPE_MISMATCH``: ``what`` cannot take these operand types."""
+    shown = ", ".join(str(t) for t in types)
+    return SqlAnalysisError(
+        f"[DATATYPE_MISMATCH] {what} cannot combine {shown}; add an explicit CAST",
+        construct=what,
+    )
+
+
+def _numeric_common(a: SqlType, b: SqlType) -> SqlType:
+    if a.is_integral and b.is_integral:
+        return a if a.int_bits >= b.int_bits else b
+    if a.is_fractional or b.is_fractional:
+        if a.name == b.name == "FLOAT":
+            return FLOAT
+        return DOUBLE
+    da, db = as_decimal(a), as_decimal(b)
+    assert da.scale is not None and db.scale is not None
+    assert da.precision is not None and db.precision is not None
+    scale = max(da.scale, db.scale)
+    int_digits = max(da.precision - da.scale, db.precision - db.scale)
+    return decimal(int_digits + scale, scale)
+
+
+def _common2(a: SqlType, b: SqlType, promote_strings: bool) -> SqlType | None:
+    if a == b:
+        return a
+    if a == NULL:
+        return b
+    if b == NULL:
+        return a
+    if a.is_numeric and b.is_numeric:
+        return _numeric_common(a, b)
+    if {a.name, b.name} == {"DATE", "TIMESTAMP"}:
+        return TIMESTAMP
+    if promote_strings and STRING in (a, b):
+        other = b if a == STRING else a
+        if other.is_integral:
+            return BIGINT
+        if other.is_numeric:
+            return DOUBLE
+        if other.name in ("BOOLEAN", "DATE", "TIMESTAMP", "BINARY"):
+            return other
+    return None
+
+
+def common_type(types: Sequence[SqlType], what: str) -> SqlType:
+    """The type all of ``types`` are cast to by ``what`` (CASE, COALESCE, UNION, IN, =, ...):
+    Spark's wider common type, folded left to right."""
+    out = NULL
+    for t in types:
+        nxt = _common2(out, t, promote_strings=True)
+        if nxt is None:
+            raise mismatch(what, types)
+        out = nxt
+    return out
+
+
+def common_type_no_strings(types: Sequence[SqlType], what: str) -> SqlType:
+    """GREATEST / LEAST: the common type without STRING promotion."""
+    out = NULL
+    for t in types:
+        nxt = _common2(out, t, promote_strings=False)
+        if nxt is None:
+            raise mismatch(what, types)
+        out = nxt
+    return out
+
+
+def comparison_type(a: SqlType, b: SqlType, what: str = "comparison") -> SqlType:
+    """The type both sides of ``=``, ``<``, ``<=>``, ``BETWEEN`` ... are compared in."""
+    return common_type([a, b], what)
+
+
+ARITHMETIC_OPS = ("add", "sub", "mul", "div", "mod", "intdiv")
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "intdiv": "div"}
+
+
+@dataclass(frozen=True)
+class Arithmetic:
+    """How a binary arithmetic operator is computed: both operands cast to ``left`` and
+    ``right``, the result of type ``result``."""
+
+    left: SqlType
+    right: SqlType
+    result: SqlType
+
+
+def _string_partner(s: SqlType, other: SqlType) -> SqlType | None:
+    if other.is_integral:
+        return BIGINT
+    if other.is_numeric:
+        return DOUBLE
+    return None
+
+
+def arithmetic(op: str, a: SqlType, b: SqlType) -> Arithmetic:
+    """Operand and result types of ``a op b`` on numbers (date arithmetic is the caller's).
+
+    Raises Spark's ``DATATYPE_MISMATCH`` (as :class:`SqlAnalysisError`) for other pairs."""
+    what = f"operator {_SYMBOL[op]}"
+    if a == NULL and b == NULL:
+        return Arithmetic(DOUBLE, DOUBLE, BIGINT if op == "intdiv" else DOUBLE)
+    if a == STRING or b == STRING:
+        if a == STRING and b == STRING:
+            raise mismatch(what, [a, b])
+        if a == STRING:
+            na = _string_partner(a, b)
+            if na is None:
+                raise mismatch(what, [a, b])
+            a = na
+        else:
+            nb = _string_partner(b, a)
+            if nb is None:
+                raise mismatch(what, [a, b])
+            b = nb
+    if op == "div" and a == NULL:
+        if not b.is_numeric:
+            raise mismatch(what, [a, b])
+        return Arithmetic(DOUBLE, DOUBLE, DOUBLE)
+    if a == NULL:
+        a = b
+    if b == NULL:
+        b = a
+    if not (a.is_numeric and b.is_numeric):
+        raise mismatch(what, [a, b])
+    if op == "intdiv":
+        if a.is_fractional or b.is_fractional:
+            raise mismatch(what, [a, b])
+        if a.is_decimal or b.is_decimal:
+            return Arithmetic(as_decimal(a), as_decimal(b), BIGINT)
+        return Arithmetic(BIGINT, BIGINT, BIGINT)
+    t = arithmetic_type(op, a, b)
+    if t.is_decimal:
+        return Arithmetic(as_decimal(a), as_decimal(b), t)
+    if op == "div":
+        return Arithmetic(DOUBLE, DOUBLE, DOUBLE)
+    return Arithmetic(t, t, t)
+
+
+def arithmetic_type(op: str, a: SqlType, b: SqlType) -> SqlType:
+    """Result type of ``a op b`` for numeric ``a``, ``b`` (Spark's ``DecimalPrecision`` for
+    exact operands, bounded to 38 digits as Spark bounds them)."""
+    if op == "intdiv":
+        return BIGINT
+    if a.is_fractional or b.is_fractional:
+        if op != "div" and a.name == b.name == "FLOAT":
+            return FLOAT
+        return DOUBLE
+    if a.is_integral and b.is_integral:
+        if op == "div":
+            return DOUBLE
+        return a if a.int_bits >= b.int_bits else b
+    da, db = as_decimal(a), as_decimal(b)
+    p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
+    assert p1 is not None and s1 is not None and p2 is not None and s2 is not None
+    if op in ("add", "sub"):
+        scale = max(s1, s2)
+        return decimal(max(p1 - s1, p2 - s2) + scale + 1, scale)
+    if op == "mul":
+        return decimal(p1 + p2 + 1, s1 + s2)
+    if op == "div":
+        scale = max(6, s1 + p2 + 1)
+        return decimal(p1 - s1 + s2 + scale, scale)
+    if op == "mod":
+        scale = max(s1, s2)
+        return decimal(min(p1 - s1, p2 - s2) + scale, scale)
+    raise SqlAnalysisError(f"unknown arithmetic {op}", construct=op)
+
+
+def unary_numeric(a: SqlType, what: str) -> SqlType:
+    """The type unary ``-`` / ``+`` / ``abs`` compute in: STRING and NULL become DOUBLE."""
+    if a in (STRING, NULL):
+        return DOUBLE
+    if not a.is_numeric:
+        raise mismatch(what, [a])
+    return a
+
+
+def date_arithmetic(op: str, a: SqlType, b: SqlType) -> str | SqlType | None:
+    """``DATE ± integral`` is ``date_add``/``date_sub`` (returned by name); ``DATE``/
+    ``TIMESTAMP + NULL`` is a NULL TIMESTAMP (returned as the type); None if neither."""
+    if op == "add" and NULL in (a, b) and {a.name, b.name} & {"DATE", "TIMESTAMP"}:
+        return TIMESTAMP
+    small_int = ("TINYINT", "SMALLINT", "INT")
+    if a == DATE and b.name in small_int and op in ("add", "sub"):
+        return "date_add" if op == "add" else "date_sub"
+    if b == DATE and a.name in small_int and op == "add":
+        return "date_add"
+    return None
+
+
+_CASTABLE_FROM_NUMBER = ("BOOLEAN", "STRING", "TIMESTAMP")
+
+
+def check_cast(src: SqlType, dst: SqlType) -> None:
+    """Refuse an explicit CAST / TRY_CAST that Spark's ANSI mode refuses at analysis
+    (``DATATYPE_MISMATCH.CAST_...``): e.g. INT to DATE, BOOLEAN to BINARY, DATE to INT."""
+    if src in (dst, NULL, STRING) or dst == STRING:
+        return
+    if src.is_numeric and (dst.is_numeric or dst.name in _CASTABLE_FROM_NUMBER):
+        return
+    if src.name == "BOOLEAN" and dst.is_numeric:
+        return
+    if src.name == "TIMESTAMP" and (dst.is_numeric or dst == DATE):
+        return
+    if src == DATE and dst == TIMESTAMP:
+        return
+    raise SqlAnalysisError(
+        f"[DATATYPE_MISMATCH.CAST] cannot cast {src} to {dst}", construct=f"CAST to {dst}"
+    )
