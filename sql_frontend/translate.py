@@ -632,12 +632,20 @@ class Translator:
 
     # ------------------------------------------------------------ GROUP BY
     def aggregate(self, s: exp.Select, rel: Relation, env: Env):
+        """GROUP BY and the aggregates of ``s`` over ``rel``.
+
+        Grouping sets (``CUBE``, ``ROLLUP``, ``GROUPING SETS``, standard or Hive form) are
+        Spark's ``Expand``: the input once per set, with the grouping columns absent from the
+        set replaced by NULL and the set's position as one more grouping column (so repeated
+        sets give repeated rows and the empty set gives no row over an empty input, as in
+        Spark), UNION ALL, then one ordinary aggregate — incremental like any other.
+        ``grouping(x)`` and ``grouping_id(...)`` are functions of that position.
+        """
         tr = self.tr(rel)
-        group_nodes = list(s.args["group"].expressions) if s.args.get("group") else []
-        for g in group_nodes:
-            if isinstance(g, exp.Rollup | exp.Cube | exp.GroupingSets):
-                raise unsupported(type(g).__name__.upper(), g)
+        group = s.args.get("group")
+        group_nodes, sets = _grouping_sets(group, s, rel) if group is not None else ([], None)
         group_exprs = [tr(g) for g in group_nodes]
+        n_keys = len(group_exprs) + (1 if sets is not None else 0)
         calls: list[exp.AggFunc] = []
         for x in [
             *s.selects,
@@ -647,13 +655,17 @@ class Translator:
             if x is None:
                 continue
             for a in _aggregates(x):
+                if isinstance(a, exp.Grouping | exp.GroupingId):
+                    continue  # a function of the grouping set, see ``grouping`` below
                 if key_of(a) not in {key_of(c) for c in calls}:
                     calls.append(a)
         pre_exprs: list[Scalar] = list(group_exprs)
+        if sets is not None:
+            pre_exprs.append(Lit(0, INT_T))  # the set's position, set per branch below
         aggs: list[p.AggCall] = []
         post: dict[str, Scalar] = {}
         agg_cols: list[tuple[str, Scalar]] = []
-        base = len(group_exprs)
+        base = n_keys
         for a in calls:
             fname = _AGGS.get(type(a))
             if fname is None:
@@ -698,11 +710,22 @@ class Translator:
                 s_ref = Ref(base + len(aggs) - 2, st)
                 c_ref = Ref(base + len(aggs) - 1, BIGINT)
                 agg_cols.append((key_of(a), Call("avg", (s_ref, c_ref), avg_type(arg.type))))
-        pre = p.Project(rel.node, tuple(pre_exprs), tuple(f"_g{i}" for i in range(len(pre_exprs))))
-        names = tuple(
-            [f"_g{i}" for i in range(len(group_exprs))] + [f"_a{i}" for i in range(len(aggs))]
-        )
-        agg = p.Aggregate(pre, tuple(range(len(group_exprs))), tuple(aggs), names)
+        pre_names = tuple(f"_g{i}" for i in range(len(pre_exprs)))
+        pre: p.Node
+        if sets is None:
+            pre = p.Project(rel.node, tuple(pre_exprs), pre_names)
+        else:
+            branches: list[p.Node] = []
+            for pos, members in enumerate(sets):
+                exprs = [
+                    e if i in members else Lit(None, e.type) for i, e in enumerate(group_exprs)
+                ]
+                exprs.append(Lit(pos, INT_T))
+                exprs += pre_exprs[n_keys:]
+                branches.append(p.Project(rel.node, tuple(exprs), pre_names))
+            pre = self.union_all(branches)
+        names = tuple([f"_g{i}" for i in range(n_keys)] + [f"_a{i}" for i in range(len(aggs))])
+        agg = p.Aggregate(pre, tuple(range(n_keys)), tuple(aggs), names)
         for i, (g, ge) in enumerate(zip(group_nodes, group_exprs, strict=True)):
             post[key_of(g)] = Ref(
                 i, ge.type, g.alias_or_name if isinstance(g, exp.Column) else f"_g{i}"
@@ -711,10 +734,40 @@ class Translator:
             post[k] = e
         group_scalars = {ge: i for i, ge in enumerate(group_exprs)}
 
+        def grouping_index(x: exp.Expr) -> int:
+            i = group_scalars.get(tr(x))
+            if i is None:
+                raise SqlAnalysisError(
+                    f"{x.sql(dialect='spark')} in GROUPING / GROUPING_ID is not a grouping column",
+                    construct=x.sql(dialect="spark"),
+                )
+            return i
+
+        def grouping(node: exp.Grouping | exp.GroupingId) -> Scalar:
+            if sets is None:
+                raise unsupported(
+                    node.sql_name(), node, "GROUPING and GROUPING_ID need grouping sets"
+                )
+            args = list(node.expressions) or (
+                list(group_nodes) if isinstance(node, exp.GroupingId) else []
+            )
+            if isinstance(node, exp.Grouping) and len(args) != 1:
+                raise unsupported("GROUPING of several columns", node)
+            idx = [grouping_index(a) for a in args]
+            pos = Ref(len(group_exprs), INT_T)
+            t = TINYINT if isinstance(node, exp.Grouping) else BIGINT
+            case: list[Scalar] = []
+            for k, members in enumerate(sets):
+                bits = sum(1 << (len(idx) - 1 - j) for j, i in enumerate(idx) if i not in members)
+                case += [Call("eq", (pos, Lit(k, INT_T)), BOOLEAN), Lit(bits, t)]
+            return Call("case", (*case, Lit(None, t)), t)
+
         def lookup(node: exp.Expr) -> Scalar | None:
             hit = post.get(key_of(node))
             if hit is not None:
                 return hit
+            if isinstance(node, exp.Grouping | exp.GroupingId):
+                return grouping(node)
             if isinstance(node, exp.Column):
                 try:
                     e = tr(node)
@@ -824,12 +877,88 @@ class Translator:
 
 
 INT_T = SqlType("INT")
+TINYINT = SqlType("TINYINT")
 
 
 def _extend(node: p.Node, extra: list[Scalar]) -> p.Node:
     exprs = tuple(Ref(i, t, n) for i, (n, t) in enumerate(node.schema)) + tuple(extra)
     names = tuple(n for n, _ in node.schema) + tuple(f"_k{i}" for i in range(len(extra)))
     return p.Project(node, exprs, names)
+
+
+def _grouping_sets(
+    group: exp.Group, s: exp.Select, rel: Relation
+) -> tuple[list[exp.Expr], list[frozenset[int]] | None]:
+    """The grouping expressions of ``group`` and its grouping sets (as sets of their
+    positions; None for a plain GROUP BY), as Spark reads them.
+
+    ``GROUP BY a, b WITH CUBE|ROLLUP`` and ``GROUP BY a, b GROUPING SETS (...)`` (Hive) group
+    by ``a, b``; in the standard form each item is a list of sets (a plain expression is one
+    set of itself, ``CUBE`` every subset, ``ROLLUP`` every prefix, ``GROUPING SETS`` its
+    elements) and the query's sets are their cross product. ``GROUP BY ALL`` groups by every
+    SELECT item without an aggregate, unless the input has a column named ``all``.
+    """
+    if group.args.get("totals"):
+        raise unsupported("GROUP BY ... WITH TOTALS", group)
+    items = list(group.expressions)
+    if group.args.get("all"):
+        if items:
+            raise unsupported("GROUP BY ALL with expressions", group)
+        if any(f.name.lower() == "all" for f in rel.fields):
+            return [exp.column("all")], None  # Spark resolves a column named all first
+        return [x.unalias() for x in s.selects if not _aggregates(x)], None
+    exprs: list[exp.Expr] = []
+    keys: list[str] = []
+
+    def index(e: exp.Expr) -> int:
+        e = e.this if isinstance(e, exp.Paren) else e
+        k = key_of(e)
+        if k not in keys:
+            keys.append(k)
+            exprs.append(e)
+        return keys.index(k)
+
+    def members(e: exp.Expr) -> frozenset[int]:
+        """One element of a set list: ``(a, b)``, ``()`` or ``a``."""
+        if isinstance(e, exp.Tuple):
+            return frozenset(index(x) for x in e.expressions)
+        if isinstance(e, exp.Cube | exp.Rollup | exp.GroupingSets):
+            raise unsupported(f"{type(e).__name__.upper()} inside a grouping set", e)
+        return frozenset([index(e)])
+
+    hive = [(k, v) for k in ("cube", "rollup", "grouping_sets") for v in group.args.get(k) or []]
+    if hive:
+        if len(hive) > 1:
+            raise unsupported("several WITH CUBE / WITH ROLLUP / GROUPING SETS", group)
+        kind, node = hive[0]
+        base = [frozenset([index(x)]) for x in items]
+        if kind == "grouping_sets":
+            return exprs, [members(x) for x in node.expressions]
+        parts = [members(x) for x in node.expressions] or base
+        return exprs, _expand(kind, parts)
+    if not any(isinstance(x, exp.Cube | exp.Rollup | exp.GroupingSets) for x in items):
+        return [x.this if isinstance(x, exp.Paren) else x for x in items], None
+    product: list[frozenset[int]] = [frozenset()]
+    for x in items:
+        if isinstance(x, exp.GroupingSets):
+            options = [members(y) for y in x.expressions]
+        elif isinstance(x, exp.Cube | exp.Rollup):
+            kind = "cube" if isinstance(x, exp.Cube) else "rollup"
+            options = _expand(kind, [members(y) for y in x.expressions])
+        else:
+            options = [members(x)]
+        product = [a | b for a in product for b in options]
+    return exprs, product
+
+
+def _expand(kind: str, parts: list[frozenset[int]]) -> list[frozenset[int]]:
+    """CUBE: every subset of ``parts``; ROLLUP: every prefix, longest first."""
+    if kind == "rollup":
+        return [frozenset().union(*parts[:n]) for n in range(len(parts), -1, -1)]
+    out = []
+    for mask in range(2 ** len(parts) - 1, -1, -1):
+        out.append(frozenset().union(*(x for j, x in enumerate(parts) if mask >> j & 1)))
+    return out
 
 
 def _aggregates(node: exp.Expr) -> list[exp.AggFunc]:
