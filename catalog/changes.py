@@ -151,7 +151,12 @@ def read_changes(
             reader = dt.load_cdf(
                 starting_version=after + 1,
                 ending_version=upto,
-                columns=[*schema.names, *mult_cols, "_change_type", "_commit_version"],
+                # delta-rs reads these as SQL expressions: quote them, so that names such
+                # as ``1``, ``a b`` or ``Abc`` are columns and not literals or folded case
+                columns=[
+                    _quoted(c)
+                    for c in [*schema.names, *mult_cols, "_change_type", "_commit_version"]
+                ],
             )
             raw = pa.RecordBatchReader.from_stream(reader).read_all()
         except CatalogError:
@@ -172,6 +177,10 @@ def read_changes(
             out = out.append_column(VERSION, raw.column("_commit_version").cast(pa.int64()))
     out = conform(out, schema, name=label, extra=extra)
     return consolidate(out) if consolidated else out
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _snapshot_diff(path: str, after: int, upto: int, columns: list[str]) -> pa.Table:

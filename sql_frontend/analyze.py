@@ -4,6 +4,7 @@ The passes are sqlglot's own optimizer rules, in this order (:data:`RULES`); two
 ours, :mod:`sql_frontend.rules.subquery_to_semijoin` (right after qualification) and
 :mod:`sql_frontend.rules.factor_disjunctions`:
 
+0. ``expand_join_stars`` (ours): ``*`` and ``t.*`` over USING / NATURAL joins, as Spark;
 1. ``qualify``: resolve tables and columns against the catalog, expand ``*``, validate;
 2. ``subquery_to_semijoin``: EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
 3. ``unnest_subqueries``: other (scalar, correlated) subqueries → joins with grouped subqueries;
@@ -36,6 +37,7 @@ from sql_frontend.errors import (
     SqlSyntaxError,
     UnsupportedSqlError,
 )
+from sql_frontend.rules.expand_join_stars import expand_join_stars
 from sql_frontend.rules.factor_disjunctions import factor_disjunctions
 from sql_frontend.rules.subquery_to_semijoin import subquery_to_semijoin
 from sql_frontend.sql_types import SqlType, parse_type
@@ -181,6 +183,7 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
     schema: dict[str, object] = {
         t: {c: str(ty) for c, ty in cols.items()} for t, cols in catalog_schema(catalog).items()
     }
+    tree = expand_join_stars(tree, schema)  # Spark's columns of * over USING / NATURAL joins
     try:
         tree = qualify(
             tree,
