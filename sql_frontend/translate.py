@@ -17,6 +17,7 @@ from sqlglot import exp
 from sql_frontend import plan as p
 from sql_frontend import scalar as sc
 from sql_frontend.analyze import unsupported
+from sql_frontend.completeness import Consumption
 from sql_frontend.errors import SqlAnalysisError
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
 from sql_frontend.sql_types import (
@@ -82,14 +83,19 @@ def key_of(node: exp.Expr) -> str:
 class Translator:
     def __init__(self, catalog: Mapping[str, Mapping[str, SqlType]]):
         self.catalog = {k.lower(): v for k, v in catalog.items()}
+        self.consumed = Consumption()
+        """The clause arguments translated (:mod:`sql_frontend.completeness`)."""
+        self.use = self.consumed.use
 
     # ------------------------------------------------------------ queries
     def query(self, q: exp.Expr, env: Env) -> p.Node:
         env = dict(env)
         with_ = q.args.get("with_")
+        self.use(q, "with_")
         if with_ is not None:
             env.update(self.ctes(with_, env))
         if isinstance(q, exp.Subquery):
+            self.use(q, "this", "alias")
             node = self.query(q.this, env)
             return self.order_limit(q, node, None, env)
         if isinstance(q, exp.SetOperation):
@@ -101,6 +107,9 @@ class Translator:
     def ctes(self, with_: exp.With, env: dict[str, p.Node]) -> dict[str, p.Node]:
         out: dict[str, p.Node] = {}
         ctes = list(with_.expressions)
+        self.use(with_, "expressions", "recursive")
+        for cte in ctes:  # MATERIALIZED is a hint: the rows are the same
+            self.use(cte, "this", "alias", "materialized")
         if not with_.args.get("recursive"):
             for cte in ctes:
                 out[cte.alias_or_name] = self.rename(self.query(cte.this, {**env, **out}), cte)
@@ -134,6 +143,7 @@ class Translator:
             parts: list[exp.Expr] = []
             flags: set[bool] = set()
             while isinstance(body, exp.Union):
+                self.use(body, "this", "expression", "distinct")
                 parts.append(body.expression)
                 flags.add(bool(body.args.get("distinct")))
                 body = body.this
@@ -202,6 +212,7 @@ class Translator:
 
     def rename(self, node: p.Node, cte: exp.CTE, schema: p.Schema | None = None) -> p.Node:
         alias = cte.args.get("alias")
+        self.use(alias, "this", "columns")
         cols = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
         if schema is not None:
             node = self.coerce(node, schema)
@@ -216,6 +227,7 @@ class Translator:
         )
 
     def set_operation(self, q: exp.SetOperation, env: Env) -> p.Node:
+        self.use(q, "this", "expression", "distinct")
         left = self.query(q.this, env)
         right = self.query(q.expression, env)
         if left.width != right.width:
@@ -257,8 +269,11 @@ class Translator:
             raise unsupported("DISTINCT ON", s)
         if not s.args.get("from_"):
             raise unsupported("SELECT without FROM", s, "a view must read at least one table")
+        self.use(s, "expressions", "from_", "joins", "where", "group", "having", "distinct", "hint")
+        self.use(s.args.get("distinct"))
         rel = self.from_(s, env)
         where = s.args.get("where")
+        self.use(where, "this")
         if where is not None:
             rel = self.attach_subqueries(rel, [where.this], env)
             pred = self.tr(rel).boolean(where.this)
@@ -273,6 +288,7 @@ class Translator:
             rel, lookup = self.aggregate(s, rel, env)
         elif having is not None:
             raise unsupported("HAVING without aggregation", having)
+        self.use(having, "this")
         rel = self.attach_subqueries(rel, [*s.selects, *([having.this] if having else [])], env)
         if having is not None:
             pred = self.tr(rel, lookup).boolean(having.this)
@@ -295,6 +311,13 @@ class Translator:
         order = q.args.get("order")
         limit = q.args.get("limit")
         offset = q.args.get("offset")
+        self.use(q, "order", "limit", "offset")
+        self.use(limit, "expression")
+        self.use(offset, "expression")
+        if order is not None:
+            self.use(order, "expressions")
+            for o in order.expressions:
+                self.use(o, "this", "desc", "nulls_first")
         if limit is None and offset is None:
             return node  # a view is a multiset: ORDER BY alone does not change it
         if order is None:
@@ -358,6 +381,7 @@ class Translator:
         if isinstance(src, exp.Table):
             if src.args.get("db") or src.args.get("catalog"):
                 raise unsupported("qualified table name", src)
+            self.use(src, "this", "alias", "version")
             name = src.name
             node: p.Node
             if name in env:
@@ -368,10 +392,12 @@ class Translator:
                 raise SqlAnalysisError(f"table {name} not found", construct=name)
             alias = src.alias_or_name
         elif isinstance(src, exp.Subquery):
+            self.use(src, "this", "alias")
             node = self.query(src.this, env)
             alias = src.alias_or_name
         else:
             raise unsupported(f"{type(src).__name__} in FROM", src)
+        self.use(src.args.get("alias"), "this", "columns")
         if isinstance(src.args.get("alias"), exp.TableAlias) and src.args["alias"].columns:
             cols = [c.name for c in src.args["alias"].columns]
             node = p.Project(
@@ -380,6 +406,7 @@ class Translator:
         return Relation(node, [Field(alias, n) for n, _ in node.schema])
 
     def from_(self, s: exp.Select, env: Env) -> Relation:
+        self.use(s.args["from_"], "this")
         rel = self.source(s.args["from_"].this, env)
         for j in s.args.get("joins") or []:
             rel = self.join(rel, j, env)
@@ -394,6 +421,7 @@ class Translator:
         kind = (j.args.get("kind") or "").lower()
         if j.args.get("method") or j.args.get("match_condition"):
             raise unsupported("join method", j)
+        self.use(j, "this", "on", "side", "kind", "using")
         if kind in ("semi", "anti"):
             jk = kind
         elif side in ("left", "right", "full"):
@@ -526,6 +554,7 @@ class Translator:
         cond = j.args.get("on")
         if cond is None or j.args.get("using"):
             raise unsupported("ASOF JOIN without ON", j, "write ON l.k = r.k AND l.t >= r.t")
+        self.use(j, "this", "on", "side", "kind", "method")
         both = Relation(p.Join(left.node, right.node, "cross"), left.fields + right.fields)
         lw = left.node.width
         keys: list[tuple[Scalar, Scalar]] = []
@@ -622,6 +651,7 @@ class Translator:
                         sq,
                         "scalar subqueries must be global aggregates (one row)",
                     )
+                self.use(sq, "this")
                 sub = self.query(inner, env)
                 subs[key_of(sq)] = Ref(node.width, sub.schema[0][1], "subquery")
                 node = p.Join(node, sub, "cross")
@@ -644,6 +674,10 @@ class Translator:
         tr = self.tr(rel)
         group = s.args.get("group")
         group_nodes, sets = _grouping_sets(group, s, rel) if group is not None else ([], None)
+        if group is not None:
+            self.use(group, "expressions", "grouping_sets", "cube", "rollup", "all")
+            for x in group.find_all(exp.Cube, exp.Rollup, exp.GroupingSets):
+                self.use(x, "expressions")
         group_exprs = [tr(g) for g in group_nodes]
         n_keys = len(group_exprs) + (1 if sets is not None else 0)
         calls: list[exp.AggFunc] = []
@@ -802,6 +836,11 @@ class Translator:
         for w in windows:
             if w.args.get("spec") is not None:
                 raise unsupported("window frame", w, "only the default frame is supported")
+            self.use(w, "this", "partition_by", "order", "over")
+            if w.args.get("order") is not None:
+                self.use(w.args["order"], "expressions")
+                for o in w.args["order"].expressions:
+                    self.use(o, "this", "desc", "nulls_first")
             part = tuple(column_of(tr(x)) for x in (w.args.get("partition_by") or []))
             order = []
             if w.args.get("order") is not None:
