@@ -32,12 +32,29 @@ def expand_join_stars(tree: exp.Expr, schema: Mapping[str, Mapping[str, object]]
         select = scope.expression
         if not isinstance(select, exp.Select) or not _has_using(select):
             continue
-        if not any(_is_star(x) for x in select.expressions):
-            continue
-        expanded = _select_items(select, scope, tables, by_expr)
-        if expanded is not None:
-            select.set("expressions", expanded)
+        if any(_is_star(x) for x in select.expressions):
+            expanded = _select_items(select, scope, tables, by_expr)
+            if expanded is not None:
+                select.set("expressions", expanded)
+        _fix_chained_keys(select, scope, tables, by_expr)
     return tree
+
+
+def _fix_chained_keys(select: exp.Select, scope: Scope, tables, by_expr) -> None:
+    """After a RIGHT or FULL USING join, a later USING / NATURAL join compares the merged key
+    (the right key, or ``coalesce``) — sqlglot would compare the first table's column, which
+    is NULL on the rows only the right side has. Such joins get an explicit ON."""
+    frm = _from_columns(select, scope, tables, by_expr)
+    if frm is None:
+        return
+    outer_before = False
+    for j, pairs, side in frm[2]:
+        if outer_before:
+            on = exp.and_(*(exp.EQ(this=a.copy(), expression=b.copy()) for a, b in pairs))
+            j.set("using", None)
+            j.set("method", None)
+            j.set("on", on)
+        outer_before = outer_before or side in ("RIGHT", "FULL")
 
 
 def _has_using(select: exp.Select) -> bool:
@@ -55,7 +72,7 @@ def _select_items(select: exp.Select, scope: Scope, tables, by_expr) -> list[exp
     frm = _from_columns(select, scope, tables, by_expr)
     if frm is None:
         return None
-    visible, per_source = frm
+    visible, per_source, _ = frm
     out: list[exp.Expr] = []
     for item in select.expressions:
         if isinstance(item, exp.Star):
@@ -78,12 +95,14 @@ def _select_items(select: exp.Select, scope: Scope, tables, by_expr) -> list[exp
 
 def _from_columns(
     select: exp.Select, scope: Scope, tables, by_expr
-) -> tuple[Columns, dict[str, Columns]] | None:
-    """The columns ``*`` lists over ``select``'s FROM clause, and each source's own."""
+) -> tuple[Columns, dict[str, Columns], list[tuple[exp.Join, list, str]]] | None:
+    """The columns ``*`` lists over ``select``'s FROM clause, each source's own, and each
+    USING / NATURAL join with its (left key, right key) pairs and side."""
     frm = select.args.get("from_")
     if frm is None:
         return None
     per_source: dict[str, Columns] = {}
+    using_joins: list[tuple[exp.Join, list, str]] = []
     first = _source_columns(frm.this, scope, tables, by_expr)
     if first is None:
         return None
@@ -106,23 +125,26 @@ def _from_columns(
             continue
         keys = {n.lower() for n in using}
         key_cols: Columns = []
+        pairs: list[tuple[exp.Expr, exp.Expr]] = []
         for name in using:
             left_e = next((e for n, e in cols if n.lower() == name.lower()), None)
             right_e = next((e for n, e in right if n.lower() == name.lower()), None)
             if left_e is None or right_e is None:
                 return None  # qualify reports the unknown USING column
+            pairs.append((left_e, right_e))
             if side == "RIGHT":
                 key_cols.append((name, right_e))
             elif side == "FULL":
                 key_cols.append((name, exp.func("coalesce", left_e.copy(), right_e.copy())))
             else:
                 key_cols.append((name, left_e))
+        using_joins.append((j, pairs, side))
         cols = (
             key_cols
             + [(n, e) for n, e in cols if n.lower() not in keys]
             + [(n, e) for n, e in right if n.lower() not in keys]
         )
-    return cols, per_source
+    return cols, per_source, using_joins
 
 
 def _source_columns(node: exp.Expr, scope: Scope, tables, by_expr) -> Columns | None:
@@ -159,7 +181,7 @@ def _output_names(q: exp.Expr, tables, by_expr) -> list[str] | None:
     frm = _from_columns(q, scope, tables, by_expr)
     if frm is None:
         return None
-    visible, per_source = frm
+    visible, per_source, _ = frm
     out: list[str] = []
     for x in q.expressions:
         if isinstance(x, exp.Star):
