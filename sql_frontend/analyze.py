@@ -185,10 +185,11 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
     """Parse ``sql`` and run the analysis passes; returns the annotated query."""
     tree = parse(sql)
     refuse_non_deterministic(tree)
-    schema: dict[str, object] = {
+    columns = {
         t: {c: str(ty) for c, ty in cols.items()} for t, cols in catalog_schema(catalog).items()
     }
-    tree = expand_join_stars(tree, schema)  # Spark's columns of * over USING / NATURAL joins
+    schema: dict[str, object] = dict(columns)
+    tree = expand_join_stars(tree, columns)  # Spark's columns of * over USING / NATURAL joins
     try:
         tree = qualify(
             tree,

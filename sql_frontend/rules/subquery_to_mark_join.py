@@ -73,7 +73,7 @@ def subquery_to_mark_join(expression: exp.Expr) -> exp.Expr:
 
 
 def _predicates(select: exp.Select) -> list[exp.Expr]:
-    out = []
+    out: list[exp.Expr] = []
     for node in select.find_all(exp.In, exp.Exists):
         if isinstance(node, exp.In) and not node.args.get("query"):
             continue
@@ -125,11 +125,12 @@ def _rewrite(node: exp.Expr, select: exp.Select, scope: Scope, fresh) -> None:
         if select.args.get("group") or _has_aggregate(select):
             raise unsupported(f"{what} in the SELECT list of an aggregating query", node)
     else:
-        raise unsupported(f"{what} in {clause.arg_key.upper()}", node)
+        raise unsupported(f"{what} in {str(clause.arg_key).upper()}", node)
     n = fresh()
     if isinstance(node, exp.In):
         replacement = _in_mark(node, select, scope, n, null_aware=negation is not None)
     else:
+        assert isinstance(node, exp.Exists)
         replacement = _exists_mark(node, select, scope, n)
     node.replace(exp.paren(replacement, copy=False))
 
@@ -252,6 +253,7 @@ def _wrapped(sub: exp.Expr, n: int) -> tuple[exp.Select, str]:
     """``SELECT * FROM (sub) AS _q<n>``'s FROM, and the name of ``sub``'s first column."""
     alias = f"_q{n}"
     inner = sub.this if isinstance(sub, exp.Subquery) else sub
+    assert isinstance(inner, exp.Query)
     name = inner.selects[0].alias_or_name
     frm = exp.Select(
         expressions=[exp.Star()],
