@@ -48,3 +48,20 @@ def test_odd_column_names_survive_refreshes(tmp_path: Path) -> None:
     base.remove((1, 2, "x", 7))
     s.sql("REFRESH MATERIALIZED VIEW w")
     check()
+
+
+def test_qualified_stars_over_a_natural_join_as_a_view(tmp_path: Path) -> None:
+    """``nt1.*, nt2.*`` repeats the name ``k``: the view stores ``k, v1, k_1, v2`` and every
+    refresh compiles to that schema (on the old main: an internal SchemaChangeError, the
+    compiled schema ``k, v1, k, v2`` against the stored one)."""
+    s = Session(warehouse=tmp_path)
+    s.sql("CREATE TABLE nt1 (k INT, v1 STRING)")
+    s.sql("CREATE TABLE nt2 (k INT, v2 STRING)")
+    s.sql("INSERT INTO nt1 VALUES (1, 'a'), (2, 'b')")
+    s.sql("INSERT INTO nt2 VALUES (1, 'x'), (3, 'y')")
+    s.sql("CREATE MATERIALIZED VIEW w AS SELECT nt1.*, nt2.* FROM nt1 NATURAL JOIN nt2")
+    assert s.read("w").column_names == ["k", "v1", "k_1", "v2"]
+    assert _rows(s, "w") == Counter({(1, "a", 1, "x"): 1})
+    s.sql("INSERT INTO nt2 VALUES (2, 'z')")
+    s.sql("REFRESH MATERIALIZED VIEW w")
+    assert _rows(s, "w") == Counter({(1, "a", 1, "x"): 1, (2, "b", 2, "z"): 1})
