@@ -244,6 +244,11 @@ def capture(
     return pa.concat_tables(parts)
 
 
+def _quoted(name: str) -> str:
+    """A column name as delta-rs's feed reader wants it: quoted, so ``1`` or ``a b`` stay names."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _verified_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
     """The writer's feed of one commit if the feed is on and its counts match the metrics."""
     expected = expected_counts(commit)
@@ -253,7 +258,7 @@ def _verified_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
         stream = reader.table(commit.version).load_cdf(
             starting_version=commit.version,
             ending_version=commit.version,
-            columns=[*reader.columns, KIND, VERSION],
+            columns=[_quoted(c) for c in [*reader.columns, KIND, VERSION]],
         )
         raw = pa.RecordBatchReader.from_stream(stream).read_all()
     except Exception:  # a feed delta-rs cannot read is a feed we do not use

@@ -1,16 +1,20 @@
 """Text → analysed sqlglot AST: parse, refuse, qualify, rewrite, annotate.
 
-The passes are sqlglot's own optimizer rules, in this order (:data:`RULES`); two rules are
-ours, :mod:`sql_frontend.rules.subquery_to_semijoin` (right after qualification) and
-:mod:`sql_frontend.rules.factor_disjunctions`:
+The passes are sqlglot's own optimizer rules and ours (:mod:`sql_frontend.rules`), in this
+order (:data:`RULES` after qualification):
 
-1. ``qualify``: resolve tables and columns against the catalog, expand ``*``, validate;
-2. ``subquery_to_semijoin``: EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
-3. ``unnest_subqueries``: other (scalar, correlated) subqueries → joins with grouped subqueries;
-4. ``factor_disjunctions`` (ours): a conjunct common to every branch of an OR is pulled out;
-5. ``pushdown_predicates``: filters move towards the scans (and into join conditions);
-6. ``eliminate_subqueries``: derived tables become CTEs, so every FROM names a relation;
-7. ``annotate_types``.
+1. ``expand_join_stars`` (ours): ``*`` and ``t.*`` over USING / NATURAL joins, as Spark;
+2. ``qualify``: resolve tables and columns against the catalog, expand ``*``, validate;
+3. ``push_not`` (ours): NOT moved down to the IN / EXISTS subqueries beneath it (Spark's
+   order: it decides which IN is NULL-aware);
+4. ``subquery_to_semijoin`` (ours): EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
+5. ``subquery_to_mark_join`` (ours): IN / EXISTS anywhere else → boolean columns from LEFT
+   JOINs (OR, CASE, the SELECT list, inner joins' ON);
+6. ``unnest_subqueries``: other (scalar, correlated) subqueries → joins with grouped subqueries;
+7. ``factor_disjunctions`` (ours): a conjunct common to every branch of an OR is pulled out;
+8. ``pushdown_predicates``: filters move towards the scans (and into join conditions);
+9. ``eliminate_subqueries``: derived tables become CTEs, so every FROM names a relation;
+10. ``annotate_types``.
 
 Non-deterministic functions and statements that are not queries are refused before anything
 else, while the tree still carries line and column positions.
@@ -36,7 +40,10 @@ from sql_frontend.errors import (
     SqlSyntaxError,
     UnsupportedSqlError,
 )
+from sql_frontend.rules.expand_join_stars import expand_join_stars
 from sql_frontend.rules.factor_disjunctions import factor_disjunctions
+from sql_frontend.rules.push_not import push_not
+from sql_frontend.rules.subquery_to_mark_join import subquery_to_mark_join
 from sql_frontend.rules.subquery_to_semijoin import subquery_to_semijoin
 from sql_frontend.sql_types import SqlType, parse_type
 
@@ -180,9 +187,11 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
     """Parse ``sql`` and run the analysis passes; returns the annotated query."""
     tree = parse(sql)
     refuse_non_deterministic(tree)
-    schema: dict[str, object] = {
+    columns = {
         t: {c: str(ty) for c, ty in cols.items()} for t, cols in catalog_schema(catalog).items()
     }
+    schema: dict[str, object] = dict(columns)
+    tree = expand_join_stars(tree, columns)  # Spark's columns of * over USING / NATURAL joins
     try:
         tree = qualify(
             tree,
@@ -212,7 +221,9 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
 
 
 RULES = (
+    push_not,
     subquery_to_semijoin,
+    subquery_to_mark_join,
     unnest_subqueries,
     factor_disjunctions,
     pushdown_predicates,

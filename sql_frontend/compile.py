@@ -135,8 +135,10 @@ def compile_view(
     """
     node = plan_sql(sql, catalog, join_strategy=join_strategy, stats=stats)
     coll = compile_plan(node, dataflow, inputs)
-    coll = coll.rename(output_names(node.schema))
-    return CompiledView(coll, node.schema, node, explain_text(node), p.tables(node))
+    names = output_names(node.schema)
+    coll = coll.rename(names)
+    schema = tuple((n, t) for n, (_, t) in zip(names, node.schema, strict=True))
+    return CompiledView(coll, schema, node, explain_text(node), p.tables(node))
 
 
 def explain_text(node: p.Node) -> str:

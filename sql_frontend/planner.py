@@ -44,6 +44,7 @@ from sql_frontend.analyze import (
     analyze,
     catalog_schema,
 )
+from sql_frontend.completeness import refuse_unconsumed, refuse_unknown
 from sql_frontend.errors import UnsupportedSqlError
 from sql_frontend.scalar import Ref, Scalar
 from sql_frontend.translate import Translator
@@ -74,13 +75,23 @@ def plan_sql(
     if join_strategy not in JOIN_STRATEGIES:
         raise ValueError(f"join_strategy must be one of {JOIN_STRATEGIES}, not {join_strategy!r}")
     tree = analyze(sql, catalog)
-    node = Translator(catalog_schema(catalog)).query(tree, {})
+    node = translate_checked(tree, catalog)
     forced, why = join_strategy, f"join_strategy={join_strategy!r}"
     if join_strategy == "auto":
         hinted = _hinted_strategy(tree)
         if hinted is not None:
             forced, why = hinted, f"hint {next(k for k, v in HINTS.items() if v == hinted)}"
     return plan_joins(node, forced, stats, why)
+
+
+def translate_checked(tree: exp.Expr, catalog: CatalogLike) -> p.Node:
+    """The plan of the analysed ``tree``, every clause of which is consumed or refused by
+    name (:mod:`sql_frontend.completeness`)."""
+    refuse_unknown(tree)
+    translator = Translator(catalog_schema(catalog))
+    node = translator.query(tree, {})
+    refuse_unconsumed(tree, translator.consumed)
+    return node
 
 
 def _hinted_strategy(tree: exp.Expr) -> str | None:

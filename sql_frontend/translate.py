@@ -18,6 +18,7 @@ from sql_frontend import plan as p
 from sql_frontend import scalar as sc
 from sql_frontend.analyze import unsupported
 from sql_frontend.coercion import common_type
+from sql_frontend.completeness import Consumption
 from sql_frontend.errors import SqlAnalysisError
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
 from sql_frontend.sql_types import (
@@ -81,14 +82,19 @@ def key_of(node: exp.Expr) -> str:
 class Translator:
     def __init__(self, catalog: Mapping[str, Mapping[str, SqlType]]):
         self.catalog = {k.lower(): v for k, v in catalog.items()}
+        self.consumed = Consumption()
+        """The clause arguments translated (:mod:`sql_frontend.completeness`)."""
+        self.use = self.consumed.use
 
     # ------------------------------------------------------------ queries
     def query(self, q: exp.Expr, env: Env) -> p.Node:
         env = dict(env)
         with_ = q.args.get("with_")
+        self.use(q, "with_")
         if with_ is not None:
             env.update(self.ctes(with_, env))
         if isinstance(q, exp.Subquery):
+            self.use(q, "this", "alias")
             node = self.query(q.this, env)
             return self.order_limit(q, node, None, env)
         if isinstance(q, exp.SetOperation):
@@ -100,6 +106,9 @@ class Translator:
     def ctes(self, with_: exp.With, env: dict[str, p.Node]) -> dict[str, p.Node]:
         out: dict[str, p.Node] = {}
         ctes = list(with_.expressions)
+        self.use(with_, "expressions", "recursive")
+        for cte in ctes:  # MATERIALIZED is a hint: the rows are the same
+            self.use(cte, "this", "alias", "materialized")
         if not with_.args.get("recursive"):
             for cte in ctes:
                 out[cte.alias_or_name] = self.rename(self.query(cte.this, {**env, **out}), cte)
@@ -133,6 +142,7 @@ class Translator:
             parts: list[exp.Expr] = []
             flags: set[bool] = set()
             while isinstance(body, exp.Union):
+                self.use(body, "this", "expression", "distinct")
                 parts.append(body.expression)
                 flags.add(bool(body.args.get("distinct")))
                 body = body.this
@@ -201,6 +211,7 @@ class Translator:
 
     def rename(self, node: p.Node, cte: exp.CTE, schema: p.Schema | None = None) -> p.Node:
         alias = cte.args.get("alias")
+        self.use(alias, "this", "columns")
         cols = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
         if schema is not None:
             node = self.coerce(node, schema)
@@ -215,6 +226,7 @@ class Translator:
         )
 
     def set_operation(self, q: exp.SetOperation, env: Env) -> p.Node:
+        self.use(q, "this", "expression", "distinct")
         left = self.query(q.this, env)
         right = self.query(q.expression, env)
         if left.width != right.width:
@@ -256,8 +268,11 @@ class Translator:
             raise unsupported("DISTINCT ON", s)
         if not s.args.get("from_"):
             raise unsupported("SELECT without FROM", s, "a view must read at least one table")
+        self.use(s, "expressions", "from_", "joins", "where", "group", "having", "distinct", "hint")
+        self.use(s.args.get("distinct"))
         rel = self.from_(s, env)
         where = s.args.get("where")
+        self.use(where, "this")
         if where is not None:
             rel = self.attach_subqueries(rel, [where.this], env)
             pred = self.tr(rel).boolean(where.this)
@@ -272,6 +287,7 @@ class Translator:
             rel, lookup = self.aggregate(s, rel, env)
         elif having is not None:
             raise unsupported("HAVING without aggregation", having)
+        self.use(having, "this")
         rel = self.attach_subqueries(rel, [*s.selects, *([having.this] if having else [])], env)
         if having is not None:
             pred = self.tr(rel, lookup).boolean(having.this)
@@ -294,6 +310,13 @@ class Translator:
         order = q.args.get("order")
         limit = q.args.get("limit")
         offset = q.args.get("offset")
+        self.use(q, "order", "limit", "offset")
+        self.use(limit, "expression")
+        self.use(offset, "expression")
+        if order is not None:
+            self.use(order, "expressions")
+            for o in order.expressions:
+                self.use(o, "this", "desc", "nulls_first")
         if limit is None and offset is None:
             return node  # a view is a multiset: ORDER BY alone does not change it
         if order is None:
@@ -357,6 +380,7 @@ class Translator:
         if isinstance(src, exp.Table):
             if src.args.get("db") or src.args.get("catalog"):
                 raise unsupported("qualified table name", src)
+            self.use(src, "this", "alias", "version")
             name = src.name
             node: p.Node
             if name in env:
@@ -367,10 +391,12 @@ class Translator:
                 raise SqlAnalysisError(f"table {name} not found", construct=name)
             alias = src.alias_or_name
         elif isinstance(src, exp.Subquery):
+            self.use(src, "this", "alias")
             node = self.query(src.this, env)
             alias = src.alias_or_name
         else:
             raise unsupported(f"{type(src).__name__} in FROM", src)
+        self.use(src.args.get("alias"), "this", "columns")
         if isinstance(src.args.get("alias"), exp.TableAlias) and src.args["alias"].columns:
             cols = [c.name for c in src.args["alias"].columns]
             node = p.Project(
@@ -379,6 +405,7 @@ class Translator:
         return Relation(node, [Field(alias, n) for n, _ in node.schema])
 
     def from_(self, s: exp.Select, env: Env) -> Relation:
+        self.use(s.args["from_"], "this")
         rel = self.source(s.args["from_"].this, env)
         for j in s.args.get("joins") or []:
             rel = self.join(rel, j, env)
@@ -393,6 +420,7 @@ class Translator:
         kind = (j.args.get("kind") or "").lower()
         if j.args.get("method") or j.args.get("match_condition"):
             raise unsupported("join method", j)
+        self.use(j, "this", "on", "side", "kind", "using")
         if kind in ("semi", "anti"):
             jk = kind
         elif side in ("left", "right", "full"):
@@ -525,6 +553,7 @@ class Translator:
         cond = j.args.get("on")
         if cond is None or j.args.get("using"):
             raise unsupported("ASOF JOIN without ON", j, "write ON l.k = r.k AND l.t >= r.t")
+        self.use(j, "this", "on", "side", "kind", "method")
         both = Relation(p.Join(left.node, right.node, "cross"), left.fields + right.fields)
         lw = left.node.width
         keys: list[tuple[Scalar, Scalar]] = []
@@ -621,6 +650,7 @@ class Translator:
                         sq,
                         "scalar subqueries must be global aggregates (one row)",
                     )
+                self.use(sq, "this")
                 sub = self.query(inner, env)
                 subs[key_of(sq)] = Ref(node.width, sub.schema[0][1], "subquery")
                 node = p.Join(node, sub, "cross")
@@ -631,12 +661,24 @@ class Translator:
 
     # ------------------------------------------------------------ GROUP BY
     def aggregate(self, s: exp.Select, rel: Relation, env: Env):
+        """GROUP BY and the aggregates of ``s`` over ``rel``.
+
+        Grouping sets (``CUBE``, ``ROLLUP``, ``GROUPING SETS``, standard or Hive form) are
+        Spark's ``Expand``: the input once per set, with the grouping columns absent from the
+        set replaced by NULL and the set's position as one more grouping column (so repeated
+        sets give repeated rows and the empty set gives no row over an empty input, as in
+        Spark), UNION ALL, then one ordinary aggregate — incremental like any other.
+        ``grouping(x)`` and ``grouping_id(...)`` are functions of that position.
+        """
         tr = self.tr(rel)
-        group_nodes = list(s.args["group"].expressions) if s.args.get("group") else []
-        for g in group_nodes:
-            if isinstance(g, exp.Rollup | exp.Cube | exp.GroupingSets):
-                raise unsupported(type(g).__name__.upper(), g)
+        group = s.args.get("group")
+        group_nodes, sets = _grouping_sets(group, s, rel) if group is not None else ([], None)
+        if group is not None:
+            self.use(group, "expressions", "grouping_sets", "cube", "rollup", "all")
+            for x in group.find_all(exp.Cube, exp.Rollup, exp.GroupingSets):
+                self.use(x, "expressions")
         group_exprs = [tr(g) for g in group_nodes]
+        n_keys = len(group_exprs) + (1 if sets is not None else 0)
         calls: list[exp.AggFunc] = []
         for x in [
             *s.selects,
@@ -646,13 +688,17 @@ class Translator:
             if x is None:
                 continue
             for a in _aggregates(x):
+                if isinstance(a, exp.Grouping | exp.GroupingId):
+                    continue  # a function of the grouping set, see ``grouping`` below
                 if key_of(a) not in {key_of(c) for c in calls}:
                     calls.append(a)
         pre_exprs: list[Scalar] = list(group_exprs)
+        if sets is not None:
+            pre_exprs.append(Lit(0, INT_T))  # the set's position, set per branch below
         aggs: list[p.AggCall] = []
         post: dict[str, Scalar] = {}
         agg_cols: list[tuple[str, Scalar]] = []
-        base = len(group_exprs)
+        base = n_keys
         for a in calls:
             fname = _AGGS.get(type(a))
             if fname is None:
@@ -697,11 +743,22 @@ class Translator:
                 s_ref = Ref(base + len(aggs) - 2, st)
                 c_ref = Ref(base + len(aggs) - 1, BIGINT)
                 agg_cols.append((key_of(a), Call("avg", (s_ref, c_ref), avg_type(arg.type))))
-        pre = p.Project(rel.node, tuple(pre_exprs), tuple(f"_g{i}" for i in range(len(pre_exprs))))
-        names = tuple(
-            [f"_g{i}" for i in range(len(group_exprs))] + [f"_a{i}" for i in range(len(aggs))]
-        )
-        agg = p.Aggregate(pre, tuple(range(len(group_exprs))), tuple(aggs), names)
+        pre_names = tuple(f"_g{i}" for i in range(len(pre_exprs)))
+        pre: p.Node
+        if sets is None:
+            pre = p.Project(rel.node, tuple(pre_exprs), pre_names)
+        else:
+            branches: list[p.Node] = []
+            for pos, members in enumerate(sets):
+                exprs = [
+                    e if i in members else Lit(None, e.type) for i, e in enumerate(group_exprs)
+                ]
+                exprs.append(Lit(pos, INT_T))
+                exprs += pre_exprs[n_keys:]
+                branches.append(p.Project(rel.node, tuple(exprs), pre_names))
+            pre = self.union_all(branches)
+        names = tuple([f"_g{i}" for i in range(n_keys)] + [f"_a{i}" for i in range(len(aggs))])
+        agg = p.Aggregate(pre, tuple(range(n_keys)), tuple(aggs), names)
         for i, (g, ge) in enumerate(zip(group_nodes, group_exprs, strict=True)):
             post[key_of(g)] = Ref(
                 i, ge.type, g.alias_or_name if isinstance(g, exp.Column) else f"_g{i}"
@@ -710,10 +767,40 @@ class Translator:
             post[k] = e
         group_scalars = {ge: i for i, ge in enumerate(group_exprs)}
 
+        def grouping_index(x: exp.Expr) -> int:
+            i = group_scalars.get(tr(x))
+            if i is None:
+                raise SqlAnalysisError(
+                    f"{x.sql(dialect='spark')} in GROUPING / GROUPING_ID is not a grouping column",
+                    construct=x.sql(dialect="spark"),
+                )
+            return i
+
+        def grouping(node: exp.Grouping | exp.GroupingId) -> Scalar:
+            if sets is None:
+                raise unsupported(
+                    node.sql_name(), node, "GROUPING and GROUPING_ID need grouping sets"
+                )
+            args = list(node.expressions) or (
+                list(group_nodes) if isinstance(node, exp.GroupingId) else []
+            )
+            if isinstance(node, exp.Grouping) and len(args) != 1:
+                raise unsupported("GROUPING of several columns", node)
+            idx = [grouping_index(a) for a in args]
+            pos = Ref(len(group_exprs), INT_T)
+            t = TINYINT if isinstance(node, exp.Grouping) else BIGINT
+            case: list[Scalar] = []
+            for k, members in enumerate(sets):
+                bits = sum(1 << (len(idx) - 1 - j) for j, i in enumerate(idx) if i not in members)
+                case += [Call("eq", (pos, Lit(k, INT_T)), BOOLEAN), Lit(bits, t)]
+            return Call("case", (*case, Lit(None, t)), t)
+
         def lookup(node: exp.Expr) -> Scalar | None:
             hit = post.get(key_of(node))
             if hit is not None:
                 return hit
+            if isinstance(node, exp.Grouping | exp.GroupingId):
+                return grouping(node)
             if isinstance(node, exp.Column):
                 try:
                     e = tr(node)
@@ -748,6 +835,11 @@ class Translator:
         for w in windows:
             if w.args.get("spec") is not None:
                 raise unsupported("window frame", w, "only the default frame is supported")
+            self.use(w, "this", "partition_by", "order", "over")
+            if w.args.get("order") is not None:
+                self.use(w.args["order"], "expressions")
+                for o in w.args["order"].expressions:
+                    self.use(o, "this", "desc", "nulls_first")
             part = tuple(column_of(tr(x)) for x in (w.args.get("partition_by") or []))
             order = []
             if w.args.get("order") is not None:
@@ -823,12 +915,88 @@ class Translator:
 
 
 INT_T = SqlType("INT")
+TINYINT = SqlType("TINYINT")
 
 
 def _extend(node: p.Node, extra: list[Scalar]) -> p.Node:
     exprs = tuple(Ref(i, t, n) for i, (n, t) in enumerate(node.schema)) + tuple(extra)
     names = tuple(n for n, _ in node.schema) + tuple(f"_k{i}" for i in range(len(extra)))
     return p.Project(node, exprs, names)
+
+
+def _grouping_sets(
+    group: exp.Group, s: exp.Select, rel: Relation
+) -> tuple[list[exp.Expr], list[frozenset[int]] | None]:
+    """The grouping expressions of ``group`` and its grouping sets (as sets of their
+    positions; None for a plain GROUP BY), as Spark reads them.
+
+    ``GROUP BY a, b WITH CUBE|ROLLUP`` and ``GROUP BY a, b GROUPING SETS (...)`` (Hive) group
+    by ``a, b``; in the standard form each item is a list of sets (a plain expression is one
+    set of itself, ``CUBE`` every subset, ``ROLLUP`` every prefix, ``GROUPING SETS`` its
+    elements) and the query's sets are their cross product. ``GROUP BY ALL`` groups by every
+    SELECT item without an aggregate, unless the input has a column named ``all``.
+    """
+    if group.args.get("totals"):
+        raise unsupported("GROUP BY ... WITH TOTALS", group)
+    items = list(group.expressions)
+    if group.args.get("all"):
+        if items:
+            raise unsupported("GROUP BY ALL with expressions", group)
+        if any(f.name.lower() == "all" for f in rel.fields):
+            return [exp.column("all")], None  # Spark resolves a column named all first
+        return [x.unalias() for x in s.selects if not _aggregates(x)], None
+    exprs: list[exp.Expr] = []
+    keys: list[str] = []
+
+    def index(e: exp.Expr) -> int:
+        e = e.this if isinstance(e, exp.Paren) else e
+        k = key_of(e)
+        if k not in keys:
+            keys.append(k)
+            exprs.append(e)
+        return keys.index(k)
+
+    def members(e: exp.Expr) -> frozenset[int]:
+        """One element of a set list: ``(a, b)``, ``()`` or ``a``."""
+        if isinstance(e, exp.Tuple):
+            return frozenset(index(x) for x in e.expressions)
+        if isinstance(e, exp.Cube | exp.Rollup | exp.GroupingSets):
+            raise unsupported(f"{type(e).__name__.upper()} inside a grouping set", e)
+        return frozenset([index(e)])
+
+    hive = [(k, v) for k in ("cube", "rollup", "grouping_sets") for v in group.args.get(k) or []]
+    if hive:
+        if len(hive) > 1:
+            raise unsupported("several WITH CUBE / WITH ROLLUP / GROUPING SETS", group)
+        kind, node = hive[0]
+        base = [frozenset([index(x)]) for x in items]
+        if kind == "grouping_sets":
+            return exprs, [members(x) for x in node.expressions]
+        parts = [members(x) for x in node.expressions] or base
+        return exprs, _expand(kind, parts)
+    if not any(isinstance(x, exp.Cube | exp.Rollup | exp.GroupingSets) for x in items):
+        return [x.this if isinstance(x, exp.Paren) else x for x in items], None
+    product: list[frozenset[int]] = [frozenset()]
+    for x in items:
+        if isinstance(x, exp.GroupingSets):
+            options = [members(y) for y in x.expressions]
+        elif isinstance(x, exp.Cube | exp.Rollup):
+            kind = "cube" if isinstance(x, exp.Cube) else "rollup"
+            options = _expand(kind, [members(y) for y in x.expressions])
+        else:
+            options = [members(x)]
+        product = [a | b for a in product for b in options]
+    return exprs, product
+
+
+def _expand(kind: str, parts: list[frozenset[int]]) -> list[frozenset[int]]:
+    """CUBE: every subset of ``parts``; ROLLUP: every prefix, longest first."""
+    if kind == "rollup":
+        return [frozenset().union(*parts[:n]) for n in range(len(parts), -1, -1)]
+    out = []
+    for mask in range(2 ** len(parts) - 1, -1, -1):
+        out.append(frozenset().union(*(x for j, x in enumerate(parts) if mask >> j & 1)))
+    return out
 
 
 def _aggregates(node: exp.Expr) -> list[exp.AggFunc]:
