@@ -86,7 +86,7 @@ def compile_term(
             cls = "int" if t in ("number", "unsigned") else ("float" if t == "float" else "symbol")
             if want == "float" and cls == "int":
                 cls, value = "float", float(value)
-            if cls == "int" and not INT64_MIN <= int(value) <= INT64_MAX:  # type: ignore[call-overload]
+            if cls == "int" and not INT64_MIN <= int(value) <= INT64_MAX:
                 raise _overflow(term, f"the constant {value}")
             dtype = _NP_DTYPE[cls]
             return CompiledTerm(lambda cols, n: (np.full(n, value, dtype=dtype), None), cls, False)

@@ -85,8 +85,10 @@ def check_text(sql: str) -> None:
         previous = t
 
 
-def check_tree(tree: exp.Expr) -> None:
+def check_tree(tree: exp.Expr | None) -> None:
     """Refuse a parsed statement deeper than :data:`MAX_DEPTH` (long operator chains)."""
+    if tree is None:
+        return
     stack: list[tuple[exp.Expr, int]] = [(tree, 1)]
     while stack:
         node, d = stack.pop()
