@@ -44,7 +44,7 @@ from sql_frontend.analyze import (
     analyze,
     catalog_schema,
 )
-from sql_frontend.errors import UnsupportedSqlError
+from sql_frontend.errors import SqlLimitError, UnsupportedSqlError
 from sql_frontend.scalar import Ref, Scalar
 from sql_frontend.translate import Translator
 
@@ -73,8 +73,14 @@ def plan_sql(
     """
     if join_strategy not in JOIN_STRATEGIES:
         raise ValueError(f"join_strategy must be one of {JOIN_STRATEGIES}, not {join_strategy!r}")
-    tree = analyze(sql, catalog)
-    node = Translator(catalog_schema(catalog)).query(tree, {})
+    try:
+        tree = analyze(sql, catalog)
+        node = Translator(catalog_schema(catalog)).query(tree, {})
+    except RecursionError:  # a safety net behind the limits of sql_frontend.limits
+        raise SqlLimitError(
+            "SQL too deeply nested for the front end; split it into views",
+            construct="nesting",
+        ) from None
     forced, why = join_strategy, f"join_strategy={join_strategy!r}"
     if join_strategy == "auto":
         hinted = _hinted_strategy(tree)
