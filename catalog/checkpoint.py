@@ -259,7 +259,7 @@ class CheckpointStore:
         m = self.manifest(group)
         if m is None:
             raise CheckpointError(f"checkpoint of {group!r}: nothing to carry over")
-        raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
+        raw = _read_manifest(m.directory, group)
         missing = [k for k in wanted if k not in raw["state"]]
         if missing:
             raise CheckpointError(f"checkpoint of {group!r} has no state entries {missing}")
@@ -270,7 +270,7 @@ class CheckpointStore:
         m = self.manifest(group)
         if m is None:
             return ()
-        raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
+        raw = _read_manifest(m.directory, group)
         return tuple(raw["state"])
 
     def clear(self, group: str) -> None:
@@ -300,6 +300,18 @@ class CheckpointStore:
                 shutil.rmtree(target, ignore_errors=True)
             else:
                 target.unlink(missing_ok=True)
+
+
+def _read_manifest(directory: Path, group: str) -> dict[str, Any]:
+    try:
+        raw = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(
+            f"checkpoint of {group!r} is unreadable: {exc}{repair(group)}"
+        ) from exc
+    if not isinstance(raw, dict) or not isinstance(raw.get("state"), dict):
+        raise CheckpointError(f"checkpoint of {group!r} has an unexpected manifest{repair(group)}")
+    return raw
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

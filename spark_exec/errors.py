@@ -47,3 +47,20 @@ class RefreshFailedError(IvmError):
             f"{len(failures)} refresh group(s) failed; the other groups were refreshed "
             "(SHOW MATERIALIZED VIEWS shows each view's status):\n" + "\n".join(lines)
         )
+
+
+class SparkSqlError(SourceError, ValueError):
+    """A statement run by Spark SQL (a query, or DDL/DML on a non-catalog object) that Spark
+    refused: its parse or analysis error, with the statement's position in the script.
+    ``spark_error`` is Spark's error class (e.g. ``PARSE_SYNTAX_ERROR``) when it gives one."""
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        spark_error: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.spark_error = spark_error
+        super().__init__(f"Spark SQL refused the statement: {detail}", line=line, column=column)

@@ -54,7 +54,7 @@ from catalog.store import TableEntry, ViewEntry
 from ivm import limits as ivm_limits
 from spark_exec import statements as S
 from spark_exec import status as status_file
-from spark_exec.errors import RefreshFailedError, StatementError
+from spark_exec.errors import RefreshFailedError, SparkSqlError, StatementError
 from spark_exec.groups import (
     BuiltGroup,
     GroupRuntime,
@@ -284,7 +284,23 @@ class Session:
             return _write_result("UPDATE", S.update(self.catalog, tree, st))
         if isinstance(tree, exp.Merge):
             return _write_result("MERGE", S.merge(self.catalog, tree, st, self._spark_rows))
-        return self.spark.sql(st.body)
+        return self._spark_sql(st)
+
+    def _spark_sql(self, st: S.Statement) -> Any:
+        """Run ``st`` in Spark SQL; Spark's parse and analysis errors become typed errors."""
+        from pyspark.errors import PySparkException
+
+        try:
+            return self.spark.sql(st.body)
+        except PySparkException as exc:
+            error_class = exc.getCondition() if hasattr(exc, "getCondition") else None
+            first = str(exc).strip().splitlines()
+            raise SparkSqlError(
+                first[0] if first else type(exc).__name__,
+                spark_error=error_class,
+                line=st.line,
+                column=st.column,
+            ) from exc
 
     # -- tables ----------------------------------------------------------------------------
     def _create_table(self, d: S.TableDefinition, st: S.Statement) -> Result:
