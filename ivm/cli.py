@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log what refreshes do")
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
-    from ivm.limits import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_STATE_ROWS
+    from ivm.limits import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_STATE_ROWS, default_memory_budget
 
     p.add_argument(
         "--max-iterations",
@@ -217,8 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--memory-budget",
         type=int,
-        default=0,
-        help="resident bytes of the process, checked between iterations (default: none)",
+        default=default_memory_budget() or 0,
+        help="resident bytes of this process, 0: no limit (default: 80%% of the memory)",
     )
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sql", help="run the ;-separated statements of a SQL file")

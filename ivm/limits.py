@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -37,6 +38,11 @@ from ivm.errors import IvmError
 DEFAULT_MAX_ITERATIONS = 100_000
 #: Default bound on the rows held by all arrangements of a dataflow.
 DEFAULT_MAX_STATE_ROWS = 200_000_000
+#: Default ``memory_budget``: this fraction of the machine's physical memory.
+MEMORY_FRACTION = 0.8
+#: State and memory are checked at most this often (seconds) so that tiny rounds stay cheap;
+#: the first round of every loop is always checked.
+CHECK_INTERVAL = 0.01
 
 
 class ResourceLimitError(IvmError, RuntimeError):
@@ -82,6 +88,7 @@ class Limits:
     max_state_rows: int | None = DEFAULT_MAX_STATE_ROWS
     memory_budget: int | None = None
     rounds: dict[Any, int] = field(default_factory=dict, repr=False)
+    last_check: float = field(default=float("-inf"), repr=False)
 
     def __post_init__(self) -> None:
         for name in ("max_iterations", "max_state_rows", "memory_budget"):
@@ -90,7 +97,9 @@ class Limits:
                 raise ValueError(f"{name} must be a positive integer or None, not {v!r}")
 
     def check_round(self, graph: Any, loop: str, key: Any) -> None:
-        """Called once per round of a loop (``key``: the loop and its outer time)."""
+        """Called once per round of a loop (``key``: the loop and its outer time).  Rounds are
+        counted every time; state rows and resident memory are read on a loop's first round
+        and then at most every :data:`CHECK_INTERVAL` seconds."""
         n = self.rounds.get(key, 0) + 1
         self.rounds[key] = n
         if self.max_iterations is not None and n > self.max_iterations:
@@ -99,6 +108,12 @@ class Limits:
                 limit="max_iterations",
                 value=self.max_iterations,
             )
+        if self.max_state_rows is None and self.memory_budget is None:
+            return
+        now = time.perf_counter()
+        if n > 1 and now - self.last_check < CHECK_INTERVAL:
+            return
+        self.last_check = now
         if self.max_state_rows is not None:
             held = sum(graph.arrangement_rows().values())
             if held > self.max_state_rows:
@@ -132,6 +147,7 @@ def active(limits: Limits | None) -> Iterator[Limits | None]:
     """Make ``limits`` the active limits while the block runs (round counts start at 0)."""
     if limits is not None:
         limits.rounds.clear()
+        limits.last_check = float("-inf")
     token = _ACTIVE.set(limits)
     try:
         yield limits
@@ -139,6 +155,20 @@ def active(limits: Limits | None) -> Iterator[Limits | None]:
         _ACTIVE.reset(token)
         if limits is not None:
             limits.rounds.clear()
+
+
+def physical_memory() -> int | None:
+    """Bytes of physical memory of the machine (``None`` where the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def default_memory_budget() -> int | None:
+    """The default ``memory_budget``: :data:`MEMORY_FRACTION` of the physical memory."""
+    total = physical_memory()
+    return int(total * MEMORY_FRACTION) if total else None
 
 
 def resident_bytes() -> int | None:

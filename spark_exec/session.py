@@ -130,7 +130,7 @@ class Session:
     Resource limits of a refresh, checked between the iterations of every loop (recursive
     SQL, Datalog recursion): ``max_iterations`` rounds of one loop per refresh (default
     100,000), ``max_state_rows`` rows held in a group's arrangements (default 200 million),
-    ``memory_budget`` resident bytes of this process (default: none).  ``None`` lifts a
+    ``memory_budget`` resident bytes of this process (default: 80% of the machine's memory).  ``None`` lifts a
     limit.  Past one, the refresh is rolled back and
     :class:`~ivm.limits.ResourceLimitError` names the views and the setting to change.
     """
@@ -143,7 +143,7 @@ class Session:
         refresh_hook: Callable[[str], None] | None = None,
         max_iterations: int | None = ivm_limits.DEFAULT_MAX_ITERATIONS,
         max_state_rows: int | None = ivm_limits.DEFAULT_MAX_STATE_ROWS,
-        memory_budget: int | None = None,
+        memory_budget: int | None = ivm_limits.default_memory_budget(),
     ) -> None:
         self.limits = ivm_limits.Limits(max_iterations, max_state_rows, memory_budget)
         self.catalog = Catalog(
