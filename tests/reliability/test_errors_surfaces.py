@@ -18,7 +18,7 @@ import ivm
 from catalog.errors import CheckpointError, StorageError, ValueOutOfRangeError
 from datalog.errors import DatalogLimitError, DatalogOverflowError
 from ivm.cli import EXIT_USAGE, EXIT_USER_ERROR, main
-from ivm.errors import IvmError
+from ivm.errors import IvmError, SourceError
 from spark_exec.errors import StatementError
 from sql_frontend.errors import SqlLimitError
 
@@ -299,3 +299,85 @@ def test_cli_bad_inputs_exit_codes_no_traceback(
     with pytest.raises(SystemExit) as usage:
         main(["--warehouse", wh, "no-such-command"])
     assert usage.value.code == EXIT_USAGE
+
+
+# -- the umbrella: many bad inputs, each a typed error, nothing written ---------------------
+
+BAD_STATEMENTS = [
+    "CREATE MATERIALIZED VIEW x",
+    "CREATE MATERIALIZED VIEW x AS",
+    "CREATE MATERIALIZED VIEW x AS SELECT",
+    "CREATE MATERIALIZED VIEW x AS SELECT k FROM t WHERE",
+    "CREATE MATERIALIZED VIEW x AS SELECT 1/0 AS z FROM t",
+    "CREATE MATERIALIZED VIEW x AS SELECT k * 9223372036854775807 AS z FROM t",
+    "CREATE MATERIALIZED VIEW x AS SELECT CAST(k AS DECIMAL(50, 2)) AS z FROM t",
+    "CREATE MATERIALIZED VIEW x AS SELECT nope FROM t",
+    "CREATE MATERIALIZED VIEW x AS SELECT k FROM nope",
+    "CREATE MATERIALIZED VIEW `` AS SELECT k FROM t",
+    "CREATE MATERIALIZED VIEW x.y.z AS SELECT k FROM t",
+    "CREATE MATERIALIZED VIEW a AS SELECT k FROM t",
+    "CREATE OR REPLACE MATERIALIZED VIEW a AS SELECT k FROM t",
+    "INSERT INTO t VALUES (1)",
+    "INSERT INTO t VALUES ('x', 1)",
+    "INSERT INTO t VALUES (1.5, 1)",
+    "INSERT INTO t VALUES (1e400, 1)",
+    "INSERT INTO nope VALUES (1)",
+    "INSERT INTO a VALUES (1, 2)",
+    "DELETE FROM t WHERE nope = 1",
+    "UPDATE t SET nope = 1",
+    "MERGE INTO t USING (VALUES (1, 2)) AS src(k, v) ON t.k = src.k "
+    "WHEN MATCHED THEN UPDATE SET v = 99999999999999999999",
+    "DROP MATERIALIZED VIEW nope",
+    "DROP TABLE nope",
+    "DROP TABLE t",
+    "REFRESH MATERIALIZED VIEW nope",
+    "EXPLAIN MATERIALIZED VIEW nope",
+    "CREATE TABLE c1 (d DECIMAL(50,2))",
+    "CREATE TABLE c2 (d MAP<STRING, INT>)",
+    "CREATE TABLE c3 (k BIGINT, k BIGINT)",
+    "CREATE TABLE c4 LOCATION '/nonexistent/x'",
+    "CREATE TABLE `a-b` (k BIGINT)",
+]
+
+
+@pytest.mark.parametrize("text", BAD_STATEMENTS)
+def test_bad_statements_are_typed_and_change_nothing(s: ivm.Session, text: str) -> None:
+    before = snapshot(s.warehouse)
+    with pytest.raises(IvmError):
+        s.sql(text)
+    after = snapshot(s.warehouse)
+    assert {k: v for k, v in after.items() if "catalog" not in k} == {
+        k: v for k, v in before.items() if "catalog" not in k
+    }
+    assert [v.name for v in s.catalog.views()] == ["a"]
+    assert sorted(t.name for t in s.catalog.tables()) == ["t"]
+
+
+ONE = ".decl one(x: number)\none(1).\n.decl b(x: number)\n.output b\n"
+BAD_PROGRAMS = [
+    ".decl",
+    ".decl a(x: number)\n.output a\na(1",
+    '.decl a(x: number)\n.output a\na("s").',
+    ".decl a(x: number)\n.output a\na(x) :- a(x), !a(x).",
+    ".decl a(x: number)\n.input nope\n.output a\na(1).",
+    '.decl a(x: symbol)\n.output a\na(x) :- x = cat("a", 1).',
+    "\x00\xff",
+    ".decl a(x: number)\n.output a\na(0x1FFFFFFFFFFFFFFFFF).",
+    ONE + 'b(y) :- one(x), y = to_number(to_float("1e30")) + x.',
+    ONE + "b(y) :- one(x), y = 3 * 3074457345618258603 * x.",
+    ONE + "b(y) :- one(x), y = (x + 1) ^ 63.",
+    ONE + "b(y) :- one(x), y = -(-9223372036854775807 - x).",
+]
+
+
+@pytest.mark.parametrize("text", BAD_PROGRAMS, ids=range(len(BAD_PROGRAMS)))
+def test_bad_datalog_is_typed_and_changes_nothing(s: ivm.Session, text: str) -> None:
+    before = snapshot(s.warehouse)
+    with pytest.raises(IvmError) as err:
+        s.datalog(text)
+    if isinstance(err.value, SourceError):  # errors in the text point into it
+        assert err.value.line is not None, err.value
+    assert {k: v for k, v in snapshot(s.warehouse).items() if "catalog" not in k} == {
+        k: v for k, v in before.items() if "catalog" not in k
+    }
+    assert [v.name for v in s.catalog.views()] == ["a"]
