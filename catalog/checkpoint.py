@@ -154,7 +154,9 @@ class CheckpointStore:
                 f"checkpoint of {group!r} is unreadable: {exc}{repair(group)}"
             ) from exc
         if m.get("format") != FORMAT or int(m["epoch"]) != int(cur["epoch"]):
-            raise CheckpointError(f"checkpoint of {group!r} has an unexpected manifest")
+            raise CheckpointError(
+                f"checkpoint of {group!r} has an unexpected manifest{repair(group)}"
+            )
         return Manifest(
             group=group,
             epoch=int(m["epoch"]),

@@ -496,7 +496,7 @@ class Session:
         ``status`` is ``fresh`` (reflects the current version of every input), ``stale``
         (``behind`` input versions are not reflected yet) or ``failed`` (the last refresh of
         its group failed with ``last_error``); ``last_refresh`` is the time (UTC) of the
-        last successful refresh, ``epoch`` and ``input_versions`` what the view reflects.
+        last successful refresh that reached a new epoch, ``epoch`` and ``input_versions`` what the view reflects.
         """
         rows = []
         specs = plan_groups(self.catalog)

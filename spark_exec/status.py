@@ -1,7 +1,8 @@
 """Per-group refresh status: the last success, the last failure and its error.
 
 One small JSON file per refresh group, ``<warehouse>/_ivm/status/<database>/<group>.json``,
-written atomically after every refresh attempt (see :func:`record`)::
+written atomically (not fsynced: after a crash it may show the attempt before last) after
+every refresh attempt (see :func:`record`)::
 
     {"group": "v", "views": ["v"], "last_success": "2026-11-23T20:01:02Z", "epoch": 7,
      "last_failure": null, "error": null}
@@ -20,13 +21,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from catalog import Catalog, delta
-from catalog.checkpoint import write_json_atomic
 from catalog.names import parse_identifier
 
 log = logging.getLogger("ivm.session")
@@ -62,10 +64,21 @@ def record(
 ) -> None:
     """Record a refresh attempt of ``group``: a success (``epoch``) or a failure (``error``).
 
+    ``last_success`` is the time of the last refresh that brought the group to a new epoch
+    (or cleared a failure); a refresh that found no new input versions writes nothing.
+
     A status that cannot be written (read-only warehouse) is logged, never raised: it must
     not hide the refresh's own outcome.
     """
     doc = read(catalog, group)
+    if (
+        error is None
+        and not doc.get("error")
+        and doc.get("last_success")
+        and doc.get("epoch") == epoch
+        and doc.get("views") == list(views)
+    ):
+        return  # a refresh that found nothing new: the record stands (no write on no-ops)
     doc.update(group=group, views=list(views))
     if error is None:
         doc.update(last_success=_now(), epoch=epoch, last_failure=None, error=None)
@@ -74,11 +87,14 @@ def record(
             last_failure=_now(),
             error={"type": type(error).__name__, "message": str(error)[:2000]},
         )
-    try:
-        p = status_path(catalog, group)
+    p = status_path(catalog, group)
+    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
+    try:  # atomic (a reader sees the old or the new record) but not fsynced: advisory only
         p.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(p, doc)
+        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, p)
     except OSError as exc:
+        tmp.unlink(missing_ok=True)
         log.warning("cannot record the refresh status of %s: %s", group, exc)
 
 
