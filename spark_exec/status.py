@@ -114,7 +114,11 @@ def view_status(catalog: Catalog, group: str, tables: dict[str, str]) -> ViewSta
     """The status of the views of ``group`` whose base tables are ``tables`` (name → path)."""
     doc = read(catalog, group)
     err = doc.get("error") or None
-    last_error = f"{err.get('type')}: {err.get('message')}" if isinstance(err, dict) else None
+    last_error = (
+        " ".join(f"{err.get('type')}: {err.get('message')}".split())
+        if isinstance(err, dict)
+        else None
+    )
     reflected: dict[str, int] = {}
     epoch = None
     try:

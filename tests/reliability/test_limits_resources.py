@@ -116,3 +116,12 @@ def test_limits_are_validated() -> None:
     with pytest.raises(ValueError, match="memory_budget"):
         Limits(memory_budget=-1)
     assert Limits(None, None, None).max_iterations is None
+
+
+@pytest.mark.parametrize("module", ["ivm.limits", "sql_frontend.limits", "catalog.dtypes"])
+def test_docstring_examples(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
