@@ -35,7 +35,7 @@ from typing import Any
 from ivm.errors import IvmError
 
 #: Default number of rounds a loop may run in one epoch (each round is one iteration).
-DEFAULT_MAX_ITERATIONS = 100_000
+DEFAULT_MAX_ITERATIONS = 10_000
 #: Default bound on the rows held by all arrangements of a dataflow.
 DEFAULT_MAX_STATE_ROWS = 200_000_000
 #: Default ``memory_budget``: this fraction of the machine's physical memory.
@@ -102,9 +102,10 @@ class Limits:
         and then at most every :data:`CHECK_INTERVAL` seconds."""
         n = self.rounds.get(key, 0) + 1
         self.rounds[key] = n
+        where = f" ({loop})" if loop and loop != "loop" else ""
         if self.max_iterations is not None and n > self.max_iterations:
             raise IterationLimitError(
-                f"a loop ({loop}) did not converge within {self.max_iterations} iterations",
+                f"a loop{where} did not converge within {self.max_iterations} iterations",
                 limit="max_iterations",
                 value=self.max_iterations,
             )
@@ -119,7 +120,7 @@ class Limits:
             if held > self.max_state_rows:
                 raise MemoryLimitError(
                     f"the state grew to {held} rows in arrangements, past "
-                    f"max_state_rows={self.max_state_rows} (in loop {loop}, round {n})",
+                    f"max_state_rows={self.max_state_rows} (in a loop{where}, round {n})",
                     limit="max_state_rows",
                     value=self.max_state_rows,
                 )
@@ -128,7 +129,7 @@ class Limits:
             if rss is not None and rss > self.memory_budget:
                 raise MemoryLimitError(
                     f"the process holds {rss} bytes, past memory_budget={self.memory_budget} "
-                    f"(in loop {loop}, round {n})",
+                    f"(in a loop{where}, round {n})",
                     limit="memory_budget",
                     value=self.memory_budget,
                 )

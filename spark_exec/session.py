@@ -129,7 +129,7 @@ class Session:
 
     Resource limits of a refresh, checked between the iterations of every loop (recursive
     SQL, Datalog recursion): ``max_iterations`` rounds of one loop per refresh (default
-    100,000), ``max_state_rows`` rows held in a group's arrangements (default 200 million),
+    10,000), ``max_state_rows`` rows held in a group's arrangements (default 200 million),
     ``memory_budget`` resident bytes of this process (default: 80% of the machine's memory).  ``None`` lifts a
     limit.  Past one, the refresh is rolled back and
     :class:`~ivm.limits.ResourceLimitError` names the views and the setting to change.
