@@ -26,6 +26,7 @@ directories are garbage-collected by the next save.  Table keys are never used a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -37,7 +38,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from catalog.errors import CheckpointError
+from catalog.errors import CheckpointError, StorageError
 from catalog.locks import group_lock
 from catalog.paths import Warehouse
 
@@ -107,14 +108,31 @@ def _read_table(path: Path) -> pa.Table:
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to ``path`` atomically (temp file, fsync, ``os.replace``)."""
+    """Write ``obj`` as JSON to ``path`` atomically (temp file, fsync, ``os.replace``).
+
+    An unwritable warehouse (read-only, no permission, disk full) raises
+    :class:`~catalog.errors.StorageError`; ``path`` is then unchanged.
+    """
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise StorageError(str(path), exc.strerror or str(exc)) from exc
+
+
+def repair(group: str) -> str:
+    """What a user can do about a damaged checkpoint of ``group`` (appended to errors)."""
+    return (
+        f"; rebuild it from the inputs with REFRESH MATERIALIZED VIEW {group} FULL "
+        f"(Session.refresh({group!r}, full=True)), or drop and recreate the view"
+    )
 
 
 class CheckpointStore:
@@ -139,9 +157,13 @@ class CheckpointStore:
             d = self.warehouse.check_inside(base / cur["dir"])
             m = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
         except (OSError, ValueError, KeyError) as exc:
-            raise CheckpointError(f"checkpoint of {group!r} is unreadable: {exc}") from exc
+            raise CheckpointError(
+                f"checkpoint of {group!r} is unreadable: {exc}{repair(group)}"
+            ) from exc
         if m.get("format") != FORMAT or int(m["epoch"]) != int(cur["epoch"]):
-            raise CheckpointError(f"checkpoint of {group!r} has an unexpected manifest")
+            raise CheckpointError(
+                f"checkpoint of {group!r} has an unexpected manifest{repair(group)}"
+            )
         return Manifest(
             group=group,
             epoch=int(m["epoch"]),
@@ -160,12 +182,14 @@ class CheckpointStore:
         m = self.manifest(group)
         if m is None:
             return None
-        raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
         try:
+            raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
             state = {k: _read_table(m.directory / f) for k, f in raw["state"].items()}
             pending = {k: _read_table(m.directory / f) for k, f in raw["pending"].items()}
-        except (OSError, pa.ArrowException) as exc:
-            raise CheckpointError(f"checkpoint of {group!r} is unreadable: {exc}") from exc
+        except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
+            raise CheckpointError(
+                f"checkpoint of {group!r} is unreadable: {exc}{repair(group)}"
+            ) from exc
         return Checkpoint(
             group=group,
             epoch=m.epoch,
@@ -244,7 +268,7 @@ class CheckpointStore:
         m = self.manifest(group)
         if m is None:
             raise CheckpointError(f"checkpoint of {group!r}: nothing to carry over")
-        raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
+        raw = _read_manifest(m.directory, group)
         missing = [k for k in wanted if k not in raw["state"]]
         if missing:
             raise CheckpointError(f"checkpoint of {group!r} has no state entries {missing}")
@@ -255,7 +279,7 @@ class CheckpointStore:
         m = self.manifest(group)
         if m is None:
             return ()
-        raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
+        raw = _read_manifest(m.directory, group)
         return tuple(raw["state"])
 
     def lock(
@@ -297,6 +321,18 @@ class CheckpointStore:
                 shutil.rmtree(target, ignore_errors=True)
             else:
                 target.unlink(missing_ok=True)
+
+
+def _read_manifest(directory: Path, group: str) -> dict[str, Any]:
+    try:
+        raw = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(
+            f"checkpoint of {group!r} is unreadable: {exc}{repair(group)}"
+        ) from exc
+    if not isinstance(raw, dict) or not isinstance(raw.get("state"), dict):
+        raise CheckpointError(f"checkpoint of {group!r} has an unexpected manifest{repair(group)}")
+    return raw
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

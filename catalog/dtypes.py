@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.errors import SchemaChangeError, UnsupportedTypeError
+from catalog.errors import SchemaChangeError, UnsupportedTypeError, ValueOutOfRangeError
 
 ENGINE_DTYPES = ("int64", "float64", "bool", "str", "any")
 
@@ -178,19 +178,45 @@ def _object_column(col: pa.ChunkedArray | pa.Array, arrow_type: pa.DataType) -> 
     return arr
 
 
-def from_engine_columns(columns: Mapping[str, Any], schema: pa.Schema) -> pa.Table:
-    """Build an Arrow table of ``schema`` from engine columns (numpy arrays or sequences)."""
+def from_engine_columns(
+    columns: Mapping[str, Any], schema: pa.Schema, *, name: str | None = None
+) -> pa.Table:
+    """Build an Arrow table of ``schema`` from engine columns (numpy arrays or sequences).
+
+    A value the column's type cannot hold (an integer past 64 bits, a decimal with more
+    digits than its precision: a SUM that overflowed) raises :class:`ValueOutOfRangeError`
+    naming ``name`` (the view) and the column, as Spark's ANSI mode fails the query.
+
+    >>> from_engine_columns({"s": [2**63]}, pa.schema([("s", pa.int64())]), name="v")
+    Traceback (most recent call last):
+    catalog.errors.ValueOutOfRangeError: [ARITHMETIC_OVERFLOW] view 'v', column 's': 9223372036854775808 does not fit int64...
+    """
     arrays = []
     for f in schema:
         values = columns[f.name]
-        if isinstance(values, np.ndarray) and values.dtype != object:
-            arrays.append(pa.array(values).cast(f.type))
-        else:
-            seq = list(values)
-            if pa.types.is_list(f.type) or pa.types.is_fixed_size_list(f.type):
-                seq = [list(v) if isinstance(v, tuple) else v for v in seq]
-            arrays.append(pa.array(seq, type=f.type))
+        try:
+            if isinstance(values, np.ndarray) and values.dtype != object:
+                arrays.append(pa.array(values).cast(f.type))
+            else:
+                seq = list(values)
+                if pa.types.is_list(f.type) or pa.types.is_fixed_size_list(f.type):
+                    seq = [list(v) if isinstance(v, tuple) else v for v in seq]
+                arrays.append(pa.array(seq, type=f.type))
+        except (OverflowError, pa.ArrowInvalid) as exc:
+            raise ValueOutOfRangeError(
+                name, f.name, str(f.type), _first_misfit(values, f.type), str(exc)
+            ) from None
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _first_misfit(values: Any, arrow_type: pa.DataType) -> Any:
+    """The first value of ``values`` that ``arrow_type`` cannot hold (for the message)."""
+    for v in values:
+        try:
+            pa.array([v], type=arrow_type)
+        except (OverflowError, pa.ArrowException, TypeError):
+            return v
+    return None
 
 
 def conform(

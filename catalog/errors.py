@@ -175,3 +175,38 @@ class CheckpointError(CatalogError):
 
 class RecoveryError(CatalogError):
     """Warehouse state that the refresh protocol cannot reconcile (e.g. a lost checkpoint)."""
+
+
+class ValueOutOfRangeError(CatalogError, ArithmeticError):
+    """A computed value that its column's type cannot hold (Spark's ANSI mode raises for it):
+    a SUM past 64 bits, a decimal with more digits than its precision.  The refresh is
+    rolled back; nothing is written."""
+
+    def __init__(
+        self, view: str | None, column: str, type_name: str, value: object, detail: str = ""
+    ) -> None:
+        self.view = view
+        self.column = column
+        self.type_name = type_name
+        self.value = value
+        self.detail = detail
+        where = f"view {view!r}, column {column!r}" if view else f"column {column!r}"
+        code = "NUMERIC_VALUE_OUT_OF_RANGE" if "decimal" in type_name else "ARITHMETIC_OVERFLOW"
+        super().__init__(
+            f"[{code}] {where}: {value} does not fit {type_name}. The refresh was "
+            "rolled back and nothing was written; widen the column in the view's definition "
+            "(e.g. CAST to DECIMAL(38, 0) or DOUBLE before aggregating), or fix the input rows"
+        )
+
+
+class StorageError(CatalogError, OSError):
+    """The warehouse cannot be written (read-only, no permission, disk full).  Nothing was
+    made current: the previous state stays valid."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(
+            f"cannot write {path!r}: {detail}. The warehouse must be writable (check its "
+            "permissions, mount and free space); nothing was changed"
+        )

@@ -57,3 +57,13 @@ class StratificationError(DatalogError, ValueError):
 
 class UnsupportedError(DatalogError, NotImplementedError):
     """Valid Soufflé syntax this front end does not support; refused by name, never guessed."""
+
+
+class DatalogLimitError(DatalogError, ValueError):
+    """A program past a size or depth limit of the parser (:data:`datalog.parser.MAX_DEPTH`,
+    :data:`datalog.parser.MAX_TOKENS`): refused with the line and column, never a crash."""
+
+
+class DatalogOverflowError(DatalogError, ArithmeticError):
+    """A ``number`` (signed 64-bit) result that does not fit: ``+ - * ^``, negation, a constant
+    or ``to_number``.  Raised while the rule is evaluated; the refresh is rolled back."""

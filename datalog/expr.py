@@ -10,7 +10,10 @@ operation fails on it; such a binding produces no fact (the rule does not fire f
 * ``^`` with a negative integer exponent; ``bshl``/``bshr`` by a count outside 0..63;
 * ``to_number``/``to_unsigned``/``to_float`` of a symbol that is not a number.
 
-Integer arithmetic wraps at 64 bits. ``land``/``lor``/``lnot`` return 0 or 1. ``substr(s, i,
+Integers are signed 64-bit: ``+ - * ^``, negation, ``/`` (of the smallest number by -1),
+constants and ``to_number`` that leave that range raise :class:`DatalogOverflowError` (with
+the operator's line and column) instead of wrapping; the refresh is then rolled back. Bitwise
+operators and shifts work on the 64 bits and never overflow. ``land``/``lor``/``lnot`` return 0 or 1. ``substr(s, i,
 n)`` takes ``n`` characters from index ``i`` (clamped to the string). ``contains(a, b)`` holds
 when ``b`` contains ``a``; ``match(p, s)`` when the regular expression ``p`` matches all of
 ``s``. Symbols order lexicographically (by code point).
@@ -27,11 +30,13 @@ import numpy as np
 
 from datalog import ast
 from datalog.check import TypeClass
+from datalog.errors import DatalogOverflowError
 
 Columns = Sequence[np.ndarray]
 Evaluated = tuple[np.ndarray, np.ndarray | None]
 
 _NP_DTYPE: Mapping[TypeClass, type] = {"int": np.int64, "float": np.float64, "symbol": object}
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -81,32 +86,82 @@ def compile_term(
             cls = "int" if t in ("number", "unsigned") else ("float" if t == "float" else "symbol")
             if want == "float" and cls == "int":
                 cls, value = "float", float(value)
+            if cls == "int" and not INT64_MIN <= int(value) <= INT64_MAX:
+                raise _overflow(term, f"the constant {value}")
             dtype = _NP_DTYPE[cls]
             return CompiledTerm(lambda cols, n: (np.full(n, value, dtype=dtype), None), cls, False)
         case ast.UnaryOp(op=op, operand=operand):
             inner = compile_term(operand, columns, types, want)
-            return _unary(op, inner)
+            return _unary(op, inner, term)
         case ast.BinOp(op=op, left=left, right=right):
             lt = compile_term(left, columns, types, want)
             rt = compile_term(right, columns, types, want)
             if lt.cls != rt.cls:  # an int constant beside a float
                 lt = compile_term(left, columns, types, "float")
                 rt = compile_term(right, columns, types, "float")
-            return _binary(op, lt, rt)
+            return _binary(op, lt, rt, term)
         case ast.Functor(name=name, args=args):
             compiled = [compile_term(a, columns, types, want) for a in args]
             if name in ("min", "max") and len({c.cls for c in compiled}) > 1:
                 compiled = [compile_term(a, columns, types, "float") for a in args]
-            return _functor(name, compiled)
+            return _functor(name, compiled, term)
     raise AssertionError(f"cannot evaluate {term}")
 
 
-def _unary(op: str, inner: CompiledTerm) -> CompiledTerm:
+def _overflow(term: ast.Term, what: str) -> DatalogOverflowError:
+    pos = getattr(term, "pos", None)
+    op = getattr(term, "op", None) or getattr(term, "name", None)
+    return DatalogOverflowError(
+        f"{what} does not fit a 64-bit number (-2^63 .. 2^63-1); Datalog numbers never wrap",
+        line=getattr(pos, "line", None),
+        column=getattr(pos, "column", None),
+        construct=op,
+    )
+
+
+def _raise_if(bad: np.ndarray, valid: np.ndarray | None, term: ast.Term, what: str) -> None:
+    """Raise for the first row where ``bad`` holds (rows already invalid do not count)."""
+    if valid is not None:
+        bad = bad & valid
+    if bad.any():
+        raise _overflow(term, what)
+
+
+def _checked_mul(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a * b`` of int64 arrays and where it overflowed (exact, Python ints near the edge)."""
+    with np.errstate(all="ignore"):
+        r = a * b
+        estimate = np.abs(a.astype(np.float64) * b.astype(np.float64))
+    bad = estimate >= 2.0**63 * 1.01
+    for i in np.flatnonzero((estimate >= 2.0**62) & ~bad):
+        bad[i] = not INT64_MIN <= int(a[i]) * int(b[i]) <= INT64_MAX
+    return r, bad
+
+
+def _checked_pow(a: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a ** e`` (``e >= 0``) of int64 arrays and where it overflowed."""
+    with np.errstate(all="ignore"):
+        r = np.power(a, e)
+        estimate = np.abs(a.astype(np.float64)) ** e.astype(np.float64)
+    bad = (estimate >= 2.0**63 * 1.01) & (np.abs(a) > 1)
+    for i in np.flatnonzero((estimate >= 2.0**62) & ~bad & (np.abs(a) > 1)):
+        bad[i] = not INT64_MIN <= int(a[i]) ** int(e[i]) <= INT64_MAX
+    return r, bad
+
+
+def _unary(op: str, inner: CompiledTerm, term: ast.Term) -> CompiledTerm:
     f = inner.fn
     if op == "-":
-        return CompiledTerm(
-            lambda cols, n: _map1(f(cols, n), np.negative), inner.cls, inner.partial
-        )
+        is_int = inner.cls == "int"
+
+        def neg(cols: Columns, n: int) -> Evaluated:
+            v, valid = f(cols, n)
+            if is_int:
+                _raise_if(v == INT64_MIN, valid, term, "the negation of -2^63")
+            with np.errstate(all="ignore"):
+                return np.negative(v), valid
+
+        return CompiledTerm(neg, inner.cls, inner.partial)
     if op == "bnot":
         return CompiledTerm(lambda cols, n: _map1(f(cols, n), np.invert), "int", inner.partial)
     return CompiledTerm(
@@ -118,7 +173,7 @@ def _map1(ev: Evaluated, fn: Callable[[np.ndarray], np.ndarray]) -> Evaluated:
     return fn(ev[0]), ev[1]
 
 
-def _binary(op: str, lt: CompiledTerm, rt: CompiledTerm) -> CompiledTerm:
+def _binary(op: str, lt: CompiledTerm, rt: CompiledTerm, term: ast.Term) -> CompiledTerm:
     cls = lt.cls
     lf, rf = lt.fn, rt.fn
     is_int = cls == "int"
@@ -130,6 +185,18 @@ def _binary(op: str, lt: CompiledTerm, rt: CompiledTerm) -> CompiledTerm:
         valid = _and(av, bv)
         with np.errstate(all="ignore"):
             match op:
+                case "+" if is_int:
+                    r = a + b
+                    _raise_if(((a ^ r) & (b ^ r)) < 0, valid, term, "a sum")
+                    return r, valid
+                case "-" if is_int:
+                    r = a - b
+                    _raise_if(((a ^ b) & (a ^ r)) < 0, valid, term, "a difference")
+                    return r, valid
+                case "*" if is_int:
+                    r, bad = _checked_mul(a, b)
+                    _raise_if(bad, valid, term, "a product")
+                    return r, valid
                 case "+":
                     return a + b, valid
                 case "-":
@@ -139,8 +206,8 @@ def _binary(op: str, lt: CompiledTerm, rt: CompiledTerm) -> CompiledTerm:
                 case "/" if is_int:
                     ok = b != 0
                     safe = np.where(ok, b, 1)
-                    q = np.abs(a) // np.abs(safe)
-                    q = np.where((a < 0) != (safe < 0), -q, q)
+                    _raise_if((a == INT64_MIN) & (safe == -1), _and(valid, ok), term, "-2^63 / -1")
+                    q = (a - np.fmod(a, safe)) // safe  # exact: truncation toward zero
                     return q, _and(valid, ok)
                 case "/":
                     return a / b, valid
@@ -149,7 +216,9 @@ def _binary(op: str, lt: CompiledTerm, rt: CompiledTerm) -> CompiledTerm:
                     return np.fmod(a, np.where(ok, b, 1)), _and(valid, ok)
                 case "^" if is_int:
                     ok = b >= 0
-                    return np.power(a, np.where(ok, b, 0)), _and(valid, ok)
+                    r, bad = _checked_pow(a, np.where(ok, b, 0))
+                    _raise_if(bad, _and(valid, ok), term, "a power")
+                    return r, _and(valid, ok)
                 case "^":
                     return np.power(a, b), valid
                 case "band":
@@ -185,7 +254,7 @@ def _parse_number(text: object, kind: type) -> tuple[object, bool]:
         return 0, False
 
 
-def _functor(name: str, args: list[CompiledTerm]) -> CompiledTerm:
+def _functor(name: str, args: list[CompiledTerm], term: ast.Term) -> CompiledTerm:
     fns = [a.fn for a in args]
     partial = any(a.partial for a in args)
 
@@ -241,15 +310,26 @@ def _functor(name: str, args: list[CompiledTerm]) -> CompiledTerm:
 
                 def convert(cols: Columns, n: int) -> Evaluated:
                     vs, ok = evaluate(cols, n)
-                    return as_array(vs[0], cls) if kind is float else np.trunc(vs[0]).astype(
-                        np.int64
-                    ), ok
+                    if kind is float or vs[0].dtype != np.float64:
+                        return as_array(vs[0], cls), ok
+                    t = np.trunc(vs[0])
+                    fits = (t >= -(2.0**63)) & (t < 2.0**63)  # False for NaN and infinities
+                    _raise_if(~fits, ok, term, f"{name} of a float")
+                    return np.where(fits, t, 0).astype(np.int64), ok
 
                 return CompiledTerm(convert, cls, partial)
 
             def parse_(cols: Columns, n: int) -> Evaluated:
                 vs, ok = evaluate(cols, n)
                 parsed = [_parse_number(s, kind) for s in vs[0]]
+                if kind is int:
+                    big = [
+                        v
+                        for (v, good) in parsed
+                        if good and not INT64_MIN <= v <= INT64_MAX  # type: ignore[operator]
+                    ]
+                    if big:
+                        raise _overflow(term, f"{name} of {big[0]}")
                 nums: np.ndarray = np.array([p[0] for p in parsed], dtype=_NP_DTYPE[cls])
                 good = np.fromiter((p[1] for p in parsed), bool, n)
                 return nums.reshape(n), _and(ok, good)

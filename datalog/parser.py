@@ -30,7 +30,12 @@ from typing import Literal
 
 from datalog import ast
 from datalog.ast import Pos
-from datalog.errors import DatalogSyntaxError, UnsupportedError
+from datalog.errors import (
+    DatalogLimitError,
+    DatalogOverflowError,
+    DatalogSyntaxError,
+    UnsupportedError,
+)
 from datalog.lexer import Kind, Token, tokenize
 
 #: Built-in functions usable in terms; see ``datalog.expr`` for their meaning.
@@ -69,6 +74,13 @@ UNSUPPORTED_QUALIFIERS = frozenset({"eqrel", "choice"})
 
 _COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
 _WORD_OPERATORS = frozenset({"band", "bor", "bxor", "bshl", "bshr", "land", "lor", "bnot", "lnot"})
+#: Limits of the parser (the parser and the evaluation of terms recurse): nesting of
+#: parentheses, unary operators, function arguments and aggregate bodies; the depth of one
+#: term's syntax tree (a chain ``x + x + ...`` of n terms is n deep); tokens per program.
+MAX_NESTING = 40
+MAX_DEPTH = 256
+MAX_TOKENS = 2_000_000
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Binary operator levels, loosest first.
 _LEVELS: tuple[tuple[str, ...], ...] = (
     ("lor",),
@@ -89,13 +101,47 @@ def parse(text: str) -> ast.Program:
     >>> p.rules[0].head.relation, p.declarations[0].arity
     ('e', 2)
     """
-    return _Parser(tokenize(text)).program()
+    tokens = tokenize(text)
+    if len(tokens) > MAX_TOKENS:
+        tok = tokens[MAX_TOKENS]
+        raise DatalogLimitError(
+            f"program of {len(tokens)} tokens is longer than the limit of {MAX_TOKENS}; "
+            "load large fact sets from tables (.input) instead of inline facts",
+            line=tok.pos.line,
+            column=tok.pos.column,
+            construct="program size",
+        )
+    return _Parser(tokens).program()
 
 
 class _Parser:
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens
         self.i = 0
+        self.nesting = 0  # parentheses, unary operators, arguments, aggregate bodies
+        self.depth = 0  # depth of the term being parsed (nesting plus operator chains)
+
+    def enter(self, tok: Token, *, nest: bool = True) -> None:
+        """One level deeper at ``tok``; refuse past :data:`MAX_NESTING` / :data:`MAX_DEPTH`."""
+        self.depth += 1
+        self.nesting += nest
+        if self.nesting > MAX_NESTING or self.depth > MAX_DEPTH:
+            what = (
+                f"nested more than {MAX_NESTING} levels deep (parentheses, unary operators, "
+                "function arguments, aggregates)"
+                if self.nesting > MAX_NESTING
+                else f"more than {MAX_DEPTH} levels deep (a long operator chain)"
+            )
+            raise DatalogLimitError(
+                f"expression {what}; split it with intermediate variables or relations",
+                line=tok.pos.line,
+                column=tok.pos.column,
+                construct=tok.text or None,
+            )
+
+    def leave(self, levels: int = 1, *, nest: bool = True) -> None:
+        self.depth -= levels
+        self.nesting -= levels if nest else 0
 
     # -- token helpers ------------------------------------------------------------------
 
@@ -290,9 +336,10 @@ class _Parser:
                 )
             return [[ast.Negation(self.atom(), tok.pos)]]
         if self.at("(") and self._parenthesized_body():
-            self.advance()
+            self.enter(self.advance())
             alternatives = self.body()
             self.expect(")")
+            self.leave()
             return alternatives
         if tok.kind is Kind.IDENT and tok.text in ("true", "false") and self.peek().text != "(":
             self.advance()
@@ -352,28 +399,41 @@ class _Parser:
 
     # -- terms --------------------------------------------------------------------------
 
-    def term(self, level: int = 0) -> ast.Term:
+    def term(self) -> ast.Term:
+        self.enter(self.tok)
+        result = self._chain(0)
+        self.leave()
+        return result
+
+    def _chain(self, level: int) -> ast.Term:
         if level == len(_LEVELS):
             return self.unary()
         ops = _LEVELS[level]
-        left = self.term(level + 1)
+        left = self._chain(level + 1)
+        links = 0
         while self.tok.kind in (Kind.PUNCT, Kind.IDENT) and self.tok.text in ops:
             op = self.advance()
-            right = self.term(level + 1)
+            self.enter(op, nest=False)
+            links += 1
+            right = self._chain(level + 1)
             left = ast.BinOp(op.text, left, right, op.pos)
+        self.leave(links, nest=False)
         return left
 
     def unary(self) -> ast.Term:
         tok = self.tok
         if self.at("-"):
-            self.advance()
+            self.enter(self.advance())
             operand = self.unary()
+            self.leave()
             if isinstance(operand, ast.Const) and operand.type in ("number", "float"):
                 return ast.Const(-operand.value, operand.type, tok.pos)  # type: ignore[operator]
             return ast.UnaryOp("-", operand, tok.pos)
         if tok.kind is Kind.IDENT and tok.text in ("bnot", "lnot"):
-            self.advance()
-            return ast.UnaryOp(tok.text, self.unary(), tok.pos)
+            self.enter(self.advance())
+            operand = self.unary()
+            self.leave()
+            return ast.UnaryOp(tok.text, operand, tok.pos)
         base = self.primary()
         if self.at("^"):
             op = self.advance()
@@ -385,10 +445,10 @@ class _Parser:
         match tok.kind:
             case Kind.NUMBER:
                 self.advance()
-                return ast.Const(int(tok.text, 0), "number", tok.pos)
+                return ast.Const(self._int64(int(tok.text, 0), tok), "number", tok.pos)
             case Kind.UNSIGNED:
                 self.advance()
-                return ast.Const(int(tok.text[:-1], 0), "unsigned", tok.pos)
+                return ast.Const(self._int64(int(tok.text[:-1], 0), tok), "unsigned", tok.pos)
             case Kind.FLOAT:
                 self.advance()
                 return ast.Const(float(tok.text), "float", tok.pos)
@@ -403,6 +463,17 @@ class _Parser:
             case Kind.IDENT:
                 return self.named_term()
         raise self.error("a term (variable, constant, expression or aggregate)")
+
+    def _int64(self, value: int, tok: Token) -> int:
+        # 2**63 is allowed here for "-9223372036854775808"; compile checks the folded value
+        if not INT64_MIN <= value <= INT64_MAX + 1:
+            raise DatalogOverflowError(
+                f"number {tok.text} does not fit a signed 64-bit integer",
+                line=tok.pos.line,
+                column=tok.pos.column,
+                construct=tok.text,
+            )
+        return value
 
     def named_term(self) -> ast.Term:
         tok = self.advance()
@@ -446,8 +517,9 @@ class _Parser:
     def aggregate_body(self) -> tuple[ast.Literal, ...]:
         if not self.at("{"):
             return (self.atom(),)
-        self.advance()
+        self.enter(self.advance())
         alternatives = self.conj()
+        self.leave()
         if self.at(";") or len(alternatives) != 1:
             raise UnsupportedError(
                 "disjunction inside an aggregate is not supported",

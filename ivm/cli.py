@@ -6,10 +6,18 @@
     ivm [--warehouse DIR] datalog FILE.dl     one materialized view per .output relation
     ivm [--warehouse DIR] refresh [VIEW]      refresh every view (or VIEW's group)
     ivm [--warehouse DIR] explain VIEW        plan, refresh group and dataflow of a view
+    ivm [--warehouse DIR] status              every view: fresh/stale/failed, last refresh,
+                                              input versions, versions behind, last error
     ivm [--warehouse DIR] demo                the tour: tables, views, changes, refreshes
 
 The warehouse defaults to ``./warehouse``.  This module is the command line only; it imports
 the Session (and so Spark and Delta) when a command runs, never at engine import time.
+
+Exit codes: ``0`` success; ``1`` an error in what was asked (bad SQL or Datalog, an unknown
+view, an unreadable input file, a warehouse that is not a directory, a failed refresh group:
+every :class:`ivm.errors.IvmError`); ``2`` bad command-line usage; ``3`` an internal error
+(a bug: please report it with the output of ``--debug``); ``130`` interrupted.  Errors are
+one line on stderr, ``error: <type>: <message>``; ``--debug`` adds the traceback.
 """
 
 from __future__ import annotations
@@ -25,7 +33,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-EXIT_USER_ERROR = 2
+EXIT_OK = 0
+EXIT_USER_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+
+class InputFileError(Exception):
+    """A command-line input file that cannot be used (missing, a directory, not text)."""
+
+
+class WarehouseArgumentError(Exception):
+    """``--warehouse`` that names something other than a directory."""
 
 
 @contextmanager
@@ -66,7 +86,39 @@ def progress(label: str, stream: Any = None) -> Iterator[None]:
 def _session(args: argparse.Namespace) -> Any:
     from spark_exec.session import Session
 
-    return Session(warehouse=args.warehouse)
+    wh = Path(args.warehouse)
+    if wh.exists() and not wh.is_dir():
+        raise WarehouseArgumentError(
+            f"--warehouse {args.warehouse}: not a directory (give the warehouse directory; "
+            "it is created when missing)"
+        )
+    return Session(
+        warehouse=args.warehouse,
+        max_iterations=args.max_iterations or None,
+        max_state_rows=args.max_state_rows or None,
+        memory_budget=args.memory_budget or None,
+    )
+
+
+def read_text_file(path: str, what: str) -> str:
+    """The UTF-8 text of an input file, or :class:`InputFileError` saying what is wrong."""
+    p = Path(path)
+    if not p.exists():
+        raise InputFileError(f"{path}: no such {what} file")
+    if p.is_dir():
+        raise InputFileError(f"{path}: is a directory, not a {what} file")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+    if b"\0" in data:
+        raise InputFileError(f"{path}: a binary file, not {what} text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            f"{path}: not UTF-8 text (byte {exc.start} cannot be decoded); save it as UTF-8"
+        ) from exc
 
 
 def _print_result(r: Any) -> None:
@@ -81,8 +133,8 @@ def _print_result(r: Any) -> None:
 def cmd_sql(args: argparse.Namespace) -> int:
     from spark_exec.statements import split_statements
 
+    text = read_text_file(args.file, "SQL")
     s = _session(args)
-    text = Path(args.file).read_text(encoding="utf-8")
     for st in split_statements(text):
         first = st.body.splitlines()[0][:70]
         with progress(f"line {st.line}: {first}"):
@@ -92,23 +144,39 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def cmd_datalog(args: argparse.Namespace) -> int:
+    text = read_text_file(args.file, "Datalog")
     s = _session(args)
     with progress(f"datalog {args.file}"):
-        reports = s.datalog(Path(args.file).read_text(encoding="utf-8"))
+        reports = s.datalog(text)
     for r in reports:
         print(r)
     return 0
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
+    from spark_exec.errors import RefreshFailedError
+
     s = _session(args)
-    with progress("refresh"):
-        reports = s.refresh(args.view)
+    try:
+        with progress("refresh"):
+            reports = s.refresh(args.view, full=args.full)
+    except RefreshFailedError as exc:
+        for r in exc.reports:  # the groups that did refresh
+            print(r)
+        raise
     for r in reports:
         print(r)
     if not reports:
         print("no materialized views")
     return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from spark_exec.session import _format_table
+
+    rows = _session(args).show_views()
+    print(_format_table(rows) if rows.num_rows else "no materialized views")
+    return 1 if "failed" in rows.column("status").to_pylist() else 0
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -131,6 +199,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--warehouse", default="warehouse", help="warehouse directory (default: ./warehouse)"
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log what refreshes do")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    from ivm.limits import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_STATE_ROWS, default_memory_budget
+
+    p.add_argument(
+        "--max-iterations",
+        type=int,
+        default=DEFAULT_MAX_ITERATIONS,
+        help=f"rounds of one loop per refresh, 0: no limit (default {DEFAULT_MAX_ITERATIONS})",
+    )
+    p.add_argument(
+        "--max-state-rows",
+        type=int,
+        default=DEFAULT_MAX_STATE_ROWS,
+        help=f"rows held by a group's state, 0: no limit (default {DEFAULT_MAX_STATE_ROWS})",
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=int,
+        default=default_memory_budget() or 0,
+        help="resident bytes of this process, 0: no limit (default: 80%% of the memory)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sql", help="run the ;-separated statements of a SQL file")
     s.add_argument("file")
@@ -140,7 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(fn=cmd_datalog)
     r = sub.add_parser("refresh", help="refresh every materialized view, or one view's group")
     r.add_argument("view", nargs="?")
+    r.add_argument(
+        "--full", action="store_true", help="recompute from the inputs (repairs checkpoints)"
+    )
     r.set_defaults(fn=cmd_refresh)
+    st = sub.add_parser("status", help="each view: fresh/stale/failed, versions behind, error")
+    st.set_defaults(fn=cmd_status)
     e = sub.add_parser("explain", help="show how a view is computed")
     e.add_argument("view")
     e.set_defaults(fn=cmd_explain)
@@ -159,12 +253,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return int(args.fn(args))
-    except IvmError as exc:
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (IvmError, InputFileError, WarehouseArgumentError) as exc:
+        _report(exc, args.debug)
         return EXIT_USER_ERROR
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except OSError as exc:  # the warehouse or a file the system refused (permissions, space)
+        _report(exc, args.debug)
         return EXIT_USER_ERROR
+    except Exception as exc:
+        _report(exc, args.debug, internal=True)
+        return EXIT_INTERNAL
+
+
+def _report(exc: BaseException, debug: bool, *, internal: bool = False) -> None:
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    kind = "internal error" if internal else "error"
+    print(f"{kind}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    if internal and not debug:
+        print("this is a bug; run again with --debug and report the traceback", file=sys.stderr)
 
 
 if __name__ == "__main__":

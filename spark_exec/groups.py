@@ -253,7 +253,7 @@ class BuiltGroup:
             b = o.last_changes
             schema = self.schemas[name]
             cols = dict(zip(schema.names, b.cols, strict=True))
-            t = from_engine_columns(cols, schema)
+            t = from_engine_columns(cols, schema, name=name)
             out[name] = t.append_column(pa.field(DIFF, pa.int64(), False), pa.array(b.diff))
         return out
 

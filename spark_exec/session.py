@@ -19,7 +19,14 @@ What a Session does, and where the work happens:
   mismatch) is raised before anything is written — then records it, creates its view table
   and runs the group's first refresh (if that fails the view is dropped again);
 * ``s.refresh()`` refreshes every group in turn (:mod:`spark_exec.groups`), dependency order
-  inside each group; the reports are returned and kept in ``s.last_reports``;
+  inside each group; the reports are returned and kept in ``s.last_reports``.  Groups are
+  isolated: a group that fails is marked ``failed`` with its error and time
+  (:mod:`spark_exec.status`), keeps its last committed state, and the other groups still
+  refresh and commit; then :class:`~spark_exec.errors.RefreshFailedError` is raised naming
+  every failed group (a refresh of one group raises that group's own error);
+* resource limits (``max_iterations``, ``max_state_rows``, ``memory_budget``;
+  :mod:`ivm.limits`) are checked between the iterations of every loop; past one, the
+  epoch is rolled back and a :class:`~ivm.limits.ResourceLimitError` names the views;
 * Spark is started only when first needed (``s.spark``, a query, ``INSERT ... SELECT``); every
   table and view is then a name in Spark SQL (a temporary view over its Delta table that shows
   the latest committed version: for a view, its last refresh).
@@ -44,8 +51,10 @@ from catalog import Catalog
 from catalog.errors import NameClashError
 from catalog.names import parse_identifier
 from catalog.store import TableEntry, ViewEntry
+from ivm import limits as ivm_limits
 from spark_exec import statements as S
-from spark_exec.errors import StatementError
+from spark_exec import status as status_file
+from spark_exec.errors import RefreshFailedError, SparkSqlError, StatementError
 from spark_exec.groups import (
     BuiltGroup,
     GroupRuntime,
@@ -117,6 +126,13 @@ class Session:
     ``./warehouse``).  ``spark``: a SparkSession to use; without one, a local session is
     started on first use (``spark_exec.spark_session.local_spark``).  ``refresh_hook`` is
     called with the name of each step of a refresh (crash-injection for tests).
+
+    Resource limits of a refresh, checked between the iterations of every loop (recursive
+    SQL, Datalog recursion): ``max_iterations`` rounds of one loop per refresh (default
+    10,000), ``max_state_rows`` rows held in a group's arrangements (default 200 million),
+    ``memory_budget`` resident bytes of this process (default: 80% of the machine's memory).  ``None`` lifts a
+    limit.  Past one, the refresh is rolled back and
+    :class:`~ivm.limits.ResourceLimitError` names the views and the setting to change.
     """
 
     def __init__(
@@ -125,7 +141,11 @@ class Session:
         warehouse: str | os.PathLike[str] | None = None,
         *,
         refresh_hook: Callable[[str], None] | None = None,
+        max_iterations: int | None = ivm_limits.DEFAULT_MAX_ITERATIONS,
+        max_state_rows: int | None = ivm_limits.DEFAULT_MAX_STATE_ROWS,
+        memory_budget: int | None = ivm_limits.default_memory_budget(),
     ) -> None:
+        self.limits = ivm_limits.Limits(max_iterations, max_state_rows, memory_budget)
         self.catalog = Catalog(
             warehouse if warehouse is not None else Path.cwd() / DEFAULT_WAREHOUSE
         )
@@ -212,8 +232,8 @@ class Session:
                     if dropped
                     else f"no materialized view {name}",
                 )
-            case S.RefreshView(name=name):
-                reports = self.refresh(name)
+            case S.RefreshView(name=name, full=full):
+                reports = self.refresh(name, full=full)
                 return Result(
                     "REFRESH MATERIALIZED VIEW",
                     f"refreshed {len(reports)} view(s)",
@@ -264,7 +284,23 @@ class Session:
             return _write_result("UPDATE", S.update(self.catalog, tree, st))
         if isinstance(tree, exp.Merge):
             return _write_result("MERGE", S.merge(self.catalog, tree, st, self._spark_rows))
-        return self.spark.sql(st.body)
+        return self._spark_sql(st)
+
+    def _spark_sql(self, st: S.Statement) -> Any:
+        """Run ``st`` in Spark SQL; Spark's parse and analysis errors become typed errors."""
+        from pyspark.errors import PySparkException
+
+        try:
+            return self.spark.sql(st.body)
+        except PySparkException as exc:
+            error_class = exc.getCondition() if hasattr(exc, "getCondition") else None
+            first = str(exc).strip().splitlines()
+            raise SparkSqlError(
+                first[0] if first else type(exc).__name__,
+                spark_error=error_class,
+                line=st.line,
+                column=st.column,
+            ) from exc
 
     # -- tables ----------------------------------------------------------------------------
     def _create_table(self, d: S.TableDefinition, st: S.Statement) -> Result:
@@ -455,25 +491,38 @@ class Session:
         return self._add_views(entries)
 
     def show_views(self) -> pa.Table:
-        """One row per materialized view: name, language, inputs, group, last epoch, rows."""
-        from catalog import view_table
+        """One row per materialized view: name, language, inputs, group, and its freshness.
 
+        ``status`` is ``fresh`` (reflects the current version of every input), ``stale``
+        (``behind`` input versions are not reflected yet) or ``failed`` (the last refresh of
+        its group failed with ``last_error``); ``last_refresh`` is the time (UTC) of the
+        last successful refresh that reached a new epoch, ``epoch`` and ``input_versions`` what the view reflects.
+        """
         rows = []
-        groups = {v.name: s.name for s in plan_groups(self.catalog) for v in s.views}
+        specs = plan_groups(self.catalog)
+        groups = {v.name: s for s in specs for v in s.views}
+        seen: dict[str, status_file.ViewStatus] = {}
         for v in self.catalog.views():
-            rec = view_table.last_refresh(v.path) if os.path.exists(v.path) else None
+            spec = groups.get(v.name)
+            group = spec.name if spec is not None else v.group
+            st = seen.get(group)
+            if st is None:
+                tables = {t.name: t.path for t in spec.tables} if spec is not None else {}
+                st = seen[group] = status_file.view_status(self.catalog, group, tables)
             rows.append(
                 {
                     "name": v.name,
                     "language": v.language,
                     "inputs": ", ".join(str(d) for d in v.dependencies),
-                    "group": groups.get(v.name, v.group),
-                    "epoch": rec.epoch if rec else None,
+                    "group": group,
+                    "status": st.status,
+                    "last_refresh": st.last_refresh,
+                    "epoch": st.epoch,
                     "input_versions": ", ".join(
-                        f"{k}@{n}" for k, n in sorted(rec.input_versions.items())
-                    )
-                    if rec
-                    else "",
+                        f"{k}@{n}" for k, n in sorted(st.input_versions.items())
+                    ),
+                    "behind": st.behind,
+                    "last_error": st.last_error,
                 }
             )
         schema = pa.schema(
@@ -482,8 +531,12 @@ class Session:
                 ("language", pa.string()),
                 ("inputs", pa.string()),
                 ("group", pa.string()),
+                ("status", pa.string()),
+                ("last_refresh", pa.string()),
                 ("epoch", pa.int64()),
                 ("input_versions", pa.string()),
+                ("behind", pa.int64()),
+                ("last_error", pa.string()),
             ]
         )
         return pa.Table.from_pylist(rows, schema=schema)
@@ -497,10 +550,37 @@ class Session:
         ident = self.catalog.view(view).ident
         return next(s for s in plan_groups(self.catalog) if ident in {v.ident for v in s.views})
 
-    def refresh(self, view: str | None = None) -> list[RefreshReport]:
-        """Refresh every view (or the group of ``view``); one report per view."""
+    def refresh(self, view: str | None = None, *, full: bool = False) -> list[RefreshReport]:
+        """Refresh every view (or the group of ``view``); one report per view.
+
+        Groups are isolated: one that fails is marked failed (``SHOW MATERIALIZED VIEWS``)
+        and the others still refresh; then :class:`RefreshFailedError` names the failed
+        groups (with one group, its own error is raised).  ``full`` discards the groups'
+        checkpoints first and recomputes the views from their inputs (``REFRESH
+        MATERIALIZED VIEW v FULL``: the repair for a damaged checkpoint); the view tables
+        then receive exactly the difference to the recomputed contents.
+        """
         specs = plan_groups(self.catalog) if view is None else [self._spec_of(view)]
-        reports = self._refresh_specs(specs)
+        if full:
+            for spec in specs:
+                log.info("full refresh of group %s: discarding its checkpoint", spec.name)
+                self.catalog.checkpoints.clear(spec.name)
+                self._runtime.forget(spec.name)
+        reports: list[RefreshReport] = []
+        failures: dict[str, BaseException] = {}
+        try:
+            for spec in specs:
+                try:
+                    reports += self._refresh_specs([spec])
+                except Exception as exc:
+                    failures[spec.name] = exc
+                    log.warning("refresh of group %s failed: %s", spec.name, exc)
+        finally:
+            self.last_reports = reports
+        if failures:
+            if len(specs) == 1:
+                raise next(iter(failures.values()))
+            raise RefreshFailedError(failures, list(reports))
         if view is None:
             live = [s.name for s in specs]
             for name in stale_checkpoint_groups(self.catalog, live):
@@ -511,12 +591,25 @@ class Session:
     def _refresh_specs(
         self, specs: Sequence[GroupSpec], *, built: BuiltGroup | None = None
     ) -> list[RefreshReport]:
+        """Refresh ``specs`` in turn under the resource limits; record each one's status."""
         reports: list[RefreshReport] = []
         try:
             for spec in specs:
-                reports += refresh_group(
-                    self.catalog, spec, self._runtime, hook=self.refresh_hook, built=built
+                try:
+                    with ivm_limits.active(self.limits):
+                        done = refresh_group(
+                            self.catalog, spec, self._runtime, hook=self.refresh_hook, built=built
+                        )
+                except Exception as exc:
+                    if isinstance(exc, ivm_limits.ResourceLimitError) and exc.view is None:
+                        exc.view = ", ".join(spec.view_names)
+                    if built is None:  # a failed CREATE is undone; its group is unchanged
+                        status_file.record(self.catalog, spec.name, spec.view_names, error=exc)
+                    raise
+                status_file.record(
+                    self.catalog, spec.name, spec.view_names, epoch=done[0].epoch if done else None
                 )
+                reports += done
         finally:
             self.last_reports = reports
         return reports

@@ -41,6 +41,7 @@ from catalog.names import parse_identifier
 from catalog.store import TableEntry, ViewEntry
 from spark_exec.errors import StatementError
 from sql_frontend.errors import SqlSyntaxError, UnsupportedSqlError
+from sql_frontend.limits import check_text, check_tree
 
 DIALECT = "spark"
 PREDICATE_DIALECT = "postgres"  # what DataFusion (delta-rs) reads best
@@ -58,7 +59,9 @@ _DROP_MV = re.compile(
     re.I | re.S,
 )
 _REFRESH_MV = re.compile(
-    r"^\s*REFRESH\s+MATERIALIZED\s+VIEWS?(?:\s+" + _NAME.replace("((", "(?P<name>(", 1) + r")?\s*$",
+    r"^\s*REFRESH\s+MATERIALIZED\s+VIEWS?(?:\s+"
+    + _NAME.replace("((", "(?P<name>(", 1)
+    + r")?(?P<full>\s+FULL)?\s*$",
     re.I | re.S,
 )
 _EXPLAIN_MV = re.compile(
@@ -122,6 +125,7 @@ class DropView:
 @dataclass(frozen=True)
 class RefreshView:
     name: str | None
+    full: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,11 +162,12 @@ def classify(st: Statement) -> Kind:
     if m := _DROP_MV.match(text):
         return DropView(m.group("name"), bool(m.group("ie")))
     if m := _REFRESH_MV.match(text):
-        return RefreshView(m.group("name"))
+        return RefreshView(m.group("name"), bool(m.group("full")))
     if m := _EXPLAIN_MV.match(text):
         return ExplainView(m.group("name"))
     if _SHOW_MV.match(text):
         return ShowViews()
+    check_text(text)  # size and nesting limits, before the recursive parser runs
     try:
         tree = sqlglot.parse_one(text, read=DIALECT)
     except ParseError as exc:
@@ -172,6 +177,7 @@ def classify(st: Statement) -> Kind:
             line=err.get("line"),
             column=err.get("col"),
         ) from exc
+    check_tree(tree)
     return Parsed(tree)
 
 
@@ -266,6 +272,11 @@ def column_array(values: list[Any], target: pa.DataType, column: str) -> pa.Arra
         if pa.types.is_temporal(target):
             return pa.array([None if v is None else str(v) for v in plain]).cast(target)
         return pa.array(plain, type=target)
+    except OverflowError:
+        big = next((v for v in plain if isinstance(v, int) and not -(2**63) <= v < 2**63), "")
+        raise StatementError(
+            "INSERT", f"[CAST_OVERFLOW] column {column!r} ({target}): the value {big} does not fit"
+        ) from None
     except (ValueError, TypeError, decimal.InvalidOperation, pa.ArrowException) as exc:
         raise StatementError("INSERT", f"column {column!r} ({target}): {exc}") from None
 
@@ -451,6 +462,12 @@ def merge(catalog: Catalog, tree: exp.Merge, st: Statement, spark_eval: SparkEva
             source = pa.table(
                 {n: pa.array([_plain(r[i]) for r in rows]) for i, n in enumerate(names)}
             )
+        except OverflowError:
+            raise StatementError(
+                f"MERGE INTO {entry.name}",
+                "[CAST_OVERFLOW] a source value does not fit a 64-bit integer",
+                **position(using, st),
+            ) from None
         except (NotLiteral, pa.ArrowException):
             source = spark_eval("SELECT * FROM " + using.sql(DIALECT))
     elif isinstance(using, exp.Subquery):

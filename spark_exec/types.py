@@ -54,6 +54,14 @@ def sql_to_arrow(sql_type: Any) -> pa.DataType:
     t = sql_type if isinstance(sql_type, SqlType) else parse_type(str(sql_type))
     if t.name == "DECIMAL":
         assert t.precision is not None and t.scale is not None
+        if not (1 <= t.precision <= 38 and 0 <= t.scale <= t.precision):
+            from sql_frontend.errors import SqlAnalysisError
+
+            raise SqlAnalysisError(
+                f"[INVALID_PARAMETER_VALUE] {t}: the precision must be 1..38 and the scale "
+                "0..precision",
+                construct=str(t),
+            )
         return pa.decimal128(t.precision, t.scale)
     if t.name in _SIMPLE:
         return _SIMPLE[t.name]

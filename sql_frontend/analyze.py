@@ -40,6 +40,7 @@ from sql_frontend.errors import (
     SqlSyntaxError,
     UnsupportedSqlError,
 )
+from sql_frontend.limits import check_text, check_tree
 from sql_frontend.rules.expand_join_stars import expand_join_stars
 from sql_frontend.rules.factor_disjunctions import factor_disjunctions
 from sql_frontend.rules.push_not import push_not
@@ -147,6 +148,7 @@ def catalog_schema(catalog: CatalogLike) -> dict[str, dict[str, SqlType]]:
 
 def parse(sql: str) -> exp.Expr:
     """One Spark SQL query (a ``CREATE [MATERIALIZED] VIEW v AS q`` yields ``q``)."""
+    check_text(sql)  # size and nesting limits, before the recursive parser runs
     try:
         statements = sqlglot.parse(sql, read=DIALECT)
     except ParseError as e:
@@ -162,6 +164,7 @@ def parse(sql: str) -> exp.Expr:
     if len(statements) != 1:
         raise SqlSyntaxError(f"expected one query, found {len(statements)} statements")
     tree = statements[0]
+    check_tree(tree)
     if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query):
         tree = tree.expression
     if not isinstance(tree, exp.Query):

@@ -60,3 +60,9 @@ class NonDeterministicError(UnsupportedSqlError):
 class SqlRuntimeError(SqlError, ArithmeticError):
     """An expression failed on a row as Spark's default ANSI mode fails the query: division by
     zero, integer overflow, an invalid CAST. The refresh is aborted; no state changes."""
+
+
+class SqlLimitError(SqlError, ValueError):
+    """Text past a size or depth limit of the front end (:mod:`sql_frontend.limits`): too many
+    tokens, parentheses nested too deeply, an operator chain too long.  Refused before any
+    recursive work starts, with the line and column where the limit was passed."""

@@ -45,7 +45,7 @@ from sql_frontend.analyze import (
     catalog_schema,
 )
 from sql_frontend.completeness import refuse_unconsumed, refuse_unknown
-from sql_frontend.errors import UnsupportedSqlError
+from sql_frontend.errors import SqlLimitError, UnsupportedSqlError
 from sql_frontend.scalar import Ref, Scalar
 from sql_frontend.translate import Translator
 
@@ -74,8 +74,14 @@ def plan_sql(
     """
     if join_strategy not in JOIN_STRATEGIES:
         raise ValueError(f"join_strategy must be one of {JOIN_STRATEGIES}, not {join_strategy!r}")
-    tree = analyze(sql, catalog)
-    node = translate_checked(tree, catalog)
+    try:
+        tree = analyze(sql, catalog)
+        node = translate_checked(tree, catalog)
+    except RecursionError:  # a safety net behind the limits of sql_frontend.limits
+        raise SqlLimitError(
+            "SQL too deeply nested for the front end; split it into views",
+            construct="nesting",
+        ) from None
     forced, why = join_strategy, f"join_strategy={join_strategy!r}"
     if join_strategy == "auto":
         hinted = _hinted_strategy(tree)

@@ -159,7 +159,8 @@ def sum_type(t: SqlType) -> SqlType:
         return BIGINT
     if t.is_decimal:
         assert t.precision is not None and t.scale is not None
-        return decimal(t.precision + 10, t.scale)
+        # Spark: DecimalType.bounded(p + 10, s), which caps at 38 digits keeping the scale
+        return SqlType("DECIMAL", min(t.precision + 10, MAX_PRECISION), t.scale)
     if t.is_fractional or t.name in ("STRING", "NULL"):
         return DOUBLE
     raise SqlAnalysisError(f"SUM of {t}", construct="SUM")
@@ -169,7 +170,8 @@ def avg_type(t: SqlType) -> SqlType:
     """Spark's type of AVG over ``t``."""
     if t.is_decimal:
         assert t.precision is not None and t.scale is not None
-        return decimal(t.precision + 4, t.scale + 4)
+        # Spark: DecimalType.bounded(p + 4, s + 4)
+        return SqlType("DECIMAL", min(t.precision + 4, MAX_PRECISION), min(t.scale + 4, 38))
     if t.is_numeric or t.name in ("STRING", "NULL"):
         return DOUBLE
     raise SqlAnalysisError(f"AVG of {t}", construct="AVG")

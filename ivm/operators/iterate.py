@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ivm import limits
 from ivm.batch import Batch
 from ivm.errors import PlanError
 from ivm.lattice import Time
@@ -86,6 +87,9 @@ class Feedback(Operator):
             parts.append(initial.negate())
         if not parts:
             return
+        bounds = limits.current()
+        if bounds is not None:  # a round of this loop: check the active resource limits
+            bounds.check_round(self.graph, self.scope.label or self.name, (self.id, time[:-1]))
         nxt = time[-1] + 1
         if self.max_iterations is not None and nxt >= self.max_iterations:
             return
