@@ -1,4 +1,5 @@
-"""Spark reads tables and views: the ``delta`` Python data source and names in Spark SQL."""
+"""Spark reads tables and views: delta-spark's ``delta``, the ``ivm_delta`` Python data source,
+and names in Spark SQL."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from deltalake import write_deltalake
 
 from catalog import Catalog, delta, view_table
 from catalog.changes import DIFF
-from spark_exec.connector import ensure_delta_format, has_delta_jvm
+from spark_exec.connector import PYTHON_FORMAT, ensure_delta_format, has_delta_jvm
 from spark_exec.registry import read_delta, register, spark_name, unregister
 
 if TYPE_CHECKING:
@@ -36,22 +37,23 @@ def test_session_settings(spark: SparkSession) -> None:
 
 
 def test_connector_detection(spark: SparkSession) -> None:
-    assert has_delta_jvm(spark) is False  # no delta-spark jars on these machines
-    assert ensure_delta_format(spark) == "python"
-    assert ensure_delta_format(spark) == "python"  # idempotent
+    assert has_delta_jvm(spark) is True  # local_spark always puts delta-spark's jars on
+    assert ensure_delta_format(spark) == "jvm"
+    assert ensure_delta_format(spark) == "jvm"  # idempotent
 
 
-def test_load_path_latest_and_version(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["delta", PYTHON_FORMAT])
+def test_load_path_latest_and_version(spark: SparkSession, tmp_path: Path, fmt: str) -> None:
     cat = Catalog(tmp_path)
     p = cat.create_table("edges", EDGES).path
     delta.insert(p, pa.table({"src": [1, 2], "dst": [2, 3]}))
     ensure_delta_format(spark)
-    df = spark.read.format("delta").load(p)
+    df = spark.read.format(fmt).load(p)
     assert [f.name for f in df.schema.fields] == ["src", "dst"]
     assert rows(df) == Counter({(1, 2): 1, (2, 3): 1})
     delta.delete(p, "src = 1")
-    assert rows(spark.read.format("delta").load(p)) == Counter({(2, 3): 1})
-    old = spark.read.format("delta").option("versionAsOf", 1).load(p)
+    assert rows(spark.read.format(fmt).load(p)) == Counter({(2, 3): 1})
+    old = spark.read.format(fmt).option("versionAsOf", 1).load(p)
     assert rows(old) == Counter({(1, 2): 1, (2, 3): 1})
 
 
@@ -105,9 +107,9 @@ def test_names_show_latest_refresh_of_a_view(spark: SparkSession, tmp_path: Path
         {(1, 2): 1, (2, 3): 1, (5, 6): 1}
     )
     assert spark.sql("SELECT src, count(*) FROM sales__pairs GROUP BY src").count() == 3
-    # load(path) reads a view as its multiset too; ivmRaw shows the stored updates
-    assert rows(spark.read.format("delta").load(v.path)) == rows(spark.table("sales__pairs"))
-    raw = spark.read.format("delta").option("ivmRaw", "true").load(v.path)
+    # the Python source reads a view as its multiset too; ivmRaw shows the stored updates
+    assert rows(spark.read.format(PYTHON_FORMAT).load(v.path)) == rows(spark.table("sales__pairs"))
+    raw = spark.read.format(PYTHON_FORMAT).option("ivmRaw", "true").load(v.path)
     assert DIFF in raw.columns and raw.count() == 4
     view_table.compact_view(v.path)
     assert rows(spark.sql("SELECT * FROM sales__pairs")) == Counter(
@@ -136,7 +138,7 @@ def test_jvm_style_decoding_matches(spark: SparkSession, tmp_path: Path) -> None
         epoch=2,
         input_versions={},
     )
-    raw = spark.read.format("delta").option("ivmRaw", "true").load(p)
+    raw = spark.read.format(PYTHON_FORMAT).option("ivmRaw", "true").load(p)
     cols = ["src", "dst"]
     counted = raw.groupBy(*cols).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) > 0)
     decoded = counted.select(*cols, F.explode(F.sequence(F.lit(1), F.col(DIFF))).alias("_i"))
