@@ -25,8 +25,10 @@ import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from spark_exec.errors import SparkSetupError
+if TYPE_CHECKING:
+    from spark_exec.errors import SparkSetupError
 
 DELTA_VERSION = "4.4.0"
 """delta-spark's version: the JVM artifact and the ``delta-spark`` Python package agree."""
@@ -35,6 +37,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 POM = REPO_ROOT / "jars" / "pom.xml"
 MANIFEST = "MANIFEST"
 FIX = "run `./run env` (fetches them with Maven into build/jars/)"
+
+
+def _error(message: str) -> SparkSetupError:
+    """The typed error (imported late: ``ivm.errors`` pulls in the engine, slow for ``./run``)."""
+    from spark_exec.errors import SparkSetupError
+
+    return SparkSetupError(message)
 
 
 def spark_binary() -> str:
@@ -58,12 +67,17 @@ def delta_jars() -> list[str]:
     d = cache_dir()
     manifest = d / MANIFEST
     if not manifest.is_file():
-        raise SparkSetupError(f"delta-spark jars ({artifact()}) are not in {d}: {FIX}")
+        raise _error(f"delta-spark jars ({artifact()}) are not in {d}: {FIX}")
     paths = [d / n for n in manifest.read_text().split()]
     missing = [p.name for p in paths if not p.is_file()]
     if missing or not paths:
-        raise SparkSetupError(f"delta-spark jars missing in {d} ({', '.join(missing)}): {FIX}")
+        raise _error(f"delta-spark jars missing in {d} ({', '.join(missing)}): {FIX}")
     return [str(p) for p in paths]
+
+
+def _cached(d: Path) -> bool:
+    manifest = d / MANIFEST
+    return manifest.is_file() and all((d / n).is_file() for n in manifest.read_text().split())
 
 
 def require_java() -> str:
@@ -72,7 +86,7 @@ def require_java() -> str:
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if java is None or not os.access(java, os.X_OK):
         where = f"JAVA_HOME={home} has no bin/java" if home else "no `java` on PATH"
-        raise SparkSetupError(
+        raise _error(
             f"Spark needs Java 17 or newer ({where}): install it "
             "(e.g. `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME"
         )
@@ -99,14 +113,11 @@ def _artifact_name(jar: str) -> str:
 def fetch(*, quiet: bool = True) -> Path:
     """Fetch the jars with Maven unless cached; returns the jar directory."""
     d = cache_dir()
-    try:
-        delta_jars()
+    if _cached(d):
         return d
-    except SparkSetupError:
-        pass
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise SparkSetupError(
+        raise _error(
             f"cannot fetch {artifact()}: no `mvn` on PATH; install Maven "
             "(e.g. `apt-get install maven`) and run `./run env` again"
         )
@@ -128,7 +139,7 @@ def fetch(*, quiet: bool = True) -> Path:
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
-            raise SparkSetupError(f"`mvn` could not fetch {artifact()}:\n{tail}")
+            raise _error(f"`mvn` could not fetch {artifact()}:\n{tail}")
         have = _spark_jar_names()
         keep = []
         for jar in sorted(tmp.glob("*.jar")):
@@ -137,7 +148,7 @@ def fetch(*, quiet: bool = True) -> Path:
             else:
                 keep.append(jar.name)
         if not any(n.startswith("delta-spark_") for n in keep):
-            raise SparkSetupError(f"`mvn` ran but fetched no delta-spark jar for {artifact()}")
+            raise _error(f"`mvn` ran but fetched no delta-spark jar for {artifact()}")
         (tmp / MANIFEST).write_text("\n".join(keep) + "\n")
         if d.exists():
             shutil.rmtree(d)
@@ -151,7 +162,11 @@ def fetch(*, quiet: bool = True) -> Path:
 def main() -> int:
     try:
         print(fetch())
-    except SparkSetupError as exc:
+    except Exception as exc:
+        from spark_exec.errors import SparkSetupError
+
+        if not isinstance(exc, SparkSetupError):
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
