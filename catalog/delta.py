@@ -33,6 +33,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from catalog import delta_features
 from catalog.dtypes import conform, storage_schema
 from catalog.errors import CatalogError, DeltaOperationError, NotADeltaTableError
 
@@ -191,11 +192,11 @@ def read_snapshot(
     p = os.fspath(path)
     dt = open_table(p, version)
     schema = pa.schema(dt.schema().to_arrow())
-    table = _guard(
-        "read",
-        p,
-        lambda: dt.to_pyarrow_table(columns=list(columns) if columns is not None else None),
-    )
+    cols = list(columns) if columns is not None else None
+    if delta_features.needs_scan(dt):  # deletion vectors, column mapping (delta-spark writes)
+        table = _guard("read", p, lambda: delta_features.read_rows(dt, cols))
+    else:
+        table = _guard("read", p, lambda: dt.to_pyarrow_table(columns=cols))
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
     return conform(table, storage_schema(schema), name=p)

@@ -64,3 +64,7 @@ class SparkSqlError(SourceError, ValueError):
     ) -> None:
         self.spark_error = spark_error
         super().__init__(f"Spark SQL refused the statement: {detail}", line=line, column=column)
+
+
+class SparkSetupError(IvmError, RuntimeError):
+    """Spark cannot start as configured: no Java, or delta-spark's jars not fetched."""

@@ -20,6 +20,7 @@ from e2e_helpers import bag, spark_bag
 
 import ivm
 from catalog import delta, view_table
+from spark_exec.registry import read_delta
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,7 +45,7 @@ def check_all(s: ivm.Session, spark: SparkSession, by_path: str = "revenue") -> 
         assert spark_bag(spark, f"SELECT * FROM {name}") == want, name
         assert bag(s.read(name).to_pylist()) == want, name
         if name == by_path:
-            rows = spark.read.format("delta").load(s.table_path(name)).collect()
+            rows = read_delta(spark, s.table_path(name), view=True).collect()
             assert bag(tuple(r) for r in rows) == want, name
 
 

@@ -1,4 +1,5 @@
-"""Spark reads tables and views: the ``delta`` Python data source and names in Spark SQL."""
+"""Spark reads tables and views: delta-spark's ``delta``, the ``ivm_delta`` Python data source,
+and names in Spark SQL."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from deltalake import write_deltalake
 
 from catalog import Catalog, delta, view_table
 from catalog.changes import DIFF
-from spark_exec.connector import ensure_delta_format, has_delta_jvm
+from spark_exec.connector import PYTHON_FORMAT, ensure_delta_format, has_delta_jvm
 from spark_exec.registry import read_delta, register, spark_name, unregister
 
 if TYPE_CHECKING:
@@ -36,22 +37,23 @@ def test_session_settings(spark: SparkSession) -> None:
 
 
 def test_connector_detection(spark: SparkSession) -> None:
-    assert has_delta_jvm(spark) is False  # no delta-spark jars on these machines
-    assert ensure_delta_format(spark) == "python"
-    assert ensure_delta_format(spark) == "python"  # idempotent
+    assert has_delta_jvm(spark) is True  # local_spark always puts delta-spark's jars on
+    assert ensure_delta_format(spark) == "jvm"
+    assert ensure_delta_format(spark) == "jvm"  # idempotent
 
 
-def test_load_path_latest_and_version(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["delta", PYTHON_FORMAT])
+def test_load_path_latest_and_version(spark: SparkSession, tmp_path: Path, fmt: str) -> None:
     cat = Catalog(tmp_path)
     p = cat.create_table("edges", EDGES).path
     delta.insert(p, pa.table({"src": [1, 2], "dst": [2, 3]}))
     ensure_delta_format(spark)
-    df = spark.read.format("delta").load(p)
+    df = spark.read.format(fmt).load(p)
     assert [f.name for f in df.schema.fields] == ["src", "dst"]
     assert rows(df) == Counter({(1, 2): 1, (2, 3): 1})
     delta.delete(p, "src = 1")
-    assert rows(spark.read.format("delta").load(p)) == Counter({(2, 3): 1})
-    old = spark.read.format("delta").option("versionAsOf", 1).load(p)
+    assert rows(spark.read.format(fmt).load(p)) == Counter({(2, 3): 1})
+    old = spark.read.format(fmt).option("versionAsOf", 1).load(p)
     assert rows(old) == Counter({(1, 2): 1, (2, 3): 1})
 
 
@@ -81,11 +83,13 @@ def test_names_show_latest_refresh_of_a_view(spark: SparkSession, tmp_path: Path
     cat = Catalog(tmp_path)
     t = cat.create_table("edges", EDGES)
     v = cat.create_view("sales.pairs", "SELECT src, dst FROM edges", "sql", ["edges"], EDGES)
-    assert register(spark, "edges", t.path) == "edges"
+    assert register(spark, "edges", t.path) == "`edges`"
     assert (
-        register(spark, "sales.pairs", v.path, view=True) == spark_name(v.ident) == "sales__pairs"
+        register(spark, "sales.pairs", v.path, view=True)
+        == spark_name(v.ident)
+        == "`sales`.`pairs`"
     )
-    assert spark.sql("SELECT * FROM sales__pairs").count() == 0
+    assert spark.sql("SELECT * FROM sales.pairs").count() == 0
     delta.insert(t.path, pa.table({"src": [1, 1, 2], "dst": [2, 2, 3]}))
     assert spark.sql("SELECT count(*) FROM edges").collect()[0][0] == 3
     changes = pa.table({"src": [1, 2], "dst": [2, 3], DIFF: [2, 1]})
@@ -93,7 +97,7 @@ def test_names_show_latest_refresh_of_a_view(spark: SparkSession, tmp_path: Path
         v.path, changes, view=v.name, epoch=1, input_versions={"edges": 1}
     )
     # duplicates shown exactly; no re-registration needed after a refresh
-    assert rows(spark.sql("SELECT * FROM sales__pairs")) == Counter({(1, 2): 2, (2, 3): 1})
+    assert rows(spark.sql("SELECT * FROM sales.pairs")) == Counter({(1, 2): 2, (2, 3): 1})
     view_table.commit_view_changes(
         v.path,
         pa.table({"src": [1, 5], "dst": [2, 6], DIFF: [-1, 1]}),
@@ -101,16 +105,16 @@ def test_names_show_latest_refresh_of_a_view(spark: SparkSession, tmp_path: Path
         epoch=2,
         input_versions={"edges": 2},
     )
-    assert rows(spark.sql("SELECT * FROM sales__pairs")) == Counter(
+    assert rows(spark.sql("SELECT * FROM sales.pairs")) == Counter(
         {(1, 2): 1, (2, 3): 1, (5, 6): 1}
     )
-    assert spark.sql("SELECT src, count(*) FROM sales__pairs GROUP BY src").count() == 3
-    # load(path) reads a view as its multiset too; ivmRaw shows the stored updates
-    assert rows(spark.read.format("delta").load(v.path)) == rows(spark.table("sales__pairs"))
-    raw = spark.read.format("delta").option("ivmRaw", "true").load(v.path)
+    assert spark.sql("SELECT src, count(*) FROM sales.pairs GROUP BY src").count() == 3
+    # the Python source reads a view as its multiset too; ivmRaw shows the stored updates
+    assert rows(spark.read.format(PYTHON_FORMAT).load(v.path)) == rows(spark.table("sales.pairs"))
+    raw = spark.read.format(PYTHON_FORMAT).option("ivmRaw", "true").load(v.path)
     assert DIFF in raw.columns and raw.count() == 4
     view_table.compact_view(v.path)
-    assert rows(spark.sql("SELECT * FROM sales__pairs")) == Counter(
+    assert rows(spark.sql("SELECT * FROM sales.pairs")) == Counter(
         {(1, 2): 1, (2, 3): 1, (5, 6): 1}
     )
     assert unregister(spark, "sales.pairs") and not unregister(spark, "sales.pairs")
@@ -136,7 +140,7 @@ def test_jvm_style_decoding_matches(spark: SparkSession, tmp_path: Path) -> None
         epoch=2,
         input_versions={},
     )
-    raw = spark.read.format("delta").option("ivmRaw", "true").load(p)
+    raw = spark.read.format(PYTHON_FORMAT).option("ivmRaw", "true").load(p)
     cols = ["src", "dst"]
     counted = raw.groupBy(*cols).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) > 0)
     decoded = counted.select(*cols, F.explode(F.sequence(F.lit(1), F.col(DIFF))).alias("_i"))
