@@ -191,14 +191,20 @@ def read_snapshot(
     p = os.fspath(path)
     dt = open_table(p, version)
     schema = pa.schema(dt.schema().to_arrow())
-    table = _guard(
-        "read",
-        p,
-        lambda: dt.to_pyarrow_table(columns=list(columns) if columns is not None else None),
-    )
+    cols = list(columns) if columns is not None else None
+    table = _guard("read", p, lambda: _read_all(dt, cols))
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
     return conform(table, storage_schema(schema), name=p)
+
+
+def _read_all(dt: DeltaTable, columns: list[str] | None) -> pa.Table:
+    """All rows; tables with deletion vectors through delta-rs's DataFusion scan."""
+    features = dt.protocol().reader_features or []
+    if "deletionVectors" in features:
+        names = columns if columns is not None else pa.schema(dt.schema().to_arrow()).names
+        return pa.table(dt.scan(columns=names)).select(names)
+    return dt.to_pyarrow_table(columns=columns)
 
 
 # -- writes ------------------------------------------------------------------------------

@@ -96,7 +96,12 @@ def publish(
             commits[t.name] = None
             continue
         commits[t.name] = view_table.commit_view_changes(
-            t.path, change, view=t.name, epoch=ckpt.epoch, input_versions=ckpt.input_versions
+            t.path,
+            change,
+            view=t.name,
+            epoch=ckpt.epoch,
+            input_versions=ckpt.input_versions,
+            hook=hook,
         )
         if hook:
             hook(f"committed:{t.name}")
