@@ -145,7 +145,7 @@ def _stat_value(v: Any) -> Any:
         return None
     if isinstance(v, dt.date) and not isinstance(v, dt.datetime):
         return v.isoformat()
-    if isinstance(v, bool) or isinstance(v, dt.datetime):
+    if isinstance(v, (bool, dt.datetime)):
         return None
     if isinstance(v, (int, float, str)):
         return v

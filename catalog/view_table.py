@@ -55,8 +55,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from catalog import delta, delta_log
 from catalog import deletion_vectors as dvs
+from catalog import delta, delta_log
 from catalog.changes import DIFF, consolidate, read_changes
 from catalog.delta_log import FileEntry
 from catalog.dtypes import conform, storage_schema
@@ -341,11 +341,13 @@ def commit_view_changes(
     commit (a crash point of the tests).
     """
     p = os.fspath(path)
-    _check_format(p)
-    done = committed_epoch(p, view)
+    dt = delta.open_table(p)
+    rows_schema = storage_schema(pa.schema(dt.schema().to_arrow()))
+    if dt.metadata().description == LEGACY_MARKER or DIFF in rows_schema.names:
+        raise LegacyViewTableError(p)
+    done = dt.transaction_version(app_id(view))
     if done is not None and done >= epoch:
         return None
-    rows_schema = storage_schema(delta.table_schema(p))
     batch = conform(changes, rows_schema, name=view, extra=[DIFF])
     batch = batch.set_column(
         batch.num_columns - 1,
@@ -364,7 +366,7 @@ def commit_view_changes(
     version, files = delta_log.snapshot_files(p)
     found = _locate(p, files, minus_rows, minus_counts) if minus_rows.num_rows else {}
     touched = [files[f] for f in found]
-    use_dv = uses_deletion_vectors(p)
+    use_dv = str(dt.metadata().configuration.get(DV_PROPERTY, "false")).lower() == "true"
     if touched and not use_dv and sum(f.size for f in touched) > COW_MAX_BYTES:
         _enable_deletion_vectors(p)
         version, files = delta_log.snapshot_files(p)
@@ -528,7 +530,10 @@ class Layout:
 
 def layout(path: str | os.PathLike[str]) -> Layout:
     p = os.fspath(path)
-    version, files = delta_log.snapshot_files(p)
+    return _layout(p, *delta_log.snapshot_files(p))
+
+
+def _layout(p: str, version: int, files: Mapping[str, FileEntry]) -> Layout:
     last = os.path.join(p, delta_log.LOG_DIR, "_last_checkpoint")
     cp = -1
     if os.path.exists(last):
@@ -548,7 +553,10 @@ def layout(path: str | os.PathLike[str]) -> Layout:
 
 def needs_compaction(path: str | os.PathLike[str]) -> bool:
     """Whether small files or rows hidden by deletion vectors have piled up (see docs)."""
-    lay = layout(path)
+    return _needs_compaction(layout(path))
+
+
+def _needs_compaction(lay: Layout) -> bool:
     if lay.small_files >= COMPACT_SMALL_FILES:
         return True
     return lay.records > 0 and lay.deleted_records > COMPACT_DELETED_FRACTION * lay.records
@@ -569,17 +577,24 @@ def compact_view(path: str | os.PathLike[str]) -> Mapping[str, Any]:
 def maintain(
     path: str | os.PathLike[str], *, retention_hours: int = RETENTION_HOURS
 ) -> dict[str, Any]:
-    """The maintenance policy, run after a refresh commit; returns what it did."""
+    """The maintenance policy, run after a refresh commit; returns what it did.
+
+    Compact when :func:`needs_compaction`; every :data:`CHECKPOINT_EVERY` commits, write a
+    log checkpoint and vacuum files unreferenced for ``retention_hours``.
+    """
     p = os.fspath(path)
     done: dict[str, Any] = {}
-    if needs_compaction(p):
+    lay = layout(p)
+    if _needs_compaction(lay):
         done["compact"] = compact_view(p)
+        lay = layout(p)
+    if lay.commits_since_checkpoint > CHECKPOINT_EVERY:
         dt = delta.open_table(p)
-        done["vacuum"] = len(
-            dt.vacuum(retention_hours=retention_hours, enforce_retention_duration=False, dry_run=False)
-        )
-    if layout(p).commits_since_checkpoint > CHECKPOINT_EVERY:
-        delta.open_table(p).create_checkpoint()
+        dt.create_checkpoint()
         done["checkpoint"] = True
+        done["vacuum"] = len(
+            dt.vacuum(
+                retention_hours=retention_hours, enforce_retention_duration=False, dry_run=False
+            )
+        )
     return done
-

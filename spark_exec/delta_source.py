@@ -11,11 +11,9 @@ Used when delta-spark's JVM connector is not on the classpath (spark_exec.connec
   ``read()`` per query), so a temp view over ``load(path)`` shows the latest committed
   version each time it is queried; one query reads one snapshot (a single partition).
   The schema is fixed when the DataFrame is created: re-register after a schema change.
-* View tables (catalog.view_table: rows + ``__diff__``) are decoded: a view reads as its
-  multiset, each row repeated ``sum(__diff__)`` times.  ``option("ivmRaw", "true")`` shows
-  the stored updates instead.
-* One input partition per query (the decoded multiset needs the whole table); fine for
-  ``local[*]``, a known limit for large base tables on a cluster.
+* View tables (catalog.view_table) hold plain rows and read like any table.
+* One input partition per query; fine for ``local[*]``, a known limit for large base tables
+  on a cluster.
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 VERSION_OPTIONS = ("versionasof", "version")
-RAW_OPTION = "ivmraw"
 
 
 def _spark_schema(arrow_schema: pa.Schema) -> StructType:
@@ -44,12 +41,9 @@ def _spark_schema(arrow_schema: pa.Schema) -> StructType:
 class _Target:
     path: str
     version: int | None
-    decode: bool
 
 
 def _target(options: Any) -> _Target:
-    from catalog import view_table
-
     path = options.get("path")
     if not path:
         raise ValueError("format('delta') needs a path: spark.read.format('delta').load(path)")
@@ -57,8 +51,7 @@ def _target(options: Any) -> _Target:
     for key in VERSION_OPTIONS:
         if options.get(key) is not None:
             version = int(options.get(key))
-    raw = str(options.get(RAW_OPTION, "false")).lower() == "true"
-    return _Target(str(path), version, not raw and view_table.is_view_table(path))
+    return _Target(str(path), version)
 
 
 class DeltaDataSource(DataSource):
@@ -70,13 +63,9 @@ class DeltaDataSource(DataSource):
 
     def schema(self) -> StructType:
         from catalog import delta
-        from catalog.changes import DIFF
 
         t = _target(self.options)
-        arrow = delta.table_schema(t.path, t.version)
-        if t.decode:
-            arrow = arrow.remove(arrow.get_field_index(DIFF))
-        return _spark_schema(arrow)
+        return _spark_schema(delta.table_schema(t.path, t.version))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return DeltaReader(_target(self.options), schema)
@@ -97,11 +86,7 @@ class DeltaReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from catalog import delta
-        from catalog.view_table import decode_multiset
 
         t: _Target = partition.target  # type: ignore[attr-defined]
-        table = delta.read_snapshot(t.path, t.version)
-        if t.decode:
-            table = decode_multiset(table)
-        table = table.select(self.columns)
+        table = delta.read_snapshot(t.path, t.version).select(self.columns)
         yield from table.combine_chunks().to_batches(max_chunksize=65_536)

@@ -3,9 +3,8 @@
 A name is a temporary view over ``spark.read.format("delta").load(path)``.  Spark re-plans the
 temp view for every query, and planning pins the Delta version (spark_exec.delta_source), so
 ``spark.sql("SELECT * FROM v")`` always shows the latest committed version of ``v``'s table —
-one whole refresh — with no re-registration after a refresh.  View tables read as their
-multiset: the Python data source decodes them itself; over delta-spark's JVM connector the
-decoding is a ``GROUP BY`` + ``explode`` on top of the raw table.
+one whole refresh — with no re-registration after a refresh.  View tables hold the view's
+plain rows (catalog.view_table), so they read like any table with either connector.
 
 Why temp views: ``CREATE TABLE ... USING delta LOCATION`` does not hand the location to a
 Python data source, and options given in ``CREATE TABLE ... OPTIONS`` reach its ``schema()``
@@ -18,7 +17,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from catalog.changes import DIFF
 from catalog.names import Identifier, parse_identifier
 from spark_exec.connector import ensure_delta_format
 
@@ -35,20 +33,12 @@ def spark_name(name: str | Identifier) -> str:
 def read_delta(
     spark: SparkSession, path: str, *, view: bool = False, version: int | None = None
 ) -> DataFrame:
-    """A DataFrame of the Delta table at ``path`` (a view table reads as its multiset)."""
-    connector = ensure_delta_format(spark)
+    """A DataFrame of the Delta table at ``path`` (``view``: kept for callers; no effect)."""
+    ensure_delta_format(spark)
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", str(version))
-    df = reader.load(path)
-    if view and connector == "jvm":
-        from pyspark.sql import functions as F
-
-        cols = [c for c in df.columns if c != DIFF]
-        counted = df.groupBy(*cols).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) > 0)
-        df = counted.select(*cols, F.explode(F.sequence(F.lit(1), F.col(DIFF))).alias("_i"))
-        df = df.select(*cols)
-    return df
+    return reader.load(path)
 
 
 def register(spark: SparkSession, name: str | Identifier, path: str, *, view: bool = False) -> str:
