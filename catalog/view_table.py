@@ -525,6 +525,7 @@ class Layout:
     small_files: int
     records: int
     deleted_records: int
+    heavy_files: int  # files whose deletion vector hides over COMPACT_DELETED_FRACTION
     commits_since_checkpoint: int
 
 
@@ -547,6 +548,12 @@ def _layout(p: str, version: int, files: Mapping[str, FileEntry]) -> Layout:
         deleted_records=sum(
             f.deletion_vector.cardinality for f in files.values() if f.deletion_vector
         ),
+        heavy_files=sum(
+            1
+            for f in files.values()
+            if f.deletion_vector is not None
+            and f.deletion_vector.cardinality > COMPACT_DELETED_FRACTION * f.num_records
+        ),
         commits_since_checkpoint=version - cp if cp >= 0 else version + 1,
     )
 
@@ -559,19 +566,52 @@ def needs_compaction(path: str | os.PathLike[str]) -> bool:
 def _needs_compaction(lay: Layout) -> bool:
     if lay.small_files >= COMPACT_SMALL_FILES:
         return True
-    return lay.records > 0 and lay.deleted_records > COMPACT_DELETED_FRACTION * lay.records
+    return lay.heavy_files > 0
+
+
+def purge_deleted(path: str | os.PathLike[str]) -> int:
+    """Rewrite each file whose deletion vector hides over 20 % of its rows without them.
+
+    One commit with ``dataChange=false`` (no change data); returns the files rewritten.
+    delta-rs's compaction leaves files above its target size alone, deletion vectors or not.
+    """
+    p = os.fspath(path)
+    version, files = delta_log.snapshot_files(p)
+    heavy = [
+        f
+        for f in files.values()
+        if f.deletion_vector is not None
+        and f.deletion_vector.cardinality > COMPACT_DELETED_FRACTION * f.num_records
+    ]
+    if not heavy:
+        return 0
+    schema = storage_schema(delta.table_schema(p))
+    now = int(time.time() * 1000)
+    actions: list[dict[str, Any]] = []
+    for f in heavy:
+        assert f.deletion_vector is not None
+        data = conform(pq.read_table(os.path.join(p, f.path)), schema, name=p)
+        keep = np.ones(data.num_rows, dtype=bool)
+        keep[dvs.read_positions(p, f.deletion_vector)] = False
+        actions.append({"remove": {**_remove_action(f, now), "dataChange": False}})
+        if keep.any():
+            add = delta_log.write_data_file(p, data.filter(pa.array(keep)))
+            actions.append({"add": {**add, "dataChange": False}})
+    info = delta_log.commit_info("OPTIMIZE", {"ivm.operation": "compact"})
+    delta_log.commit(p, version + 1, [info, *actions])
+    return len(heavy)
 
 
 def compact_view(path: str | os.PathLike[str]) -> Mapping[str, Any]:
-    """Rewrite small files and files with deletion vectors into few files (no data change)."""
+    """Purge heavily deleted files, then bin-pack the small files (no data change)."""
     p = os.fspath(path)
+    purged = purge_deleted(p)
     dt = delta.open_table(p)
-    return dict(
-        dt.optimize.compact(
-            target_size=SMALL_FILE_BYTES,
-            commit_properties=delta._commit_properties({"ivm.operation": "compact"}, None),
-        )
+    metrics = dt.optimize.compact(
+        target_size=SMALL_FILE_BYTES,
+        commit_properties=delta._commit_properties({"ivm.operation": "compact"}, None),
     )
+    return {**dict(metrics), "purged_files": purged}
 
 
 def maintain(

@@ -206,3 +206,24 @@ def test_old_change_batch_tables_are_refused(tmp_path: Path) -> None:
 def test_reserved_column_name(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="__diff__"):
         view_table.create_view_table(str(tmp_path / "x"), pa.schema([(DIFF, pa.int64())]), view="x")
+
+
+def test_heavily_deleted_files_are_purged(view: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compaction also rewrites files whose deletion vectors hide over 20 % of the rows."""
+    n = 3_000
+    rows = pa.table({"k": np.arange(n), "s": pa.array(["x"] * n), DIFF: np.ones(n)})
+    view_table.commit_view_changes(view, rows, view="v", epoch=1, input_versions={})
+    monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)
+    gone = np.arange(0, n, 2)
+    c = pa.table({"k": gone, "s": pa.array(["x"] * len(gone)), DIFF: -np.ones(len(gone))})
+    view_table.commit_view_changes(view, c, view="v", epoch=2, input_versions={})
+    assert view_table.layout(view).heavy_files == 1 and view_table.needs_compaction(view)
+    before = delta.current_version(view)
+    done = view_table.maintain(view)
+    assert done["compact"]["purged_files"] == 1
+    lay = view_table.layout(view)
+    assert (lay.deleted_records, lay.records) == (0, n - len(gone))
+    assert as_bag(plain_rows(view)) == Counter({(int(k), "x"): 1 for k in range(1, n, 2)})
+    after = delta.current_version(view)
+    assert view_table.read_view_changes(view, before, after).num_rows == 0  # no data change
+    assert view_table.committed_epoch(view, "v") == 2

@@ -44,6 +44,7 @@ def test_views_equal_spark_longer_runs(spark: object, seed: int) -> None:
 def _delta_run(tmp_path: Path, every: int, cow_max_bytes: int | None) -> None:
     """Every ``every``-th view (and each materialized one) kept as a Delta view table."""
     h = Harness(None, VIEWS, SEED, MATERIALIZED)
+
     def storable(n: str) -> bool:  # Delta (like Spark) refuses columns equal but for case
         cols = [c.lower() for c, _ in h.schemas[n]]
         return len(set(cols)) == len(cols)
