@@ -5,7 +5,8 @@ file (Delta PROTOCOL.md, "Deletion Vectors" and appendix "Deletion Vector Format
 module reads and writes them, with no dependency beyond numpy:
 
 * a DV is a set of row positions (0-based, in file order), serialized as Delta's magic number
-  ``1681511377`` followed by a 64-bit "portable" RoaringBitmap: a count of 32-bit buckets,
+  ``1681511377`` followed by a 64-bit "portable" RoaringBitmap (the older "native" layout is
+  read too): a count of 32-bit buckets,
   then per bucket its high 32 bits and a 32-bit RoaringBitmap in the standard portable format
   (array and bitmap containers written; array, bitmap and run containers read);
 * a DV file holds a format byte ``1`` then, per DV, its size (big-endian int32), the bytes and
@@ -35,6 +36,7 @@ import numpy as np
 from catalog.errors import CatalogError
 
 MAGIC = 1681511377
+NATIVE_MAGIC = 1681511376
 FORMAT_VERSION = 1
 NO_RUN_COOKIE = 12346
 RUN_COOKIE = 12347
@@ -130,7 +132,8 @@ def _roaring32_read(buf: memoryview, pos: int) -> tuple[np.ndarray, int]:
             (nruns,) = struct.unpack_from("<H", buf, p)
             pairs = np.frombuffer(buf, "<u2", 2 * nruns, p + 2).reshape(nruns, 2).astype(np.int64)
             p += 2 + 4 * nruns
-            lows = np.concatenate([np.arange(s, s + ln + 1) for s, ln in pairs] or [[]])
+            runs_ = [np.arange(s, s + ln + 1) for s, ln in pairs]
+            lows = np.concatenate(runs_) if runs_ else np.zeros(0, np.int64)
         elif card <= ARRAY_MAX:
             lows = np.frombuffer(buf, "<u2", card, p).astype(np.int64)
             p += 2 * card
@@ -163,6 +166,8 @@ def roaring64_positions(data: bytes) -> np.ndarray:
     buf = memoryview(data)
     if len(buf) < 12:
         raise DeletionVectorError("deletion vector too short")
+    if struct.unpack_from(">I", buf, 0)[0] == NATIVE_MAGIC:
+        return _native_positions(buf)
     magic, n = struct.unpack_from("<IQ", buf, 0)
     if magic != MAGIC:
         raise DeletionVectorError(f"bad deletion vector magic number {magic}")
@@ -172,6 +177,20 @@ def roaring64_positions(data: bytes) -> np.ndarray:
         (key,) = struct.unpack_from("<I", buf, p)
         vals, p = _roaring32_read(buf, p + 4)
         parts.append((np.int64(key) << 32) + vals)
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _native_positions(buf: memoryview) -> np.ndarray:
+    """The older "native" layout (magic 1681511376, as in PROTOCOL.md's inline example):
+    a count of 32-bit bitmaps for high keys 0, 1, ..., each preceded by its byte size."""
+    (n,) = struct.unpack_from(">I", buf, 4)
+    p = 8
+    parts = []
+    for key in range(n):
+        (size,) = struct.unpack_from(">I", buf, p)
+        vals, _ = _roaring32_read(buf, p + 4)
+        parts.append((np.int64(key) << 32) + vals)
+        p += 4 + size
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 

@@ -30,11 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow.compute as _pc
 import pyarrow.parquet as pq
 
 from catalog.deletion_vectors import Descriptor
 from catalog.errors import DeltaOperationError
+
+pc: Any = _pc  # pyarrow's stubs lack most compute functions
 
 LOG_DIR = "_delta_log"
 CDC_DIR = "_change_data"

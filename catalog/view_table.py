@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow.compute as _pc
 import pyarrow.parquet as pq
 
 from catalog import deletion_vectors as dvs
@@ -61,6 +61,8 @@ from catalog.changes import DIFF, consolidate, read_changes
 from catalog.delta_log import FileEntry
 from catalog.dtypes import conform, storage_schema
 from catalog.errors import CatalogError, InvalidIdentifierError
+
+pc: Any = _pc  # pyarrow's stubs lack most compute functions
 
 MARKER = "spark-ivm view table: the view's rows"
 LEGACY_MARKER = "spark-ivm view table: a row occurs sum(__diff__) times"

@@ -15,6 +15,7 @@ MODULES = [
     "catalog.delta",
     "catalog.changes",
     "catalog.view_table",
+    "catalog.deletion_vectors",
     "catalog.manager",
 ]
 
