@@ -1,9 +1,11 @@
-"""Which Delta reader Spark uses: delta-spark's JVM connector if present, else ours.
+"""Which Delta reader Spark uses: delta-spark's JVM connector, else the project's Python one.
 
-:func:`ensure_delta_format` makes ``spark.read.format("delta")`` work in either case: with
-delta-spark's classes on the classpath it does nothing (the JVM connector serves the
-format); otherwise it registers :class:`spark_exec.delta_source.DeltaDataSource`, a Python
-data source named ``delta`` that reads tables through delta-rs.
+Sessions built by :func:`spark_exec.spark_session.local_spark` always have delta-spark, so
+``spark.read.format("delta")`` is the JVM connector (parallel scans, deletion vectors, column
+mapping).  :func:`ensure_delta_format` also covers a session the caller built without
+delta-spark: there it registers :class:`spark_exec.delta_source.DeltaDataSource`, a Python
+data source named ``delta`` that reads through delta-rs (one partition).  The Python reader is
+registered as ``ivm_delta`` in every session too, so both can be compared in one session.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DELTA_JVM_CLASS = "io.delta.tables.DeltaTable"
+PYTHON_FORMAT = "ivm_delta"
 Connector = Literal["jvm", "python"]
 _ATTR = "_spark_ivm_delta_connector"
 
@@ -36,12 +39,13 @@ def ensure_delta_format(spark: SparkSession) -> Connector:
     cached: Connector | None = getattr(spark, _ATTR, None)
     if cached is not None:
         return cached
+    from spark_exec.delta_source import DeltaDataSource, IvmDeltaDataSource
+
+    spark.dataSource.register(IvmDeltaDataSource)
     connector: Connector
     if has_delta_jvm(spark):
         connector = "jvm"
     else:
-        from spark_exec.delta_source import DeltaDataSource
-
         spark.dataSource.register(DeltaDataSource)
         connector = "python"
     setattr(spark, _ATTR, connector)

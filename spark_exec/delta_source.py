@@ -1,6 +1,7 @@
 """A PySpark Python data source named ``delta`` that reads Delta tables through delta-rs.
 
-Used when delta-spark's JVM connector is not on the classpath (spark_exec.connector)::
+Registered as ``delta`` only where delta-spark's JVM connector is not on the classpath (a
+session the caller built without it), and always as ``ivm_delta`` (spark_exec.connector)::
 
     spark.read.format("delta").load(path)                            # latest version
     spark.read.format("delta").option("versionAsOf", 3).load(path)   # time travel
@@ -69,6 +70,14 @@ class DeltaDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return DeltaReader(_target(self.options), schema)
+
+
+class IvmDeltaDataSource(DeltaDataSource):
+    """The same reader as ``format("ivm_delta")``, beside delta-spark's ``delta``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "ivm_delta"
 
 
 @dataclass

@@ -11,7 +11,7 @@ left is a statement that is well-formed but wrong for the table it targets:
 
 from __future__ import annotations
 
-from ivm.errors import SourceError
+from ivm.errors import IvmError, SourceError
 
 
 class StatementError(SourceError, ValueError):
@@ -28,3 +28,7 @@ class StatementError(SourceError, ValueError):
         self.statement = statement
         self.detail = detail
         super().__init__(f"{statement}: {detail}", line=line, column=column, construct=statement)
+
+
+class SparkSetupError(IvmError, RuntimeError):
+    """Spark cannot start as configured: no Java, or delta-spark's jars not fetched."""

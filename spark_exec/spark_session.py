@@ -5,6 +5,11 @@ otherwise builds ``local[2]`` with 2 shuffle partitions, the UI off, quiet logs,
 time, Python workers on this interpreter (so they import this project and deltalake), and
 the given warehouse directory.  ``ivm.Session`` (spark_exec/session.py, another module) uses
 it when the caller passes no session.
+
+Every session it builds has delta-spark's JVM connector: the jars fetched by ``./run env``
+(spark_exec.delta_jars) on ``spark.jars`` as local files (Spark downloads nothing),
+``DeltaSparkSessionExtension`` and ``DeltaCatalog`` as the session catalog.  Without Java or
+the jars it raises :class:`~spark_exec.errors.SparkSetupError` saying how to fix it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,18 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.extraJavaOptions": "-Dlog4j2.level=error",
 }
 
+DELTA_CONF: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+def delta_conf() -> dict[str, str]:
+    """Settings that put delta-spark in a new SparkSession (jars as local paths)."""
+    from spark_exec.delta_jars import delta_jars
+
+    return {"spark.jars": ",".join(delta_jars()), **DELTA_CONF}
+
 
 def local_spark(
     warehouse_dir: str | os.PathLike[str] | None = None,
@@ -44,11 +61,16 @@ def local_spark(
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    from spark_exec.delta_jars import require_java
+
+    require_java()
+    delta = delta_conf()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
     settings = {
         **DEFAULT_CONF,
+        **delta,
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         **(conf or {}),

@@ -1,4 +1,5 @@
-"""Spark reads tables and views: the ``delta`` Python data source and names in Spark SQL."""
+"""Spark reads tables and views: delta-spark's ``delta``, the ``ivm_delta`` Python data source,
+and names in Spark SQL."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from deltalake import write_deltalake
 
 from catalog import Catalog, delta, view_table
 from catalog.changes import DIFF
-from spark_exec.connector import ensure_delta_format, has_delta_jvm
+from spark_exec.connector import PYTHON_FORMAT, ensure_delta_format, has_delta_jvm
 from spark_exec.registry import read_delta, register, spark_name, unregister
 
 if TYPE_CHECKING:
@@ -36,22 +37,23 @@ def test_session_settings(spark: SparkSession) -> None:
 
 
 def test_connector_detection(spark: SparkSession) -> None:
-    assert has_delta_jvm(spark) is False  # no delta-spark jars on these machines
-    assert ensure_delta_format(spark) == "python"
-    assert ensure_delta_format(spark) == "python"  # idempotent
+    assert has_delta_jvm(spark) is True  # local_spark always puts delta-spark's jars on
+    assert ensure_delta_format(spark) == "jvm"
+    assert ensure_delta_format(spark) == "jvm"  # idempotent
 
 
-def test_load_path_latest_and_version(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["delta", PYTHON_FORMAT])
+def test_load_path_latest_and_version(spark: SparkSession, tmp_path: Path, fmt: str) -> None:
     cat = Catalog(tmp_path)
     p = cat.create_table("edges", EDGES).path
     delta.insert(p, pa.table({"src": [1, 2], "dst": [2, 3]}))
     ensure_delta_format(spark)
-    df = spark.read.format("delta").load(p)
+    df = spark.read.format(fmt).load(p)
     assert [f.name for f in df.schema.fields] == ["src", "dst"]
     assert rows(df) == Counter({(1, 2): 1, (2, 3): 1})
     delta.delete(p, "src = 1")
-    assert rows(spark.read.format("delta").load(p)) == Counter({(2, 3): 1})
-    old = spark.read.format("delta").option("versionAsOf", 1).load(p)
+    assert rows(spark.read.format(fmt).load(p)) == Counter({(2, 3): 1})
+    old = spark.read.format(fmt).option("versionAsOf", 1).load(p)
     assert rows(old) == Counter({(1, 2): 1, (2, 3): 1})
 
 
@@ -105,8 +107,9 @@ def test_names_show_latest_refresh_of_a_view(spark: SparkSession, tmp_path: Path
         {(1, 2): 1, (2, 3): 1, (5, 6): 1}
     )
     assert spark.sql("SELECT src, count(*) FROM sales__pairs GROUP BY src").count() == 3
-    # load(path) reads the view table's plain rows: no internal columns
+    # both connectors read the view table's plain rows: no internal columns
     assert rows(spark.read.format("delta").load(v.path)) == rows(spark.table("sales__pairs"))
+    assert rows(spark.read.format(PYTHON_FORMAT).load(v.path)) == rows(spark.table("sales__pairs"))
     assert spark.table("sales__pairs").columns == ["src", "dst"]
     view_table.compact_view(v.path)
     assert rows(spark.sql("SELECT * FROM sales__pairs")) == Counter(
@@ -141,3 +144,5 @@ def test_view_with_deletion_vectors_reads_in_spark(spark: SparkSession, tmp_path
     assert view_table.uses_deletion_vectors(p)
     assert rows(read_delta(spark, p, view=True)) == Counter({(1, 1): 2, (2, 2): 1})
     assert rows(read_delta(spark, p, version=1)) == Counter({(1, 1): 3, (2, 2): 1, (3, 3): 1})
+    python = spark.read.format(PYTHON_FORMAT).load(p)
+    assert rows(python) == Counter({(1, 1): 2, (2, 2): 1})
