@@ -126,13 +126,15 @@ def trickle(root: Path, steps: int) -> dict[str, Any]:
     s.sql("CREATE MATERIALIZED VIEW tv AS SELECT id, v + 1 AS w FROM t")
     path = s.table_path("tv")
     times = []
+    phases: list[dict[str, float]] = []
     read_first = files_first = None
     for i in range(steps):
         delta.insert(s.table_path("t"), pa.table({"id": [n + i], "v": [i % 97]}))
         delta.delete(s.table_path("t"), f"id = {i}")
         t = time.perf_counter()
-        s.refresh()
+        (r,) = s.refresh()
         times.append(time.perf_counter() - t)
+        phases.append(dict(r.timings))
         if i == 0:
             read_first = _read_seconds(path)
             files_first = view_table.layout(path).files
@@ -142,6 +144,12 @@ def trickle(root: Path, steps: int) -> dict[str, Any]:
         "first10_median_seconds": statistics.median(times[:10]),
         "last10_median_seconds": statistics.median(times[-10:]),
         "median_seconds": statistics.median(times),
+        "first10_phases": {
+            k: statistics.median(p.get(k, 0.0) for p in phases[:10]) for k in phases[0]
+        },
+        "last10_phases": {
+            k: statistics.median(p.get(k, 0.0) for p in phases[-10:]) for k in phases[0]
+        },
         "read_first_seconds": read_first,
         "read_last_seconds": _read_seconds(path),
         "files_first": files_first,
@@ -173,6 +181,9 @@ def main(argv: list[str]) -> int:
                 f"last 10 {tr['last10_median_seconds'] * 1000:.1f} ms; read "
                 f"{tr['read_first_seconds'] * 1000:.1f} -> {tr['read_last_seconds'] * 1000:.1f} "
                 f"ms; files {tr['files_first']} -> {tr['files_last']}"
+            )
+            print(
+                f"  phases first 10 {tr['first10_phases']}\n  phases last 10 {tr['last10_phases']}"
             )
         result = {
             "benchmark": "view-table",
