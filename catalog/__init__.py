@@ -9,7 +9,8 @@ Modules, one job each:
 * :mod:`catalog.delta` — Delta tables through delta-rs: create, insert/delete/update/merge,
   snapshots, history, commit metadata;
 * :mod:`catalog.changes` — a table's change data feed as ``(row, __diff__)`` batches;
-* :mod:`catalog.view_table` — how a view is stored (append-only updates) and read;
+* :mod:`catalog.view_table` — a view stored as its rows, one Delta commit per refresh
+  (:mod:`catalog.delta_log`, :mod:`catalog.deletion_vectors`);
 * :mod:`catalog.checkpoint` — atomic state checkpoints;
 * :mod:`catalog.refresh` — the atomic refresh protocol (checkpoint, then idempotent commits);
 * :mod:`catalog.store` — the persisted list of tables and views;
