@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from catalog import delta
+from catalog import delta, delta_features
 from catalog.dtypes import conform, storage_schema
 from catalog.errors import (
     CatalogError,
@@ -157,7 +157,10 @@ def read_changes(
         except CatalogError:
             raise
         except Exception as exc:
-            if "does not have change data enabled" not in str(exc):
+            text = str(exc)
+            if "does not have change data enabled" not in text and not (
+                delta_features.cdf_unsupported(text)
+            ):
                 raise DeltaOperationError("read changes", p, str(exc).strip()) from exc
             raw = _snapshot_diff(p, after, upto, [*schema.names, *mult_cols])
         kinds = raw.column("_change_type").cast(pa.string()).to_numpy(zero_copy_only=False)

@@ -33,6 +33,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from catalog import delta_features
 from catalog.dtypes import conform, storage_schema
 from catalog.errors import CatalogError, DeltaOperationError, NotADeltaTableError
 
@@ -192,19 +193,13 @@ def read_snapshot(
     dt = open_table(p, version)
     schema = pa.schema(dt.schema().to_arrow())
     cols = list(columns) if columns is not None else None
-    table = _guard("read", p, lambda: _read_all(dt, cols))
+    if delta_features.needs_scan(dt):  # deletion vectors, column mapping (delta-spark writes)
+        table = _guard("read", p, lambda: delta_features.read_rows(dt, cols))
+    else:
+        table = _guard("read", p, lambda: dt.to_pyarrow_table(columns=cols))
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
     return conform(table, storage_schema(schema), name=p)
-
-
-def _read_all(dt: DeltaTable, columns: list[str] | None) -> pa.Table:
-    """All rows; tables with deletion vectors through delta-rs's DataFusion scan."""
-    features = dt.protocol().reader_features or []
-    if "deletionVectors" in features:
-        names = columns if columns is not None else pa.schema(dt.schema().to_arrow()).names
-        return pa.table(dt.scan(columns=names)).select(names)
-    return dt.to_pyarrow_table(columns=columns)
 
 
 # -- writes ------------------------------------------------------------------------------

@@ -163,9 +163,11 @@ class Session:
             self._register(e)
 
     def _register(self, entry: TableEntry | ViewEntry) -> None:
+        from spark_exec.registry import register, write_attach_script
+
+        write_attach_script(self.catalog)
         if self._spark is None or not self._registered:
             return
-        from spark_exec.registry import register
 
         try:
             register(self._spark, entry.name, entry.path, view=isinstance(entry, ViewEntry))
@@ -173,6 +175,9 @@ class Session:
             log.warning("cannot make %s queryable in Spark SQL: %s", entry.name, exc)
 
     def _unregister(self, name: str) -> None:
+        from spark_exec.registry import write_attach_script
+
+        write_attach_script(self.catalog)
         if self._spark is not None and self._registered:
             from spark_exec.registry import unregister
 

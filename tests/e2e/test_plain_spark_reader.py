@@ -1,6 +1,7 @@
 """A separate, plain PySpark application with delta-spark — which does not import this
-project — reads the view tables of a warehouse: exactly the views' rows, time travel to the
-previous refresh, and each refresh's change data feed equal to its change.  One view is
+project — attaches a warehouse's catalog (its ``spark_attach.sql``) and reads the views by
+name: exactly the views' rows, time travel to the previous refresh, and each refresh's change
+data feed equal to its change.  One view is
 small (copy-on-write), one uses deletion vectors."""
 
 from __future__ import annotations
@@ -38,9 +39,12 @@ spark = (
     .config("spark.databricks.delta.snapshotPartitions", "1")
     .getOrCreate()
 )
+W = os.environ["WAREHOUSE"]  # attach the warehouse's catalog (docs/spark_attach.md)
+spark.conf.set("spark_ivm.warehouse", W)
+for ddl in open(os.path.join(W, "spark_attach.sql")).read().split(";\n")[:-1]:
+    spark.sql(ddl)
 out = {}
 for name, (path, latest) in json.loads(os.environ["VIEWS"]).items():
-    spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{path}'")
     feed = (
         spark.read.format("delta").option("readChangeFeed", "true")
         .option("startingVersion", latest).option("endingVersion", latest).load(path)
@@ -89,7 +93,12 @@ def test_plain_delta_spark_application_reads_the_views(
         refreshed[name] = [path, rec.version]
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_IVM_JARS")}
-    env.update(JARS=str(cache_dir()), VIEWS=json.dumps(refreshed), SCRATCH=str(tmp_path / "sw"))
+    env.update(
+        JARS=str(cache_dir()),
+        VIEWS=json.dumps(refreshed),
+        SCRATCH=str(tmp_path / "sw"),
+        WAREHOUSE=str(wh),
+    )
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(APP)],
         cwd=tmp_path,

@@ -83,11 +83,13 @@ def test_names_show_latest_refresh_of_a_view(spark: SparkSession, tmp_path: Path
     cat = Catalog(tmp_path)
     t = cat.create_table("edges", EDGES)
     v = cat.create_view("sales.pairs", "SELECT src, dst FROM edges", "sql", ["edges"], EDGES)
-    assert register(spark, "edges", t.path) == "edges"
+    assert register(spark, "edges", t.path) == "`edges`"
     assert (
-        register(spark, "sales.pairs", v.path, view=True) == spark_name(v.ident) == "sales__pairs"
+        register(spark, "sales.pairs", v.path, view=True)
+        == spark_name(v.ident)
+        == "`sales`.`pairs`"
     )
-    assert spark.sql("SELECT * FROM sales__pairs").count() == 0
+    assert spark.sql("SELECT * FROM sales.pairs").count() == 0
     delta.insert(t.path, pa.table({"src": [1, 1, 2], "dst": [2, 2, 3]}))
     assert spark.sql("SELECT count(*) FROM edges").collect()[0][0] == 3
     changes = pa.table({"src": [1, 2], "dst": [2, 3], DIFF: [2, 1]})
@@ -95,7 +97,7 @@ def test_names_show_latest_refresh_of_a_view(spark: SparkSession, tmp_path: Path
         v.path, changes, view=v.name, epoch=1, input_versions={"edges": 1}
     )
     # duplicates shown exactly; no re-registration needed after a refresh
-    assert rows(spark.sql("SELECT * FROM sales__pairs")) == Counter({(1, 2): 2, (2, 3): 1})
+    assert rows(spark.sql("SELECT * FROM sales.pairs")) == Counter({(1, 2): 2, (2, 3): 1})
     view_table.commit_view_changes(
         v.path,
         pa.table({"src": [1, 5], "dst": [2, 6], DIFF: [-1, 1]}),
@@ -103,16 +105,16 @@ def test_names_show_latest_refresh_of_a_view(spark: SparkSession, tmp_path: Path
         epoch=2,
         input_versions={"edges": 2},
     )
-    assert rows(spark.sql("SELECT * FROM sales__pairs")) == Counter(
+    assert rows(spark.sql("SELECT * FROM sales.pairs")) == Counter(
         {(1, 2): 1, (2, 3): 1, (5, 6): 1}
     )
-    assert spark.sql("SELECT src, count(*) FROM sales__pairs GROUP BY src").count() == 3
+    assert spark.sql("SELECT src, count(*) FROM sales.pairs GROUP BY src").count() == 3
     # both connectors read the view table's plain rows: no internal columns
-    assert rows(spark.read.format("delta").load(v.path)) == rows(spark.table("sales__pairs"))
-    assert rows(spark.read.format(PYTHON_FORMAT).load(v.path)) == rows(spark.table("sales__pairs"))
-    assert spark.table("sales__pairs").columns == ["src", "dst"]
+    assert rows(spark.read.format("delta").load(v.path)) == rows(spark.table("sales.pairs"))
+    assert rows(spark.read.format(PYTHON_FORMAT).load(v.path)) == rows(spark.table("sales.pairs"))
+    assert spark.table("sales.pairs").columns == ["src", "dst"]
     view_table.compact_view(v.path)
-    assert rows(spark.sql("SELECT * FROM sales__pairs")) == Counter(
+    assert rows(spark.sql("SELECT * FROM sales.pairs")) == Counter(
         {(1, 2): 1, (2, 3): 1, (5, 6): 1}
     )
     assert unregister(spark, "sales.pairs") and not unregister(spark, "sales.pairs")

@@ -1,0 +1,73 @@
+"""delta-spark is on every project SparkSession; a missing jar or Java fails with a typed error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from spark_exec import delta_jars
+from spark_exec.connector import has_delta_jvm
+from spark_exec.errors import SparkSetupError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_jars_are_fetched_for_this_pyspark() -> None:
+    jars = delta_jars.delta_jars()  # raises if ./run env did not fetch them
+    names = {Path(j).name for j in jars}
+    assert f"delta-spark_{delta_jars.spark_binary()}_2.13-{delta_jars.DELTA_VERSION}.jar" in names
+    assert f"delta-storage-{delta_jars.DELTA_VERSION}.jar" in names
+    # Spark's own copies win: nothing pyspark already ships is added again
+    assert not any(n.startswith(("scala-library", "hadoop-client", "parquet-")) for n in names)
+
+
+def test_missing_jars_raise_with_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_IVM_JARS", str(tmp_path))
+    with pytest.raises(SparkSetupError, match=r"\./run env"):
+        delta_jars.delta_jars()
+    d = delta_jars.cache_dir()
+    d.mkdir(parents=True)
+    (d / delta_jars.MANIFEST).write_text("delta-spark_4.2_2.13-4.4.0.jar\n")
+    with pytest.raises(SparkSetupError, match=r"delta-spark_4\.2_2\.13-4\.4\.0\.jar"):
+        delta_jars.delta_jars()
+
+
+def test_missing_java_raises_with_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(SparkSetupError, match="Java 17"):
+        delta_jars.require_java()
+
+
+def test_new_process_without_jars_fails_before_spark_starts(tmp_path: Path) -> None:
+    code = "from spark_exec.spark_session import local_spark; local_spark()"
+    env = {**os.environ, "SPARK_IVM_JARS": str(tmp_path), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert "SparkSetupError" in done.stderr and "./run env" in done.stderr
+
+
+def test_artifact_name_strips_versions() -> None:
+    assert delta_jars._artifact_name("jackson-core-2.13.5.jar") == "jackson-core"
+    assert delta_jars._artifact_name("delta-spark_4.2_2.13-4.4.0.jar") == "delta-spark_4.2_2.13"
+    assert delta_jars._artifact_name("zstd-jni-1.5.7-3.jar") == "zstd-jni"
+
+
+@pytest.mark.spark
+def test_session_has_delta_from_local_jars(spark: SparkSession) -> None:
+    conf = spark.sparkContext.getConf()
+    assert spark.conf.get("spark.sql.extensions") == "io.delta.sql.DeltaSparkSessionExtension"
+    assert "DeltaCatalog" in spark.conf.get("spark.sql.catalog.spark_catalog")
+    jars = conf.get("spark.jars").split(",")
+    assert jars and all(os.path.isfile(j.removeprefix("file:")) for j in jars)
+    assert conf.get("spark.jars.packages") is None  # Spark never downloads
+    assert has_delta_jvm(spark)
