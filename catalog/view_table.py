@@ -69,7 +69,8 @@ LEGACY_MARKER = "spark-ivm view table: a row occurs sum(__diff__) times"
 DV_PROPERTY = "delta.enableDeletionVectors"
 COW_MAX_BYTES = 1 << 20
 FILE_ROWS = 1 << 18
-CHECKPOINT_EVERY = 32
+CHECKPOINT_EVERY = 8
+VACUUM_EVERY = 64
 COMPACT_SMALL_FILES = 3
 SMALL_FILE_BYTES = 1 << 20
 COMPACT_DELETED_FRACTION = 0.2
@@ -529,6 +530,7 @@ class Layout:
     deleted_records: int
     heavy_files: int  # files whose deletion vector hides over COMPACT_DELETED_FRACTION
     commits_since_checkpoint: int
+    version: int = 0
 
 
 def layout(path: str | os.PathLike[str]) -> Layout:
@@ -557,6 +559,7 @@ def _layout(p: str, version: int, files: Mapping[str, FileEntry]) -> Layout:
             and f.deletion_vector.cardinality > COMPACT_DELETED_FRACTION * f.num_records
         ),
         commits_since_checkpoint=version - cp if cp >= 0 else version + 1,
+        version=version,
     )
 
 
@@ -622,7 +625,8 @@ def maintain(
     """The maintenance policy, run after a refresh commit; returns what it did.
 
     Compact when :func:`needs_compaction`; every :data:`CHECKPOINT_EVERY` commits, write a
-    log checkpoint and vacuum files unreferenced for ``retention_hours``.
+    log checkpoint; every :data:`VACUUM_EVERY` commits, vacuum files unreferenced for
+    ``retention_hours``.
     """
     p = os.fspath(path)
     done: dict[str, Any] = {}
@@ -634,9 +638,15 @@ def maintain(
         dt = delta.open_table(p)
         dt.create_checkpoint()
         done["checkpoint"] = True
-        done["vacuum"] = len(
-            dt.vacuum(
-                retention_hours=retention_hours, enforce_retention_duration=False, dry_run=False
+        if (
+            lay.version // VACUUM_EVERY
+            != (lay.version - lay.commits_since_checkpoint) // VACUUM_EVERY
+        ):
+            done["vacuum"] = len(
+                dt.vacuum(
+                    retention_hours=retention_hours,
+                    enforce_retention_duration=False,
+                    dry_run=False,
+                )
             )
-        )
     return done
