@@ -153,7 +153,7 @@ def attach_statements(catalog: Catalog) -> list[str]:
     entries: list[TableEntry | ViewEntry] = [*catalog.tables(), *catalog.views()]
     dbs = sorted({e.ident.db for e in entries if e.ident.db})
     out += [f"CREATE DATABASE IF NOT EXISTS {quote(db)}" for db in dbs]
-    for t in [*catalog.tables(), *catalog.views()]:  # views are Delta tables of their rows
+    for t in entries:  # views too: a view table is a Delta table of its rows
         out.append(
             table_ddl(spark_name(t.ident), _literal(_location(root, t.path))).replace(
                 "CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1
