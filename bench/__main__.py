@@ -7,6 +7,7 @@ Commands:
   describe  generate the workloads of a scale and print their sizes
   datalog   transitive closure and points-to: initial and per-change vs re-evaluation
   triangles binary-join vs delta-query state on a skewed graph (see bench/bench_triangles.py)
+  view-table  1M-row view under 10-row changes; 500 one-row refreshes (bench/bench_view_table.py)
   sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)
 """
 
@@ -57,6 +58,10 @@ def main(argv: list[str]) -> int:
         from bench.engine_bench import main as engine_main
 
         return engine_main(rest)
+    if cmd == "view-table":
+        from bench.bench_view_table import main as view_table_main
+
+        return view_table_main(rest)
     if cmd == "refresh":
         from bench.bench_refresh import main as refresh_main
 

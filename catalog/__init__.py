@@ -11,7 +11,8 @@ Modules, one job each:
 * :mod:`catalog.changes` — a table's changes between versions as ``(row, __diff__)`` batches;
 * :mod:`catalog.delta_log` — one commit's actions, read from the Delta log;
 * :mod:`catalog.capture` — change capture verified per commit (feed vs metrics, file diffs);
-* :mod:`catalog.view_table` — how a view is stored (append-only updates) and read;
+* :mod:`catalog.view_table` — a view stored as its rows, one Delta commit per refresh
+  (:mod:`catalog.delta_commit` writes data files and log entries, :mod:`catalog.deletion_vectors`);
 * :mod:`catalog.checkpoint` — atomic state checkpoints;
 * :mod:`catalog.refresh` — the atomic refresh protocol (checkpoint, then idempotent commits);
 * :mod:`catalog.locks` — one writer per view group across processes;

@@ -8,10 +8,13 @@ versions ``(I_p, I_e]``, the new engine state ``S_e`` and, per view ``v``, a cha
 1. **checkpoint** — saves ``(e, I_e, S_e, pending={v: Δv_e})`` atomically
    (catalog.checkpoint).  This is the commit point of the refresh: before it, the refresh
    did not happen; after it, it did, and its view changes are durable in ``pending``.
-2. **publish** — for each view with a non-empty ``Δv_e``, in dependency order, appends it to
-   the view table as one Delta version carrying the Delta ``txn`` action
-   ``("spark-ivm:<v>", e)`` and commit metadata ``(e, I_e)`` (catalog.view_table).  A view
-   whose ``txn`` version is already ``>= e`` is skipped: publishing is idempotent.
+2. **publish** — for each view with a non-empty ``Δv_e``, in dependency order, applies it to
+   the view table (which holds the view's rows) as one Delta commit — appended rows, removed
+   rows by copy-on-write or deletion vectors, a change-data file equal to ``Δv_e`` — carrying
+   the Delta ``txn`` action ``("spark-ivm:<v>", e)`` and commit metadata ``(e, I_e)``
+   (catalog.view_table).  A view whose ``txn`` version is already ``>= e`` is skipped:
+   publishing is idempotent.  Invariant: a table whose ``txn`` version is ``e`` holds exactly
+   the view at epoch ``e``, so ``Δv_e`` is always applied to the view at ``e - 1``.
 
 **Recovery** (:func:`recover`, run before every refresh and by a new process): load the
 current checkpoint ``(c, I_c, S_c, pending)`` and publish its pending changes (step 2 again).
@@ -31,7 +34,11 @@ Why every crash point is safe ("nothing lost, nothing twice"):
   in the same atomic Delta commit as the rows.  The next refresh then starts from ``S_e`` and
   ``I_e``.
 * crash inside a Delta commit: the commit is atomic (the log entry is created with
-  put-if-absent); either it exists with its ``txn`` or it does not.
+  put-if-absent); either it exists with its ``txn`` or it does not.  Data, deletion-vector
+  and change files written before a crash are referenced by no snapshot; recovery writes new
+  ones and vacuum removes the orphans.
+
+The full table of crash points and the maintenance policy: ``docs/refresh-protocol.md``.
 * a view table whose ``txn`` version is *ahead* of the checkpoint means the checkpoint was
   lost or rolled back: :class:`RecoveryError` (the view must be recomputed), never a silent
   double count.
@@ -99,7 +106,12 @@ def publish(
             commits[t.name] = None
             continue
         commits[t.name] = view_table.commit_view_changes(
-            t.path, change, view=t.name, epoch=ckpt.epoch, input_versions=ckpt.input_versions
+            t.path,
+            change,
+            view=t.name,
+            epoch=ckpt.epoch,
+            input_versions=ckpt.input_versions,
+            hook=hook,
         )
         if hook:
             hook(f"committed:{t.name}")

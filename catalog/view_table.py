@@ -1,55 +1,97 @@
-"""A view's Delta table: one new version per refresh that changes the view.
+"""A view's Delta table: exactly the view's current rows, one Delta commit per refresh.
 
-Encoding (the choice, and why)
-------------------------------
-A view is a multiset of rows.  Its table stores **updates**: the row's columns plus an int64
-``__diff__``; the view holds each distinct row ``sum(__diff__)`` times (never negative).  A
-refresh *appends* its consolidated change batch — exactly the rows whose multiplicity changed,
-with their signed diffs — as one Delta version.  So:
+Format
+------
+The table holds the view's rows with its SQL column names and types and nothing else: any
+Delta reader sees the view (a multiset: a row present 3 times is stored 3 times).  The change
+data feed is on.  A refresh applies the epoch's consolidated change ``Δ`` (rows + ``__diff__``)
+in **one** Delta commit (catalog.delta_commit) that
 
-* work written per refresh is proportional to the change: one new Parquet file holding
-  ``|change|`` rows, whatever the view's size (delta-rs cannot write deletion vectors, so any
-  delete/merge-based scheme rewrites every file that holds a deleted row: for scattered
-  deletes that is most of the table);
-* duplicates are exact: a row present 3 times and retracted once gets a ``-1`` row; no row
-  identity is needed and no copy is ever lost or doubled;
-* a refresh never reads the view table.
+* appends the rows with ``diff > 0`` (each repeated ``diff`` times, sorted by the view's
+  columns so file and row-group statistics prune later searches) as a new data file;
+* removes ``-diff`` stored copies of each row with ``diff < 0``: the copies are found by
+  searching only the files, and inside them the row groups, whose min/max statistics can
+  hold the row; then either
+  - **copy-on-write** while the table is small: each touched file is rewritten without the
+    removed rows (the table stays readable by every reader, ``DeltaTable.to_pyarrow_table``
+    included), or
+  - **deletion vectors** once a copy-on-write would rewrite more than
+    :data:`COW_MAX_BYTES`: the table is upgraded once (``delta.enableDeletionVectors``,
+    a commit without data change) and each touched file gets a new deletion vector
+    (catalog.deletion_vectors) — the commit writes bytes in proportion to the change only;
+* writes a change-data file with one ``insert`` per inserted copy and one ``delete`` per
+  removed copy, so the commit's change data feed is exactly ``Δ``;
+* carries a Delta ``txn`` action ``("spark-ivm:<view>", epoch)`` — the refresh protocol's
+  idempotency marker (catalog.refresh) — and, in ``commitInfo``, ``ivm.operation``,
+  ``ivm.view``, ``ivm.epoch`` and ``ivm.inputs`` (JSON ``{input: Delta version}``: the input
+  versions the view state reflects), also as ``userMetadata`` for Spark's ``DESCRIBE
+  HISTORY``.
 
-Readers consolidate (:func:`read_view`; the Spark glue in :mod:`spark_exec` does the same with
-a ``GROUP BY``), so Spark's ``SELECT * FROM v`` shows exactly the multiset.  To keep reads
-proportional to the view rather than its history, :func:`compact_view` rewrites the table
-consolidated (one ``(row, count)`` per distinct row) in a separate commit tagged
-``ivm.operation=compact``; :func:`needs_compaction` asks for it once the retractions appended
-since the last compaction reach a quarter of the table (and at least ``min_rows``), which
-keeps the amortized write cost per changed row constant.
+Time travel to a version gives the view as of that refresh.  A refresh with nothing to change
+commits nothing.
 
-Commit metadata
----------------
-Each refresh commit records, in ``commitInfo``: ``ivm.operation`` (``refresh``|``compact``),
-``ivm.view``, ``ivm.epoch``, ``ivm.inputs`` (JSON ``{input name: Delta version}``) and the
-compaction counter ``ivm.log_retractions``; and a Delta ``txn`` action
-``(app_id="spark-ivm:<view>", version=epoch)`` that makes the commit idempotent
-(catalog.refresh).  A compaction copies the epoch and inputs of the state it rewrites.
-A refresh with nothing to change commits nothing.
+Maintenance (:func:`maintain`, run after every refresh commit; policy in
+``docs/refresh-protocol.md``): compaction when the small files or the rows hidden by deletion
+vectors pile up, a log checkpoint every :data:`CHECKPOINT_EVERY` commits, and a vacuum of
+files unreferenced for longer than the retention.  Maintenance commits change no data (their
+change data feed is empty).
+
+Tables in the old format (change batches with a ``__diff__`` column) are refused with
+:class:`LegacyViewTableError`: drop and recreate the view.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as _pc
+import pyarrow.parquet as pq
 
-from catalog import delta
+from catalog import deletion_vectors as dvs
+from catalog import delta, delta_commit
 from catalog.changes import DIFF, consolidate, read_changes
+from catalog.delta_commit import FileEntry
 from catalog.dtypes import conform, storage_schema
 from catalog.errors import CatalogError, InvalidIdentifierError
 
-MARKER = "spark-ivm view table: a row occurs sum(__diff__) times"
+pc: Any = _pc  # pyarrow's stubs lack most compute functions
+
+MARKER = "spark-ivm view table: the view's rows"
+LEGACY_MARKER = "spark-ivm view table: a row occurs sum(__diff__) times"
+DV_PROPERTY = "delta.enableDeletionVectors"
+COW_MAX_BYTES = 1 << 20
+FILE_ROWS = 1 << 18
+CHECKPOINT_EVERY = 8
+VACUUM_EVERY = 64
+COMPACT_SMALL_FILES = 3
+SMALL_FILE_BYTES = 1 << 20
+COMPACT_DELETED_FRACTION = 0.2
+RETENTION_HOURS = 24
+CHANGE_TYPE = "_change_type"
+Hook = Callable[[str], None]
+
+
+class LegacyViewTableError(CatalogError):
+    """A view table in the change-batch format of earlier spark-ivm versions."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"the view table at {path!r} is in the old change-batch format (a __diff__ "
+            "column); drop the view and create it again (DROP MATERIALIZED VIEW, then CREATE)"
+        )
+
+
+class ViewTableMismatchError(CatalogError):
+    """The view table does not hold rows the engine's change retracts."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +102,7 @@ class RefreshRecord:
     operation: str
     epoch: int
     input_versions: Mapping[str, int]
-    log_retractions: int
+    log_retractions: int = 0
 
 
 def app_id(view: str) -> str:
@@ -69,14 +111,15 @@ def app_id(view: str) -> str:
 
 
 def view_table_schema(row_schema: pa.Schema) -> pa.Schema:
-    """Row columns plus the non-null int64 ``__diff__`` column."""
+    """The table's schema: the view's columns (``__diff__`` is reserved for change batches)."""
     if DIFF in row_schema.names:
         raise InvalidIdentifierError(DIFF, "reserved column name in a view")
-    return storage_schema(row_schema).append(pa.field(DIFF, pa.int64(), False))
+    return storage_schema(row_schema)
 
 
 def row_schema_of(table_schema: pa.Schema) -> pa.Schema:
-    return table_schema.remove(table_schema.get_field_index(DIFF))
+    """The view's columns of a view table's schema (the same columns)."""
+    return table_schema
 
 
 def create_view_table(path: str | os.PathLike[str], row_schema: pa.Schema, *, view: str) -> int:
@@ -89,17 +132,30 @@ def create_view_table(path: str | os.PathLike[str], row_schema: pa.Schema, *, vi
     )
 
 
-def is_view_table(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` holds a table in this module's encoding."""
+def is_legacy(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds a view table in the old change-batch format."""
     if not delta.is_delta_table(path):
         return False
     dt = delta.open_table(path)
-    schema = pa.schema(dt.schema().to_arrow())
-    return (
-        dt.metadata().description == MARKER
-        and DIFF in schema.names
-        and pa.types.is_int64(schema.field(DIFF).type)
-    )
+    names = pa.schema(dt.schema().to_arrow()).names
+    return dt.metadata().description == LEGACY_MARKER or DIFF in names
+
+
+def is_view_table(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds a view table in this module's format."""
+    if not delta.is_delta_table(path):
+        return False
+    return bool(delta.open_table(path).metadata().description == MARKER)
+
+
+def _check_format(path: str) -> None:
+    if is_legacy(path):
+        raise LegacyViewTableError(path)
+
+
+def uses_deletion_vectors(path: str | os.PathLike[str]) -> bool:
+    conf = delta.open_table(path).metadata().configuration
+    return str(conf.get(DV_PROPERTY, "false")).lower() == "true"
 
 
 # -- writing -----------------------------------------------------------------------------
@@ -110,6 +166,166 @@ def committed_epoch(path: str | os.PathLike[str], view: str) -> int | None:
     return delta.transaction_version(path, app_id(view))
 
 
+def _expand(rows: pa.Table, counts: np.ndarray) -> pa.Table:
+    """Each row of ``rows`` repeated ``counts`` times."""
+    return rows.take(pa.array(np.repeat(np.arange(rows.num_rows), counts), pa.int64()))
+
+
+def _sorted(rows: pa.Table) -> pa.Table:
+    """``rows`` sorted by all columns (unsortable types: left as they are)."""
+    if rows.num_rows <= 1:
+        return rows
+    try:
+        idx = pc.sort_indices(rows, sort_keys=[(c, "ascending") for c in rows.column_names])
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return rows
+    return rows.take(idx)
+
+
+def _row_key(v: Any) -> Any:
+    if isinstance(v, float) and v != v:
+        return ("nan",)
+    if isinstance(v, list):
+        return tuple(_row_key(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _row_key(x)) for k, x in v.items()))
+    return v
+
+
+def _keys(t: pa.Table) -> list[tuple[Any, ...]]:
+    cols = [c.to_pylist() for c in t.columns]
+    return [tuple(_row_key(v) for v in r) for r in zip(*cols, strict=True)]
+
+
+_PRUNABLE = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string)
+
+
+def _prunable(t: pa.DataType) -> bool:
+    return any(f(t) for f in _PRUNABLE) or pa.types.is_large_string(t)
+
+
+def _may_hold(
+    wanted: pa.Table, lo: Mapping[str, Any], hi: Mapping[str, Any], nulls: Mapping[str, Any]
+) -> bool:
+    """Whether a file (or row group) with these bounds can hold one of the ``wanted`` rows."""
+    mask = np.ones(wanted.num_rows, dtype=bool)
+    for name in wanted.column_names:
+        col = wanted.column(name)
+        if not _prunable(col.type) or name not in lo or name not in hi:
+            continue
+        if lo[name] is None or hi[name] is None:
+            continue
+        inside = pc.and_(pc.greater_equal(col, lo[name]), pc.less_equal(col, hi[name]))
+        ok = np.asarray(inside.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+        if nulls.get(name, 1):
+            ok |= np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        if pa.types.is_floating(col.type):  # NaN is outside every min/max statistic
+            nan = pc.is_nan(col).fill_null(False)
+            ok |= np.asarray(nan.to_numpy(zero_copy_only=False), dtype=bool)
+        mask &= ok
+        if not mask.any():
+            return False
+    return bool(mask.any())
+
+
+def _read_candidates(
+    table: str, f: FileEntry, wanted: pa.Table, schema: pa.Schema
+) -> tuple[pa.Table, np.ndarray]:
+    """Rows of file ``f`` in row groups that may hold ``wanted`` rows, with their positions."""
+    pf = pq.ParquetFile(os.path.join(table, f.path))
+    md = pf.metadata
+    names = [md.schema.column(i).name for i in range(md.num_columns)]
+    groups, positions = [], []
+    start = 0
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        lo: dict[str, Any] = {}
+        hi: dict[str, Any] = {}
+        nulls: dict[str, Any] = {}
+        for i, name in enumerate(names):
+            st = rg.column(i).statistics
+            if st is not None and st.has_min_max and name in wanted.column_names:
+                lo[name], hi[name] = st.min, st.max
+                nulls[name] = st.null_count if st.has_null_count else 1
+        if _may_hold(wanted, lo, hi, nulls):
+            groups.append(g)
+            positions.append(np.arange(start, start + rg.num_rows, dtype=np.int64))
+        start += rg.num_rows
+    if not groups:
+        return schema.empty_table(), np.zeros(0, np.int64)
+    data = pf.read_row_groups(groups, columns=schema.names)
+    return conform(data, schema, name=table), np.concatenate(positions)
+
+
+def _locate(
+    table: str, files: Mapping[str, FileEntry], retract: pa.Table, counts: np.ndarray
+) -> dict[str, np.ndarray]:
+    """For each row of ``retract``, ``counts`` stored copies: file path -> positions."""
+    schema = retract.schema
+    need = Counter(dict(zip(_keys(retract), counts.tolist(), strict=True)))
+    first = retract.column(0)
+    found: dict[str, list[int]] = {}
+    for path in sorted(files):
+        f = files[path]
+        if f.num_records == 0 or f.live_records <= 0:
+            continue
+        st = f.stats
+        if not _may_hold(
+            retract, st.get("minValues", {}), st.get("maxValues", {}), st.get("nullCount", {})
+        ):
+            continue
+        data, pos = _read_candidates(table, f, retract, schema)
+        if data.num_rows == 0:
+            continue
+        deleted = (
+            dvs.read_positions(table, f.deletion_vector)
+            if f.deletion_vector is not None
+            else np.zeros(0, np.int64)
+        )
+        keep = ~np.isin(pos, deleted)
+        hit = pc.is_in(data.column(0), value_set=first.combine_chunks(), skip_nulls=False)
+        keep &= np.asarray(hit.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+        if not keep.any():
+            continue
+        idx = np.flatnonzero(keep)
+        sub = data.take(pa.array(idx, pa.int64()))
+        for k, p in zip(_keys(sub), pos[idx].tolist(), strict=True):
+            if need.get(k, 0) > 0:
+                need[k] -= 1
+                found.setdefault(path, []).append(p)
+        if not +need:
+            break
+    missing = +need
+    if missing:
+        example = next(iter(missing))
+        raise ViewTableMismatchError(
+            f"the view table at {table!r} lacks {sum(missing.values())} row(s) the refresh "
+            f"retracts (e.g. {example!r}): it was changed by another writer or its engine "
+            "state does not match; recompute the view (DROP and CREATE it)"
+        )
+    return {p: np.asarray(v, np.int64) for p, v in found.items()}
+
+
+def _remove_action(f: FileEntry, now: int) -> dict[str, Any]:
+    r: dict[str, Any] = {
+        "path": f.path,
+        "deletionTimestamp": now,
+        "dataChange": True,
+        "extendedFileMetadata": True,
+        "partitionValues": dict(f.action.get("partitionValues") or {}),
+        "size": f.size,
+    }
+    if f.deletion_vector is not None:
+        r["deletionVector"] = f.deletion_vector.to_json()
+    return r
+
+
+def _enable_deletion_vectors(path: str) -> None:
+    """Upgrade the table to deletion vectors (one commit, no data change)."""
+    dt = delta.open_table(path)
+    dt.alter.set_table_properties({DV_PROPERTY: "true"}, raise_if_not_exists=False)
+
+
 def commit_view_changes(
     path: str | os.PathLike[str],
     changes: pa.Table,
@@ -118,19 +334,24 @@ def commit_view_changes(
     epoch: int,
     input_versions: Mapping[str, int],
     extra_metadata: Mapping[str, str] | None = None,
+    hook: Hook | None = None,
 ) -> delta.WriteResult | None:
-    """Append one refresh's change batch (row columns + ``__diff__``) as one Delta version.
+    """Apply one refresh's change (row columns + ``__diff__``) as one Delta commit.
 
-    Returns ``None`` without writing when the consolidated batch is empty, or when the view
+    Returns ``None`` without writing when the consolidated change is empty, or when the view
     already has a commit for ``epoch`` or later (so retrying after a crash is safe).
+    ``hook("files_written:<view>")`` runs after the data files are written, before the
+    commit (a crash point of the tests).
     """
     p = os.fspath(path)
-    done = committed_epoch(p, view)
+    dt = delta.open_table(p)
+    rows_schema = storage_schema(pa.schema(dt.schema().to_arrow()))
+    if dt.metadata().description == LEGACY_MARKER or DIFF in rows_schema.names:
+        raise LegacyViewTableError(p)
+    done = dt.transaction_version(app_id(view))
     if done is not None and done >= epoch:
         return None
-    dt = delta.open_table(p)
-    rows = row_schema_of(storage_schema(pa.schema(dt.schema().to_arrow())))
-    batch = conform(changes, rows, name=view, extra=[DIFF])
+    batch = conform(changes, rows_schema, name=view, extra=[DIFF])
     batch = batch.set_column(
         batch.num_columns - 1,
         pa.field(DIFF, pa.int64(), False),
@@ -139,35 +360,119 @@ def commit_view_changes(
     batch = consolidate(batch)
     if batch.num_rows == 0:
         return None
-    previous = last_refresh(p)
-    retractions = int((batch.column(DIFF).to_numpy() < 0).sum())
-    log_retractions = (previous.log_retractions if previous else 0) + retractions
+    diffs = batch.column(DIFF).to_numpy()
+    rows = batch.drop_columns([DIFF])
+    plus = _expand(rows.filter(pa.array(diffs > 0)), diffs[diffs > 0])
+    minus_rows = rows.filter(pa.array(diffs < 0))
+    minus_counts = -diffs[diffs < 0]
+
+    version, files = delta_commit.snapshot_files(p)
+    found = _locate(p, files, minus_rows, minus_counts) if minus_rows.num_rows else {}
+    touched = [files[f] for f in found]
+    use_dv = str(dt.metadata().configuration.get(DV_PROPERTY, "false")).lower() == "true"
+    if touched and not use_dv and sum(f.size for f in touched) > COW_MAX_BYTES:
+        _enable_deletion_vectors(p)
+        version, files = delta_commit.snapshot_files(p)
+        touched = [files[f] for f in found]
+        use_dv = True
+
+    now = int(time.time() * 1000)
+    actions: list[dict[str, Any]] = []
+    written = 0
+    added_files = 0
+    if touched and use_dv:
+        vectors = []
+        for f in touched:
+            old = (
+                dvs.read_positions(p, f.deletion_vector)
+                if f.deletion_vector is not None
+                else np.zeros(0, np.int64)
+            )
+            vectors.append(np.union1d(old, found[f.path]))
+        dv_path, descriptors = dvs.write_file(p, vectors)
+        written += os.path.getsize(dv_path)
+        for f, vec, d in zip(touched, vectors, descriptors, strict=True):
+            actions.append({"remove": _remove_action(f, now)})
+            if len(vec) >= f.num_records:
+                continue
+            stats = {**f.stats, "tightBounds": False}
+            add = {k: v for k, v in f.action.items() if v is not None}
+            add.update(
+                deletionVector=d.to_json(),
+                stats=json.dumps(stats, separators=(",", ":")),
+                dataChange=True,
+            )
+            actions.append({"add": add})
+    elif touched:
+        for f in touched:
+            data = conform(pq.read_table(os.path.join(p, f.path)), rows_schema, name=p)
+            keep = np.ones(data.num_rows, dtype=bool)
+            keep[found[f.path]] = False
+            actions.append({"remove": _remove_action(f, now)})
+            if keep.any():
+                add = delta_commit.write_data_file(p, data.filter(pa.array(keep)))
+                written += int(add["size"])
+                added_files += 1
+                actions.append({"add": add})
+    if plus.num_rows:
+        ordered = _sorted(plus)
+        for start in range(0, ordered.num_rows, FILE_ROWS):
+            add = delta_commit.write_data_file(p, ordered.slice(start, FILE_ROWS))
+            written += int(add["size"])
+            added_files += 1
+            actions.append({"add": add})
+    removed_rows = _expand(minus_rows, minus_counts)
+    feed = pa.concat_tables([removed_rows, plus]).append_column(
+        CHANGE_TYPE,
+        pa.array(["delete"] * removed_rows.num_rows + ["insert"] * plus.num_rows, pa.string()),
+    )
+    cdc = delta_commit.write_data_file(p, feed, cdc=True)
+    written += int(cdc["size"])
+    if hook:
+        hook(f"files_written:{view}")
+
+    inputs = json.dumps({k: int(v) for k, v in sorted(input_versions.items())})
     meta = {
         **(extra_metadata or {}),
         "ivm.operation": "refresh",
         "ivm.view": view,
         "ivm.epoch": str(int(epoch)),
-        "ivm.inputs": json.dumps({k: int(v) for k, v in sorted(input_versions.items())}),
-        "ivm.log_retractions": str(log_retractions),
+        "ivm.inputs": inputs,
     }
-    return delta.insert(p, batch, commit_metadata=meta, app_transaction=(app_id(view), epoch))
+    metrics = {
+        "num_added_rows": plus.num_rows,
+        "num_deleted_rows": removed_rows.num_rows,
+        "num_added_files": added_files,
+        "num_removed_files": sum(1 for f in touched if not use_dv),
+        "num_deletion_vectors": len(touched) if use_dv else 0,
+        "num_bytes_written": written,
+    }
+    info = delta_commit.commit_info(
+        "MERGE",
+        meta,
+        operationMetrics=metrics,
+        isBlindAppend=not touched,
+        userMetadata=json.dumps({"view": view, "epoch": int(epoch), "inputs": json.loads(inputs)}),
+    )
+    txn = {"txn": {"appId": app_id(view), "version": int(epoch), "lastUpdated": now}}
+    delta_commit.commit(p, version + 1, [info, txn, *actions, {"cdc": cdc}])
+    return delta.WriteResult(version + 1, metrics)
 
 
 def _record(c: delta.CommitInfo) -> RefreshRecord | None:
     m = c.metadata
-    if "ivm.epoch" not in m or m.get("ivm.operation") not in ("refresh", "compact"):
+    if "ivm.epoch" not in m or m.get("ivm.operation") != "refresh":
         return None
     return RefreshRecord(
         version=c.version,
         operation=m["ivm.operation"],
         epoch=int(m["ivm.epoch"]),
         input_versions={k: int(v) for k, v in json.loads(m.get("ivm.inputs", "{}")).items()},
-        log_retractions=int(m.get("ivm.log_retractions", "0")),
     )
 
 
 def last_refresh(path: str | os.PathLike[str]) -> RefreshRecord | None:
-    """The newest refresh (or compaction) commit's record, or ``None`` before the first."""
+    """The newest refresh commit's record, or ``None`` before the first."""
     limit = 4
     while True:
         commits = delta.history(path, limit)
@@ -183,78 +488,165 @@ def last_refresh(path: str | os.PathLike[str]) -> RefreshRecord | None:
 # -- reading -----------------------------------------------------------------------------
 
 
-def decode_multiset(table: pa.Table) -> pa.Table:
-    """Rows of an encoded view table, each repeated ``sum(__diff__)`` times.
-
-    >>> decode_multiset(pa.table({"a": [1, 2, 1], "__diff__": [2, 1, -1]})).to_pylist()
-    [{'a': 1}, {'a': 2}]
-    """
-    counts = consolidate(table)
-    diffs = counts.column(DIFF).to_numpy()
-    if (diffs < 0).any():
-        bad = counts.filter(pa.array(diffs < 0)).slice(0, 3).to_pylist()
-        raise CatalogError(f"view table holds negative multiplicities, e.g. {bad}")
-    idx = np.repeat(np.arange(counts.num_rows), diffs)
-    return counts.drop_columns([DIFF]).take(pa.array(idx, pa.int64()))
+def read_view(path: str | os.PathLike[str], version: int | None = None) -> pa.Table:
+    """The view's rows at ``version`` (latest if ``None``), duplicates repeated."""
+    p = os.fspath(path)
+    _check_format(p)
+    return delta.read_snapshot(p, version)
 
 
 def read_view_counts(path: str | os.PathLike[str], version: int | None = None) -> pa.Table:
     """The view at ``version`` as one row per distinct row with its count in ``__diff__``."""
-    return consolidate(delta.read_snapshot(path, version))
-
-
-def read_view(path: str | os.PathLike[str], version: int | None = None) -> pa.Table:
-    """The view's rows at ``version`` (latest if ``None``), duplicates repeated."""
-    return decode_multiset(delta.read_snapshot(path, version))
+    rows = read_view(path, version)
+    ones = pa.array(np.ones(rows.num_rows, np.int64))
+    return consolidate(rows.append_column(pa.field(DIFF, pa.int64(), False), ones))
 
 
 def read_view_changes(
     path: str | os.PathLike[str], after: int | None, upto: int, *, name: str | None = None
 ) -> pa.Table:
-    """The view's changes in versions ``(after, upto]`` as rows + ``__diff__``.
-
-    A downstream view reads an upstream view through this (compactions cancel out).
-    """
-    return read_changes(path, after, upto, name=name, multiplicity=DIFF)
+    """The view's changes in versions ``(after, upto]`` as rows + ``__diff__`` (its CDF)."""
+    _check_format(os.fspath(path))
+    return read_changes(path, after, upto, name=name)
 
 
-# -- compaction --------------------------------------------------------------------------
+# -- maintenance -------------------------------------------------------------------------
 
 
 def table_rows(path: str | os.PathLike[str]) -> int:
-    """Stored rows (from the Delta log's file statistics, no data read)."""
-    actions = pa.table(delta.open_table(path).get_add_actions(flatten=True))
-    if actions.num_rows == 0:
-        return 0
-    return sum(int(n or 0) for n in actions.column("num_records").to_pylist())
+    """Stored rows, deleted ones included (from the log's statistics, no data read)."""
+    _, files = delta_commit.snapshot_files(os.fspath(path))
+    return sum(max(f.num_records, 0) for f in files.values())
 
 
-def needs_compaction(path: str | os.PathLike[str], *, min_rows: int = 10_000) -> bool:
-    """Whether retractions since the last compaction reach ``max(min_rows, rows / 4)``."""
-    rec = last_refresh(path)
-    if rec is None or rec.log_retractions == 0:
-        return False
-    return rec.log_retractions >= max(min_rows, table_rows(path) // 4)
+@dataclass(frozen=True)
+class Layout:
+    """What a reader of the view table's latest version has to open."""
+
+    files: int
+    bytes: int
+    small_files: int
+    records: int
+    deleted_records: int
+    heavy_files: int  # files whose deletion vector hides over COMPACT_DELETED_FRACTION
+    commits_since_checkpoint: int
+    version: int = 0
 
 
-def compact_view(path: str | os.PathLike[str]) -> delta.WriteResult | None:
-    """Rewrite the table consolidated, in one commit that keeps the last refresh record."""
+def layout(path: str | os.PathLike[str]) -> Layout:
     p = os.fspath(path)
+    return _layout(p, *delta_commit.snapshot_files(p))
+
+
+def _layout(p: str, version: int, files: Mapping[str, FileEntry]) -> Layout:
+    last = os.path.join(p, delta_commit.LOG_DIR, "_last_checkpoint")
+    cp = -1
+    if os.path.exists(last):
+        with open(last) as f:
+            cp = int(json.load(f)["version"])
+    return Layout(
+        files=len(files),
+        bytes=sum(f.size for f in files.values()),
+        small_files=sum(1 for f in files.values() if f.size < SMALL_FILE_BYTES),
+        records=sum(max(f.num_records, 0) for f in files.values()),
+        deleted_records=sum(
+            f.deletion_vector.cardinality for f in files.values() if f.deletion_vector
+        ),
+        heavy_files=sum(
+            1
+            for f in files.values()
+            if f.deletion_vector is not None
+            and f.deletion_vector.cardinality > COMPACT_DELETED_FRACTION * f.num_records
+        ),
+        commits_since_checkpoint=version - cp if cp >= 0 else version + 1,
+        version=version,
+    )
+
+
+def needs_compaction(path: str | os.PathLike[str]) -> bool:
+    """Whether small files or rows hidden by deletion vectors have piled up (see docs)."""
+    return _needs_compaction(layout(path))
+
+
+def _needs_compaction(lay: Layout) -> bool:
+    if lay.small_files >= COMPACT_SMALL_FILES:
+        return True
+    return lay.heavy_files > 0
+
+
+def purge_deleted(path: str | os.PathLike[str]) -> int:
+    """Rewrite each file whose deletion vector hides over 20 % of its rows without them.
+
+    One commit with ``dataChange=false`` (no change data); returns the files rewritten.
+    delta-rs's compaction leaves files above its target size alone, deletion vectors or not.
+    """
+    p = os.fspath(path)
+    version, files = delta_commit.snapshot_files(p)
+    heavy = [
+        f
+        for f in files.values()
+        if f.deletion_vector is not None
+        and f.deletion_vector.cardinality > COMPACT_DELETED_FRACTION * f.num_records
+    ]
+    if not heavy:
+        return 0
+    schema = storage_schema(delta.table_schema(p))
+    now = int(time.time() * 1000)
+    actions: list[dict[str, Any]] = []
+    for f in heavy:
+        assert f.deletion_vector is not None
+        data = conform(pq.read_table(os.path.join(p, f.path)), schema, name=p)
+        keep = np.ones(data.num_rows, dtype=bool)
+        keep[dvs.read_positions(p, f.deletion_vector)] = False
+        actions.append({"remove": {**_remove_action(f, now), "dataChange": False}})
+        if keep.any():
+            add = delta_commit.write_data_file(p, data.filter(pa.array(keep)))
+            actions.append({"add": {**add, "dataChange": False}})
+    info = delta_commit.commit_info("OPTIMIZE", {"ivm.operation": "compact"})
+    delta_commit.commit(p, version + 1, [info, *actions])
+    return len(heavy)
+
+
+def compact_view(path: str | os.PathLike[str]) -> Mapping[str, Any]:
+    """Purge heavily deleted files, then bin-pack the small files (no data change)."""
+    p = os.fspath(path)
+    purged = purge_deleted(p)
     dt = delta.open_table(p)
-    version = int(dt.version())
-    rec = last_refresh(p)
-    counts = read_view_counts(p, version)
-    if (counts.column(DIFF).to_numpy() < 0).any():
-        raise CatalogError(f"view table {p!r} holds negative multiplicities; not compacting")
-    meta: dict[str, Any] = {
-        "ivm.operation": "compact",
-        "ivm.log_retractions": "0",
-        "ivm.compacted_from": str(version),
-    }
-    if rec is not None:
-        meta["ivm.epoch"] = str(rec.epoch)
-        meta["ivm.inputs"] = json.dumps(dict(sorted(rec.input_versions.items())))
-        view = delta.commit_at(p, rec.version).metadata.get("ivm.view")
-        if view:
-            meta["ivm.view"] = view
-    return delta.overwrite(p, counts, commit_metadata=meta)
+    metrics = dt.optimize.compact(
+        target_size=SMALL_FILE_BYTES,
+        commit_properties=delta._commit_properties({"ivm.operation": "compact"}, None),
+    )
+    return {**dict(metrics), "purged_files": purged}
+
+
+def maintain(
+    path: str | os.PathLike[str], *, retention_hours: int = RETENTION_HOURS
+) -> dict[str, Any]:
+    """The maintenance policy, run after a refresh commit; returns what it did.
+
+    Compact when :func:`needs_compaction`; every :data:`CHECKPOINT_EVERY` commits, write a
+    log checkpoint; every :data:`VACUUM_EVERY` commits, vacuum files unreferenced for
+    ``retention_hours``.
+    """
+    p = os.fspath(path)
+    done: dict[str, Any] = {}
+    lay = layout(p)
+    if _needs_compaction(lay):
+        done["compact"] = compact_view(p)
+        lay = layout(p)
+    if lay.commits_since_checkpoint > CHECKPOINT_EVERY:
+        dt = delta.open_table(p)
+        dt.create_checkpoint()
+        done["checkpoint"] = True
+        if (
+            lay.version // VACUUM_EVERY
+            != (lay.version - lay.commits_since_checkpoint) // VACUUM_EVERY
+        ):
+            done["vacuum"] = len(
+                dt.vacuum(
+                    retention_hours=retention_hours,
+                    enforce_retention_duration=False,
+                    dry_run=False,
+                )
+            )
+    return done

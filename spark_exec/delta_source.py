@@ -12,11 +12,9 @@ session the caller built without it), and always as ``ivm_delta`` (spark_exec.co
   ``read()`` per query), so a temp view over ``load(path)`` shows the latest committed
   version each time it is queried; one query reads one snapshot (a single partition).
   The schema is fixed when the DataFrame is created: re-register after a schema change.
-* View tables (catalog.view_table: rows + ``__diff__``) are decoded: a view reads as its
-  multiset, each row repeated ``sum(__diff__)`` times.  ``option("ivmRaw", "true")`` shows
-  the stored updates instead.
-* One input partition per query (the decoded multiset needs the whole table); fine for
-  ``local[*]``, a known limit for large base tables on a cluster.
+* View tables (catalog.view_table) hold plain rows and read like any table.
+* One input partition per query; fine for ``local[*]``, a known limit for large base tables
+  on a cluster.
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 VERSION_OPTIONS = ("versionasof", "version")
-RAW_OPTION = "ivmraw"
 
 
 def _spark_schema(arrow_schema: pa.Schema) -> StructType:
@@ -45,12 +42,9 @@ def _spark_schema(arrow_schema: pa.Schema) -> StructType:
 class _Target:
     path: str
     version: int | None
-    decode: bool
 
 
 def _target(options: Any) -> _Target:
-    from catalog import view_table
-
     path = options.get("path")
     if not path:
         raise ValueError("format('delta') needs a path: spark.read.format('delta').load(path)")
@@ -58,8 +52,7 @@ def _target(options: Any) -> _Target:
     for key in VERSION_OPTIONS:
         if options.get(key) is not None:
             version = int(options.get(key))
-    raw = str(options.get(RAW_OPTION, "false")).lower() == "true"
-    return _Target(str(path), version, not raw and view_table.is_view_table(path))
+    return _Target(str(path), version)
 
 
 class DeltaDataSource(DataSource):
@@ -71,13 +64,9 @@ class DeltaDataSource(DataSource):
 
     def schema(self) -> StructType:
         from catalog import delta
-        from catalog.changes import DIFF
 
         t = _target(self.options)
-        arrow = delta.table_schema(t.path, t.version)
-        if t.decode:
-            arrow = arrow.remove(arrow.get_field_index(DIFF))
-        return _spark_schema(arrow)
+        return _spark_schema(delta.table_schema(t.path, t.version))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return DeltaReader(_target(self.options), schema)
@@ -106,11 +95,7 @@ class DeltaReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from catalog import delta
-        from catalog.view_table import decode_multiset
 
         t: _Target = partition.target  # type: ignore[attr-defined]
-        table = delta.read_snapshot(t.path, t.version)
-        if t.decode:
-            table = decode_multiset(table)
-        table = table.select(self.columns)
+        table = delta.read_snapshot(t.path, t.version).select(self.columns)
         yield from table.combine_chunks().to_batches(max_chunksize=65_536)

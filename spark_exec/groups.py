@@ -582,8 +582,8 @@ def refresh_group(
     hook("published")
     runtime.built[spec.name] = group
     for t in targets:
-        if result.commits.get(t.name) is not None and view_table.needs_compaction(t.path):
-            view_table.compact_view(t.path)
+        if result.commits.get(t.name) is not None:
+            view_table.maintain(t.path)
     timings["commit"] = time.perf_counter() - t4
     seconds = time.perf_counter() - started
     reports = []

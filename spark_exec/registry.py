@@ -3,10 +3,9 @@
 In the project's SparkSession (delta-spark's ``DeltaCatalog`` is the session catalog) a table
 ``db.t`` is an external Delta table, ``CREATE TABLE `db`.`t` USING delta LOCATION '<path>'``,
 read by the JVM connector: Spark plans every query on the latest committed version, scans it in
-parallel (one task per file split) and reads deletion vectors and column mapping.  A view is,
-until view tables hold only their rows, a catalog view that decodes the stored change batches
-(``GROUP BY`` the row, ``sum(__diff__)`` copies of each row).  Qualified names are real
-databases (``CREATE DATABASE IF NOT EXISTS``).
+parallel (one task per file split) and reads deletion vectors and column mapping.  A view is
+registered the same way: its Delta table holds exactly its rows (catalog.view_table).
+Qualified names are real databases (``CREATE DATABASE IF NOT EXISTS``).
 
 Other applications: the session catalog lives in the driver's memory (Spark's Hive metastore
 would be an embedded Derby database, which one JVM at a time may open), so each warehouse keeps
@@ -24,11 +23,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from catalog.changes import DIFF
 from catalog.names import Identifier, parse_identifier
 from spark_exec.connector import ensure_delta_format
 from spark_exec.errors import SparkSetupError
@@ -64,37 +62,16 @@ def table_ddl(sql_name: str, location: str) -> str:
     return f"CREATE TABLE {sql_name} USING delta LOCATION {location}"
 
 
-def view_ddl(sql_name: str, location: str, columns: Sequence[str]) -> str:
-    """A catalog view that reads a change-batch view table as its multiset of rows."""
-    cols = ", ".join(quote(c) for c in columns)
-    table = f"delta.{quote(location)}"
-    counted = (
-        f"SELECT {cols}, sum({quote(DIFF)}) AS __n FROM {table} GROUP BY {cols} "
-        f"HAVING sum({quote(DIFF)}) > 0"
-    )
-    return (
-        f"CREATE OR REPLACE VIEW {sql_name} AS SELECT {cols} FROM ({counted}) "
-        "LATERAL VIEW explode(sequence(1, __n)) __copies AS __i"
-    )
-
-
 def read_delta(
     spark: SparkSession, path: str, *, view: bool = False, version: int | None = None
 ) -> DataFrame:
-    """A DataFrame of the Delta table at ``path`` (a view table reads as its multiset)."""
-    connector = ensure_delta_format(spark)
+    """A DataFrame of the Delta table at ``path`` (view tables hold plain rows: ``view`` is
+    kept for callers and changes nothing)."""
+    ensure_delta_format(spark)
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", str(version))
-    df = reader.load(path)
-    if view and connector == "jvm":
-        from pyspark.sql import functions as F
-
-        cols = [c for c in df.columns if c != DIFF]
-        counted = df.groupBy(*cols).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) > 0)
-        df = counted.select(*cols, F.explode(F.sequence(F.lit(1), F.col(DIFF))).alias("_i"))
-        df = df.select(*cols)
-    return df
+    return reader.load(path)
 
 
 def _registered(spark: SparkSession) -> dict[str, tuple[str, tuple[str, ...] | None]]:
@@ -138,9 +115,6 @@ def register(spark: SparkSession, name: str | Identifier, path: str, *, view: bo
     ident = parse_identifier(name)
     sql_name = spark_name(ident)
     columns = None
-    if view:
-        fields = read_delta(spark, path).columns
-        columns = tuple(c for c in fields if c != DIFF)
     reg = _registered(spark)
     if reg.get(sql_name) == (path, columns):
         return sql_name
@@ -148,10 +122,7 @@ def register(spark: SparkSession, name: str | Identifier, path: str, *, view: bo
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(ident.db)}")
     _drop_existing(spark, ident, sql_name)
     reg.pop(sql_name, None)
-    if columns is not None:
-        spark.sql(view_ddl(sql_name, path, columns))
-    else:
-        spark.sql(table_ddl(sql_name, _literal(path)))
+    spark.sql(table_ddl(sql_name, _literal(path)))
     reg[sql_name] = (path, columns)
     return sql_name
 
@@ -182,15 +153,12 @@ def attach_statements(catalog: Catalog) -> list[str]:
     entries: list[TableEntry | ViewEntry] = [*catalog.tables(), *catalog.views()]
     dbs = sorted({e.ident.db for e in entries if e.ident.db})
     out += [f"CREATE DATABASE IF NOT EXISTS {quote(db)}" for db in dbs]
-    for t in catalog.tables():
+    for t in entries:  # views too: a view table is a Delta table of its rows
         out.append(
             table_ddl(spark_name(t.ident), _literal(_location(root, t.path))).replace(
                 "CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1
             )
         )
-    for v in catalog.views():
-        cols = [c for c in v.schema.names if c != DIFF]
-        out.append(view_ddl(spark_name(v.ident), _location(root, v.path), cols))
     return out
 
 

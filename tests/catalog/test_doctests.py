@@ -15,8 +15,10 @@ MODULES = [
     "catalog.delta",
     "catalog.changes",
     "catalog.delta_log",
+    "catalog.delta_commit",
     "catalog.locks",
     "catalog.view_table",
+    "catalog.deletion_vectors",
     "catalog.manager",
 ]
 

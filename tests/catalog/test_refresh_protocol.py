@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 
 from catalog import Catalog, delta, view_table
 from catalog.changes import DIFF, consolidate
@@ -158,7 +159,9 @@ POINTS = [
     "files_written",
     "renamed",
     "checkpointed",
+    "files_written:evens",  # a view's data, DV and change files written, its commit not yet
     "committed:evens",
+    "files_written:counts",
     "committed:counts",
 ]
 
@@ -178,6 +181,10 @@ def test_crash_then_recover(
 ) -> None:
     run(tmp_path, crash_step, crash_at)
     assert final_views(tmp_path) == uninterrupted == oracle(tmp_path)
+    cat = Catalog(tmp_path)
+    for view in ("evens", "counts"):  # a plain Delta reader sees exactly the view
+        plain = DeltaTable(cat.view(view).path).to_pyarrow_table()
+        assert bag(plain) == bag(cat.read(view)) and DIFF not in plain.column_names
     for view in ("evens", "counts"):
         epochs = refresh_epochs(tmp_path, view)
         assert len(epochs) == len(set(epochs)), f"{view}: an epoch was committed twice"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 from e2e_helpers import bag, child_json, run_child, spark_bag
 
 import ivm
@@ -43,7 +44,16 @@ print(json.dumps({"completed": True, "epochs": [r.epoch for r in reports]}))
 # Every side of the protocol's commit point: before the checkpoint (engine already stepped;
 # checkpoint files written but not renamed / renamed but not current), after it (no view
 # published; between the two views of one group).
-POINTS = ["stepped", "files_written", "renamed", "checkpointed", "committed:agg", "committed:top"]
+POINTS = [
+    "stepped",
+    "files_written",
+    "renamed",
+    "checkpointed",
+    "files_written:agg",
+    "committed:agg",
+    "files_written:top",
+    "committed:top",
+]
 
 
 def epochs_committed(path: str) -> Counter[int]:
@@ -83,6 +93,8 @@ def test_sigkill_at_every_refresh_step(spark: SparkSession, tmp_path: Path) -> N
         assert bag(s2.read("top").to_pylist()) == bag((k, t) for k, n, t in agg if n >= 2)
         assert bag(s2.read("dup").to_pylist()) == bag((r["v"],) for r in rows), point
         for view in ("agg", "top", "dup"):
+            plain = DeltaTable(s2.table_path(view)).to_pyarrow_table()
+            assert bag(plain.to_pylist()) == bag(s2.read(view).to_pylist()), (point, view)
             twice = [e for e, n in epochs_committed(s2.table_path(view)).items() if n > 1]
             assert not twice, (point, view, twice)
     # and a run without a crash completes; Spark SQL agrees with the recomputation

@@ -115,6 +115,7 @@ class Harness:
         self.materialized = dict(materialized or {})
         self.views = {**self.materialized, **views}
         self.outputs: dict[str, Any] = {}
+        self.schemas: dict[str, Any] = {}  # view -> the front end's (name, SqlType) columns
         catalog: dict[str, list[tuple[str, Any]]] = dict(TABLES)
         # views over views: a materialized view's collection is an input of later views
         for name, sql in self.materialized.items():
@@ -124,9 +125,11 @@ class Harness:
                 (c, t) for c, (_, t) in zip(cv.collection.schema.names, cv.schema, strict=True)
             ]
             self.outputs[name] = self.g.output(cv.collection, name)
+            self.schemas[name] = cv.schema
         for name, sql in views.items():
             cv = compile_view(sql, catalog, self.g, self.inputs)
             self.outputs[name] = self.g.output(cv.collection, name)
+            self.schemas[name] = cv.schema
 
     def random_changes(self, n_insert: int, n_delete: int) -> None:
         for table in TABLES:

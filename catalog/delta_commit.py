@@ -1,0 +1,249 @@
+"""The Delta transaction log, read and written directly, for commits delta-rs cannot make.
+
+delta-rs writes appends, merges and optimizes, but no deletion vectors.  A view refresh
+(catalog.view_table) needs one commit that marks rows deleted with deletion vectors, adds a
+file of new rows and a change-data file, and records a ``txn``; this module provides the
+pieces (Delta PROTOCOL.md, "Delta Log Entries", "Add File and Remove File", "Add CDC File",
+"Per-file Statistics"):
+
+* :func:`snapshot_files` replays the log (last checkpoint, then the JSON commits after it)
+  into the table's active ``add`` actions, each with its deletion vector and raw statistics;
+* :func:`write_data_file` writes a Parquet data (or change-data) file and returns its ``add``
+  action with statistics (``numRecords``, ``nullCount``, ``minValues``/``maxValues`` for
+  numbers, strings and dates), so readers skip files by key;
+* :func:`commit` writes log entry ``version`` with put-if-absent (a hard link of a finished
+  file: the entry appears whole or not at all; an existing entry raises
+  :class:`ConcurrentCommitError`).  Local file systems only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as _pc
+import pyarrow.parquet as pq
+
+from catalog.deletion_vectors import Descriptor
+from catalog.errors import DeltaOperationError
+
+pc: Any = _pc  # pyarrow's stubs lack most compute functions
+
+LOG_DIR = "_delta_log"
+CDC_DIR = "_change_data"
+ROW_GROUP_ROWS = 8192
+_COMMIT = re.compile(r"^(\d{20})\.json$")
+_MAX_STAT_STRING = 64
+
+
+class ConcurrentCommitError(DeltaOperationError):
+    """Another writer committed the version this writer meant to create."""
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """An active data file: its ``add`` action, statistics and deletion vector."""
+
+    path: str
+    size: int
+    num_records: int
+    stats: Mapping[str, Any]
+    deletion_vector: Descriptor | None
+    action: Mapping[str, Any]
+
+    @property
+    def live_records(self) -> int:
+        dv = self.deletion_vector
+        return self.num_records - (dv.cardinality if dv is not None else 0)
+
+
+def _log(table: str) -> str:
+    return os.path.join(table, LOG_DIR)
+
+
+def _entry(action: Mapping[str, Any]) -> FileEntry:
+    stats_text = action.get("stats")
+    stats = json.loads(stats_text) if stats_text else {}
+    dv = action.get("deletionVector")
+    return FileEntry(
+        path=str(action["path"]),
+        size=int(action.get("size") or 0),
+        num_records=int(stats.get("numRecords", -1)),
+        stats=stats,
+        deletion_vector=Descriptor.from_json(dv) if dv else None,
+        action=action,
+    )
+
+
+def _clean(v: Any) -> Any:
+    """A checkpoint row (pyarrow to_pylist) as the JSON action it stands for."""
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list) and all(isinstance(x, tuple) and len(x) == 2 for x in v):
+        return {k: x for k, x in v}
+    return v
+
+
+def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
+    """The latest version and its active files (path -> entry), by log replay."""
+    log = _log(table)
+    start = -1
+    files: dict[str, dict[str, Any]] = {}
+    last = os.path.join(log, "_last_checkpoint")
+    names = os.listdir(log)
+    if os.path.exists(last):
+        with open(last) as f:
+            cp = json.load(f)
+        start = int(cp["version"])
+        parts = int(cp.get("parts") or 0)
+        if parts:
+            cp_files = [
+                os.path.join(log, f"{start:020d}.checkpoint.{i:010d}.{parts:010d}.parquet")
+                for i in range(1, parts + 1)
+            ]
+        else:
+            cp_files = [os.path.join(log, f"{start:020d}.checkpoint.parquet")]
+        for path in cp_files:
+            adds = pq.read_table(path, columns=["add"]).column("add")
+            for a in adds.drop_null().to_pylist():
+                a = _clean(a)
+                files[a["path"]] = a
+    versions = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
+    latest = start
+    for v in versions:
+        if v <= start:
+            continue
+        with open(os.path.join(log, f"{v:020d}.json")) as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                action = json.loads(line)
+                if "add" in action:
+                    files[action["add"]["path"]] = action["add"]
+                elif "remove" in action:
+                    files.pop(action["remove"]["path"], None)
+        latest = v
+    if latest < 0:
+        raise DeltaOperationError("read log", table, "the Delta log has no commit")
+    return latest, {p: _entry(a) for p, a in files.items()}
+
+
+# -- data files ----------------------------------------------------------------------------
+
+
+def _stat_value(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, str) and len(v) > _MAX_STAT_STRING:
+        return None
+    if isinstance(v, dt.date) and not isinstance(v, dt.datetime):
+        return v.isoformat()
+    if isinstance(v, (bool, dt.datetime)):
+        return None
+    if isinstance(v, (int, float, str)):
+        return v
+    return None
+
+
+def file_stats(data: pa.Table) -> dict[str, Any]:
+    """Delta per-file statistics of ``data`` (columns whose bounds are unsafe are left out)."""
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
+    for name, col in zip(data.column_names, data.columns, strict=True):
+        t = col.type
+        nulls[name] = int(col.null_count)
+        simple = (
+            pa.types.is_integer(t)
+            or pa.types.is_floating(t)
+            or pa.types.is_string(t)
+            or pa.types.is_large_string(t)
+            or pa.types.is_date(t)
+        )
+        if not simple or col.null_count == len(col):
+            continue
+        if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
+            continue
+        mm = pc.min_max(col).as_py()
+        lo, hi = _stat_value(mm["min"]), _stat_value(mm["max"])
+        if lo is not None and hi is not None:
+            mins[name], maxs[name] = lo, hi
+    return {
+        "numRecords": data.num_rows,
+        "minValues": mins,
+        "maxValues": maxs,
+        "nullCount": nulls,
+    }
+
+
+def write_data_file(table: str, data: pa.Table, *, cdc: bool = False) -> dict[str, Any]:
+    """Write ``data`` as one Parquet file of the table; returns its ``add`` (or ``cdc``) action.
+
+    ``cdc`` files go under ``_change_data/`` and carry no statistics.
+    """
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    rel = f"{CDC_DIR}/cdc-{name[len('part-') :]}" if cdc else name
+    full = os.path.join(table, rel)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    pq.write_table(data, full, compression="snappy", row_group_size=ROW_GROUP_ROWS)
+    size = os.path.getsize(full)
+    action: dict[str, Any] = {"path": rel, "partitionValues": {}, "size": size}
+    if cdc:
+        action["dataChange"] = False
+        return action
+    action.update(
+        modificationTime=int(time.time() * 1000),
+        dataChange=True,
+        stats=json.dumps(file_stats(data), separators=(",", ":")),
+    )
+    return action
+
+
+# -- commits -------------------------------------------------------------------------------
+
+
+def commit(table: str, version: int, actions: Sequence[Mapping[str, Any]]) -> None:
+    """Create log entry ``version`` holding ``actions`` (one JSON object per line), atomically."""
+    log = _log(table)
+    final = os.path.join(log, f"{version:020d}.json")
+    tmp = os.path.join(log, f".{version:020d}.json.{uuid.uuid4().hex}.tmp")
+    text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        os.link(tmp, final)
+    except FileExistsError:
+        raise ConcurrentCommitError(
+            "commit", table, f"version {version} was committed by another writer; retry"
+        ) from None
+    finally:
+        os.unlink(tmp)
+    dir_fd = os.open(log, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def commit_info(operation: str, metadata: Mapping[str, str], **fields: Any) -> dict[str, Any]:
+    """A ``commitInfo`` action; ``metadata`` keys become top-level fields (as delta-rs does)."""
+    info: dict[str, Any] = {
+        "timestamp": int(time.time() * 1000),
+        "operation": operation,
+        "operationParameters": {},
+        "engineInfo": "spark-ivm",
+        **fields,
+    }
+    info.update({str(k): str(v) for k, v in metadata.items()})
+    return {"commitInfo": info}

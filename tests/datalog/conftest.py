@@ -1,0 +1,8 @@
+"""Datalog tests: ``tests/`` on the path for the shared ``delta_mirror`` helper."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
