@@ -242,19 +242,24 @@ def test_waiting_past_the_limit_is_a_typed_error(
 
 def test_delta_refuses_a_second_commit_of_one_view_epoch(tmp_path: Path) -> None:
     """What the protocol relies on past the lock: two writers that both read the view table
-    before either committed epoch e cannot both commit e (Delta's optimistic commit checks
-    the ``txn`` application id)."""
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-
+    before either committed epoch e cannot both commit e (the log entry for the next version
+    is created atomically, so the later writer gets ConcurrentCommitError and writes nothing
+    visible)."""
     from catalog import view_table
+    from catalog.delta_commit import ConcurrentCommitError
 
     p = str(tmp_path / "v")
     view_table.create_view_table(p, pa.schema([("k", pa.int64())]), view="v")
-    first, second = DeltaTable(p), DeltaTable(p)  # both read the table before either commits
     rows = pa.table({"k": [1], "__diff__": [1]})
-    txn = CommitProperties(app_transactions=[Transaction(app_id=view_table.app_id("v"), version=1)])
-    write_deltalake(first, rows, mode="append", commit_properties=txn)
-    with pytest.raises(Exception, match=r"[Cc]oncurrent"):
-        write_deltalake(second, rows, mode="append", commit_properties=txn)
+
+    def other_writer(step: str) -> None:  # B commits epoch 1 while A is between its steps
+        if step.startswith("files_written"):
+            view_table.commit_view_changes(p, rows, view="v", epoch=1, input_versions={"t": 1})
+
+    with pytest.raises(ConcurrentCommitError, match=r"another writer"):
+        view_table.commit_view_changes(
+            p, rows, view="v", epoch=1, input_versions={"t": 1}, hook=other_writer
+        )
     assert view_table.committed_epoch(p, "v") == 1
     assert delta.current_version(p) == 1
+    assert view_table.read_view(p).to_pylist() == [{"k": 1}]  # B's row once, not twice
