@@ -6,7 +6,7 @@ On a fresh warehouse it creates ``customers``, ``orders`` and ``edges``, and the
 * ``customer_orders`` — LEFT OUTER JOIN + aggregate (customers without orders count 0);
 * ``big_regions`` — a view over ``revenue_by_region`` (same refresh group);
 * ``reach`` — ``WITH RECURSIVE`` reachability from node 0 with ``UNION`` (set semantics on a
-  cyclic graph: Spark 4.3 cannot run this one, it only accepts ``UNION ALL``);
+  cyclic graph: Spark 4.x cannot run this one, it only accepts ``UNION ALL``);
 * ``on_cycle`` — a Datalog program: nodes that reach themselves.
 
 Then it applies batches of inserts, deletes, updates, a MERGE and a commit by a second
@@ -258,7 +258,7 @@ def _check(s: Any, spark: Any, progress: Callable[[str], AbstractContextManager[
             failures += not ok
             lines.append(
                 f"  {name:<18} {sum(got_nodes.values()):>6} rows  "
-                f"{'OK' if ok else 'MISMATCH'} (= graph search in Python; Spark 4.3 "
+                f"{'OK' if ok else 'MISMATCH'} (= graph search in Python; Spark 4.x "
                 "has no set-semantics recursion)"
             )
     print("\n".join(lines) + "\n")
