@@ -13,7 +13,7 @@ unknown table or view 'edges'
 
 from __future__ import annotations
 
-from ivm.errors import IvmError
+from ivm.errors import IvmError, SourceError
 
 
 class CatalogError(IvmError):
@@ -210,3 +210,23 @@ class StorageError(CatalogError, OSError):
             f"cannot write {path!r}: {detail}. The warehouse must be writable (check its "
             "permissions, mount and free space); nothing was changed"
         )
+
+
+class StatementError(CatalogError, SourceError, ValueError):
+    """A statement that parses but cannot be applied (wrong arity, unknown column, ...).
+
+    >>> str(StatementError("INSERT INTO edges", "3 values for 2 columns", line=1, column=1))
+    'INSERT INTO edges: 3 values for 2 columns (line 1, column 1)'
+    """
+
+    def __init__(
+        self,
+        statement: str,
+        detail: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.statement = statement
+        self.detail = detail
+        super().__init__(f"{statement}: {detail}", line=line, column=column, construct=statement)

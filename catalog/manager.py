@@ -47,6 +47,7 @@ from catalog.errors import (
 from catalog.names import Identifier, parse_identifier
 from catalog.paths import Warehouse, resolve_location
 from catalog.store import CatalogStore, Entry, TableEntry, ViewEntry, ViewKind, default_group
+from catalog.view_options import ViewOptions
 
 log = logging.getLogger("ivm.catalog")
 
@@ -151,8 +152,12 @@ class Catalog:
         schema: pa.Schema,
         *,
         group: str | None = None,
+        options: ViewOptions | None = None,
     ) -> ViewEntry:
-        """Record a view and create its empty view table (see catalog.view_table)."""
+        """Record a view and create its empty view table (see catalog.view_table).
+
+        ``options``: what its DDL says beyond the query (comment, column comments,
+        ``TBLPROPERTIES``, schedule; catalog.view_options)."""
         ident = parse_identifier(name)
         self._check_free(ident)
         deps = tuple(dict.fromkeys(parse_identifier(d) for d in dependencies))
@@ -172,6 +177,7 @@ class Catalog:
             path.as_posix(),
             storage_schema(schema),
             group or default_group(ident),
+            options=options or ViewOptions(),
         )
         try:
             return self.store.add(entry)  # type: ignore[return-value]

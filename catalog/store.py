@@ -22,6 +22,7 @@ on load (and written in format 2 by the next change).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -44,6 +45,7 @@ from catalog.errors import (
 )
 from catalog.names import Identifier, parse_identifier
 from catalog.paths import Warehouse
+from catalog.view_options import ViewOptions
 
 FORMAT = 2
 READABLE_FORMATS = (1, 2)
@@ -79,6 +81,7 @@ class ViewEntry:
     schema: pa.Schema
     group: str
     created_ms: int = 0
+    options: ViewOptions = dataclasses.field(default_factory=ViewOptions)
 
     kind = "materialized view"
 
@@ -111,6 +114,7 @@ def _encode(e: Entry, wh: Warehouse) -> dict[str, Any]:
         "language": e.language,
         "dependencies": [str(d) for d in e.dependencies],
         "group": e.group,
+        **({"options": e.options.to_json()} if e.options.to_json() else {}),
     }
 
 
@@ -154,6 +158,7 @@ def _decode_view(name: str, d: dict[str, Any], wh: Warehouse, fmt: int) -> ViewE
         schema_from_text(d["schema"]),
         d["group"],
         int(d.get("created_ms", 0)),
+        ViewOptions.from_json(d.get("options")),
     )
 
 
@@ -257,23 +262,7 @@ class CatalogStore:
         """Add a table or view; :class:`NameClashError` if the name is taken."""
         key = str(entry.ident)
         if not entry.created_ms:
-            stamped: Entry
-            if isinstance(entry, TableEntry):
-                stamped = TableEntry(
-                    entry.ident, entry.path, entry.managed, entry.schema, int(time.time() * 1000)
-                )
-            else:
-                stamped = ViewEntry(
-                    entry.ident,
-                    entry.definition,
-                    entry.language,
-                    entry.dependencies,
-                    entry.path,
-                    entry.schema,
-                    entry.group,
-                    int(time.time() * 1000),
-                )
-            entry = stamped
+            entry = dataclasses.replace(entry, created_ms=int(time.time() * 1000))
         inside = isinstance(entry, ViewEntry) or entry.managed
         if inside and not self.warehouse.contains(entry.path):
             raise InvalidPathError(
@@ -318,6 +307,15 @@ class CatalogStore:
                 raise DependencyError(key, deps)
             tables.pop(key, None) if isinstance(entry, TableEntry) else views.pop(key, None)
         return entry
+
+    def set_view_options(self, name: str | Identifier, options: ViewOptions) -> ViewEntry:
+        """Record new DDL options (e.g. a schedule) for an existing view."""
+        key = str(parse_identifier(name))
+        with self._locked() as (_, views):
+            if key not in views:
+                raise UnknownViewError(key, known=tuple(sorted(views)))
+            views[key]["options"] = options.to_json()
+        return self.view(key)
 
     def replace_schema(self, name: str | Identifier, schema: pa.Schema) -> Entry:
         """Record a new schema for an existing entry (e.g. after a compatible evolution)."""

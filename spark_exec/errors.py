@@ -11,23 +11,10 @@ left is a statement that is well-formed but wrong for the table it targets:
 
 from __future__ import annotations
 
+from catalog.errors import StatementError
 from ivm.errors import IvmError, SourceError
 
-
-class StatementError(SourceError, ValueError):
-    """A statement that parses but cannot be applied (wrong arity, unknown column, ...)."""
-
-    def __init__(
-        self,
-        statement: str,
-        detail: str,
-        *,
-        line: int | None = None,
-        column: int | None = None,
-    ) -> None:
-        self.statement = statement
-        self.detail = detail
-        super().__init__(f"{statement}: {detail}", line=line, column=column, construct=statement)
+__all__ = ["RefreshFailedError", "SparkSetupError", "SparkSqlError", "StatementError"]
 
 
 class RefreshFailedError(IvmError):

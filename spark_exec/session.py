@@ -38,20 +38,22 @@ see each other's tables and views.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 import pyarrow as pa
 
-from catalog import Catalog
-from catalog.errors import NameClashError
-from catalog.names import parse_identifier
+from catalog import Catalog, dml
+from catalog.errors import DependencyError, NameClashError
+from catalog.names import Identifier, parse_identifier
 from catalog.store import TableEntry, ViewEntry
 from ivm import limits as ivm_limits
+from spark_exec import ddl
 from spark_exec import statements as S
 from spark_exec import status as status_file
 from spark_exec.errors import RefreshFailedError, SparkSqlError, StatementError
@@ -225,10 +227,11 @@ class Session:
         return [self._run(st) for st in S.split_statements(text)]
 
     def _run(self, st: S.Statement) -> Any:
-        kind = S.classify(st)
-        match kind:
-            case S.CreateView(name=name, query=query, if_not_exists=ine):
-                return self._create_view(name, query, st, if_not_exists=ine)
+        """Run one statement: the one dispatch over the statement model."""
+        stmt = S.parse(st)
+        match stmt:
+            case S.CreateView():
+                return self._create_view_stmt(stmt, st)
             case S.DropView(name=name, if_exists=ie):
                 dropped = self.drop_view(name, if_exists=ie)
                 return Result(
@@ -250,46 +253,81 @@ class Session:
                 return Result(
                     "SHOW MATERIALIZED VIEWS", "materialized views:", rows=self.show_views()
                 )
-            case S.Parsed(tree=tree):
-                return self._run_parsed(tree, st)
-        raise AssertionError(kind)  # pragma: no cover
+            case S.DescribeView(name=name, extended=extended):
+                return self._describe_view(name, extended)
+            case S.ShowCreate(name=name):
+                return self._catalog_or_spark(name, st, "SHOW CREATE TABLE", ddl.create_statement)
+            case S.DescribeHistory(name=name):
+                return self._catalog_or_spark(name, st, "DESCRIBE HISTORY", ddl.history)
+            case S.AlterViewSchedule():
+                return self._alter_schedule(stmt, st)
+            case S.CreateTable(definition=d):
+                return self._create_table(d, st)
+            case S.DropTable(name=name, if_exists=ie):
+                existed = self.drop_table(name, if_exists=ie)
+                return Result(
+                    "DROP TABLE", f"dropped table {name}" if existed else f"no table {name}"
+                )
+            case S.Insert(tree=tree):
+                return _write_result("INSERT", dml.insert(self.catalog, tree, st, self._spark_rows))
+            case S.Delete(tree=tree):
+                return _write_result("DELETE", dml.delete(self.catalog, tree, st))
+            case S.Update(tree=tree):
+                return _write_result("UPDATE", dml.update(self.catalog, tree, st))
+            case S.Merge(tree=tree):
+                return _write_result("MERGE", dml.merge(self.catalog, tree, st, self._spark_rows))
+            case S.PassToSpark():
+                return self._spark_sql(st)
+            case _:
+                assert_never(stmt)
 
-    def _run_parsed(self, tree: Any, st: S.Statement) -> Any:
-        from sqlglot import exp
+    def _catalog_or_spark(
+        self,
+        name: str,
+        st: S.Statement,
+        what: str,
+        show: Callable[[TableEntry | ViewEntry], pa.Table | str],
+    ) -> Any:
+        """``show`` of a catalog table or view; Spark SQL runs the statement for other names."""
+        entry = self.catalog.store.find(name)
+        if entry is None:
+            return self._spark_sql(st)
+        out = show(entry)
+        rows = pa.table({"createtab_stmt": [out]}) if isinstance(out, str) else out
+        return Result(what, f"{what} {entry.name}:", rows=rows)
 
-        from sql_frontend.errors import UnsupportedSqlError
+    def _describe_view(self, name: str, extended: bool) -> Result:
+        entry = self.catalog.view(name)
+        status: dict[str, str] = {}
+        if extended:
+            row = next(r for r in self.show_views().to_pylist() if r["name"] == entry.name)
+            status = {
+                "Status": str(row["status"]),
+                "Last Refresh": str(row["last_refresh"]),
+                "Epoch": str(row["epoch"]),
+                "Input Versions": str(row["input_versions"]),
+            }
+        rows = ddl.describe_view(entry, extended=extended, status=status)
+        return Result("DESCRIBE MATERIALIZED VIEW", f"materialized view {entry.name}:", rows=rows)
 
-        if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
-            return self._create_table(S.table_definition(tree, st), st)
-        if (
-            isinstance(tree, exp.Create)
-            and str(tree.args.get("kind", "")).upper() == "VIEW"
-            and tree.find(exp.MaterializedProperty) is not None
-        ):
-            raise UnsupportedSqlError(
-                "this form of CREATE MATERIALIZED VIEW",
-                line=st.line,
-                column=st.column,
-                reason="use CREATE MATERIALIZED VIEW name AS query",
-            )
-        if isinstance(tree, exp.Drop) and str(tree.args.get("kind", "")).upper() == "TABLE":
-            name = S.table_name(
-                tree.this
-                if hasattr(tree, "this") and tree.this is not None
-                else tree.args["tables"][0]
-            )
-            existed = self.drop_table(name, if_exists=bool(tree.args.get("exists")))
-            return Result("DROP TABLE", f"dropped table {name}" if existed else f"no table {name}")
-        if isinstance(tree, exp.Insert):
-            w = S.insert(self.catalog, tree, st, self._spark_rows)
-            return _write_result("INSERT", w)
-        if isinstance(tree, exp.Delete):
-            return _write_result("DELETE", S.delete(self.catalog, tree, st))
-        if isinstance(tree, exp.Update):
-            return _write_result("UPDATE", S.update(self.catalog, tree, st))
-        if isinstance(tree, exp.Merge):
-            return _write_result("MERGE", S.merge(self.catalog, tree, st, self._spark_rows))
-        return self._spark_sql(st)
+    def _alter_schedule(self, stmt: S.AlterViewSchedule, st: S.Statement) -> Result:
+        """``ALTER MATERIALIZED VIEW v {ADD|ALTER} SCHEDULE ... | DROP SCHEDULE`` (recorded
+        in the catalog; the always-on refresher that runs schedules is future work)."""
+        entry = self.catalog.view(stmt.name)
+        has = entry.options.schedule is not None
+        what = f"ALTER MATERIALIZED VIEW {entry.name} {stmt.action} SCHEDULE"
+        if stmt.action == "ADD" and has:
+            detail = "the view has a schedule already; use ALTER SCHEDULE to change it"
+        elif stmt.action != "ADD" and not has:
+            detail = "the view has no schedule; use ADD SCHEDULE"
+        else:
+            detail = ""
+        if detail:
+            raise StatementError(what, detail, line=st.line, column=st.column)
+        options = dataclasses.replace(entry.options, schedule=stmt.schedule)
+        self.catalog.store.set_view_options(entry.ident, options)
+        shown = stmt.schedule.sql() if stmt.schedule is not None else "no schedule"
+        return Result("ALTER MATERIALIZED VIEW", f"materialized view {entry.name}: {shown}")
 
     def _spark_sql(self, st: S.Statement) -> Any:
         """Run ``st`` in Spark SQL; Spark's parse and analysis errors become typed errors."""
@@ -379,43 +417,84 @@ class Session:
         return True
 
     # -- views -----------------------------------------------------------------------------
-    def _create_view(
-        self, name: str, query: str, st: S.Statement | None, *, if_not_exists: bool = False
-    ) -> Result:
+    def _create_view_stmt(self, stmt: S.CreateView, st: S.Statement | None) -> Result:
+        """``CREATE [OR REPLACE] MATERIALIZED VIEW``: compile first, then record and refresh.
+
+        ``OR REPLACE`` compiles the new definition in memory before touching the old view;
+        an error there leaves the old view as it was.  Then the old view is dropped and the
+        new one created; should that fail (say its first refresh hits a resource limit), the
+        old view is created again from its stored definition.
+        """
+        ident = parse_identifier(stmt.name)
+        existing = self.catalog.store.find(ident)
+        replace = None
+        if existing is not None:
+            if stmt.if_not_exists and isinstance(existing, ViewEntry):
+                return Result("CREATE MATERIALIZED VIEW", f"{ident} exists")
+            if not (stmt.or_replace and isinstance(existing, ViewEntry)):
+                raise NameClashError(str(ident), existing.kind)
+            replace = existing
+        entry = self._view_entry(ident, stmt)
+        if replace is None:
+            reports = self._add_views([entry])
+            return Result(
+                "CREATE MATERIALIZED VIEW",
+                f"created materialized view {ident}",
+                reports=tuple(reports),
+            )
+        return self._replace_view(replace, entry)
+
+    def _view_entry(self, ident: Identifier, stmt: S.CreateView) -> ViewEntry:
+        """The catalog entry of a new view (its query planned: errors carry positions)."""
         from sql_frontend import plan as p
         from sql_frontend.compile import output_names
         from sql_frontend.planner import plan_sql
 
-        ident = parse_identifier(name)
-        existing = self.catalog.store.find(ident)
-        if existing is not None:
-            if if_not_exists and isinstance(existing, ViewEntry):
-                return Result("CREATE MATERIALIZED VIEW", f"{ident} exists")
-            raise NameClashError(str(ident), existing.kind)
         entries: list[TableEntry | ViewEntry] = [*self.catalog.tables(), *self.catalog.views()]
         known = {e.name: frontend_columns(e.schema) for e in entries}
-        node = plan_sql(st.text if st is not None else query, known)  # errors: line, column
-        deps = p.tables(node)
+        node = plan_sql(stmt.located_query, known)  # errors: line, column in the script
+        definition, options = stmt.query, stmt.options
+        if options.columns:
+            definition = _rename_outputs(stmt, output_names(node.schema))
+            options = dataclasses.replace(options, query=stmt.query)
+            node = plan_sql(definition, known)
         schema = view_schema(
             list(zip(output_names(node.schema), [t for _, t in node.schema], strict=True))
         )
-        entry = ViewEntry(
+        return ViewEntry(
             ident,
-            query,
+            definition,
             "sql",
-            tuple(parse_identifier(d) for d in deps),
+            tuple(parse_identifier(d) for d in p.tables(node)),
             self.catalog.warehouse.view_path(ident).as_posix(),
             schema,
             "pending",
+            options=options,
         )
-        reports = self._add_views([entry])
+
+    def _replace_view(self, old: ViewEntry, new: ViewEntry) -> Result:
+        dependents = self.catalog.store.dependents(old.ident)
+        if dependents:
+            raise DependencyError(str(old.ident), dependents)
+        specs = plan_groups(self.catalog, extra=[new])
+        build_group(self.catalog, next(s for s in specs if new.ident in {v.ident for v in s.views}))
+        self.drop_view(old.name)
+        try:
+            reports = self._add_views([new])
+        except BaseException:
+            log.warning("CREATE OR REPLACE of %s failed; restoring the old view", old.name)
+            self._add_views([old])
+            raise
         return Result(
-            "CREATE MATERIALIZED VIEW", f"created materialized view {ident}", reports=tuple(reports)
+            "CREATE MATERIALIZED VIEW",
+            f"replaced materialized view {old.name}",
+            reports=tuple(reports),
         )
 
     def create_view(self, name: str, query: str) -> list[RefreshReport]:
         """``CREATE MATERIALIZED VIEW name AS query``; returns the first refresh's reports."""
-        return list(self._create_view(name, query, None).reports)
+        stmt = S.CreateView(name, query, query)
+        return list(self._create_view_stmt(stmt, None).reports)
 
     def _add_views(self, entries: Sequence[ViewEntry]) -> list[RefreshReport]:
         """Validate (build the new group in memory), record, then run the first refresh."""
@@ -427,7 +506,13 @@ class Session:
             for e in entries:
                 created.append(
                     self.catalog.create_view(
-                        e.ident, e.definition, e.language, e.dependencies, e.schema, group=spec.name
+                        e.ident,
+                        e.definition,
+                        e.language,
+                        e.dependencies,
+                        e.schema,
+                        group=spec.name,
+                        options=e.options,
                     )
                 )
             reports = self._refresh_specs([self._spec_of(str(entries[0].ident))], built=built)
@@ -650,6 +735,24 @@ def _write_result(what: str, w: Any) -> Result:
     return Result(
         what, f"{what}: table version {w.version}" + (f" ({detail})" if detail else ""), metrics=m
     )
+
+
+def _rename_outputs(stmt: S.CreateView, names: Sequence[str]) -> str:
+    """The view's query with its outputs renamed by the column list (``(a COMMENT 'x', b)``)."""
+    columns = [c for c, _ in stmt.options.columns]
+    what = f"CREATE MATERIALIZED VIEW {stmt.name}"
+    if len(columns) != len(names):
+        raise StatementError(
+            what, f"the column list names {len(columns)} columns; the query gives {len(names)}"
+        )
+    if len({n.lower() for n in names}) != len(names):
+        raise StatementError(what, f"the query's columns {list(names)} repeat a name; alias them")
+
+    def q(n: str) -> str:
+        return "`" + n.replace("`", "``") + "`"
+
+    outs = ", ".join(f"{q(n)} AS {q(c)}" for n, c in zip(names, columns, strict=True))
+    return f"SELECT {outs} FROM (\n{stmt.query}\n) AS __ivm_columns"
 
 
 def frontend_catalog(entries: Sequence[TableEntry | ViewEntry]) -> dict[str, list[Any]]:

@@ -1,33 +1,20 @@
-"""SQL statements of the Session: splitting a script, recognising each statement, and DML.
+"""SQL statements of the Session: a script split into statements, each parsed into one model.
 
 :func:`split_statements` cuts a script at the ``;`` tokens (sqlglot's tokenizer, so a ``;``
-inside a string is not a separator) and pads each statement with the newlines and spaces that
-preceded it, so every error's line and column point into the user's script.
+inside a string or a comment is not a separator) and pads each statement with the newlines
+and spaces that preceded it, so every error's line and column point into the user's script.
 
-:func:`classify` tells the Session what a statement is.  The materialized-view statements
-(``CREATE / DROP / REFRESH / EXPLAIN MATERIALIZED VIEW``, ``SHOW MATERIALIZED VIEWS``) are
-recognised by their leading keywords; everything else is parsed by sqlglot (Spark dialect).
-
-DML on catalog tables becomes delta-rs operations (:mod:`catalog.delta`):
-
-* ``INSERT INTO t [(cols)] VALUES ...`` — literal rows are converted here (no Spark);
-  ``INSERT ... SELECT`` and non-literal values are evaluated by Spark SQL (which sees every
-  catalog table and view by name);
-* ``DELETE FROM t WHERE p`` and ``UPDATE t SET c = e WHERE p`` — ``p`` and ``e`` are handed to
-  delta-rs as SQL (DataFusion evaluates them; qualifiers of the target are stripped);
-  subqueries are refused;
-* ``MERGE INTO t USING s ON ... WHEN ...`` — the source (a catalog table, a VALUES list or a
-  query Spark evaluates) becomes an Arrow table; the clauses map one to one onto delta-rs's
-  ``when_*`` builders.
+:func:`parse` reads a statement with sqlglot — the Spark dialect extended with the
+materialized-view DDL of Spark and Databricks (:mod:`spark_exec.sql_dialect`); comments may
+stand anywhere — and returns one of the :data:`Stmt` types: a closed union of frozen
+dataclasses, one per kind of statement, which the Session dispatches on exhaustively.  DML is
+executed by :mod:`catalog.dml`; anything the Session does not own is :class:`PassToSpark`.
 """
 
 from __future__ import annotations
 
-import decimal
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from dataclasses import dataclass, field
+from typing import Literal
 
 import pyarrow as pa
 import sqlglot
@@ -35,40 +22,14 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
-from catalog import Catalog, delta
-from catalog.delta import MergeClause, WriteResult
-from catalog.names import parse_identifier
-from catalog.store import TableEntry, ViewEntry
+from catalog.dml import position, table_name
+from catalog.view_options import Schedule, ViewOptions
+from spark_exec import sql_dialect as d
 from spark_exec.errors import StatementError
 from sql_frontend.errors import SqlSyntaxError, UnsupportedSqlError
 from sql_frontend.limits import check_text, check_tree
 
 DIALECT = "spark"
-PREDICATE_DIALECT = "postgres"  # what DataFusion (delta-rs) reads best
-
-_NAME = r"((?:`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(?:\s*\.\s*(?:`[^`]+`|[A-Za-z_][A-Za-z0-9_]*))?)"
-_CREATE_MV = re.compile(
-    r"^\s*CREATE\s+(?P<replace>OR\s+REPLACE\s+)?MATERIALIZED\s+VIEW\s+"
-    r"(?P<ine>IF\s+NOT\s+EXISTS\s+)?" + _NAME.replace("((", "(?P<name>(", 1) + r"\s+AS\s+",
-    re.I | re.S,
-)
-_DROP_MV = re.compile(
-    r"^\s*DROP\s+MATERIALIZED\s+VIEW\s+(?P<ie>IF\s+EXISTS\s+)?"
-    + _NAME.replace("((", "(?P<name>(", 1)
-    + r"\s*$",
-    re.I | re.S,
-)
-_REFRESH_MV = re.compile(
-    r"^\s*REFRESH\s+MATERIALIZED\s+VIEWS?(?:\s+"
-    + _NAME.replace("((", "(?P<name>(", 1)
-    + r")?(?P<full>\s+FULL)?\s*$",
-    re.I | re.S,
-)
-_EXPLAIN_MV = re.compile(
-    r"^\s*EXPLAIN\s+MATERIALIZED\s+VIEW\s+" + _NAME.replace("((", "(?P<name>(", 1) + r"\s*$",
-    re.I | re.S,
-)
-_SHOW_MV = re.compile(r"^\s*SHOW\s+MATERIALIZED\s+VIEWS\s*$", re.I | re.S)
 
 
 @dataclass(frozen=True)
@@ -87,7 +48,7 @@ class Statement:
 def split_statements(script: str) -> list[Statement]:
     """The statements of ``script`` (empty ones dropped), each padded to its position."""
     try:
-        tokens = sqlglot.Dialect.get_or_raise(DIALECT).tokenize(script)
+        tokens = d.IvmSpark().tokenize(script)
     except (TokenError, ParseError) as exc:
         raise SqlSyntaxError(f"cannot read the SQL script: {exc}") from exc
     cuts = [t.end + 1 for t in tokens if t.token_type == TokenType.SEMICOLON]
@@ -106,14 +67,23 @@ def split_statements(script: str) -> list[Statement]:
     return out
 
 
-# -- classification ----------------------------------------------------------------------
+# -- the statement model -----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class CreateView:
+    """``CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name [(cols)] ... AS query``.
+
+    ``query`` is the query as written; ``located_query`` the statement's text with everything
+    before the query blanked out, so the SQL front end's errors point into the script.
+    """
+
     name: str
     query: str
-    if_not_exists: bool
+    located_query: str
+    if_not_exists: bool = False
+    or_replace: bool = False
+    options: ViewOptions = field(default_factory=ViewOptions)
 
 
 @dataclass(frozen=True)
@@ -139,37 +109,97 @@ class ShowViews:
 
 
 @dataclass(frozen=True)
-class Parsed:
-    """Any other statement, parsed by sqlglot."""
+class DescribeView:
+    name: str
+    extended: bool = False
+
+
+@dataclass(frozen=True)
+class ShowCreate:
+    """``SHOW CREATE TABLE name`` (a catalog table or view; anything else goes to Spark)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class DescribeHistory:
+    """``DESCRIBE HISTORY name`` (a catalog table or view; anything else goes to Spark)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class AlterViewSchedule:
+    """``ALTER MATERIALIZED VIEW name {ADD|ALTER} SCHEDULE ... | DROP SCHEDULE``."""
+
+    name: str
+    action: Literal["ADD", "ALTER", "DROP"]
+    schedule: Schedule | None
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    definition: TableDefinition
+
+
+@dataclass(frozen=True)
+class DropTable:
+    name: str
+    if_exists: bool
+
+
+@dataclass(frozen=True)
+class Insert:
+    tree: exp.Insert
+
+
+@dataclass(frozen=True)
+class Delete:
+    tree: exp.Delete
+
+
+@dataclass(frozen=True)
+class Update:
+    tree: exp.Update
+
+
+@dataclass(frozen=True)
+class Merge:
+    tree: exp.Merge
+
+
+@dataclass(frozen=True)
+class PassToSpark:
+    """A statement the Session does not own (queries, other DDL): Spark SQL runs its text."""
 
     tree: exp.Expr
 
 
-Kind = CreateView | DropView | RefreshView | ExplainView | ShowViews | Parsed
+Stmt = (
+    CreateView
+    | DropView
+    | RefreshView
+    | ExplainView
+    | ShowViews
+    | DescribeView
+    | ShowCreate
+    | DescribeHistory
+    | AlterViewSchedule
+    | CreateTable
+    | DropTable
+    | Insert
+    | Delete
+    | Update
+    | Merge
+    | PassToSpark
+)
 
 
-def classify(st: Statement) -> Kind:
-    text = st.text
-    if m := _CREATE_MV.match(text):
-        if m.group("replace"):
-            raise UnsupportedSqlError(
-                "CREATE OR REPLACE MATERIALIZED VIEW",
-                line=st.line,
-                column=st.column,
-                reason="drop the view and create it",
-            )
-        return CreateView(m.group("name"), text[m.end() :].strip(), bool(m.group("ine")))
-    if m := _DROP_MV.match(text):
-        return DropView(m.group("name"), bool(m.group("ie")))
-    if m := _REFRESH_MV.match(text):
-        return RefreshView(m.group("name"), bool(m.group("full")))
-    if m := _EXPLAIN_MV.match(text):
-        return ExplainView(m.group("name"))
-    if _SHOW_MV.match(text):
-        return ShowViews()
-    check_text(text)  # size and nesting limits, before the recursive parser runs
+def parse(st: Statement) -> Stmt:
+    """The model of statement ``st`` (errors carry line and column in the script)."""
+    check_text(st.text)  # size and nesting limits, before the recursive parser runs
     try:
-        tree = sqlglot.parse_one(text, read=DIALECT)
+        tree = sqlglot.parse_one(st.text, read=d.IvmSpark)
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         raise SqlSyntaxError(
@@ -177,375 +207,161 @@ def classify(st: Statement) -> Kind:
             line=err.get("line"),
             column=err.get("col"),
         ) from exc
+    except TokenError as exc:
+        raise SqlSyntaxError(f"cannot read SQL: {exc}", line=st.line, column=st.column) from exc
     check_tree(tree)
-    return Parsed(tree)
+    return model(tree, st)
 
 
-class Where(TypedDict):
-    line: int | None
-    column: int | None
+def _name(node: exp.Expr) -> str:
+    return table_name(node)
 
 
-def position(node: exp.Expr | None, st: Statement) -> Where:
-    """Line and column of ``node`` in the script (the statement's start if unknown)."""
-    from sql_frontend.analyze import position as pos
-
-    line, col = pos(node)
-    return {
-        "line": line if line is not None else st.line,
-        "column": col if col is not None else st.column,
-    }
-
-
-def table_name(node: exp.Expr) -> str:
-    """``db.name`` of a sqlglot Table (or a Schema around one)."""
-    if isinstance(node, exp.Schema):
-        node = node.this
-    if not isinstance(node, exp.Table):
-        raise UnsupportedSqlError(f"target {type(node).__name__}")
-    parts = [p.name for p in (node.args.get("db"), node.this) if p is not None and p.name]
-    if node.args.get("catalog") is not None:
-        raise UnsupportedSqlError("three-part table name")
-    return str(parse_identifier(".".join(f"`{p}`" for p in parts)))
-
-
-# -- values ------------------------------------------------------------------------------
-
-
-class NotLiteral(Exception):
-    """A VALUES element that needs Spark to evaluate it."""
-
-
-def literal(node: exp.Expr) -> Any:
-    """The Python value of a literal expression (raises :class:`NotLiteral` otherwise)."""
-    if isinstance(node, exp.Null):
-        return None
-    if isinstance(node, exp.Boolean):
-        return bool(node.this)
-    if isinstance(node, exp.Literal):
-        if node.is_string:
-            return str(node.this)
-        text = str(node.this)
-        try:
-            return int(text)
-        except ValueError:
-            try:
-                return decimal.Decimal(text)
-            except decimal.InvalidOperation:
-                raise NotLiteral(text) from None
-    if isinstance(node, exp.Neg):
-        v = literal(node.this)
-        if isinstance(v, int | decimal.Decimal) and not isinstance(v, bool):
-            return -v
-        raise NotLiteral(node.sql())
-    if isinstance(node, exp.Paren):
-        return literal(node.this)
-    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal | exp.Null):
-        return _CastValue(literal(node.this), node.to.sql(DIALECT))
-    raise NotLiteral(node.sql(DIALECT))
+def model(tree: exp.Expr, st: Statement) -> Stmt:
+    """The statement type of a parsed tree (the only place that looks at sqlglot's types)."""
+    if isinstance(tree, exp.Create) and tree.find(exp.MaterializedProperty) is not None:
+        return create_view(tree, st)
+    if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
+        return CreateTable(table_definition(tree, st))
+    if isinstance(tree, exp.Drop):
+        kind = str(tree.args.get("kind", "")).upper()
+        target = tree.this if tree.this is not None else tree.args["tables"][0]
+        if kind == "VIEW" and tree.args.get("materialized"):
+            return DropView(_name(target), bool(tree.args.get("exists")))
+        if kind == "TABLE":
+            return DropTable(_name(target), bool(tree.args.get("exists")))
+    if isinstance(tree, d.RefreshMaterializedView):
+        this = tree.this
+        return RefreshView(_name(this) if this is not None else None, bool(tree.args.get("full")))
+    if isinstance(tree, d.ExplainMaterializedView):
+        return ExplainView(_name(tree.this))
+    if isinstance(tree, d.ShowMaterializedViews):
+        return ShowViews()
+    if isinstance(tree, d.DescribeMaterializedView):
+        return DescribeView(_name(tree.this), bool(tree.args.get("extended")))
+    if isinstance(tree, d.ShowCreateTable):
+        return ShowCreate(_name(tree.this))
+    if isinstance(tree, exp.Describe) and str(tree.args.get("style", "")).upper() == "HISTORY":
+        return DescribeHistory(_name(tree.this))
+    if isinstance(tree, d.AlterMaterializedView):
+        sched = tree.args.get("schedule")
+        action: Literal["ADD", "ALTER", "DROP"] = tree.text("action").upper()  # type: ignore[assignment]
+        return AlterViewSchedule(
+            _name(tree.this), action, _schedule(sched, st) if sched is not None else None
+        )
+    if isinstance(tree, exp.Insert):
+        return Insert(tree)
+    if isinstance(tree, exp.Delete):
+        return Delete(tree)
+    if isinstance(tree, exp.Update):
+        return Update(tree)
+    if isinstance(tree, exp.Merge):
+        return Merge(tree)
+    return PassToSpark(tree)
 
 
-@dataclass(frozen=True)
-class _CastValue:
-    value: Any
-    sql_type: str
+# -- CREATE MATERIALIZED VIEW ------------------------------------------------------------
 
 
-def column_array(values: list[Any], target: pa.DataType, column: str) -> pa.Array:
-    """Literal values as an Arrow array of the column's type (Spark's implicit casts)."""
-    plain = [v.value if isinstance(v, _CastValue) else v for v in values]
+def _schedule(node: exp.Expr, st: Statement) -> Schedule:
+    if node.args.get("on_update"):
+        return Schedule(on_update=True)
+    every = node.args["every"]
     try:
-        if pa.types.is_decimal(target):
-            plain = [None if v is None else decimal.Decimal(str(v)) for v in plain]
-        elif pa.types.is_floating(target):
-            plain = [None if v is None else float(v) for v in plain]
-        elif pa.types.is_integer(target):
-            for v in plain:
-                if isinstance(v, decimal.Decimal | float) and v != int(v):
-                    raise ValueError(f"{v} is not an integer")
-            plain = [None if v is None else int(v) for v in plain]
-        elif pa.types.is_string(target):
-            plain = [
-                None if v is None else str(v) if not isinstance(v, bool) else str(v).lower()
-                for v in plain
-            ]
-        if pa.types.is_temporal(target):
-            return pa.array([None if v is None else str(v) for v in plain]).cast(target)
-        return pa.array(plain, type=target)
-    except OverflowError:
-        big = next((v for v in plain if isinstance(v, int) and not -(2**63) <= v < 2**63), "")
-        raise StatementError(
-            "INSERT", f"[CAST_OVERFLOW] column {column!r} ({target}): the value {big} does not fit"
-        ) from None
-    except (ValueError, TypeError, decimal.InvalidOperation, pa.ArrowException) as exc:
-        raise StatementError("INSERT", f"column {column!r} ({target}): {exc}") from None
+        return Schedule(every=int(every.name), unit=node.text("unit").upper())
+    except (ValueError, TypeError) as exc:
+        raise StatementError("SCHEDULE", str(exc), **position(node, st)) from None
 
 
-def values_rows(values: exp.Values) -> list[list[Any]]:
-    rows = []
-    for t in values.expressions:
-        items = t.expressions if isinstance(t, exp.Tuple) else [t]
-        rows.append([literal(x) for x in items])
-    return rows
+def _query_start(text: str) -> int:
+    """Offset just after the ``AS`` that introduces a CREATE statement's query."""
+    depth = 0
+    for t in d.IvmSpark().tokenize(text):
+        if t.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif t.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and t.token_type == TokenType.ALIAS:
+            return t.end + 1
+    return len(text)
 
 
-# -- DML ---------------------------------------------------------------------------------
+_REFUSED_PROPERTIES = {
+    exp.PartitionedByProperty: "the view table's log writer writes unpartitioned files; "
+    "leave PARTITIONED BY out (a view table is searched by its per-file statistics)",
+    exp.ClusterProperty: "the view table's log writer does not lay out files by clustering "
+    "columns; leave CLUSTER BY out",
+    exp.ClusteredByProperty: "the view table is not bucketed; leave CLUSTERED BY out",
+    exp.LocationProperty: "a view's table lives in the warehouse; leave LOCATION out",
+}
 
 
-SparkEval = Callable[[str], pa.Table]
-"""Runs a query in Spark SQL and returns its rows (the Session's, started on demand)."""
-
-
-def _target(catalog: Catalog, node: exp.Expr, what: str) -> TableEntry:
-    name = table_name(node)
-    entry = catalog.lookup(name)
-    if isinstance(entry, ViewEntry):
-        raise StatementError(
-            what, f"{entry.name!r} is a materialized view; it changes only by REFRESH"
-        )
-    assert isinstance(entry, TableEntry)
-    return entry
-
-
-def _predicate(
-    node: exp.Expr | None,
-    qualifiers: set[str],
-    st: Statement,
-    what: str,
-    keep_qualifiers: bool = False,
-) -> str | None:
-    if node is None:
-        return None
-    bad = node.find(exp.Subquery, exp.Select, exp.Exists)
-    if bad is not None:
+def create_view(tree: exp.Create, st: Statement) -> CreateView:
+    """The model of ``CREATE MATERIALIZED VIEW`` (refusing options it cannot honour, by name)."""
+    where = {"line": st.line, "column": st.column}
+    if str(tree.args.get("kind", "")).upper() != "VIEW" or not isinstance(
+        tree.expression, exp.Query
+    ):
         raise UnsupportedSqlError(
-            f"subquery in {what}",
-            **position(bad, st),
-            reason="delta-rs evaluates the condition row by row",
+            "this form of CREATE MATERIALIZED VIEW", **where, reason="write ... AS query"
         )
-
-    def strip(n: exp.Expr) -> exp.Expr:
-        if (
-            not keep_qualifiers
-            and isinstance(n, exp.Column)
-            and n.table
-            and n.table.lower() in qualifiers
-        ):
-            return exp.column(n.name)
-        return n
-
-    return node.copy().transform(strip).sql(PREDICATE_DIALECT)
-
-
-def insert(catalog: Catalog, tree: exp.Insert, st: Statement, spark_eval: SparkEval) -> WriteResult:
-    entry = _target(catalog, tree.this, "INSERT")
-    schema = entry.schema
-    if isinstance(tree.this, exp.Schema):
-        names = [i.name for i in tree.this.expressions]
-        unknown = [n for n in names if n.lower() not in {c.lower() for c in schema.names}]
-        if unknown:
-            raise StatementError(
-                f"INSERT INTO {entry.name}",
-                f"unknown column(s) {unknown}; the table has {schema.names}",
-                **position(tree, st),
-            )
-        lower = {c.lower(): c for c in schema.names}
-        names = [lower[n.lower()] for n in names]
-    else:
-        names = list(schema.names)
-    source = tree.expression
-    rows: pa.Table
-    if isinstance(source, exp.Values):
-        try:
-            literal_rows = values_rows(source)
-        except NotLiteral:
-            rows = spark_eval("SELECT * FROM " + source.sql(DIALECT))
+    comment: str | None = None
+    properties: list[tuple[str, str]] = []
+    schedule: Schedule | None = None
+    props = tree.args.get("properties")
+    for p in props.expressions if props is not None else []:
+        if isinstance(p, exp.MaterializedProperty):
+            continue
+        if isinstance(p, exp.SchemaCommentProperty):
+            comment = p.this.name
+        elif isinstance(p, d.ScheduleProperty):
+            if schedule is not None:
+                raise StatementError("CREATE MATERIALIZED VIEW", "two schedules", **position(p, st))
+            schedule = _schedule(p, st)
+        elif type(p) is exp.Property:
+            properties.append((p.name, p.args["value"].name))
         else:
-            for r in literal_rows:
-                if len(r) != len(names):
-                    raise StatementError(
-                        f"INSERT INTO {entry.name}",
-                        f"a row has {len(r)} values for {len(names)} columns",
-                        **position(source, st),
-                    )
-            cols = {
-                n: column_array([r[i] for r in literal_rows], schema.field(n).type, n)
-                for i, n in enumerate(names)
-            }
-            rows = pa.table(cols)
-    elif isinstance(source, exp.Query):
-        rows = spark_eval(source.sql(DIALECT))
-    else:
-        raise UnsupportedSqlError(f"INSERT from {type(source).__name__}", **position(source, st))
-    if rows.num_columns != len(names):
-        raise StatementError(
-            f"INSERT INTO {entry.name}",
-            f"{rows.num_columns} values for {len(names)} columns",
-            **position(source, st),
-        )
-    rows = rows.rename_columns(names)
-    for f in schema:
-        if f.name not in names:
-            if not f.nullable:
-                raise StatementError(
-                    f"INSERT INTO {entry.name}", f"column {f.name!r} is NOT NULL and has no value"
+            reason = _REFUSED_PROPERTIES.get(type(p), "spark-ivm does not support this option")
+            construct = p.sql(DIALECT).split("(")[0].strip() or type(p).__name__
+            raise UnsupportedSqlError(
+                f"{construct} on a materialized view", **position(p, st), reason=reason
+            )
+    columns = _column_list(tree.this, st)
+    start = _query_start(st.text)
+    located = "".join(c if c == "\n" else " " for c in st.text[:start]) + st.text[start:]
+    return CreateView(
+        _name(tree.this),
+        st.text[start:].strip(),
+        located,
+        if_not_exists=bool(tree.args.get("exists")),
+        or_replace=bool(tree.args.get("replace")),
+        options=ViewOptions(comment, columns, tuple(properties), schedule),
+    )
+
+
+def _column_list(target: exp.Expr, st: Statement) -> tuple[tuple[str, str | None], ...]:
+    if not isinstance(target, exp.Schema):
+        return ()
+    out: list[tuple[str, str | None]] = []
+    for c in target.expressions:
+        comment = None
+        if isinstance(c, exp.ColumnDef):
+            if c.args.get("kind") is not None:
+                raise UnsupportedSqlError(
+                    f"a type in the column list ({c.sql(DIALECT)})",
+                    **position(c, st),
+                    reason="the query gives the types; list names and comments only",
                 )
-            rows = rows.append_column(f.name, pa.nulls(rows.num_rows, f.type))
-    for f in schema:
-        if not f.nullable and rows.column(f.name).null_count:
-            raise StatementError(
-                f"INSERT INTO {entry.name}", f"NULL in column {f.name!r}, which is NOT NULL"
-            )
-    return delta.insert(entry.path, rows.select(schema.names))
-
-
-def _qualifiers(entry: TableEntry, node: exp.Expr) -> set[str]:
-    q = {entry.ident.name}
-    alias = node.args.get("alias") if isinstance(node, exp.Table) else None
-    if alias is not None and alias.name:
-        q.add(alias.name.lower())
-    return q
-
-
-def delete(catalog: Catalog, tree: exp.Delete, st: Statement) -> WriteResult:
-    entry = _target(catalog, tree.this, "DELETE")
-    where = tree.args.get("where")
-    pred = _predicate(
-        where.this if where is not None else None, _qualifiers(entry, tree.this), st, "DELETE"
-    )
-    return delta.delete(entry.path, pred)
-
-
-def update(catalog: Catalog, tree: exp.Update, st: Statement) -> WriteResult:
-    entry = _target(catalog, tree.this, "UPDATE")
-    quals = _qualifiers(entry, tree.this)
-    if tree.args.get("from_") is not None or tree.args.get("from") is not None:
-        raise UnsupportedSqlError("UPDATE ... FROM", **position(tree, st))
-    assignments: dict[str, str] = {}
-    lower = {c.lower(): c for c in entry.schema.names}
-    for a in tree.expressions:
-        if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column):
-            raise UnsupportedSqlError("UPDATE assignment", **position(a, st))
-        col = lower.get(a.this.name.lower())
-        if col is None:
-            raise StatementError(
-                f"UPDATE {entry.name}", f"unknown column {a.this.name!r}", **position(a, st)
-            )
-        value = _predicate(a.expression, quals, st, "UPDATE")
-        assert value is not None
-        assignments[col] = value
-    where = tree.args.get("where")
-    pred = _predicate(where.this if where is not None else None, quals, st, "UPDATE")
-    return delta.update(entry.path, assignments, pred)
-
-
-def merge(catalog: Catalog, tree: exp.Merge, st: Statement, spark_eval: SparkEval) -> WriteResult:
-    entry = _target(catalog, tree.this, "MERGE")
-    target_alias = tree.this.alias or entry.ident.name
-    using = tree.args["using"]
-    source_alias = using.alias or (using.name if isinstance(using, exp.Table) else "source")
-    source: pa.Table
-    if isinstance(using, exp.Table):
-        found = catalog.store.find(table_name(using))
-        source = (
-            catalog.read(found.ident)
-            if found is not None
-            else spark_eval(f"SELECT * FROM {table_name(using)}")
-        )
-    elif isinstance(using, exp.Values):
-        alias = using.args.get("alias")
-        names = [c.name for c in alias.columns] if alias is not None else []
-        try:
-            rows = values_rows(using)
-            if not names or any(len(r) != len(names) for r in rows):
-                raise NotLiteral("columns")
-            source = pa.table(
-                {n: pa.array([_plain(r[i]) for r in rows]) for i, n in enumerate(names)}
-            )
-        except OverflowError:
-            raise StatementError(
-                f"MERGE INTO {entry.name}",
-                "[CAST_OVERFLOW] a source value does not fit a 64-bit integer",
-                **position(using, st),
-            ) from None
-        except (NotLiteral, pa.ArrowException):
-            source = spark_eval("SELECT * FROM " + using.sql(DIALECT))
-    elif isinstance(using, exp.Subquery):
-        source = spark_eval(using.this.sql(DIALECT))
-    else:
-        raise UnsupportedSqlError(f"MERGE source {type(using).__name__}", **position(using, st))
-    quals = {target_alias.lower(), source_alias.lower()}
-    on = _predicate(tree.args["on"], quals, st, "MERGE", keep_qualifiers=True)
-    assert on is not None
-    clauses = []
-    whens = tree.args.get("whens")
-    for w in whens.expressions if whens is not None else []:
-        clauses.append(_clause(w, entry, st, quals))
-    if not clauses:
-        raise StatementError(f"MERGE INTO {entry.name}", "needs at least one WHEN clause")
-    return delta.merge(
-        entry.path, source, on, clauses, source_alias=source_alias, target_alias=target_alias
-    )
-
-
-def _plain(v: Any) -> Any:
-    return v.value if isinstance(v, _CastValue) else v
-
-
-def _clause(w: exp.When, entry: TableEntry, st: Statement, quals: set[str]) -> MergeClause:
-    cond_node = w.args.get("condition")
-    cond = _predicate(cond_node, quals, st, "MERGE", keep_qualifiers=True)
-    then = w.args.get("then")
-    by_source = bool(w.args.get("source"))
-    matched = bool(w.args.get("matched"))
-    when = "matched" if matched else ("not_matched_by_source" if by_source else "not_matched")
-    lower = {c.lower(): c for c in entry.schema.names}
-
-    def col(name: str, node: exp.Expr) -> str:
-        c = lower.get(name.lower())
-        if c is None:
-            raise StatementError(
-                f"MERGE INTO {entry.name}", f"unknown column {name!r}", **position(node, st)
-            )
-        return c
-
-    if isinstance(then, exp.Var) and then.name.upper() == "DELETE":
-        return MergeClause(when, "delete", cond)  # type: ignore[arg-type]
-    if isinstance(then, exp.Update):
-        if len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star):
-            return MergeClause(when, "update_all", cond)  # type: ignore[arg-type]
-        sets = {}
-        for a in then.expressions:
-            if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column):
-                raise UnsupportedSqlError("MERGE assignment", **position(a, st))
-            value = _predicate(a.expression, quals, st, "MERGE", keep_qualifiers=True)
-            assert value is not None
-            sets[col(a.this.name, a)] = value
-        return MergeClause(when, "update", cond, sets)  # type: ignore[arg-type]
-    if isinstance(then, exp.Insert):
-        if isinstance(then.this, exp.Star):
-            return MergeClause(when, "insert_all", cond)  # type: ignore[arg-type]
-        names = (
-            [c.name for c in then.this.expressions]
-            if then.this is not None
-            else list(entry.schema.names)
-        )
-        values = then.expression.expressions if then.expression is not None else []
-        if len(names) != len(values):
-            raise StatementError(
-                f"MERGE INTO {entry.name}",
-                f"INSERT has {len(values)} values for {len(names)} columns",
-                **position(then, st),
-            )
-        ins = {}
-        for n, v in zip(names, values, strict=True):
-            value = _predicate(v, quals, st, "MERGE", keep_qualifiers=True)
-            assert value is not None
-            ins[col(n, then)] = value
-        return MergeClause(when, "insert", cond, ins)  # type: ignore[arg-type]
-    raise UnsupportedSqlError(
-        f"MERGE clause {then.sql(DIALECT) if then else '?'}", **position(w, st)
-    )
+            for k in c.args.get("constraints") or []:
+                if not isinstance(k.kind, exp.CommentColumnConstraint):
+                    raise UnsupportedSqlError(
+                        f"column constraint {k.sql(DIALECT)}", **position(k, st)
+                    )
+                comment = k.kind.this.name
+        elif not isinstance(c, exp.Identifier):
+            raise UnsupportedSqlError(f"column list entry {c.sql(DIALECT)}", **position(c, st))
+        out.append((c.name, comment))
+    return tuple(out)
 
 
 # -- CREATE TABLE ------------------------------------------------------------------------
@@ -561,6 +377,7 @@ class TableDefinition:
 
 
 def table_definition(tree: exp.Create, st: Statement) -> TableDefinition:
+    """The model of ``CREATE TABLE`` (columns, ``USING DELTA``, ``LOCATION``, ``AS`` query)."""
     from spark_exec.types import sql_to_arrow
 
     target = tree.this
