@@ -139,7 +139,8 @@ class IvmSpark(Spark):
             if not self._match_texts(("VIEW", "VIEWS")):
                 self._retreat(start)
                 return self._parse_refresh()
-            named = self._curr is not None and self._curr.text.upper() != "FULL"
+            end = self._curr is None or self._curr.token_type == TokenType.SENTINEL
+            named = not end and self._curr.text.upper() != "FULL"
             this = self._parse_table_parts() if named else None
             full = self._match_text_seq("FULL")
             return self.expression(RefreshMaterializedView(this=this, full=full))

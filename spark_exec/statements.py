@@ -23,6 +23,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from catalog.dml import position, table_name
+from catalog.errors import CatalogError
 from catalog.view_options import Schedule, ViewOptions
 from spark_exec import sql_dialect as d
 from spark_exec.errors import StatementError
@@ -269,7 +270,7 @@ def _schedule(node: exp.Expr, st: Statement) -> Schedule:
     every = node.args["every"]
     try:
         return Schedule(every=int(every.name), unit=node.text("unit").upper())
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, CatalogError) as exc:
         raise StatementError("SCHEDULE", str(exc), **position(node, st)) from None
 
 
