@@ -180,6 +180,11 @@ class Catalog:
             options=options or ViewOptions(),
         )
         try:
+            if entry.options.properties:  # TBLPROPERTIES: set on the view's Delta table
+                table = delta.open_table(path)
+                table.alter.set_table_properties(
+                    dict(entry.options.properties), raise_if_not_exists=False
+                )
             return self.store.add(entry)  # type: ignore[return-value]
         except BaseException:
             shutil.rmtree(path, ignore_errors=True)

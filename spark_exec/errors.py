@@ -3,7 +3,8 @@
 Unsupported SQL constructs raise the front end's
 :class:`~sql_frontend.errors.UnsupportedSqlError` (with line and column); catalog problems the
 catalog's own errors (:mod:`catalog.errors`); Datalog problems :mod:`datalog.errors`.  What is
-left is a statement that is well-formed but wrong for the table it targets:
+left is a statement that is well-formed but wrong for the table it targets
+(:class:`StatementError`, defined in :mod:`catalog.errors` since DML lives in the catalog):
 
 >>> str(StatementError("INSERT INTO edges", "3 values for 2 columns", line=1, column=1))
 'INSERT INTO edges: 3 values for 2 columns (line 1, column 1)'

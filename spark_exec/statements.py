@@ -320,6 +320,13 @@ def create_view(tree: exp.Create, st: Statement) -> CreateView:
                 raise StatementError("CREATE MATERIALIZED VIEW", "two schedules", **position(p, st))
             schedule = _schedule(p, st)
         elif type(p) is exp.Property:
+            if p.name.lower().startswith("delta."):
+                raise UnsupportedSqlError(
+                    f"TBLPROPERTIES {p.name!r} on a materialized view",
+                    **position(p, st),
+                    reason="spark-ivm manages the Delta settings of a view's table; "
+                    "give your own keys (they are set on the view's Delta table)",
+                )
             properties.append((p.name, p.args["value"].name))
         else:
             reason = _REFUSED_PROPERTIES.get(type(p), "spark-ivm does not support this option")

@@ -20,6 +20,7 @@ MODULES = [
     "catalog.view_table",
     "catalog.deletion_vectors",
     "catalog.manager",
+    "catalog.view_options",
 ]
 
 

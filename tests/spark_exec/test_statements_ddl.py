@@ -284,3 +284,31 @@ def test_refresh_full_and_explain_with_comments(s: Session) -> None:
     assert r.reports and rows(s.read("m")) == [(1, 16), (2, 7), (3, 1)]
     assert "refresh group m" in s.sql("/* c */ EXPLAIN MATERIALIZED /* i */ VIEW m").message
     assert s.sql("-- c\nDROP MATERIALIZED /* i */ VIEW m").message == "dropped materialized view m"
+
+
+def test_tblproperties_are_set_on_the_view_table(s: Session) -> None:
+    from catalog import delta
+
+    s.sql(
+        "-- c\nCREATE MATERIALIZED VIEW m TBLPROPERTIES (/* i */ 'owner' = 'ana', 'tier' = 2) "
+        "AS SELECT k FROM t"
+    )
+    conf = delta.open_table(s.table_path("m")).metadata().configuration
+    assert (conf["owner"], conf["tier"]) == ("ana", "2")
+    assert conf["delta.enableChangeDataFeed"] == "true"
+    s.sql("INSERT INTO t VALUES (7, 7); REFRESH MATERIALIZED VIEW m")
+    assert (7,) in rows(s.read("m"))
+    with pytest.raises(UnsupportedSqlError, match=r"delta\.enableDeletionVectors"):
+        s.sql(
+            "CREATE MATERIALIZED VIEW x TBLPROPERTIES ('delta.enableDeletionVectors' = 'true') "
+            "AS SELECT k FROM t"
+        )
+    assert s.catalog.store.find("x") is None
+
+
+def test_dialect_docstring_example() -> None:
+    import doctest
+
+    from spark_exec import sql_dialect
+
+    assert doctest.testmod(sql_dialect).failed == 0
