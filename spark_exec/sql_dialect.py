@@ -7,7 +7,7 @@ text: comments anywhere are the tokenizer's business) with
 
 * ``SCHEDULE [REFRESH] EVERY n {MINUTE|HOUR|DAY|WEEK}[S]`` and ``TRIGGER ON UPDATE`` as
   properties of ``CREATE`` (:class:`ScheduleProperty`);
-* ``REFRESH MATERIALIZED VIEW[S] [v] [FULL]`` (:class:`RefreshMaterializedView`);
+* ``REFRESH MATERIALIZED VIEW[S] [v] [FULL] [SYNC]`` (:class:`RefreshMaterializedView`);
 * ``DESCRIBE [EXTENDED] MATERIALIZED VIEW v`` and ``EXPLAIN MATERIALIZED VIEW v``
   (``EXPLAIN`` is a ``DESCRIBE``-class token here; any other ``EXPLAIN`` stays a Command);
 * ``SHOW MATERIALIZED VIEWS`` and ``SHOW CREATE TABLE v`` (other ``SHOW``\\ s stay Commands);
@@ -143,6 +143,9 @@ class IvmSpark(Spark):
             named = not end and self._curr.text.upper() != "FULL"
             this = self._parse_table_parts() if named else None
             full = self._match_text_seq("FULL")
+            if self._match_text_seq("ASYNC"):
+                self.raise_error("REFRESH ... ASYNC needs the always-on refresher; leave it out")
+            self._match_text_seq("SYNC")  # what every REFRESH does
             return self.expression(RefreshMaterializedView(this=this, full=full))
 
         def _parse_ivm_describe(self) -> exp.Expr:

@@ -312,3 +312,25 @@ def test_dialect_docstring_example() -> None:
     from spark_exec import sql_dialect
 
     assert doctest.testmod(sql_dialect).failed == 0
+
+
+def test_create_or_replace_restores_the_old_view_when_the_first_refresh_fails(
+    s: Session,
+) -> None:
+    s.sql("CREATE MATERIALIZED VIEW m COMMENT 'old' AS SELECT k, sum(v) AS s FROM t GROUP BY k")
+    before = rows(s.read("m"))
+
+    def fail_once(step: str) -> None:
+        if step == "stepped":
+            s.refresh_hook = None
+            raise RuntimeError("injected failure in the new view's first refresh")
+
+    s.refresh_hook = fail_once
+    with pytest.raises(RuntimeError, match="injected"):
+        s.sql("CREATE OR REPLACE MATERIALIZED VIEW m AS SELECT k, max(v) AS top FROM t GROUP BY k")
+    entry = s.catalog.view("m")
+    assert entry.options.comment == "old"
+    assert s.read("m").column_names == ["k", "s"]
+    assert rows(s.read("m")) == before
+    s.sql("INSERT INTO t VALUES (2, 1); REFRESH MATERIALIZED VIEW m")
+    assert rows(s.read("m")) == [(1, 15), (2, 8), (3, 1)]
