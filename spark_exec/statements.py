@@ -35,7 +35,8 @@ DIALECT = "spark"
 
 @dataclass(frozen=True)
 class Statement:
-    """One statement of a script: its text padded to its place, and where it starts."""
+    """One statement of a script: its text padded to its place in the script, and where its
+    first token is (comments before it are part of ``text``)."""
 
     text: str
     line: int
@@ -47,25 +48,30 @@ class Statement:
 
 
 def split_statements(script: str) -> list[Statement]:
-    """The statements of ``script`` (empty ones dropped), each padded to its position."""
+    """The statements of ``script``, each padded to its position (pieces holding only blanks
+    and comments, such as a comment after the last ``;``, are dropped)."""
     try:
         tokens = d.IvmSpark().tokenize(script)
     except (TokenError, ParseError) as exc:
         raise SqlSyntaxError(f"cannot read the SQL script: {exc}") from exc
     cuts = [t.end + 1 for t in tokens if t.token_type == TokenType.SEMICOLON]
+    starts = [t.start for t in tokens if t.token_type != TokenType.SEMICOLON]
     out = []
     start = 0
     for end in [*cuts, len(script) + 1]:
         piece = script[start : end - 1] if end - 1 <= len(script) else script[start:]
-        if piece.strip():
-            lead = len(piece) - len(piece.lstrip())
-            before = script[: start + lead]
-            line = before.count("\n") + 1
-            col = start + lead - (before.rfind("\n") + 1) + 1
+        first = next((i for i in starts if start <= i < end - 1), None)
+        if first is not None:  # not only blanks and comments
+            line, col = _line_col(script, start + len(piece) - len(piece.lstrip()))
             text = "\n" * (line - 1) + " " * (col - 1) + piece.strip()
-            out.append(Statement(text, line, col))
+            out.append(Statement(text, *_line_col(script, first)))
         start = end
     return out
+
+
+def _line_col(script: str, offset: int) -> tuple[int, int]:
+    before = script[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
 
 
 # -- the statement model -----------------------------------------------------------------

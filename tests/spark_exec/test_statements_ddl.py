@@ -334,3 +334,15 @@ def test_create_or_replace_restores_the_old_view_when_the_first_refresh_fails(
     assert rows(s.read("m")) == before
     s.sql("INSERT INTO t VALUES (2, 1); REFRESH MATERIALIZED VIEW m")
     assert rows(s.read("m")) == [(1, 15), (2, 8), (3, 1)]
+
+
+def test_comments_between_and_after_statements(s: Session) -> None:
+    """Old main took a comment after the last ``;`` for a statement and failed to parse it."""
+    script = (
+        "/* a script */\nINSERT INTO t VALUES (8, 8); -- one row\n"
+        "-- nothing here;\n;\nDELETE FROM t WHERE k = 8; /* trailing */\n-- the end"
+    )
+    assert [type(S.parse(st)) for st in S.split_statements(script)] == [S.Insert, S.Delete]
+    assert len(s.run_script(script)) == 2
+    (st,) = S.split_statements("-- c;\n\n   /* x */ SHOW MATERIALIZED VIEWS")
+    assert (st.line, st.column) == (3, 12)  # its first token
