@@ -220,8 +220,12 @@ def parse(st: Statement) -> Stmt:
     return model(tree, st)
 
 
-def _name(node: exp.Expr) -> str:
-    return table_name(node)
+def _catalog_name(node: exp.Expr) -> str | None:
+    """``db.name`` of a table node, or ``None`` for a name the catalog cannot hold."""
+    try:
+        return table_name(node)
+    except UnsupportedSqlError:  # e.g. a three-part name: Spark's business
+        return None
 
 
 def model(tree: exp.Expr, st: Statement) -> Stmt:
@@ -234,27 +238,30 @@ def model(tree: exp.Expr, st: Statement) -> Stmt:
         kind = str(tree.args.get("kind", "")).upper()
         target = tree.this if tree.this is not None else tree.args["tables"][0]
         if kind == "VIEW" and tree.args.get("materialized"):
-            return DropView(_name(target), bool(tree.args.get("exists")))
+            return DropView(table_name(target), bool(tree.args.get("exists")))
         if kind == "TABLE":
-            return DropTable(_name(target), bool(tree.args.get("exists")))
+            return DropTable(table_name(target), bool(tree.args.get("exists")))
     if isinstance(tree, d.RefreshMaterializedView):
         this = tree.this
-        return RefreshView(_name(this) if this is not None else None, bool(tree.args.get("full")))
+        return RefreshView(
+            table_name(this) if this is not None else None, bool(tree.args.get("full"))
+        )
     if isinstance(tree, d.ExplainMaterializedView):
-        return ExplainView(_name(tree.this))
+        return ExplainView(table_name(tree.this))
     if isinstance(tree, d.ShowMaterializedViews):
         return ShowViews()
     if isinstance(tree, d.DescribeMaterializedView):
-        return DescribeView(_name(tree.this), bool(tree.args.get("extended")))
-    if isinstance(tree, d.ShowCreateTable):
-        return ShowCreate(_name(tree.this))
-    if isinstance(tree, exp.Describe) and str(tree.args.get("style", "")).upper() == "HISTORY":
-        return DescribeHistory(_name(tree.this))
+        return DescribeView(table_name(tree.this), bool(tree.args.get("extended")))
+    history = isinstance(tree, exp.Describe) and tree.text("style").upper() == "HISTORY"
+    if isinstance(tree, d.ShowCreateTable) or history:
+        name = _catalog_name(tree.this)
+        if name is not None:
+            return ShowCreate(name) if not history else DescribeHistory(name)
     if isinstance(tree, d.AlterMaterializedView):
         sched = tree.args.get("schedule")
         action: Literal["ADD", "ALTER", "DROP"] = tree.text("action").upper()  # type: ignore[assignment]
         return AlterViewSchedule(
-            _name(tree.this), action, _schedule(sched, st) if sched is not None else None
+            table_name(tree.this), action, _schedule(sched, st) if sched is not None else None
         )
     if isinstance(tree, exp.Insert):
         return Insert(tree)
@@ -344,7 +351,7 @@ def create_view(tree: exp.Create, st: Statement) -> CreateView:
     start = _query_start(st.text)
     located = "".join(c if c == "\n" else " " for c in st.text[:start]) + st.text[start:]
     return CreateView(
-        _name(tree.this),
+        table_name(tree.this),
         st.text[start:].strip(),
         located,
         if_not_exists=bool(tree.args.get("exists")),
