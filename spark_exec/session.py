@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,7 @@ from catalog.store import TableEntry, ViewEntry
 from ivm import limits as ivm_limits
 from spark_exec import statements as S
 from spark_exec import status as status_file
+from spark_exec.config import UNSET, load_settings
 from spark_exec.errors import RefreshFailedError, SparkSqlError, StatementError
 from spark_exec.groups import (
     BuiltGroup,
@@ -73,7 +74,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ivm.session")
 
-DEFAULT_WAREHOUSE = "warehouse"
 _DATALOG_ARROW = {"int64": pa.int64(), "float64": pa.float64(), "str": pa.string()}
 
 __all__ = ["RefreshReport", "Result", "Session"]
@@ -141,14 +141,31 @@ class Session:
         warehouse: str | os.PathLike[str] | None = None,
         *,
         refresh_hook: Callable[[str], None] | None = None,
-        max_iterations: int | None = ivm_limits.DEFAULT_MAX_ITERATIONS,
-        max_state_rows: int | None = ivm_limits.DEFAULT_MAX_STATE_ROWS,
-        memory_budget: int | None = ivm_limits.default_memory_budget(),
+        max_iterations: int | None = UNSET,
+        max_state_rows: int | None = UNSET,
+        memory_budget: int | str | None = UNSET,
+        spark_master: str | None = None,
+        spark_conf: Mapping[str, str] | None = None,
+        shuffle_partitions: int | None = None,
+        lock_timeout: float | None = None,
+        config: str | os.PathLike[str] | None = None,
     ) -> None:
-        self.limits = ivm_limits.Limits(max_iterations, max_state_rows, memory_budget)
-        self.catalog = Catalog(
-            warehouse if warehouse is not None else Path.cwd() / DEFAULT_WAREHOUSE
+        self.settings = load_settings(
+            {
+                "warehouse": None if warehouse is None else os.fspath(warehouse),
+                "max_iterations": max_iterations,
+                "max_state_rows": max_state_rows,
+                "memory_budget": memory_budget,
+                "spark_master": spark_master,
+                "spark_conf": spark_conf,
+                "shuffle_partitions": shuffle_partitions,
+                "lock_timeout": lock_timeout,
+            },
+            config_file=config,
         )
+        self.limits = self.settings.limits
+        self.catalog = Catalog(Path(self.settings.warehouse))
+        self.catalog.checkpoints.lock_timeout = self.settings.lock_timeout
         self._spark = spark
         self._registered = False
         self._runtime = GroupRuntime()
@@ -171,7 +188,11 @@ class Session:
         if self._spark is None:
             from spark_exec.spark_session import local_spark
 
-            self._spark = local_spark(self.catalog.warehouse.internal_dir / "spark-warehouse")
+            self._spark = local_spark(
+                self.catalog.warehouse.internal_dir / "spark-warehouse",
+                master=self.settings.spark_master,
+                conf=self.settings.spark_settings(),
+            )
         if not self._registered:
             self._register_all()
         return self._spark

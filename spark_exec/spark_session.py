@@ -1,8 +1,9 @@
 """One local SparkSession, configured for spark-ivm.
 
 ``local_spark()`` returns the active session if there is one (Spark allows one per process),
-otherwise builds ``local[2]`` with 2 shuffle partitions, the UI off, quiet logs, UTC session
-time, Python workers on this interpreter (so they import this project and deltalake), and
+otherwise builds one: master ``local[*]`` and as many shuffle partitions as cores unless
+told otherwise (the Session resolves both through :mod:`spark_exec.config`), the UI off,
+quiet logs, UTC session time, Python workers on this interpreter (so they import this project and deltalake), and
 the given warehouse directory.  ``ivm.Session`` (spark_exec/session.py, another module) uses
 it when the caller passes no session.
 
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_CONF: dict[str, str] = {
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
@@ -53,7 +52,7 @@ def delta_conf() -> dict[str, str]:
 def local_spark(
     warehouse_dir: str | os.PathLike[str] | None = None,
     *,
-    master: str = "local[2]",
+    master: str = "local[*]",
     app_name: str = "spark-ivm",
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
@@ -72,7 +71,10 @@ def local_spark(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
+    cores = str(os.cpu_count() or 1)
     settings = {
+        "spark.sql.shuffle.partitions": cores,
+        "spark.default.parallelism": cores,
         **DEFAULT_CONF,
         **delta,
         "spark.pyspark.python": sys.executable,
