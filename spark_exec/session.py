@@ -123,8 +123,12 @@ class Session:
     """Incrementally maintained SQL and Datalog views over the Delta tables of a warehouse.
 
     ``warehouse``: the directory holding tables, views, catalog and checkpoints (default
-    ``./warehouse``).  ``spark``: a SparkSession to use; without one, a local session is
-    started on first use (``spark_exec.spark_session.local_spark``).  ``refresh_hook`` is
+    ``./warehouse``).  ``spark``: a SparkSession to use — it must have delta-spark (jars,
+    extension, ``DeltaCatalog``), else :class:`~spark_exec.errors.SparkSetupError` lists what
+    it lacks; without one, a local session is started on first use
+    (``spark_exec.spark_session.local_spark``).  Spark master and conf, limits, lock wait and
+    warehouse also come from ``IVM_*`` variables and ``ivm.toml`` (``config``; see
+    :mod:`spark_exec.config`).  ``refresh_hook`` is
     called with the name of each step of a refresh (crash-injection for tests).
 
     Resource limits of a refresh, checked between the iterations of every loop (recursive
@@ -172,6 +176,9 @@ class Session:
         self.refresh_hook = refresh_hook
         self.last_reports: list[RefreshReport] = []
         if spark is not None:
+            from spark_exec.spark_session import require_spark_ivm_ready
+
+            require_spark_ivm_ready(spark)
             self._register_all()
 
     def __repr__(self) -> str:

@@ -88,3 +88,48 @@ def local_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def missing_for_spark_ivm(spark: SparkSession) -> list[str]:
+    """What a caller's SparkSession lacks for spark-ivm to register its tables and views by
+    name (empty when nothing): Spark Connect (no JVM catalog), delta-spark's classes, its
+    session extension, its catalog."""
+    from spark_exec.connector import has_delta_jvm
+
+    if getattr(spark, "_jsparkSession", None) is None:
+        return [
+            "a classic (py4j) SparkSession: Spark Connect sessions cannot register tables in "
+            "the session catalog from Python"
+        ]
+    missing = []
+    if not has_delta_jvm(spark):
+        missing.append("delta-spark's jars on the driver's classpath (spark.jars)")
+    conf = spark.sparkContext.getConf()
+    extensions = conf.get("spark.sql.extensions", "") or ""
+    if DELTA_CONF["spark.sql.extensions"] not in extensions:
+        missing.append(f"spark.sql.extensions = {DELTA_CONF['spark.sql.extensions']}")
+    key = "spark.sql.catalog.spark_catalog"
+    if conf.get(key, "") != DELTA_CONF[key]:
+        missing.append(f"{key} = {DELTA_CONF[key]}")
+    return missing
+
+
+def require_spark_ivm_ready(spark: SparkSession) -> None:
+    """Refuse a caller's SparkSession that cannot hold spark-ivm's tables, saying what to add.
+
+    These settings are static in Spark (fixed when the session starts), so the fix is to build
+    the session with them: ``SparkSession.builder.config(map=delta_conf())``.
+    """
+    missing = missing_for_spark_ivm(spark)
+    if not missing:
+        return
+    from spark_exec.errors import SparkSetupError
+
+    lines = "\n".join(f"  - {m}" for m in missing)
+    raise SparkSetupError(
+        "this SparkSession cannot hold spark-ivm's tables and views; it lacks:\n"
+        f"{lines}\n"
+        "Build it with these settings, e.g. `SparkSession.builder.config(map="
+        "spark_exec.spark_session.delta_conf())`, or let Session() start its own "
+        "(`./run env` fetches the jars into build/jars)"
+    )

@@ -203,7 +203,7 @@ def test_spark_session_gets_master_and_conf_from_settings(tmp_path: Path) -> Non
         f"""
         import json
         from spark_exec.session import Session
-        s = Session(warehouse={str(tmp_path / 'wh')!r}, config={str(cfg)!r})
+        s = Session(warehouse={str(tmp_path / "wh")!r}, config={str(cfg)!r})
         spark = s.spark
         print(json.dumps([spark.sparkContext.master,
                           spark.conf.get("spark.sql.shuffle.partitions"),
