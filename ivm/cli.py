@@ -227,6 +227,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(_settings(args).warehouse) / "demo", progress=progress)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Keep the dataflows warm and refresh views as their inputs commit (spark_exec.serve)."""
+    from spark_exec.serve import ServeOptions, json_lines, serve
+
+    options = ServeOptions(
+        interval=args.interval,
+        every=args.every,
+        host=args.host,
+        port=None if args.no_http else args.port,
+    )
+    return serve(_session(args), options, json_lines(sys.stdout))
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     """Print every setting, its value and where it came from."""
     settings = _settings(args)
@@ -305,6 +318,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(fn=cmd_explain)
     m = sub.add_parser("demo", help="the tour (on <warehouse>/demo, wiped first)")
     m.set_defaults(fn=cmd_demo)
+    sv = sub.add_parser(
+        "serve", help="refresh views as their inputs commit; metrics on http://127.0.0.1:PORT"
+    )
+    sv.add_argument("--interval", type=float, default=2.0, help="seconds between polls (2)")
+    sv.add_argument(
+        "--every", type=float, default=None, help="also refresh each group every N seconds"
+    )
+    sv.add_argument("--host", default="127.0.0.1", help="metrics address (127.0.0.1)")
+    sv.add_argument("--port", type=int, default=9464, help="metrics port, 0: any free (9464)")
+    sv.add_argument("--no-http", action="store_true", help="no metrics endpoint")
+    sv.set_defaults(fn=cmd_serve)
     c = sub.add_parser("config", help="show every setting, its value and where it came from")
     c.set_defaults(fn=cmd_config)
     return p
