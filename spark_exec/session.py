@@ -441,9 +441,47 @@ class Session:
             "CREATE MATERIALIZED VIEW", f"created materialized view {ident}", reports=tuple(reports)
         )
 
-    def create_view(self, name: str, query: str) -> list[RefreshReport]:
-        """``CREATE MATERIALIZED VIEW name AS query``; returns the first refresh's reports."""
+    def create_view(self, name: str, query: str | DataFrame) -> list[RefreshReport]:
+        """``CREATE MATERIALIZED VIEW name AS query``; returns the first refresh's reports.
+
+        ``query`` is SQL text or a DataFrame built on :attr:`spark` from this warehouse's
+        tables and views; a DataFrame is compiled from Spark's analyzed plan
+        (:meth:`dataframe_sql`), so Spark resolves its names, types and functions."""
+        if not isinstance(query, str):
+            query = self.dataframe_sql(query)
         return list(self._create_view(name, query, None).reports)
+
+    def dataframe_sql(self, df: DataFrame) -> str:
+        """The SQL query (over this warehouse's tables) equal to ``df``, written from Spark's
+        analyzed logical plan (:mod:`sql_frontend.spark_plan`)."""
+        import json
+
+        from sql_frontend.errors import UnsupportedSqlError
+        from sql_frontend.spark_plan import plan_to_sql
+
+        jdf = getattr(df, "_jdf", None)
+        if jdf is None:
+            raise UnsupportedSqlError(
+                f"a {type(df).__name__} as a view definition",
+                reason="give SQL text or a classic (not Spark Connect) pyspark DataFrame",
+            )
+        if df.sparkSession._jsparkSession != self.spark._jsparkSession:
+            raise UnsupportedSqlError(
+                "a DataFrame of another SparkSession",
+                reason="build it from this Session's spark (session.spark.table('t'))",
+            )
+        analyzed = jdf.queryExecution().analyzed()
+        if "try_cast(" in analyzed.toString().lower():  # the JSON form drops the eval mode
+            raise UnsupportedSqlError(
+                "try_cast in a DataFrame view", reason="define this view in SQL instead"
+            )
+
+        def table_name(ident: dict[str, Any]) -> str | None:
+            db = ident.get("database") or "default"
+            name = ident["table"] if db == "default" else f"{db}.{ident['table']}"
+            return name if self.catalog.store.find(parse_identifier(name)) is not None else None
+
+        return plan_to_sql(json.loads(analyzed.toJSON()), table_name)
 
     def _add_views(self, entries: Sequence[ViewEntry]) -> list[RefreshReport]:
         """Validate (build the new group in memory), record, then run the first refresh."""
