@@ -240,6 +240,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(_session(args), options, json_lines(sys.stdout))
 
 
+def cmd_pipelines_run(args: argparse.Namespace) -> int:
+    """Run a Spark Declarative Pipelines project, its materialized views maintained here."""
+    from spark_exec.pipelines import run_pipeline
+
+    with progress(f"pipeline {args.spec}"):
+        run = run_pipeline(_session(args), args.spec)
+    print(run)
+    return 0
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     """Print every setting, its value and where it came from."""
     settings = _settings(args)
@@ -329,6 +339,13 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=9464, help="metrics port, 0: any free (9464)")
     sv.add_argument("--no-http", action="store_true", help="no metrics endpoint")
     sv.set_defaults(fn=cmd_serve)
+    pl = sub.add_parser("pipelines", help="Spark Declarative Pipelines projects")
+    pl_sub = pl.add_subparsers(dest="pipelines_command", required=True)
+    pr = pl_sub.add_parser(
+        "run", help="create or refresh a pipeline's materialized views incrementally"
+    )
+    pr.add_argument("spec", nargs="?", default=".", help="spark-pipeline.yml or its directory")
+    pr.set_defaults(fn=cmd_pipelines_run)
     c = sub.add_parser("config", help="show every setting, its value and where it came from")
     c.set_defaults(fn=cmd_config)
     return p

@@ -73,11 +73,28 @@ def quote(name: str) -> str:
 
 
 def _string(text: str) -> str:
+    if "\x00" in text:
+        raise UnsupportedSqlError("a string literal with a NUL character", reason=_SQL_ONLY)
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _col(attr: dict[str, Any]) -> str:
-    return f"c{attr['exprId']['id']}"
+    return _id_mark(int(attr["exprId"]["id"]))
+
+
+def _id_mark(expr_id: int) -> str:
+    """A placeholder for Spark's expression id; :func:`_renumber` turns it into ``c<n>``."""
+    return f"\x00{expr_id}\x00"
+
+
+_MARK = re.compile("\x00(\\d+)\x00")
+
+
+def _renumber(sql: str) -> str:
+    """Expression ids differ between two analyses of the same DataFrame: number the columns in
+    order of first appearance instead, so the same DataFrame always gives the same SQL."""
+    seen: dict[str, str] = {}
+    return _MARK.sub(lambda m: seen.setdefault(m.group(1), f"c{len(seen) + 1}"), sql)
 
 
 # -- types and literals --------------------------------------------------------------------
@@ -256,7 +273,7 @@ class Rel:
 
     @property
     def star(self) -> str:
-        return ", ".join(f"c{i}" for i, _ in self.output)
+        return ", ".join(_id_mark(i) for i, _ in self.output)
 
 
 def _attrs(items: list[list[dict[str, Any]]]) -> tuple[tuple[int, str], ...]:
@@ -279,8 +296,8 @@ class PlanToSql:
     def query(self, flat: list[dict[str, Any]]) -> str:
         """The whole plan as one query whose columns carry the DataFrame's column names."""
         rel = self.rel(build(flat))
-        names = ", ".join(f"c{i} AS {quote(n)}" for i, n in rel.output)
-        return f"SELECT {names} FROM ({rel.sql}) AS {self.alias()}"
+        names = ", ".join(f"{_id_mark(i)} AS {quote(n)}" for i, n in rel.output)
+        return _renumber(f"SELECT {names} FROM ({rel.sql}) AS {self.alias()}")
 
     def rel(self, t: Tree) -> Rel:
         handler = getattr(self, f"_{t.kind}", None)
@@ -316,7 +333,7 @@ class PlanToSql:
                 "e.g. spark.table('t')",
             )
         output = _attrs(t.node["output"])
-        cols = ", ".join(f"{quote(n)} AS c{i}" for i, n in output)
+        cols = ", ".join(f"{quote(n)} AS {_id_mark(i)}" for i, n in output)
         return Rel(f"SELECT {cols} FROM {name}", output)
 
     _DataSourceV2Relation = _LogicalRelation
@@ -333,7 +350,9 @@ class PlanToSql:
     def _Project(self, t: Tree) -> Rel:
         items = t.exprs("projectList")
         output = _attrs(t.node["projectList"])
-        cols = ", ".join(f"{expr(e)} AS c{i}" for e, (i, _) in zip(items, output, strict=True))
+        cols = ", ".join(
+            f"{expr(e)} AS {_id_mark(i)}" for e, (i, _) in zip(items, output, strict=True)
+        )
         return Rel(f"SELECT {cols} FROM {self._from(t.kids[0])}", output)
 
     def _Filter(self, t: Tree) -> Rel:
@@ -346,7 +365,9 @@ class PlanToSql:
     def _Aggregate(self, t: Tree) -> Rel:
         output = _attrs(t.node["aggregateExpressions"])
         items = t.exprs("aggregateExpressions")
-        cols = ", ".join(f"{expr(e)} AS c{i}" for e, (i, _) in zip(items, output, strict=True))
+        cols = ", ".join(
+            f"{expr(e)} AS {_id_mark(i)}" for e, (i, _) in zip(items, output, strict=True)
+        )
         groups = ", ".join(expr(g) for g in t.exprs("groupingExpressions"))
         tail = f" GROUP BY {groups}" if groups else ""
         return Rel(f"SELECT {cols} FROM {self._from(t.kids[0])}{tail}", output)
@@ -359,7 +380,7 @@ class PlanToSql:
         on = f" ON {expr(t.expr('condition'))}" if t.node.get("condition") else ""
         join = _JOINS[kind] if on or kind != "Inner" else "CROSS JOIN"
         output = left.output if kind in ("LeftSemi", "LeftAnti") else left.output + right.output
-        cols = ", ".join(f"c{i}" for i, _ in output)
+        cols = ", ".join(_id_mark(i) for i, _ in output)
         sql = (
             f"SELECT {cols} FROM ({left.sql}) AS {self.alias()} {join} "
             f"({right.sql}) AS {self.alias()}{on}"
