@@ -141,6 +141,8 @@ class CheckpointStore:
     def __init__(self, warehouse: Warehouse, *, keep: int = 2) -> None:
         self.warehouse = warehouse
         self.keep = max(1, keep)
+        #: seconds a refresh waits for a group's writer lock (None: ``IVM_LOCK_TIMEOUT`` or 300)
+        self.lock_timeout: float | None = None
 
     def directory(self, group: str) -> Path:
         return self.warehouse.checkpoint_dir(group)
@@ -290,7 +292,8 @@ class CheckpointStore:
         on_wait: Callable[[], None] | None = None,
     ) -> Any:
         """The group's writer lock (catalog.locks); hold it around every save and clear."""
-        return group_lock(self.warehouse, group, timeout=timeout, on_wait=on_wait)
+        wait = self.lock_timeout if timeout is None else timeout
+        return group_lock(self.warehouse, group, timeout=wait, on_wait=on_wait)
 
     def clear(self, group: str) -> None:
         """Delete every checkpoint of ``group`` (e.g. when its view is dropped), under the

@@ -83,20 +83,57 @@ def progress(label: str, stream: Any = None) -> Iterator[None]:
         stream.flush()
 
 
+def _limit_flag(value: int | None) -> int | str | None:
+    """A CLI limit: absent (``None``) leaves it to the other sources, 0 lifts it."""
+    return None if value is None else ("none" if value == 0 else value)
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    """The settings of this run: flags, then ``IVM_*`` variables, then the config file."""
+    from spark_exec.config import UNSET, load_settings
+
+    conf = dict(kv.partition("=")[::2] for kv in args.spark_conf or ())
+    limits = {
+        k: UNSET if v is None else v
+        for k, v in (
+            ("max_iterations", _limit_flag(args.max_iterations)),
+            ("max_state_rows", _limit_flag(args.max_state_rows)),
+            ("memory_budget", _limit_flag(args.memory_budget)),
+        )
+    }
+    return load_settings(
+        {
+            "warehouse": args.warehouse,
+            "spark_master": args.spark_master,
+            "spark_conf": conf or None,
+            "shuffle_partitions": args.shuffle_partitions,
+            "lock_timeout": args.lock_timeout,
+            **limits,
+        },
+        config_file=args.config,
+    )
+
+
 def _session(args: argparse.Namespace) -> Any:
     from spark_exec.session import Session
 
-    wh = Path(args.warehouse)
+    settings = _settings(args)
+    wh = Path(settings.warehouse)
     if wh.exists() and not wh.is_dir():
         raise WarehouseArgumentError(
-            f"--warehouse {args.warehouse}: not a directory (give the warehouse directory; "
-            "it is created when missing)"
+            f"warehouse {settings.warehouse} ({settings.sources.get('warehouse', 'default')}): "
+            "not a directory (give the warehouse directory; it is created when missing)"
         )
     return Session(
-        warehouse=args.warehouse,
-        max_iterations=args.max_iterations or None,
-        max_state_rows=args.max_state_rows or None,
-        memory_budget=args.memory_budget or None,
+        warehouse=settings.warehouse,
+        max_iterations=settings.max_iterations,
+        max_state_rows=settings.max_state_rows,
+        memory_budget=settings.memory_budget,
+        spark_master=settings.spark_master,
+        spark_conf=settings.spark_conf,
+        shuffle_partitions=settings.shuffle_partitions,
+        lock_timeout=settings.lock_timeout,
+        config=args.config,
     )
 
 
@@ -187,7 +224,41 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from spark_exec.demo import run_demo
 
-    return run_demo(Path(args.warehouse) / "demo", progress=progress)
+    return run_demo(Path(_settings(args).warehouse) / "demo", progress=progress)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Keep the dataflows warm and refresh views as their inputs commit (spark_exec.serve)."""
+    from spark_exec.serve import ServeOptions, json_lines, serve
+
+    options = ServeOptions(
+        interval=args.interval,
+        every=args.every,
+        host=args.host,
+        port=None if args.no_http else args.port,
+    )
+    return serve(_session(args), options, json_lines(sys.stdout))
+
+
+def cmd_pipelines_run(args: argparse.Namespace) -> int:
+    """Run a Spark Declarative Pipelines project, its materialized views maintained here."""
+    from spark_exec.pipelines import run_pipeline
+
+    with progress(f"pipeline {args.spec}"):
+        run = run_pipeline(_session(args), args.spec)
+    print(run)
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    """Print every setting, its value and where it came from."""
+    settings = _settings(args)
+    rows = settings.describe()
+    width = max(len(name) for name, _, _ in rows)
+    print(f"config file: {settings.config_file or '(none)'}")
+    for name, value, source in rows:
+        print(f"{name.ljust(width)}  {value}  [{source}]")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -196,28 +267,45 @@ def build_parser() -> argparse.ArgumentParser:
         description="Incrementally maintained views for Apache Spark on differential dataflow.",
     )
     p.add_argument(
-        "--warehouse", default="warehouse", help="warehouse directory (default: ./warehouse)"
+        "--warehouse",
+        default=None,
+        help="warehouse directory (default: $IVM_WAREHOUSE, the config file, or ./warehouse)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log what refreshes do")
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
-    from ivm.limits import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_STATE_ROWS, default_memory_budget
-
+    p.add_argument("--config", default=None, help="TOML settings file (default: ./ivm.toml)")
+    p.add_argument("--spark-master", default=None, help="Spark master (default local[*])")
+    p.add_argument(
+        "--spark-conf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a Spark setting for the session this run starts (repeatable)",
+    )
+    p.add_argument(
+        "--shuffle-partitions", type=int, default=None, help="default: the number of cores"
+    )
+    p.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for a view group's writer lock (default 300)",
+    )
     p.add_argument(
         "--max-iterations",
         type=int,
-        default=DEFAULT_MAX_ITERATIONS,
-        help=f"rounds of one loop per refresh, 0: no limit (default {DEFAULT_MAX_ITERATIONS})",
+        default=None,
+        help="rounds of one loop per refresh, 0: no limit (default 10000)",
     )
     p.add_argument(
         "--max-state-rows",
         type=int,
-        default=DEFAULT_MAX_STATE_ROWS,
-        help=f"rows held by a group's state, 0: no limit (default {DEFAULT_MAX_STATE_ROWS})",
+        default=None,
+        help="rows held by a group's state, 0: no limit (default 200000000)",
     )
     p.add_argument(
         "--memory-budget",
         type=int,
-        default=default_memory_budget() or 0,
+        default=None,
         help="resident bytes of this process, 0: no limit (default: 80%% of the memory)",
     )
     sub = p.add_subparsers(dest="command", required=True)
@@ -240,6 +328,26 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(fn=cmd_explain)
     m = sub.add_parser("demo", help="the tour (on <warehouse>/demo, wiped first)")
     m.set_defaults(fn=cmd_demo)
+    sv = sub.add_parser(
+        "serve", help="refresh views as their inputs commit; metrics on http://127.0.0.1:PORT"
+    )
+    sv.add_argument("--interval", type=float, default=2.0, help="seconds between polls (2)")
+    sv.add_argument(
+        "--every", type=float, default=None, help="also refresh each group every N seconds"
+    )
+    sv.add_argument("--host", default="127.0.0.1", help="metrics address (127.0.0.1)")
+    sv.add_argument("--port", type=int, default=9464, help="metrics port, 0: any free (9464)")
+    sv.add_argument("--no-http", action="store_true", help="no metrics endpoint")
+    sv.set_defaults(fn=cmd_serve)
+    pl = sub.add_parser("pipelines", help="Spark Declarative Pipelines projects")
+    pl_sub = pl.add_subparsers(dest="pipelines_command", required=True)
+    pr = pl_sub.add_parser(
+        "run", help="create or refresh a pipeline's materialized views incrementally"
+    )
+    pr.add_argument("spec", nargs="?", default=".", help="spark-pipeline.yml or its directory")
+    pr.set_defaults(fn=cmd_pipelines_run)
+    c = sub.add_parser("config", help="show every setting, its value and where it came from")
+    c.set_defaults(fn=cmd_config)
     return p
 
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
@@ -57,6 +57,7 @@ from ivm import limits as ivm_limits
 from spark_exec import ddl
 from spark_exec import statements as S
 from spark_exec import status as status_file
+from spark_exec.config import UNSET, load_settings
 from spark_exec.errors import RefreshFailedError, SparkSqlError, StatementError
 from spark_exec.groups import (
     BuiltGroup,
@@ -76,7 +77,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ivm.session")
 
-DEFAULT_WAREHOUSE = "warehouse"
 _DATALOG_ARROW = {"int64": pa.int64(), "float64": pa.float64(), "str": pa.string()}
 
 __all__ = ["RefreshReport", "Result", "Session"]
@@ -126,8 +126,12 @@ class Session:
     """Incrementally maintained SQL and Datalog views over the Delta tables of a warehouse.
 
     ``warehouse``: the directory holding tables, views, catalog and checkpoints (default
-    ``./warehouse``).  ``spark``: a SparkSession to use; without one, a local session is
-    started on first use (``spark_exec.spark_session.local_spark``).  ``refresh_hook`` is
+    ``./warehouse``).  ``spark``: a SparkSession to use — it must have delta-spark (jars,
+    extension, ``DeltaCatalog``), else :class:`~spark_exec.errors.SparkSetupError` lists what
+    it lacks; without one, a local session is started on first use
+    (``spark_exec.spark_session.local_spark``).  Spark master and conf, limits, lock wait and
+    warehouse also come from ``IVM_*`` variables and ``ivm.toml`` (``config``; see
+    :mod:`spark_exec.config`).  ``refresh_hook`` is
     called with the name of each step of a refresh (crash-injection for tests).
 
     Resource limits of a refresh, checked between the iterations of every loop (recursive
@@ -144,20 +148,40 @@ class Session:
         warehouse: str | os.PathLike[str] | None = None,
         *,
         refresh_hook: Callable[[str], None] | None = None,
-        max_iterations: int | None = ivm_limits.DEFAULT_MAX_ITERATIONS,
-        max_state_rows: int | None = ivm_limits.DEFAULT_MAX_STATE_ROWS,
-        memory_budget: int | None = ivm_limits.default_memory_budget(),
+        max_iterations: int | None = UNSET,
+        max_state_rows: int | None = UNSET,
+        memory_budget: int | str | None = UNSET,
+        spark_master: str | None = None,
+        spark_conf: Mapping[str, str] | None = None,
+        shuffle_partitions: int | None = None,
+        lock_timeout: float | None = None,
+        config: str | os.PathLike[str] | None = None,
     ) -> None:
-        self.limits = ivm_limits.Limits(max_iterations, max_state_rows, memory_budget)
-        self.catalog = Catalog(
-            warehouse if warehouse is not None else Path.cwd() / DEFAULT_WAREHOUSE
+        self.settings = load_settings(
+            {
+                "warehouse": None if warehouse is None else os.fspath(warehouse),
+                "max_iterations": max_iterations,
+                "max_state_rows": max_state_rows,
+                "memory_budget": memory_budget,
+                "spark_master": spark_master,
+                "spark_conf": spark_conf,
+                "shuffle_partitions": shuffle_partitions,
+                "lock_timeout": lock_timeout,
+            },
+            config_file=config,
         )
+        self.limits = self.settings.limits
+        self.catalog = Catalog(Path(self.settings.warehouse))
+        self.catalog.checkpoints.lock_timeout = self.settings.lock_timeout
         self._spark = spark
         self._registered = False
         self._runtime = GroupRuntime()
         self.refresh_hook = refresh_hook
         self.last_reports: list[RefreshReport] = []
         if spark is not None:
+            from spark_exec.spark_session import require_spark_ivm_ready
+
+            require_spark_ivm_ready(spark)
             self._register_all()
 
     def __repr__(self) -> str:
@@ -174,7 +198,11 @@ class Session:
         if self._spark is None:
             from spark_exec.spark_session import local_spark
 
-            self._spark = local_spark(self.catalog.warehouse.internal_dir / "spark-warehouse")
+            self._spark = local_spark(
+                self.catalog.warehouse.internal_dir / "spark-warehouse",
+                master=self.settings.spark_master,
+                conf=self.settings.spark_settings(),
+            )
         if not self._registered:
             self._register_all()
         return self._spark
@@ -492,10 +520,48 @@ class Session:
             reports=tuple(reports),
         )
 
-    def create_view(self, name: str, query: str) -> list[RefreshReport]:
-        """``CREATE MATERIALIZED VIEW name AS query``; returns the first refresh's reports."""
+    def create_view(self, name: str, query: str | DataFrame) -> list[RefreshReport]:
+        """``CREATE MATERIALIZED VIEW name AS query``; returns the first refresh's reports.
+
+        ``query`` is SQL text or a DataFrame built on :attr:`spark` from this warehouse's
+        tables and views; a DataFrame is compiled from Spark's analyzed plan
+        (:meth:`dataframe_sql`), so Spark resolves its names, types and functions."""
+        if not isinstance(query, str):
+            query = self.dataframe_sql(query)
         stmt = S.CreateView(name, query, query)
         return list(self._create_view_stmt(stmt, None).reports)
+
+    def dataframe_sql(self, df: DataFrame) -> str:
+        """The SQL query (over this warehouse's tables) equal to ``df``, written from Spark's
+        analyzed logical plan (:mod:`sql_frontend.spark_plan`)."""
+        import json
+
+        from sql_frontend.errors import UnsupportedSqlError
+        from sql_frontend.spark_plan import plan_to_sql
+
+        jdf = getattr(df, "_jdf", None)
+        if jdf is None:
+            raise UnsupportedSqlError(
+                f"a {type(df).__name__} as a view definition",
+                reason="give SQL text or a classic (not Spark Connect) pyspark DataFrame",
+            )
+        if df.sparkSession._jsparkSession != self.spark._jsparkSession:
+            raise UnsupportedSqlError(
+                "a DataFrame of another SparkSession",
+                reason="build it from this Session's spark (session.spark.table('t'))",
+            )
+        analyzed = jdf.queryExecution().analyzed()
+        if "try_cast(" in analyzed.toString().lower():  # the JSON form drops the eval mode
+            raise UnsupportedSqlError(
+                "try_cast in a DataFrame view", reason="define this view in SQL instead"
+            )
+
+        def table_name(ident: dict[str, Any]) -> str | None:
+            db = ident.get("database") or "default"
+            name = ident["table"] if db == "default" else f"{db}.{ident['table']}"
+            return name if self.catalog.store.find(parse_identifier(name)) is not None else None
+
+        return plan_to_sql(json.loads(analyzed.toJSON()), table_name)
 
     def _add_views(self, entries: Sequence[ViewEntry]) -> list[RefreshReport]:
         """Validate (build the new group in memory), record, then run the first refresh."""

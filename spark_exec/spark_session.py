@@ -1,8 +1,9 @@
 """One local SparkSession, configured for spark-ivm.
 
 ``local_spark()`` returns the active session if there is one (Spark allows one per process),
-otherwise builds ``local[2]`` with 2 shuffle partitions, the UI off, quiet logs, UTC session
-time, Python workers on this interpreter (so they import this project and deltalake), and
+otherwise builds one: master ``local[*]`` and as many shuffle partitions as cores unless
+told otherwise (the Session resolves both through :mod:`spark_exec.config`), the UI off,
+quiet logs, UTC session time, Python workers on this interpreter (so they import this project and deltalake), and
 the given warehouse directory.  ``ivm.Session`` (spark_exec/session.py, another module) uses
 it when the caller passes no session.
 
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_CONF: dict[str, str] = {
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
@@ -53,7 +52,7 @@ def delta_conf() -> dict[str, str]:
 def local_spark(
     warehouse_dir: str | os.PathLike[str] | None = None,
     *,
-    master: str = "local[2]",
+    master: str = "local[*]",
     app_name: str = "spark-ivm",
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
@@ -72,7 +71,10 @@ def local_spark(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
+    cores = str(os.cpu_count() or 1)
     settings = {
+        "spark.sql.shuffle.partitions": cores,
+        "spark.default.parallelism": cores,
         **DEFAULT_CONF,
         **delta,
         "spark.pyspark.python": sys.executable,
@@ -86,3 +88,48 @@ def local_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def missing_for_spark_ivm(spark: SparkSession) -> list[str]:
+    """What a caller's SparkSession lacks for spark-ivm to register its tables and views by
+    name (empty when nothing): Spark Connect (no JVM catalog), delta-spark's classes, its
+    session extension, its catalog."""
+    from spark_exec.connector import has_delta_jvm
+
+    if getattr(spark, "_jsparkSession", None) is None:
+        return [
+            "a classic (py4j) SparkSession: Spark Connect sessions cannot register tables in "
+            "the session catalog from Python"
+        ]
+    missing = []
+    if not has_delta_jvm(spark):
+        missing.append("delta-spark's jars on the driver's classpath (spark.jars)")
+    conf = spark.sparkContext.getConf()
+    extensions = conf.get("spark.sql.extensions", "") or ""
+    if DELTA_CONF["spark.sql.extensions"] not in extensions:
+        missing.append(f"spark.sql.extensions = {DELTA_CONF['spark.sql.extensions']}")
+    key = "spark.sql.catalog.spark_catalog"
+    if conf.get(key, "") != DELTA_CONF[key]:
+        missing.append(f"{key} = {DELTA_CONF[key]}")
+    return missing
+
+
+def require_spark_ivm_ready(spark: SparkSession) -> None:
+    """Refuse a caller's SparkSession that cannot hold spark-ivm's tables, saying what to add.
+
+    These settings are static in Spark (fixed when the session starts), so the fix is to build
+    the session with them: ``SparkSession.builder.config(map=delta_conf())``.
+    """
+    missing = missing_for_spark_ivm(spark)
+    if not missing:
+        return
+    from spark_exec.errors import SparkSetupError
+
+    lines = "\n".join(f"  - {m}" for m in missing)
+    raise SparkSetupError(
+        "this SparkSession cannot hold spark-ivm's tables and views; it lacks:\n"
+        f"{lines}\n"
+        "Build it with these settings, e.g. `SparkSession.builder.config(map="
+        "spark_exec.spark_session.delta_conf())`, or let Session() start its own "
+        "(`./run env` fetches the jars into build/jars)"
+    )
