@@ -1,9 +1,9 @@
 """What a view's DDL says beyond its query: comments, table properties, column names, schedule.
 
 Stored with the view's catalog entry (``ViewEntry.options``) and shown by ``DESCRIBE
-[EXTENDED] MATERIALIZED VIEW`` and ``SHOW CREATE TABLE``.  A schedule is recorded only: the
-always-on refresher that executes schedules is future work (issue 18, item 5); today views
-refresh when ``REFRESH`` (or ``ivm refresh``) runs.
+[EXTENDED] MATERIALIZED VIEW`` and ``SHOW CREATE TABLE``.  Schedules are executed by the
+always-on refresher, ``ivm serve`` (:mod:`spark_exec.serve`); without it views refresh when
+``REFRESH`` (or ``ivm refresh``) runs.
 
 >>> Schedule(every=2, unit="HOUR").sql()
 'SCHEDULE EVERY 2 HOURS'

@@ -5,9 +5,10 @@ memory and polls the Delta logs of the views' input tables.  Polling is cheap: a
 version exists once ``_delta_log/<version + 1>.json`` does (Delta's commit protocol writes each
 version's log file exactly once), so a poll is one ``stat`` per input table; every
 :data:`RESYNC_SECONDS` the versions are re-read from the tables themselves, which also catches a
-table dropped and recreated at the same path.  A group is refreshed when an input has a version
-its views do not reflect yet, when it has never been refreshed, or — with ``every`` — when that
-many seconds passed since its last refresh.  A group whose refresh fails is retried after 1, 2,
+table dropped and recreated at the same path.  A group is refreshed when it has never been
+refreshed, when an input has a version its views do not reflect yet and a view of the group
+refreshes on update (no schedule, or ``TRIGGER ON UPDATE``) or its ``SCHEDULE EVERY n`` has
+passed since the group's last refresh, or — with ``every`` — every that many seconds.  A group whose refresh fails is retried after 1, 2,
 4, ... seconds (at most :data:`MAX_BACKOFF_SECONDS`); the others go on.  Refreshes run one at a time under each group's
 writer lock, so ``ivm refresh`` or another server on the same warehouse stays safe.
 
@@ -24,6 +25,7 @@ docs/refresh-protocol.md), so stopping never leaves anything half-written.
 
 from __future__ import annotations
 
+import calendar
 import json
 import logging
 import os
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from catalog import delta
+from spark_exec import status as status_file
 from spark_exec.groups import GroupSpec, plan_groups
 
 log = logging.getLogger("ivm.serve")
@@ -220,13 +223,38 @@ class Refresher:
             )
             with self.metrics.lock:
                 self.metrics.group(spec.name).behind = behind
-            scheduled = self.every is not None and now - self._last_run.get(spec.name, 0) >= (
-                self.every
-            )
             waiting = now < self._retry_at.get(spec.name, float("-inf"))
-            if (behind or reflected is _NEVER or scheduled) and not waiting:
+            if not waiting and (reflected is _NEVER or self._wanted(spec, behind)):
                 out.append(spec)
         return out
+
+    def _wanted(self, spec: GroupSpec, behind: int) -> bool:
+        """Whether the group's schedules ask for a refresh now.
+
+        A view without a schedule, or with ``TRIGGER ON UPDATE``, wants one as soon as an input
+        commits; a view with ``SCHEDULE EVERY n`` once ``n`` has passed since the group's last
+        refresh (and its inputs changed).  ``--every`` refreshes every group on that cadence."""
+        elapsed = time.time() - self._last_refresh(spec.name)
+        if self.every is not None and elapsed >= self.every:
+            return True
+        if not behind:
+            return False
+        schedules = [getattr(v, "options", None) for v in spec.views]
+        every = [o.schedule.seconds for o in schedules if o and o.schedule and o.schedule.seconds]
+        on_update = any(o is None or o.schedule is None or o.schedule.on_update for o in schedules)
+        return on_update or (bool(every) and elapsed >= min(every))
+
+    def _last_refresh(self, group: str) -> float:
+        """Wall-clock time of the group's last refresh: this server's, else the status file's
+        ``last_success`` (so a restarted server keeps the schedule), else never."""
+        if group not in self._last_run:
+            stamp = status_file.read(self.session.catalog, group).get("last_success")
+            try:
+                when = calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ"))
+            except ValueError:
+                when = float("-inf")
+            self._last_run[group] = float(when)
+        return self._last_run[group]
 
     def _reflected_versions(self, spec: GroupSpec) -> Mapping[str, int]:
         known = self._reflected.get(spec.name)
@@ -268,7 +296,7 @@ class Refresher:
         self._reflected.pop(spec.name, None)  # re-read from the committed manifest
         seconds = time.perf_counter() - started
         event["seconds"] = round(seconds, 4)
-        self._last_run[spec.name] = time.monotonic()
+        self._last_run[spec.name] = time.time()
         self._count(spec.name, ok, seconds, reports)
         self.events(event)
         return event

@@ -199,3 +199,21 @@ def test_serve_process_follows_both_connectors_and_stops_on_sigterm(
     after.refresh()
     assert contents(after) == expected(after)
     assert [r["status"] for r in after.show_views().to_pylist()] == ["fresh"]
+
+
+def test_schedule_every_waits_trigger_on_update_does_not(tmp_path: Path) -> None:
+    s = make_warehouse(tmp_path / "wh")
+    s.sql("CREATE TABLE u (x INT) USING delta; INSERT INTO u VALUES (1)")
+    s.sql(
+        "-- refreshed hourly\n"
+        "CREATE MATERIALIZED VIEW hourly SCHEDULE EVERY 1 HOUR AS SELECT COUNT(*) AS c FROM u"
+    )
+    s.sql("ALTER MATERIALIZED VIEW m ADD TRIGGER ON UPDATE")
+    r = Refresher(Session(warehouse=tmp_path / "wh"))
+    assert r.tick() == []
+    s.sql("INSERT INTO u VALUES (2)")
+    s.sql("INSERT INTO t VALUES (7, 7)")
+    assert [e["views"] for e in r.tick()] == [["m"]]  # the hourly view waits for its hour
+    r._last_run[s.catalog.view("hourly").group] -= 3600
+    assert [e["views"] for e in r.tick()] == [["hourly"]]
+    assert s.read("hourly").to_pylist() == [{"c": 2}]
