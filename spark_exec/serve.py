@@ -249,6 +249,7 @@ class Refresher:
         ``last_success`` (so a restarted server keeps the schedule), else never."""
         if group not in self._last_run:
             stamp = status_file.read(self.session.catalog, group).get("last_success")
+            when: float
             try:
                 when = calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ"))
             except ValueError:
