@@ -1,0 +1,184 @@
+"""N shards of one dataflow in one process: the in-process sharded executor.
+
+``ShardGroup(build, n)`` builds the same dataflow ``n`` times (``build(g)`` on shard
+``p of n``), splits every input change across the shards (any split is right: the exchanges
+fix placement), runs each epoch in lockstep (:func:`~ivm.shard.transport.run_lockstep`),
+and reads each output as the union of the shards' parts — each output row lives on one
+shard, because an output is exchanged by its whole row.  With ``n == 1`` it is exactly the
+single-process :meth:`Dataflow.step <ivm.dataflow.Dataflow.step>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from ivm import sharding
+from ivm.batch import Batch
+from ivm.dataflow import Dataflow, StepReport
+from ivm.errors import PlanError, SchemaError
+from ivm.operators.io import Input, Output, coerce_diffs, rows_to_columns
+from ivm.shard.scheduler import ShardScheduler
+from ivm.shard.transport import run_lockstep
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Balance:
+    """Arranged rows per shard, and the largest shard's share of them."""
+
+    rows: tuple[int, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(self.rows)
+
+    @property
+    def max_share(self) -> float:
+        return max(self.rows) / self.total if self.total else 0.0
+
+    def __str__(self) -> str:
+        shares = ", ".join(
+            f"{r} ({100 * r / self.total:.0f}%)" if self.total else str(r) for r in self.rows
+        )
+        return f"arranged rows per shard: {shares}"
+
+
+class ShardedInput:
+    """An input of every shard; each change is split round-robin across them."""
+
+    def __init__(self, ops: list[Input]) -> None:
+        self.ops = ops
+        self._calls = 0
+
+    def send(self, rows: Any, diffs: Any) -> None:
+        cols = rows_to_columns(self.ops[0], rows)
+        n = len(cols[0]) if cols else 0
+        d = coerce_diffs(self.ops[0], diffs, n)
+        if not n:
+            return
+        k = len(self.ops)
+        which = (np.arange(n) + self._calls) % k
+        self._calls += 1
+        for p, op in enumerate(self.ops):
+            idx = np.flatnonzero(which == p)
+            if len(idx):
+                op.pending.append(Batch(tuple(c[idx] for c in cols), d[idx]))
+
+    def insert(self, rows: Any) -> None:
+        self.send(rows, 1)
+
+    def delete(self, rows: Any) -> None:
+        self.send(rows, -1)
+
+
+class ShardedOutput:
+    """An output as the union of its shards' parts."""
+
+    def __init__(self, parts: list[Output]) -> None:
+        self.parts = parts
+
+    def _union(self, batches: list[Batch]) -> Batch:
+        nonempty = [b for b in batches if len(b)]
+        if not nonempty:
+            return self.parts[0].empty_batch()
+        return Batch.concat(nonempty).consolidate()
+
+    def last_changes(self) -> Batch:
+        return self._union([o.last_changes for o in self.parts])
+
+    def consolidated(self) -> Batch:
+        return self._union([o.consolidated() for o in self.parts])
+
+    def changes(self) -> pa.Table:
+        return self.parts[0]._table(self.last_changes(), "__diff__")
+
+    def contents(self) -> pa.Table:
+        b = self.consolidated()
+        if (b.diff < 0).any():
+            raise SchemaError(f"{self.parts[0].name}: negative multiplicities in output")
+        return self.parts[0]._table(b.take(np.repeat(np.arange(len(b)), b.diff)), None)
+
+    def counts(self) -> dict[tuple, int]:
+        return _counts(self.consolidated())
+
+    def changed_counts(self) -> dict[tuple, int]:
+        return _counts(self.last_changes())
+
+    def rows_per_shard(self) -> list[int]:
+        return [int(o.consolidated().diff.sum()) for o in self.parts]
+
+
+def _counts(b: Batch) -> dict[tuple, int]:
+    rows = zip(*(c.tolist() for c in b.cols), strict=True) if b.cols else [()] * len(b)
+    return {tuple(r): int(d) for r, d in zip(rows, b.diff.tolist(), strict=True)}
+
+
+class ShardGroup(Generic[T]):
+    """``count`` shards of the dataflow that ``build`` makes, run in this process."""
+
+    def __init__(
+        self,
+        build: Callable[[Dataflow], T],
+        count: int,
+        name: str = "dataflow",
+        loop_limit: int = 1_000_000,
+    ) -> None:
+        if count < 1:
+            raise PlanError(f"a shard group needs at least one shard, not {count}")
+        self.count = count
+        self.graphs: list[Dataflow] = []
+        self.built: list[T] = []
+        for p in range(count):
+            with sharding.building(p, count) as spec:
+                g = Dataflow(name, loop_limit=loop_limit, shard=spec)
+                self.built.append(build(g))
+            self.graphs.append(g)
+        sigs = {len(g.ops) for g in self.graphs}
+        if len(sigs) != 1:
+            raise PlanError("the build function made different dataflows on different shards")
+        self.schedulers = [ShardScheduler(g) for g in self.graphs]
+
+    @property
+    def epoch(self) -> int:
+        return self.graphs[0].epoch
+
+    def input(self, name: str) -> ShardedInput:
+        return ShardedInput([g.inputs[name] for g in self.graphs])
+
+    def output(self, name: str) -> ShardedOutput:
+        return ShardedOutput([g.outputs[name] for g in self.graphs])
+
+    def step(self, epoch: int | None = None) -> StepReport:
+        """One epoch on every shard (all or nothing); the report sums the shards'."""
+        if self.count == 1:
+            return self.graphs[0].step(epoch)
+        reports = run_lockstep(self.schedulers, epoch)
+        return StepReport(
+            reports[0].epoch,
+            sum(r.input_rows for r in reports),
+            sum(r.differences for r in reports),
+            max(r.seconds for r in reports),
+        )
+
+    def balance(self) -> Balance:
+        """Rows held by each shard's traces (arrangements, reduce outputs)."""
+        return Balance(tuple(sum(g.arrangement_rows().values()) for g in self.graphs))
+
+    def report(self) -> dict[str, Any]:
+        """Where the epochs ran, the shard balance, the rounds and the bytes exchanged."""
+        stats = [s.stats for s in self.schedulers]
+        return {
+            "executor": f"in-process, {self.count} shard(s)",
+            "shards": self.count,
+            "balance": list(self.balance().rows),
+            "rounds": stats[0].rounds,
+            "loop_rounds": stats[0].loop_rounds,
+            "rows_exchanged": sum(s.rows_sent for s in stats),
+            "bytes_exchanged": sum(s.bytes_sent for s in stats),
+        }
