@@ -153,7 +153,7 @@ CASES: dict[str, tuple[Callable[[ivm.Dataflow], Any], dict[str, Any]]] = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_sharded_equals_single_process(case: str, seed: int) -> None:
     build, gens = CASES[case]
     tw = Twins(build)
