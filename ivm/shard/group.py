@@ -10,8 +10,11 @@ single-process :meth:`Dataflow.step <ivm.dataflow.Dataflow.step>`.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -22,8 +25,8 @@ from ivm.batch import Batch
 from ivm.dataflow import Dataflow, StepReport
 from ivm.errors import PlanError, SchemaError
 from ivm.operators.io import Input, Output, coerce_diffs, rows_to_columns
-from ivm.shard.scheduler import ShardScheduler
-from ivm.shard.transport import run_lockstep
+from ivm.shard.scheduler import ShardAborted, ShardScheduler
+from ivm.shard.transport import run_lockstep, run_shard
 
 T = TypeVar("T")
 
@@ -128,7 +131,11 @@ class ShardGroup(Generic[T]):
         count: int,
         name: str = "dataflow",
         loop_limit: int = 1_000_000,
+        exchange_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        """``exchange_dir``: run each shard in its own thread over the file transport
+        (:mod:`ivm.shard.files`) with one directory per epoch under it, instead of in
+        lockstep in this thread."""
         if count < 1:
             raise PlanError(f"a shard group needs at least one shard, not {count}")
         self.count = count
@@ -143,6 +150,9 @@ class ShardGroup(Generic[T]):
         if len(sigs) != 1:
             raise PlanError("the build function made different dataflows on different shards")
         self.schedulers = [ShardScheduler(g) for g in self.graphs]
+        self.exchange_dir = None if exchange_dir is None else Path(exchange_dir)
+        self.file_bytes = 0
+        self._attempt = 0
 
     @property
     def epoch(self) -> int:
@@ -158,13 +168,44 @@ class ShardGroup(Generic[T]):
         """One epoch on every shard (all or nothing); the report sums the shards'."""
         if self.count == 1:
             return self.graphs[0].step(epoch)
-        reports = run_lockstep(self.schedulers, epoch)
+        if self.exchange_dir is not None:
+            reports = self._run_threads(epoch)
+        else:
+            reports = run_lockstep(self.schedulers, epoch)
         return StepReport(
             reports[0].epoch,
             sum(r.input_rows for r in reports),
             sum(r.differences for r in reports),
             max(r.seconds for r in reports),
         )
+
+    def _run_threads(self, epoch: int | None) -> list[StepReport]:
+        from ivm.shard.files import FileTransport
+
+        assert self.exchange_dir is not None
+        e = self.epoch + 1 if epoch is None else int(epoch)
+        root = self.exchange_dir / f"{e}-{self._attempt}"
+        self._attempt += 1
+        transports = [FileTransport(root, p, self.count, g) for p, g in enumerate(self.graphs)]
+        results: list[StepReport | BaseException | None] = [None] * self.count
+
+        def one(p: int) -> None:
+            try:
+                results[p] = run_shard(self.schedulers[p], transports[p], epoch)
+            except BaseException as exc:
+                results[p] = exc
+
+        threads = [threading.Thread(target=one, args=(p,)) for p in range(self.count)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.file_bytes += sum(t.bytes_written for t in transports)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            first = [r for r in errors if not isinstance(r, ShardAborted)] or errors
+            raise first[0]
+        return [r for r in results if isinstance(r, StepReport)]
 
     def balance(self) -> Balance:
         """Rows held by each shard's traces (arrangements, reduce outputs)."""
