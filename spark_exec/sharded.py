@@ -226,11 +226,22 @@ def _kill_after_rounds(transport: FileTransport, rounds: int) -> None:
 
     def killing(value: object) -> list[object]:
         if transport.round == rounds:
-            os.kill(os.getppid(), signal.SIGKILL)  # the daemon; the executor loses the task
+            os.kill(_executor_jvm_pid(), signal.SIGKILL)
             os._exit(1)
         return barrier(value)
 
     transport._barrier = killing  # type: ignore[method-assign]
+
+
+def _executor_jvm_pid() -> int:
+    """The pid of the JVM that started this Python worker (through pyspark.daemon)."""
+    pid = os.getppid()
+    for _ in range(4):
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        if comm == "java":
+            return pid
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    raise ShardedEpochError("fault injection: no executor JVM above this worker")
 
 
 # -- the driver ------------------------------------------------------------------------------
@@ -256,11 +267,16 @@ class SparkShardedExecutor:
         self.template = ivm.Dataflow("template")  # schemas of inputs and outputs
         build(self.template)
         self.pending: dict[str, list[Batch]] = {}
+        # fault injection for tests ("kill:<p>"), applied to an epoch's first attempt only
         self.fault: str | None = None
         cur = self.root / "CURRENT"
         self.current: str | None = cur.read_text().strip() if cur.exists() else None
         self.epoch = int(self.current.split("-")[0]) if self.current else 0
-        self._attempts = 0
+        # a cached RDD of one element per shard: running the stage over it gives each
+        # shard a locality preference for the executor that ran it last (worker cache hits)
+        sc = spark.sparkContext
+        self._anchor = sc.parallelize(range(shards), shards).cache()
+        self._anchor.count()
 
     def send(self, name: str, rows: Any, diffs: Any) -> None:
         op = self.template.inputs[name]
@@ -294,12 +310,14 @@ class SparkShardedExecutor:
         ``max_attempts`` times."""
         e = self.epoch + 1
         failures: list[str] = []
-        for _ in range(self.max_attempts):
-            attempt = f"{e}-{self._attempts}"
-            self._attempts += 1
+        for k in range(self.max_attempts):
+            attempt = f"{e}-{k}"
+            for d in ("exchange", "epochs"):  # files of an attempt of a crashed driver
+                shutil.rmtree(self.root / d / attempt, ignore_errors=True)
+            shutil.rmtree(self.root / "checkpoints" / f".tmp-{attempt}", ignore_errors=True)
             started = _clock.perf_counter()
             try:
-                reports = self._run_stage(e, attempt)
+                reports = self._run_stage(e, attempt, self.fault if k == 0 else None)
             except Exception as exc:  # a failed barrier stage: re-run the whole epoch
                 failures.append(f"attempt {attempt}: {type(exc).__name__}: {str(exc)[:300]}")
                 shutil.rmtree(self.root / "checkpoints" / f".tmp-{attempt}", ignore_errors=True)
@@ -311,7 +329,7 @@ class SparkShardedExecutor:
             shutil.rmtree(self.root / "epochs" / attempt, ignore_errors=True)
             return EpochResult(
                 e,
-                int(attempt.split("-")[1]),
+                k,
                 f"spark {self.spark.sparkContext.master}",
                 changes,
                 sorted(reports, key=lambda r: r.shard),
@@ -322,15 +340,9 @@ class SparkShardedExecutor:
             f"epoch {e} failed on {self.max_attempts} attempts: " + "; ".join(failures)
         )
 
-    def _run_stage(self, e: int, attempt: str) -> list[ShardReport]:
+    def _run_stage(self, e: int, attempt: str, fault: str | None) -> list[ShardReport]:
         self._write_inputs(attempt)
-        root, build, n, current, fault = (
-            str(self.root),
-            self.build,
-            self.n,
-            self.current,
-            self.fault,
-        )
+        root, build, n, current = str(self.root), self.build, self.n, self.current
 
         def task(it: Iterator[int]) -> Iterator[str]:
             from pyspark import BarrierTaskContext
@@ -341,8 +353,7 @@ class SparkShardedExecutor:
             p = ctx.partitionId()
             yield json.dumps(shard_task(root, build, n, p, e, attempt, current, fault))
 
-        sc = self.spark.sparkContext
-        rows = sc.parallelize(range(n), n).barrier().mapPartitions(task).collect()
+        rows = self._anchor.barrier().mapPartitions(task).collect()
         return [ShardReport(**json.loads(r)) for r in rows]
 
     def _commit(self, attempt: str) -> dict[str, pa.Table]:
