@@ -207,6 +207,24 @@ class ShardGroup(Generic[T]):
             raise first[0]
         return [r for r in results if isinstance(r, StepReport)]
 
+    def states(self) -> list[dict[str, pa.Table]]:
+        """Every shard's checkpoint (:meth:`Dataflow.state`)."""
+        return [g.state() for g in self.graphs]
+
+    def load_states(self, states: list[dict[str, pa.Table]]) -> None:
+        """Restore every shard's checkpoint (taken by :meth:`states`)."""
+        if len(states) != self.count:
+            raise PlanError(f"{len(states)} checkpoints for {self.count} shards")
+        for g, st in zip(self.graphs, states, strict=True):
+            g.load_state(st)
+
+    def reshard_from(self, other: ShardGroup[Any]) -> None:
+        """Take the state of ``other`` (same build, any shard count): a view moving
+        between the single-process and the sharded executor (:mod:`ivm.shard.reshard`)."""
+        from ivm.shard.reshard import reshard
+
+        self.load_states(reshard(other.states(), other.graphs, self.graphs))
+
     def balance(self) -> Balance:
         """Rows held by each shard's traces (arrangements, reduce outputs)."""
         return Balance(tuple(sum(g.arrangement_rows().values()) for g in self.graphs))
