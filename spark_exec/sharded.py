@@ -139,6 +139,46 @@ class EpochResult:
         )
 
 
+# -- the policy --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExecutorPolicy:
+    """Where an epoch runs: ``"local"`` (in-process) or ``"spark"`` (sharded).
+
+    Measured on this machine (design notes): a Spark barrier stage costs about 1 s and more
+    per epoch (0.15 s per job at best, 6–40 ms per exchange round, dozens of rounds for a
+    recursive view), while the engine finishes a small change in milliseconds; but one
+    process holds about 850 bytes of state per row (a 2M-row GROUP BY view: 1.7 GB) and
+    processes an initial load at roughly 50k–500k rows/s.  So:
+
+    1. a per-view override (``executor = 'local' | 'spark'``) wins;
+    2. when the state after the epoch (``state_rows + change_rows``, times
+       ``bytes_per_row``) exceeds ``memory_budget_bytes``: sharded — one process cannot
+       hold it;
+    3. when the change itself is large (``change_rows >= large_change_rows``: initial
+       loads, backfills): sharded — N processes share the work;
+    4. otherwise in-process.
+    """
+
+    memory_budget_bytes: int = 4 << 30
+    bytes_per_row: int = 1024
+    large_change_rows: int = 1_000_000
+
+    def choose(self, state_rows: int, change_rows: int, override: str = "auto") -> str:
+        if override not in ("auto", "local", "spark"):
+            raise ShardedEpochError(
+                f"executor must be 'auto', 'local' or 'spark', not {override!r}"
+            )
+        if override != "auto":
+            return override
+        if (state_rows + change_rows) * self.bytes_per_row > self.memory_budget_bytes:
+            return "spark"
+        if change_rows >= self.large_change_rows:
+            return "spark"
+        return "local"
+
+
 # -- the shard task (runs in a Spark Python worker) ---------------------------------------
 
 _CACHE: dict[tuple[str, int, int], tuple[str, ivm.Dataflow, ShardScheduler]] = {}
@@ -272,11 +312,8 @@ class SparkShardedExecutor:
         cur = self.root / "CURRENT"
         self.current: str | None = cur.read_text().strip() if cur.exists() else None
         self.epoch = int(self.current.split("-")[0]) if self.current else 0
-        # a cached RDD of one element per shard: running the stage over it gives each
-        # shard a locality preference for the executor that ran it last (worker cache hits)
-        sc = spark.sparkContext
-        self._anchor = sc.parallelize(range(shards), shards).cache()
-        self._anchor.count()
+        self.policy = ExecutorPolicy()
+        self._anchor: Any = None
 
     def send(self, name: str, rows: Any, diffs: Any) -> None:
         op = self.template.inputs[name]
@@ -353,21 +390,68 @@ class SparkShardedExecutor:
             p = ctx.partitionId()
             yield json.dumps(shard_task(root, build, n, p, e, attempt, current, fault))
 
+        if self._anchor is None:
+            # a cached RDD of one element per shard: running each stage over it gives a
+            # shard a locality preference for the executor that ran it last (cache hits)
+            self._anchor = self.spark.sparkContext.parallelize(range(n), n).cache()
+            self._anchor.count()
         rows = self._anchor.barrier().mapPartitions(task).collect()
         return [ShardReport(**json.loads(r)) for r in rows]
 
-    def _commit(self, attempt: str) -> dict[str, pa.Table]:
+    # -- moving a view between executors -------------------------------------------------------
+    def _shard_graphs(self) -> list[ivm.Dataflow]:
+        graphs = []
+        for p in range(self.n):
+            with sharding.building(p, self.n) as spec:
+                g = ivm.Dataflow("sharded", shard=spec)
+                self.build(g)
+            graphs.append(g)
+        return graphs
+
+    def adopt(self, state: dict[str, pa.Table]) -> None:
+        """Start from a single-process checkpoint (``Dataflow.state()`` of the same build):
+        it is split into shard checkpoints and becomes ``CURRENT``."""
+        from ivm.shard.reshard import reshard
+
+        single = ivm.Dataflow("single")
+        self.build(single)
+        parts = reshard([state], [single], self._shard_graphs())
+        epoch = int(state["__meta__"].column("epoch")[0].as_py())
+        name = f"{epoch}-adopted"
+        tmp = self.root / "checkpoints" / f".tmp-{name}"
+        for p, st in enumerate(parts):
+            write_tables(tmp / f"shard-{p}.arrow", st)
+        self._publish(tmp, name)
+        self.epoch = epoch
+
+    def export_single(self) -> dict[str, pa.Table]:
+        """``CURRENT``'s shard checkpoints merged into one single-process checkpoint."""
+        from ivm.shard.reshard import reshard
+
+        if self.current is None:
+            raise ShardedEpochError(f"no checkpoint under {self.root}")
+        base = self.root / "checkpoints" / self.current
+        states = [read_tables(base / f"shard-{p}.arrow") for p in range(self.n)]
+        single = ivm.Dataflow("single")
+        self.build(single)
+        return reshard(states, self._shard_graphs(), [single])[0]
+
+    def _publish(self, tmp: Path, name: str) -> None:
+        """Make the checkpoint directory ``tmp`` the current one (rename, then CURRENT)."""
         ck = self.root / "checkpoints"
-        tmp, final = ck / f".tmp-{attempt}", ck / attempt
-        parts = [read_tables(tmp / f"changes-{p}.arrow") for p in range(self.n)]
-        os.replace(tmp, final)
-        cur = self.root / "CURRENT"
+        shutil.rmtree(ck / name, ignore_errors=True)
+        os.replace(tmp, ck / name)
         tmp_cur = self.root / ".CURRENT.tmp"
-        tmp_cur.write_text(attempt)
-        os.replace(tmp_cur, cur)
-        old, self.current = self.current, attempt
-        if old is not None:
+        tmp_cur.write_text(name)
+        os.replace(tmp_cur, self.root / "CURRENT")
+        old, self.current = self.current, name
+        if old is not None and old != name:
             shutil.rmtree(ck / old, ignore_errors=True)
+
+    def _commit(self, attempt: str) -> dict[str, pa.Table]:
+        tmp = self.root / "checkpoints" / f".tmp-{attempt}"
+        parts = [read_tables(tmp / f"changes-{p}.arrow") for p in range(self.n)]
+        self._publish(tmp, attempt)
         out: dict[str, pa.Table] = {}
         for name, o in self.template.outputs.items():
             batches = []
