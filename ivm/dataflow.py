@@ -112,6 +112,7 @@ class Dataflow:
         # sharded only: updates an Exchange routed to other shards, until the next round
         self.outbox: list[tuple[int, int, Time, Any]] = []
         self._exchanges: dict[tuple[int, tuple[int, ...]], Operator] = {}
+        self._placement: dict[int, tuple[int, ...] | None] = {}
         self.ops: list[Operator] = []
         self.root = Scope(self, None, None)
         self.epoch = 0
@@ -171,6 +172,7 @@ class Dataflow:
         self._entered = {k: v for k, v in self._entered.items() if id(v) not in gone}
         self._arrangements = {k: v for k, v in self._arrangements.items() if id(v) not in gone}
         self._exchanges = {k: v for k, v in self._exchanges.items() if id(v) not in gone}
+        self._placement = {}
         self.inputs = {k: v for k, v in self.inputs.items() if id(v) not in gone}
         self.outputs = {k: v for k, v in self.outputs.items() if id(v) not in gone}
         self._constants = [c for c in self._constants if id(c) not in gone]
@@ -211,7 +213,9 @@ class Dataflow:
             )
         if name in self.outputs:
             raise PlanError(f"dataflow {self.name!r} already has an output named {name!r}")
-        src = self.exchanged(collection.op, tuple(range(len(collection.schema))))
+        src = self.exchanged(
+            collection.op, tuple(range(len(collection.schema))), any_placement=True
+        )
         op = Output(self, self.root, [src], collection.schema, label=f"output:{name}")
         self.outputs[name] = op
         return op
@@ -221,12 +225,19 @@ class Dataflow:
         """How many shards the dataflow is split into (1: not sharded)."""
         return self.shard.count
 
-    def exchanged(self, op: Operator, key_idx: tuple[int, ...]) -> Operator:
-        """``op``'s stream routed to the shards owning ``key_idx`` (``op`` itself unsharded)."""
+    def exchanged(
+        self, op: Operator, key_idx: tuple[int, ...], any_placement: bool = False
+    ) -> Operator:
+        """``op``'s stream routed to the shards owning ``key_idx`` (``op`` itself unsharded,
+        or when it is placed by ``key_idx`` already).  ``any_placement``: a placement by any
+        key will do (an output only needs equal rows on one shard)."""
         if self.shard.count == 1:
             return op
-        from ivm.operators.exchange import Exchange
+        from ivm.operators.exchange import Exchange, partitioning
 
+        placed = partitioning(op, self._placement)
+        if placed == key_idx or (placed is not None and any_placement):
+            return op  # already placed by this key (or, if that is enough, by some key)
         key = (op.id, key_idx)
         found = self._exchanges.get(key)
         if found is None:

@@ -83,3 +83,46 @@ class Exchange(Operator):
     def describe(self) -> str:
         keys = [self.schema.names[i] for i in self.key_idx]
         return f"{self.name} by {keys} ({self.graph.shard})"
+
+
+def partitioning(op: Operator, memo: dict[int, tuple[int, ...] | None]) -> tuple[int, ...] | None:
+    """The columns by whose hash ``op``'s updates are already placed (None: unknown).
+
+    Placed by key ``K`` means every update lives on ``shard_of(hash(row[K]))``.  An exchange
+    places by its key; an arrangement passes its (exchanged) input on; a reduce's output
+    lives where its key does (its leading columns hold the key's values, which hash alike);
+    a join's output where its left key does; filters, negation, consolidation, loop
+    ingress and egress keep placement; a projection keeps it if it keeps the columns; a
+    concatenation if all its inputs agree.  Maps and everything else: unknown.
+    """
+    if op.id in memo:
+        return memo[op.id]
+    from ivm.operators.accumulate import AccumulateReduce
+    from ivm.operators.arrange import Arrange
+    from ivm.operators.delta_join import HalfJoin
+    from ivm.operators.iterate import Enter, Leave
+    from ivm.operators.join import Join
+    from ivm.operators.linear import Concat, Consolidate, Filter, Negate, Project
+    from ivm.operators.reduce import Reduce
+
+    got: tuple[int, ...] | None = None
+    if isinstance(op, Exchange):
+        got = op.key_idx
+    elif isinstance(op, Reduce | AccumulateReduce):
+        got = tuple(range(len(op.key_idx)))
+    elif isinstance(op, Join):
+        got = op.left.key_idx
+    elif isinstance(op, HalfJoin):
+        got = op.stream_key
+    elif isinstance(op, Arrange | Filter | Negate | Consolidate | Enter | Leave):
+        got = partitioning(op.inputs[0], memo)
+    elif isinstance(op, Project):
+        inner = partitioning(op.inputs[0], memo)
+        if inner is not None and all(c in op.idx for c in inner):
+            got = tuple(op.idx.index(c) for c in inner)
+    elif isinstance(op, Concat):
+        parts = {partitioning(i, memo) for i in op.inputs}
+        if len(parts) == 1:
+            got = parts.pop()
+    memo[op.id] = got
+    return got

@@ -29,6 +29,7 @@ OPS = [
     "join",
     "semijoin",
     "antijoin",
+    "intersect",
     "distinct",
     "count",
     "sum",
@@ -52,6 +53,8 @@ def apply(op: str, x: ivm.Collection, y: ivm.Collection, c: int) -> ivm.Collecti
         return x.semijoin(y, [("v", "k")])
     if op == "antijoin":
         return x.antijoin(y, [("k", "v")])
+    if op == "intersect":  # a join on whole rows
+        return x.semijoin(y, [("k", "k"), ("v", "v")])
     if op == "distinct":
         return x.distinct()
     if op in ("count", "sum", "min", "max"):
