@@ -53,6 +53,11 @@ class ShardedEpochError(IvmError):
     """A sharded epoch failed on every attempt."""
 
 
+class SimulatedDriverCrash(IvmError):
+    """Fault injection for tests: the driver stops between the shards' writes and the
+    commit (the state a killed driver leaves)."""
+
+
 @dataclass(frozen=True)
 class SqlViews:
     """Builds SQL views over input tables (``tables``: name -> [(column, SQL type)])."""
@@ -307,7 +312,8 @@ class SparkShardedExecutor:
         self.template = ivm.Dataflow("template")  # schemas of inputs and outputs
         build(self.template)
         self.pending: dict[str, list[Batch]] = {}
-        # fault injection for tests ("kill:<p>"), applied to an epoch's first attempt only
+        # fault injection for tests, on an epoch's first attempt only: "kill:<p>" (shard p
+        # kills its executor JVM in round 5), "crash-before-commit"
         self.fault: str | None = None
         cur = self.root / "CURRENT"
         self.current: str | None = cur.read_text().strip() if cur.exists() else None
@@ -359,6 +365,9 @@ class SparkShardedExecutor:
                 failures.append(f"attempt {attempt}: {type(exc).__name__}: {str(exc)[:300]}")
                 shutil.rmtree(self.root / "checkpoints" / f".tmp-{attempt}", ignore_errors=True)
                 continue
+            if self.fault == "crash-before-commit" and k == 0:
+                # fault injection: the driver dies after the shards wrote, before CURRENT
+                raise SimulatedDriverCrash(f"epoch {e}: stopped before the commit")
             changes = self._commit(attempt)
             self.pending = {}
             self.epoch = e

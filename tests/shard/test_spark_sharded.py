@@ -47,12 +47,19 @@ def test_local_cluster_epochs_equal_in_process() -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_executor_reruns_the_epoch() -> None:
-    """Shard 1 SIGKILLs its executor JVM in round 5 of epoch 2: the stage fails, the driver
-    re-runs the epoch from CURRENT as attempt 1 on a new executor, and the result is exact
-    (the check compares it with the in-process executor); CURRENT moves once per epoch."""
+def test_a_killed_executor_and_a_killed_driver_recover() -> None:
+    """Shard 1 SIGKILLs its executor JVM in round 5 of epoch 2 (SQL): the stage fails, the
+    driver re-runs the epoch from CURRENT as attempt 1 on a new executor, and the result is
+    exact (the check compares it with the in-process executor); CURRENT moves once per
+    epoch.  And the driver "dies" after the shards wrote epoch 2 (Datalog) but before
+    CURRENT moved: a new driver re-runs the epoch from the old checkpoint — the workers'
+    caches hold the unpublished state, which the checkpoint-id check refuses — exactly."""
     figures = run_check("--kill")
     sql = [e for e in figures["epochs"] if e["run"] == "sql"]
     assert [e["attempt"] for e in sql] == [0, 1, 0]
     assert len(sql[1]["failed"]) == 1
     assert figures["current"]["sql"] == "3-0"
+    assert figures["crash_left_current"] == "1-0"
+    dl = [e for e in figures["epochs"] if e["run"] == "datalog"]
+    assert dl[1]["epoch"] == 2 and dl[1]["cache_hits"] == [False, False]
+    assert figures["current"]["datalog"] == "3-0"
