@@ -107,6 +107,7 @@ class ShardReport:
     wait_seconds: float
     seconds: float
     max_rss_kb: int
+    start_rss_kb: int
 
 
 @dataclass
@@ -217,6 +218,7 @@ def shard_task(
 ) -> dict[str, Any]:
     """Run shard ``p``'s part of one epoch (see the module docstring); its report."""
     started = _clock.perf_counter()
+    start_rss = _rss_kb()
     if os.environ.get("PYTHONHASHSEED") in (None, "random"):
         raise ShardedEpochError(
             "shard workers need one PYTHONHASHSEED (string keys are routed by Python's "
@@ -260,7 +262,19 @@ def shard_task(
         "wait_seconds": transport.wait_seconds,
         "seconds": _clock.perf_counter() - started,
         "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "start_rss_kb": start_rss,
     }
+
+
+def _rss_kb() -> int:
+    """This process's resident set now (kB; 0 where /proc is missing)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _kill_after_rounds(transport: FileTransport, rounds: int) -> None:

@@ -142,6 +142,7 @@ def main() -> int:
                         "pids": [s.pid for s in res.shards],
                         "cache_hits": [s.cache_hit for s in res.shards],
                         "wait_seconds": [round(s.wait_seconds, 2) for s in res.shards],
+                        "rss_kb_start_max": [(s.start_rss_kb, s.max_rss_kb) for s in res.shards],
                         "explain": res.explain(),
                     }
                 )
