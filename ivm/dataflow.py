@@ -403,15 +403,21 @@ class Dataflow:
             raise EpochError("state() during an epoch")
         if any(op.pending for op in self.inputs.values()):
             raise EpochError("state() with unprocessed input changes; call step() first")
-        out = {
-            "__meta__": pa.table(
-                {"epoch": [self.epoch], "ops": [len(self.ops)], "signature": [self.signature()]}
-            )
-        }
+        out = {"__meta__": self.state_meta()}
         for op in self.ops:
             for key, (cols, times, diff) in op.state().items():
                 out[f"{op.id}.{key}"] = _to_arrow(cols, times, diff)
         return out
+
+    def state_meta(self) -> pa.Table:
+        """The ``__meta__`` entry of :meth:`state`: epoch, operator count, signature."""
+        if self._running:
+            raise EpochError("state() during an epoch")
+        if any(op.pending for op in self.inputs.values()):
+            raise EpochError("state() with unprocessed input changes; call step() first")
+        return pa.table(
+            {"epoch": [self.epoch], "ops": [len(self.ops)], "signature": [self.signature()]}
+        )
 
     def load_state(self, state: dict[str, pa.Table]) -> None:
         """Restore a checkpoint taken by :meth:`state` of a dataflow built the same way."""

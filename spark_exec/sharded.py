@@ -45,7 +45,7 @@ from ivm.errors import IvmError
 from ivm.operators.io import coerce_diffs, rows_to_columns
 from ivm.shard.files import FileTransport
 from ivm.shard.scheduler import ShardScheduler
-from ivm.shard.state_files import read_tables, write_tables
+from ivm.shard.state_files import dataflow_state, read_tables, write_tables
 from ivm.shard.transport import run_shard
 
 
@@ -239,7 +239,7 @@ def shard_task(
         _kill_after_rounds(transport, 5)
     run_shard(sched, transport, epoch)
     out_dir = base / "checkpoints" / f".tmp-{attempt}"
-    write_tables(out_dir / f"shard-{p}.arrow", g.state())
+    write_tables(out_dir / f"shard-{p}.arrow", dataflow_state(g))
     write_tables(
         out_dir / f"changes-{p}.arrow",
         {
