@@ -8,6 +8,7 @@ Commands:
   datalog   transitive closure and points-to: initial and per-change vs re-evaluation
   triangles binary-join vs delta-query state on a skewed graph (see bench/bench_triangles.py)
   view-table  1M-row view under 10-row changes; 500 one-row refreshes (bench/bench_view_table.py)
+  shard     WCC single-process vs 2 shards (lockstep; file transport): rounds, balance
   sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)
 """
 
@@ -78,6 +79,10 @@ def main(argv: list[str]) -> int:
         from bench.bench_datalog import main as datalog_main
 
         return datalog_main(rest)
+    if cmd == "shard":
+        from bench.bench_shard import main as shard_main
+
+        return shard_main(rest)
     if cmd == "triangles":
         from bench.bench_triangles import main as triangles_main
 

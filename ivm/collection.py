@@ -127,7 +127,8 @@ class Collection:
         cache_key = (self.op.id, idx)
         arr = self.graph._arrangements.get(cache_key)
         if arr is None:
-            arr = Arrange(self.graph, self.scope, [self.op], self.schema, key_idx=idx)
+            src = self.graph.exchanged(self.op, idx)  # sharded: route rows by the key first
+            arr = Arrange(self.graph, self.scope, [src], self.schema, key_idx=idx)
             self.graph._arrangements[cache_key] = arr
         return arr
 
@@ -141,6 +142,9 @@ class Collection:
         pairs = list(on)
         lk = self.schema.indices([a for a, _ in pairs])
         rk = other.schema.indices([b for _, b in pairs])
+        if self.graph.shards > 1 and (self.op.id, lk) not in self.graph._arrangements:
+            self.graph.exchanged(self.op, lk)  # both exchanges first: one round, not two
+            other.graph.exchanged(other.op, rk)
         la, ra = self.arrange(lk), other.arrange(rk)
         scope = self._deeper(other)
         ls, rs = self.graph._enter(la, scope), self.graph._enter(ra, scope)
@@ -216,7 +220,7 @@ class Collection:
             op = AccumulateReduce(
                 self.graph,
                 self.scope,
-                [self.op],
+                [self.graph.exchanged(self.op, key_idx)],
                 schema,
                 key_idx=key_idx,
                 aggs=specs,
@@ -537,7 +541,7 @@ def delta_join(
             op = HalfJoin(
                 g,
                 g.root,
-                [stream.op],
+                [g.exchanged(stream.op, tuple(s for s, _ in keys))],
                 out_schema,
                 arrangement=arr,
                 stream_key=tuple(s for s, _ in keys),

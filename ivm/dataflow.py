@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from ivm import sharding
 from ivm.errors import ArithmeticOverflowError, EpochError, IvmError, PlanError
 from ivm.lattice import ALTNEU, Kinds, Time
 from ivm.metrics import Metrics
@@ -27,6 +28,7 @@ from ivm.operators.base import Operator
 from ivm.operators.io import Input, Output
 from ivm.operators.iterate import Enter, Feedback, Leave
 from ivm.schema import Schema
+from ivm.sharding import ShardSpec
 
 if TYPE_CHECKING:
     from ivm.collection import Collection, InputCollection
@@ -96,9 +98,21 @@ class StepReport:
 class Dataflow:
     """A differential dataflow: build it with collections, then feed it epoch by epoch."""
 
-    def __init__(self, name: str = "dataflow", loop_limit: int = 1_000_000) -> None:
+    def __init__(
+        self,
+        name: str = "dataflow",
+        loop_limit: int = 1_000_000,
+        shard: ShardSpec | None = None,
+    ) -> None:
+        """``shard``: which shard of a sharded dataflow this is (:mod:`ivm.sharding`;
+        default: the one ``sharding.building`` names, else the only shard)."""
         self.name = name
         self.loop_limit = loop_limit
+        self.shard = shard if shard is not None else sharding.current()
+        # sharded only: updates an Exchange routed to other shards, until the next round
+        self.outbox: list[tuple[int, int, Time, Any]] = []
+        self._exchanges: dict[tuple[int, tuple[int, ...]], Operator] = {}
+        self._placement: dict[int, tuple[int, ...] | None] = {}
         self.ops: list[Operator] = []
         self.root = Scope(self, None, None)
         self.epoch = 0
@@ -157,6 +171,8 @@ class Dataflow:
         prune(self.root)
         self._entered = {k: v for k, v in self._entered.items() if id(v) not in gone}
         self._arrangements = {k: v for k, v in self._arrangements.items() if id(v) not in gone}
+        self._exchanges = {k: v for k, v in self._exchanges.items() if id(v) not in gone}
+        self._placement = {}
         self.inputs = {k: v for k, v in self.inputs.items() if id(v) not in gone}
         self.outputs = {k: v for k, v in self.outputs.items() if id(v) not in gone}
         self._constants = [c for c in self._constants if id(c) not in gone]
@@ -179,6 +195,8 @@ class Dataflow:
 
         op = Input(self, self.root, [], Schema.of(schema), label=f"const:{name}", constant=True)
         op.send(rows, 1)
+        if self.shard.index > 0:
+            op.pending = []  # sharded: the rows enter once, on shard 0
         self._constants.append(op)
         return Collection(self, op)
 
@@ -195,9 +213,37 @@ class Dataflow:
             )
         if name in self.outputs:
             raise PlanError(f"dataflow {self.name!r} already has an output named {name!r}")
-        op = Output(self, self.root, [collection.op], collection.schema, label=f"output:{name}")
+        src = self.exchanged(
+            collection.op, tuple(range(len(collection.schema))), any_placement=True
+        )
+        op = Output(self, self.root, [src], collection.schema, label=f"output:{name}")
         self.outputs[name] = op
         return op
+
+    @property
+    def shards(self) -> int:
+        """How many shards the dataflow is split into (1: not sharded)."""
+        return self.shard.count
+
+    def exchanged(
+        self, op: Operator, key_idx: tuple[int, ...], any_placement: bool = False
+    ) -> Operator:
+        """``op``'s stream routed to the shards owning ``key_idx`` (``op`` itself unsharded,
+        or when it is placed by ``key_idx`` already).  ``any_placement``: a placement by any
+        key will do (an output only needs equal rows on one shard)."""
+        if self.shard.count == 1:
+            return op
+        from ivm.operators.exchange import Exchange, partitioning
+
+        placed = partitioning(op, self._placement)
+        if placed == key_idx or (placed is not None and any_placement):
+            return op  # already placed by this key (or, if that is enough, by some key)
+        key = (op.id, key_idx)
+        found = self._exchanges.get(key)
+        if found is None:
+            found = Exchange(self, out_scope(op), [op], op.schema, key_idx=key_idx)
+            self._exchanges[key] = found
+        return found
 
     def _enter(self, op: Operator, scope: Scope) -> Operator:
         """``op``'s stream as seen from ``scope`` (entering each loop on the way)."""
@@ -357,15 +403,21 @@ class Dataflow:
             raise EpochError("state() during an epoch")
         if any(op.pending for op in self.inputs.values()):
             raise EpochError("state() with unprocessed input changes; call step() first")
-        out = {
-            "__meta__": pa.table(
-                {"epoch": [self.epoch], "ops": [len(self.ops)], "signature": [self.signature()]}
-            )
-        }
+        out = {"__meta__": self.state_meta()}
         for op in self.ops:
             for key, (cols, times, diff) in op.state().items():
                 out[f"{op.id}.{key}"] = _to_arrow(cols, times, diff)
         return out
+
+    def state_meta(self) -> pa.Table:
+        """The ``__meta__`` entry of :meth:`state`: epoch, operator count, signature."""
+        if self._running:
+            raise EpochError("state() during an epoch")
+        if any(op.pending for op in self.inputs.values()):
+            raise EpochError("state() with unprocessed input changes; call step() first")
+        return pa.table(
+            {"epoch": [self.epoch], "ops": [len(self.ops)], "signature": [self.signature()]}
+        )
 
     def load_state(self, state: dict[str, pa.Table]) -> None:
         """Restore a checkpoint taken by :meth:`state` of a dataflow built the same way."""
@@ -389,6 +441,8 @@ class Dataflow:
         import hashlib
 
         h = hashlib.sha256()
+        if self.shard.count > 1:
+            h.update(f"{self.shard.index}/{self.shard.count};".encode())
         for op in self.ops:
             h.update(f"{op.id}:{op.kind}:{op.schema}:{[i.id for i in op.inputs]};".encode())
         return h.hexdigest()[:16]

@@ -1,0 +1,218 @@
+"""The sharded scheduler: one shard's epoch as a generator of collective requests.
+
+Each of N shards runs the same dataflow (:mod:`ivm.sharding`) with the same schedule as
+:meth:`Dataflow.step <ivm.dataflow.Dataflow.step>` (times in lexicographic order, operators
+in build order), in bulk-synchronous rounds (Naiad §3 describes the asynchronous
+alternative; BSP is simpler and its rounds are few):
+
+* **Exchange rounds.**  An :class:`~ivm.operators.exchange.Exchange` leaves the updates it
+  routes to other shards in the dataflow's outbox.  Before an operator that reads an
+  exchange visited since the last round runs, the shard yields :class:`Sync` with its
+  outbox and gets back what the others routed to it, delivered at the same time.  The
+  decision to sync depends only on the graph, never on the data, so every shard makes the
+  same rounds in the same order — also a shard that has nothing to send.
+* **Loop coordinates.**  A loop's next iteration is the global minimum over shards of the
+  local next coordinate (:class:`AllMin`); a loop ends when no shard has work.
+* **Commit vote.**  After the epoch (compaction included) each shard yields :class:`Vote`.
+  A shard that raises before it aborts the epoch on every shard: the driver throws
+  :class:`ShardAborted` into the others, and every shard restores its snapshot, exactly as
+  a failed single-process step does.
+
+A driver answers the requests: :func:`ivm.shard.transport.run_lockstep` for N shards in
+one process, :func:`ivm.shard.transport.run_shard` with a blocking transport (files, one
+process per shard).
+"""
+
+from __future__ import annotations
+
+import time as _clock
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ivm.batch import Batch
+from ivm.dataflow import Dataflow, LoopLimitError, Scope, StepReport
+from ivm.errors import ArithmeticOverflowError, EpochError, IvmError
+from ivm.lattice import Time
+from ivm.operators.base import Operator
+from ivm.operators.exchange import Exchange
+from ivm.operators.io import Input
+
+#: an update batch routed between shards: (destination shard, exchange id, time, batch)
+Routed = tuple[int, int, Time, Batch]
+#: an update batch received: (exchange id, time, batch)
+Delivered = tuple[int, Time, Batch]
+
+
+class ShardAborted(IvmError, RuntimeError):
+    """Another shard failed during the epoch; this shard rolled the epoch back."""
+
+
+@dataclass
+class Sync:
+    """An exchange round: send ``outgoing``, receive what the others routed here."""
+
+    outgoing: list[Routed]
+
+
+@dataclass
+class AllMin:
+    """The minimum over shards of ``value`` (None: this shard has no work)."""
+
+    value: int | None
+
+
+@dataclass
+class Vote:
+    """Every shard finished the epoch; the answer is the commit."""
+
+    ok: bool = True
+
+
+Request = Sync | AllMin | Vote
+
+
+@dataclass
+class ShardStats:
+    """What the sharded epochs of one shard did (cumulative)."""
+
+    rounds: int = 0
+    loop_rounds: int = 0
+    rows_sent: int = 0
+    bytes_sent: int = 0
+    rows_received: int = 0
+    epochs: int = 0
+    per_epoch: list[dict[str, int]] = field(default_factory=list)
+
+
+def batch_bytes(b: Batch) -> int:
+    """Bytes of a batch's columns and diffs (object columns: 8 bytes a value)."""
+    return int(sum(c.nbytes for c in b.cols) + b.diff.nbytes)
+
+
+class ShardScheduler:
+    """Runs one shard of a sharded :class:`Dataflow`, epoch by epoch."""
+
+    def __init__(self, graph: Dataflow) -> None:
+        self.graph = graph
+        self.stats = ShardStats()
+        self._visited: set[int] = set()
+        self._feeds: dict[int, frozenset[int]] = {}
+
+    def _exchange_inputs(self, op: Operator) -> frozenset[int]:
+        got = self._feeds.get(op.id)
+        if got is None:
+            got = frozenset(i.id for i in op.inputs if isinstance(i, Exchange))
+            self._feeds[op.id] = got
+        return got
+
+    # -- one epoch -----------------------------------------------------------------------
+    def step(self, epoch: int | None = None) -> Generator[Request, Any, StepReport]:
+        """One epoch of this shard (see the module docstring); returns its report."""
+        g = self.graph
+        if g._running:
+            raise EpochError("step() called while an epoch is being processed")
+        e = g.epoch + 1 if epoch is None else int(epoch)
+        if e <= g.epoch:
+            raise EpochError(f"epoch {e} does not advance past the last epoch {g.epoch}")
+        started = _clock.perf_counter()
+        t: Time = (e,)
+        n_in = sum(op.pending_rows() for op in g.inputs.values()) + sum(
+            op.pending_rows() for op in g._constants
+        )
+        before = g.metrics.total(epoch=e)
+        rounds0, loops0, sent0 = self.stats.rounds, self.stats.loop_rounds, self.stats.bytes_sent
+        g._running = True
+        saved = [op.snapshot() for op in g.ops]
+        self._visited.clear()
+        g.outbox = []
+        try:
+            for op in g.ops:
+                if isinstance(op, Input):
+                    op.start_epoch(t)
+            yield from self._run_items(g.root, t)
+            if g.outbox:  # every exchange's readers run after it at the same time
+                raise IvmError(f"internal: updates left in the outbox after epoch {e}")
+            for op in g.ops:
+                try:
+                    op.end_epoch()
+                except ArithmeticOverflowError as exc:
+                    op.blame(exc)
+                    raise
+            leftover = [op.name for op in g.ops if op.pending_times()]
+            if leftover:
+                raise IvmError(f"internal: work left after epoch {e} at {leftover}")
+            yield Vote(True)
+        except BaseException as exc:
+            for op, snap in zip(g.ops, saved, strict=True):
+                op.inbox.clear()
+                op.restore(snap)
+            g.outbox = []
+            g.metrics.forget_epoch(e)
+            if isinstance(exc, ArithmeticOverflowError):
+                exc.outputs = g.outputs_fed_by(exc.operator_id)
+                exc.rolled_back = True
+            raise
+        finally:
+            g._running = False
+        g.epoch = e
+        self.stats.epochs += 1
+        self.stats.per_epoch.append(
+            {
+                "epoch": e,
+                "rounds": self.stats.rounds - rounds0,
+                "loop_rounds": self.stats.loop_rounds - loops0,
+                "bytes_sent": self.stats.bytes_sent - sent0,
+            }
+        )
+        return StepReport(
+            e, n_in, g.metrics.total(epoch=e) - before, _clock.perf_counter() - started
+        )
+
+    def _sync(self) -> Generator[Request, Any, None]:
+        g = self.graph
+        out, g.outbox = g.outbox, []
+        self.stats.rounds += 1
+        self.stats.rows_sent += sum(len(b) for *_, b in out)
+        self.stats.bytes_sent += sum(batch_bytes(b) for *_, b in out)
+        inbound: list[Delivered] = yield Sync(out)
+        ops = g.ops
+        for op_id, time, batch in inbound:
+            self.stats.rows_received += len(batch)
+            op = ops[op_id]
+            assert isinstance(op, Exchange)
+            op.deliver(time, batch)
+        self._visited.clear()
+
+    def _run_items(self, scope: Scope, t: Time) -> Generator[Request, Any, None]:
+        for item in scope.items:
+            if isinstance(item, Scope):
+                yield from self._run_scope(item, t)
+                continue
+            if self._visited:
+                feeds = self._exchange_inputs(item)
+                if feeds and not self._visited.isdisjoint(feeds):
+                    yield from self._sync()
+            item.run(t)
+            if isinstance(item, Exchange):
+                self._visited.add(item.id)
+
+    def _run_scope(self, scope: Scope, t: Time) -> Generator[Request, Any, None]:
+        i = yield AllMin(scope.next_coordinate(t, -1))
+        rounds = 0
+        while i is not None:
+            yield from self._run_items(scope, (*t, i))
+            rounds += 1
+            self.stats.loop_rounds += 1
+            if rounds > self.graph.loop_limit:
+                raise LoopLimitError(
+                    f"{scope.label} did not converge in {self.graph.loop_limit} "
+                    "iterations; bound it with max_iterations"
+                )
+            i = yield AllMin(scope.next_coordinate(t, i))
+        for leave in scope.leaves:
+            try:
+                leave.flush(t)
+            except ArithmeticOverflowError as exc:
+                leave.blame(exc)
+                raise
