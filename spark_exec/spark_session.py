@@ -3,7 +3,7 @@
 ``local_spark()`` returns the active session if there is one (Spark allows one per process),
 otherwise builds ``local[2]`` with 2 shuffle partitions, the UI off, quiet logs, UTC session
 time, Python workers on this interpreter (so they import this project and deltalake), and
-the given warehouse directory.  ``ivm.Session`` (spark_exec/session.py, another module) uses
+the given warehouse directory.  ``Session`` (spark_exec/session.py, another module) uses
 it when the caller passes no session.
 
 Every session it builds has delta-spark's JVM connector: the jars fetched by ``./run env``
