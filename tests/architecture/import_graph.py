@@ -12,6 +12,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import networkx as nx
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("ivm", "sql_frontend", "datalog", "catalog", "spark_exec", "bench")
 ENTRY_POINTS = ("__main__",)  # run by ``python -m``; never imported (checked by the tests)
@@ -88,35 +90,12 @@ def is_entry_point(module: str) -> bool:
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one node, or a self-loop (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1 or v in graph.get(v, ()):
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+    """The strongly connected components with more than one node, or a self-loop."""
+    g = nx.DiGraph()
+    g.add_nodes_from(graph)
+    g.add_edges_from((a, b) for a, deps in graph.items() for b in deps)
+    return sorted(
+        sorted(c)
+        for c in nx.strongly_connected_components(g)
+        if len(c) > 1 or any(g.has_edge(v, v) for v in c)
+    )

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from engine_helpers import apply_changes, change_sequence, check_output, examples, push
+from engine_helpers import (
+    apply_changes,
+    change_sequence,
+    check_output,
+    examples,
+    push,
+    ref_reachable,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,17 +30,7 @@ NODE = [("node", "int64")]
 
 
 def ref_reach(edges: Counter, roots: set[int]) -> Counter:
-    succ: dict[int, set[int]] = {}
-    for (s, d), n in edges.items():
-        if n > 0:
-            succ.setdefault(s, set()).add(d)
-    seen, todo = set(roots), list(roots)
-    while todo:
-        for d in succ.get(todo.pop(), ()):
-            if d not in seen:
-                seen.add(d)
-                todo.append(d)
-    return Counter({(v,): 1 for v in seen})
+    return Counter({(v,): 1 for v in ref_reachable(edges, roots)})
 
 
 @given(st.integers(1, 6).flatmap(lambda n: change_sequence(ROW, n)))

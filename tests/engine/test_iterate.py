@@ -12,7 +12,14 @@ from collections import Counter
 
 import networkx as nx
 import numpy as np
-from engine_helpers import apply_changes, change_sequence, check_output, examples, push
+from engine_helpers import (
+    apply_changes,
+    change_sequence,
+    check_output,
+    examples,
+    push,
+    ref_min_label,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -54,16 +61,6 @@ def ref_reach(edges: Counter, roots: set[int], max_steps: int | None = None) -> 
         seen |= frontier
         steps += 1
     return seen
-
-
-def ref_min_label(edges: Counter, seeds: Counter) -> Counter:
-    best: dict[int, int] = {}
-    for (n, label), c in seeds.items():
-        if c > 0:
-            for m in ref_reach(edges, {n}):
-                if m not in best or label < best[m]:
-                    best[m] = label
-    return Counter({(m, lab): 1 for m, lab in best.items()})
 
 
 def as_set(rows: Counter) -> Counter:
