@@ -140,6 +140,18 @@ def every_key_cached() -> Iterator[None]:
         PrefixCache.MIN_ROWS = old
 
 
+def reach_round(reach: ivm.Collection, edges: ivm.Collection) -> ivm.Collection:
+    """One round of reachability inside ``iterate``: the nodes so far and their successors
+    (``edges`` as seen from the loop; the engine brings an outer collection in)."""
+    return (
+        reach.join(edges, on=[("node", "src")])
+        .project("dst")
+        .rename(["node"])
+        .concat(reach)
+        .distinct()
+    )
+
+
 # -- change sequences ---------------------------------------------------------------------
 @st.composite
 def change_sequence(

@@ -16,6 +16,7 @@ from engine_helpers import (
     check_output,
     examples,
     push,
+    reach_round,
     ref_reachable,
 )
 from hypothesis import given
@@ -102,15 +103,7 @@ def test_differentiate_inside_an_iterate_body(changes: list, roots_list: list[in
 
     out = g.output(roots.iterate(body), "reach")
     plain = g.output(
-        roots.iterate(
-            lambda r: (
-                r.join(edges, on=[("node", "src")])
-                .project("dst")
-                .rename(["node"])
-                .concat(r)
-                .distinct()
-            )
-        ),
+        roots.iterate(lambda r: reach_round(r, edges)),
         "plain",
     )
     roots.insert([(v,) for v in roots_list])

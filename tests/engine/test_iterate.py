@@ -18,6 +18,7 @@ from engine_helpers import (
     check_output,
     examples,
     push,
+    reach_round,
     ref_min_label,
 )
 from hypothesis import given
@@ -210,13 +211,7 @@ def test_min_label_with_and_without_priority(sc: tuple[Changes, Changes]) -> Non
     roots = seeds.project("node")
     reach_prio = g.output(
         roots.iterate(
-            lambda r: (
-                r.join(edges, on=[("node", "src")])
-                .project("dst")
-                .rename(["node"])
-                .concat(r)
-                .distinct()
-            ),
+            lambda r: reach_round(r, edges),
             entry=lambda n: n % 3,
         ),
         "reach_prio",
