@@ -140,16 +140,13 @@ def every_key_cached() -> Iterator[None]:
         PrefixCache.MIN_ROWS = old
 
 
-def reach_round(reach: ivm.Collection, edges: ivm.Collection) -> ivm.Collection:
-    """One round of reachability inside ``iterate``: the nodes so far and their successors
-    (``edges`` as seen from the loop; the engine brings an outer collection in)."""
-    return (
-        reach.join(edges, on=[("node", "src")])
-        .project("dst")
-        .rename(["node"])
-        .concat(reach)
-        .distinct()
-    )
+def reach_round(
+    reach: ivm.Collection, edges: ivm.Collection, keep: ivm.Collection | None = None
+) -> ivm.Collection:
+    """One round of reachability: the successors of ``reach`` along ``edges``, with ``keep``
+    (default: ``reach`` itself), as distinct ``(node,)`` rows."""
+    step = reach.join(edges, on=[("node", "src")]).project("dst").rename(["node"])
+    return step.concat(reach if keep is None else keep).distinct()
 
 
 # -- change sequences ---------------------------------------------------------------------

@@ -135,22 +135,8 @@ def two_level(e1: ivm.Collection, e2: ivm.Collection, roots: ivm.Collection) -> 
     """An outer loop whose body runs an inner loop over the outer variable."""
 
     def outer(s: ivm.Collection) -> ivm.Collection:
-        closed = s.iterate(
-            lambda r: (
-                r.join(e1, on=[("node", "src")])
-                .project("dst")
-                .rename(["node"])
-                .concat(s)
-                .distinct()
-            )
-        )
-        return (
-            closed.join(e2, on=[("node", "src")])
-            .project("dst")
-            .rename(["node"])
-            .concat(roots)
-            .distinct()
-        )
+        closed = s.iterate(lambda r: reach_round(r, e1, keep=s))
+        return reach_round(closed, e2, keep=roots)
 
     return roots.iterate(outer)
 
