@@ -14,6 +14,7 @@ Commands:
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import time
@@ -50,47 +51,30 @@ def _describe(argv: list[str]) -> int:
     return 0
 
 
+# command -> the bench module whose ``main(argv)`` runs it (imported only when asked for)
+MODULES = {
+    "engine": "bench.engine_bench",
+    "view-table": "bench.bench_view_table",
+    "refresh": "bench.bench_refresh",
+    "instructions": "bench.instructions",
+    "datalog": "bench.bench_datalog",
+    "triangles": "bench.bench_triangles",
+    "sql": "bench.bench_sql",
+    "shard": "bench.bench_shard",
+}
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__)
         return 0
     cmd, rest = argv[0], argv[1:]
-    if cmd == "engine":
-        from bench.engine_bench import main as engine_main
-
-        return engine_main(rest)
-    if cmd == "view-table":
-        from bench.bench_view_table import main as view_table_main
-
-        return view_table_main(rest)
-    if cmd == "refresh":
-        from bench.bench_refresh import main as refresh_main
-
-        return refresh_main(rest)
-    if cmd == "instructions":
-        from bench.instructions import main as instructions_main
-
-        return instructions_main(rest)
+    if cmd in MODULES:
+        return int(importlib.import_module(MODULES[cmd]).main(rest))
     if cmd == "report":
         return _report(rest)
     if cmd == "describe":
         return _describe(rest)
-    if cmd == "datalog":
-        from bench.bench_datalog import main as datalog_main
-
-        return datalog_main(rest)
-    if cmd == "shard":
-        from bench.bench_shard import main as shard_main
-
-        return shard_main(rest)
-    if cmd == "triangles":
-        from bench.bench_triangles import main as triangles_main
-
-        return triangles_main(rest)
-    if cmd == "sql":
-        from bench.bench_sql import main as sql_main
-
-        return sql_main(rest)
     print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
     return 2
 

@@ -268,26 +268,38 @@ def engine_labels(out: ivm.Output, n: int) -> np.ndarray:
     return lab
 
 
-class NxComponents(Baseline):
-    """W1 baseline: the window's graph maintained in place, components recomputed."""
+class NxGraph(Baseline):
+    """A networkx graph of the workload's nodes maintained in place; subclasses say how a
+    step's ``(removed, added)`` edges are found (:meth:`changes`) and what is recomputed."""
 
     name = "networkx"
+    directed = False
 
-    def __init__(self, w: W.WccWorkload) -> None:
+    def __init__(self, w: Any) -> None:
         import networkx as nx
 
         self.w = w
-        self.graph = nx.Graph()
+        self.graph = nx.DiGraph() if self.directed else nx.Graph()
         self.graph.add_nodes_from(range(w.n_nodes))
 
-    def initial(self) -> np.ndarray:
+    def initial(self) -> Any:
         self.graph.add_edges_from(self.w.initial_edges.tolist())
         return self.result()
 
+    def changes(self, step: int) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
     def apply(self, step: int) -> None:
-        rem, add = self.w.step(step)
+        rem, add = self.changes(step)
         self.graph.remove_edges_from(rem.tolist())
         self.graph.add_edges_from(add.tolist())
+
+
+class NxComponents(NxGraph):
+    """W1 baseline: the window's graph maintained in place, components recomputed."""
+
+    def changes(self, step: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.w.step(step)
 
     def result(self) -> np.ndarray:
         return nx_labels(self.graph, self.w.n_nodes)
@@ -340,26 +352,14 @@ def nx_reach(graph: Any, roots: list[int]) -> set[int]:
     return seen
 
 
-class NxReach(Baseline):
+class NxReach(NxGraph):
     """W2 baseline: the graph maintained in place, a multi-source BFS from the roots."""
 
-    name = "networkx"
+    directed = True
 
-    def __init__(self, w: W.ReachWorkload) -> None:
-        import networkx as nx
-
-        self.w = w
-        self.graph = nx.DiGraph()
-        self.graph.add_nodes_from(range(w.n_nodes))
-
-    def initial(self) -> set[int]:
-        self.graph.add_edges_from(self.w.initial_edges.tolist())
-        return self.result()
-
-    def apply(self, step: int) -> None:
+    def changes(self, step: int) -> tuple[np.ndarray, np.ndarray]:
         rem, add = self.w.steps[step - 1]
-        self.graph.remove_edges_from(rem.tolist())
-        self.graph.add_edges_from(add.tolist())
+        return rem, add
 
     def result(self) -> set[int]:
         return nx_reach(self.graph, self.w.roots)

@@ -2,13 +2,11 @@
 
 Build a :class:`Dataflow`, add inputs, chain collection operators, expose outputs, then push
 changes and call :meth:`Dataflow.step` once per epoch.  See docs/engine-api.md.
-``ivm.Session`` (the Spark/Delta facade) is imported lazily so that the engine itself never
-imports Spark.
+The engine imports neither Spark, nor sqlglot, nor Delta: the Spark/Delta facade is
+``from spark_exec import Session`` (docs/architecture.md).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from ivm.collection import Collection, InputCollection, iterate
 from ivm.dataflow import Dataflow, LoopLimitError, StepReport
@@ -36,17 +34,8 @@ __all__ = [
     "PlanError",
     "Schema",
     "SchemaError",
-    "Session",
     "StepReport",
     "iterate",
 ]
 
 __version__ = "0.1.0"
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Session":
-        from spark_exec.session import Session
-
-        return Session
-    raise AttributeError(f"module 'ivm' has no attribute {name!r}")

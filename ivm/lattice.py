@@ -45,46 +45,37 @@ def less_equal(a: Time, b: Time, kinds: Kinds) -> bool:
 
 def join(a: Time, b: Time, kinds: Kinds) -> Time:
     """The least upper bound of ``a`` and ``b``."""
-    out = [max(a[0], b[0])]
-    le, ge, eq = a[0] <= b[0], a[0] >= b[0], a[0] == b[0]
-    for k, kind in enumerate(kinds, start=1):
-        x, y = a[k], b[k]
-        if kind == ITERATE:
-            out.append(max(x, y))
-            le, ge = le and x <= y, ge and x >= y
-        else:
-            if eq:
-                out.append(max(x, y))
-            elif le:
-                out.append(y)
-            elif ge:
-                out.append(x)
-            else:
-                out.append(0)
-            if eq:
-                le, ge = x <= y, x >= y
-        eq = eq and x == y
-    return tuple(out)
+    return _bound(a, b, kinds, upper=True)
 
 
 def meet(a: Time, b: Time, kinds: Kinds) -> Time:
     """The greatest lower bound of ``a`` and ``b``."""
-    out = [min(a[0], b[0])]
+    return _bound(a, b, kinds, upper=False)
+
+
+def _bound(a: Time, b: Time, kinds: Kinds, *, upper: bool) -> Time:
+    """Join (``upper``) or meet, coordinate by coordinate.  An ITERATE coordinate takes the
+    max (min).  An ALTNEU coordinate is ordered only after equal prefixes: it takes the max
+    (min) when the prefixes so far are equal, the greater (smaller) side's value when they are
+    ordered, and when they are incomparable the bound's prefix already lies strictly above
+    (below) both, so the coordinate is the least value ``0`` (the greatest, ``1``)."""
+    pick = max if upper else min
+    out = [pick(a[0], b[0])]
     le, ge, eq = a[0] <= b[0], a[0] >= b[0], a[0] == b[0]
     for k, kind in enumerate(kinds, start=1):
         x, y = a[k], b[k]
         if kind == ITERATE:
-            out.append(min(x, y))
+            out.append(pick(x, y))
             le, ge = le and x <= y, ge and x >= y
         else:
             if eq:
-                out.append(min(x, y))
+                out.append(pick(x, y))
             elif le:
-                out.append(x)
+                out.append(y if upper else x)
             elif ge:
-                out.append(y)
+                out.append(x if upper else y)
             else:
-                out.append(1)
+                out.append(0 if upper else 1)
             if eq:
                 le, ge = x <= y, x >= y
         eq = eq and x == y

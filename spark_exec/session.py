@@ -1,7 +1,8 @@
-"""``ivm.Session``: tables, materialized views and refreshes over one warehouse, with Spark.
+"""``Session``: tables, materialized views and refreshes over one warehouse, with Spark.
 
->>> import ivm, tempfile                                    # doctest: +SKIP
->>> s = ivm.Session(warehouse=tempfile.mkdtemp())           # doctest: +SKIP
+>>> import tempfile                                         # doctest: +SKIP
+>>> from spark_exec import Session                          # doctest: +SKIP
+>>> s = Session(warehouse=tempfile.mkdtemp())               # doctest: +SKIP
 >>> s.sql("CREATE TABLE edges (src BIGINT, dst BIGINT)")     # doctest: +SKIP
 >>> s.sql("INSERT INTO edges VALUES (1, 2), (2, 3)")         # doctest: +SKIP
 >>> s.sql("CREATE MATERIALIZED VIEW out_deg AS "

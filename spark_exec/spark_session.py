@@ -4,7 +4,7 @@
 otherwise builds one: master ``local[*]`` and as many shuffle partitions as cores unless
 told otherwise (the Session resolves both through :mod:`spark_exec.config`), the UI off,
 quiet logs, UTC session time, Python workers on this interpreter (so they import this project and deltalake), and
-the given warehouse directory.  ``ivm.Session`` (spark_exec/session.py, another module) uses
+the given warehouse directory.  ``Session`` (spark_exec/session.py, another module) uses
 it when the caller passes no session.
 
 Every session it builds has delta-spark's JVM connector: the jars fetched by ``./run env``

@@ -38,9 +38,9 @@ from sql_frontend.errors import (
     NonDeterministicError,
     SqlAnalysisError,
     SqlSyntaxError,
-    UnsupportedSqlError,
 )
 from sql_frontend.limits import check_text, check_tree
+from sql_frontend.positions import position, unsupported
 from sql_frontend.rules.expand_join_stars import expand_join_stars
 from sql_frontend.rules.factor_disjunctions import factor_disjunctions
 from sql_frontend.rules.push_not import push_not
@@ -106,33 +106,6 @@ NON_DETERMINISTIC_NAMES = frozenset(
         "java_method",
     }
 )
-
-
-def position(node: exp.Expr | None) -> tuple[int | None, int | None]:
-    """Line and column of ``node`` in the SQL text (of its first token that has one)."""
-    if node is None:
-        return None, None
-    for n in node.walk():
-        meta = getattr(n, "_meta", None) or {}
-        if "line" in meta:
-            col = meta.get("col")
-            if col is not None and "start" in meta and "end" in meta:
-                col -= meta["end"] - meta["start"]  # sqlglot reports a token's last column
-            return meta["line"], col
-    parent = node.parent
-    while parent is not None:  # a node without positions: report its nearest ancestor's
-        meta = getattr(parent, "_meta", None) or {}
-        if "line" in meta:
-            return meta["line"], meta.get("col")
-        parent = parent.parent
-    return None, None
-
-
-def unsupported(
-    construct: str, node: exp.Expr | None, reason: str | None = None
-) -> UnsupportedSqlError:
-    line, col = position(node)
-    return UnsupportedSqlError(construct, line=line, column=col, reason=reason)
 
 
 def catalog_schema(catalog: CatalogLike) -> dict[str, dict[str, SqlType]]:

@@ -46,32 +46,37 @@ def _check_outputs(op: Operator, out: Any, n: int) -> tuple[np.ndarray, ...]:
     return tuple(cols)
 
 
-class Map(Operator):
+class _PerBatch(Operator):
+    """A one-input linear operator: the output at a time is :meth:`apply` of the input batch."""
+
+    def process(self, time: Time, inputs: list[Batch | None]) -> None:
+        b = inputs[0]
+        if b is not None:
+            self.emit(time, self.apply(b))
+
+    def apply(self, b: Batch) -> Batch:
+        raise NotImplementedError
+
+
+class _UserFunction(_PerBatch):
+    """A per-batch operator around a user function of the batch's columns."""
+
+    def __init__(self, *args: Any, fn: Callable[..., Any], **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.fn = fn
+
+
+class Map(_UserFunction):
     kind = "map"
 
-    def __init__(self, *args: Any, fn: Callable[..., Any], **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.fn = fn
-
-    def process(self, time: Time, inputs: list[Batch | None]) -> None:
-        b = inputs[0]
-        if b is None:
-            return
-        out = _check_outputs(self, self.fn(*b.cols), len(b))
-        self.emit(time, Batch(out, b.diff))
+    def apply(self, b: Batch) -> Batch:
+        return Batch(_check_outputs(self, self.fn(*b.cols), len(b)), b.diff)
 
 
-class Filter(Operator):
+class Filter(_UserFunction):
     kind = "filter"
 
-    def __init__(self, *args: Any, fn: Callable[..., Any], **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.fn = fn
-
-    def process(self, time: Time, inputs: list[Batch | None]) -> None:
-        b = inputs[0]
-        if b is None:
-            return
+    def apply(self, b: Batch) -> Batch:
         mask = np.asarray(self.fn(*b.cols))
         if mask.ndim == 0:
             mask = np.full(len(b), bool(mask))
@@ -84,43 +89,30 @@ class Filter(Operator):
             )
         if len(mask) != len(b):
             raise SchemaError(f"{self.name}: predicate returned {len(mask)} values for {len(b)}")
-        if mask.all():
-            self.emit(time, b)
-        else:
-            self.emit(time, b.take(np.flatnonzero(mask)))
+        return b if mask.all() else b.take(np.flatnonzero(mask))
 
 
-class FlatMap(Operator):
+class FlatMap(_UserFunction):
     kind = "flat_map"
 
-    def __init__(self, *args: Any, fn: Callable[..., Any], **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.fn = fn
-
-    def process(self, time: Time, inputs: list[Batch | None]) -> None:
-        b = inputs[0]
-        if b is None:
-            return
+    def apply(self, b: Batch) -> Batch:
         result = self.fn(*b.cols)
         if not isinstance(result, tuple) or len(result) != 2:
             raise SchemaError(f"{self.name}: flat_map functions return (parent_index, columns)")
         parent = np.asarray(result[0], dtype=np.int64)
         out = _check_outputs(self, result[1], len(parent))
-        self.emit(time, Batch(out, b.diff[parent]))
+        return Batch(out, b.diff[parent])
 
 
-class Project(Operator):
+class Project(_PerBatch):
     kind = "project"
 
     def __init__(self, *args: Any, idx: tuple[int, ...], **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.idx = idx
 
-    def process(self, time: Time, inputs: list[Batch | None]) -> None:
-        b = inputs[0]
-        if b is None:
-            return
-        self.emit(time, Batch(tuple(b.cols[i] for i in self.idx), b.diff))
+    def apply(self, b: Batch) -> Batch:
+        return Batch(tuple(b.cols[i] for i in self.idx), b.diff)
 
 
 class Concat(Operator):
@@ -136,19 +128,15 @@ class Concat(Operator):
         self.emit(time, Batch.concat(parts))
 
 
-class Negate(Operator):
+class Negate(_PerBatch):
     kind = "negate"
 
-    def process(self, time: Time, inputs: list[Batch | None]) -> None:
-        b = inputs[0]
-        if b is not None:
-            self.emit(time, b.negate())
+    def apply(self, b: Batch) -> Batch:
+        return b.negate()
 
 
-class Consolidate(Operator):
+class Consolidate(_PerBatch):
     kind = "consolidate"
 
-    def process(self, time: Time, inputs: list[Batch | None]) -> None:
-        b = inputs[0]
-        if b is not None:
-            self.emit(time, b.consolidate())
+    def apply(self, b: Batch) -> Batch:
+        return b.consolidate()

@@ -16,4 +16,10 @@ NULL), decimals are exact and rounded HALF_UP to their result scale.
 
 from sql_frontend.expressions.evaluate import OPS, compile_scalar, from_column, to_column
 
+# The function families register themselves in OPS when imported.  The package imports them
+# (not evaluate.py), so evaluate does not import back the modules that import it; every import
+# of a submodule runs this file first, so OPS is always complete.
+from sql_frontend.expressions import casts as _casts  # noqa: F401  isort: skip
+from sql_frontend.expressions import functions as _functions  # noqa: F401  isort: skip
+
 __all__ = ["OPS", "compile_scalar", "from_column", "to_column"]

@@ -543,14 +543,8 @@ def _extreme(args: list[Vec], t: SqlType, pick_greater: bool) -> Vec:
 OPS["greatest"] = lambda args, t: _extreme(args, t, True)
 OPS["least"] = lambda args, t: _extreme(args, t, False)
 
-# Register the function families (imports for their side effect on OPS).
-from sql_frontend.expressions import casts as _casts  # noqa: E402
-from sql_frontend.expressions import functions as _functions  # noqa: E402
-
 __all__ = [
     "OPS",
-    "_casts",
-    "_functions",
     "compile_predicate",
     "compile_scalar",
     "compile_vec",

@@ -35,7 +35,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from sql_frontend.errors import UnsupportedSqlError
+from sql_frontend.positions import unsupported
 
 _FORBIDDEN_CORRELATED = (
     "group",
@@ -48,12 +48,6 @@ _FORBIDDEN_CORRELATED = (
     "joins",
     "laterals",
 )
-
-
-def unsupported(construct: str, node: exp.Expr) -> UnsupportedSqlError:
-    from sql_frontend.analyze import unsupported as refuse  # analyze imports this module
-
-    return refuse(construct, node)
 
 
 def subquery_to_mark_join(expression: exp.Expr) -> exp.Expr:

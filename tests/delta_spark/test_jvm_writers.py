@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pytest
 
-import ivm
 from catalog import delta
+from spark_exec import Session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,7 +46,7 @@ def bag(rows: Any) -> Counter[tuple[object, ...]]:
     return Counter(tuple(r) for r in rows)
 
 
-def assert_views_match(s: ivm.Session, spark: SparkSession, step: str) -> None:
+def assert_views_match(s: Session, spark: SparkSession, step: str) -> None:
     s.refresh()
     for name, query in VIEWS.items():
         got = s.read(name)
@@ -65,7 +65,7 @@ def test_views_follow_delta_spark_writes(spark: SparkSession, tmp_path: Path, fe
     )
     spark.sql(f"INSERT INTO delta.`{p}` SELECT id, CAST(id % 5 AS STRING) FROM range(40)")
     spark.sql(f"DELETE FROM delta.`{p}` WHERE a IN (1, 2, 3)")  # before the views: a DV
-    s = ivm.Session(spark=spark, warehouse=tmp_path / "wh")
+    s = Session(spark=spark, warehouse=tmp_path / "wh")
     s.sql(f"CREATE TABLE t USING delta LOCATION '{p}'")
     for name, query in VIEWS.items():
         s.sql(f"CREATE MATERIALIZED VIEW {name} AS {query}")
@@ -84,7 +84,7 @@ def test_views_follow_delta_spark_writes(spark: SparkSession, tmp_path: Path, fe
 
 
 def test_delta_spark_writes_tables_created_by_delta_rs(spark: SparkSession, tmp_path: Path) -> None:
-    s = ivm.Session(spark=spark, warehouse=tmp_path / "wh")
+    s = Session(spark=spark, warehouse=tmp_path / "wh")
     s.sql("CREATE TABLE t (a BIGINT, b STRING)")  # created and written by delta-rs
     s.sql("INSERT INTO t VALUES " + ", ".join(f"({i}, '{i % 4}')" for i in range(20)))
     for name, query in VIEWS.items():

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-import ivm
+from spark_exec import Session
 from spark_exec.connector import PYTHON_FORMAT
 from spark_exec.delta_jars import cache_dir
 from spark_exec.registry import ATTACH_FILE
@@ -29,7 +29,7 @@ def rows(df: object) -> Counter[tuple[object, ...]]:
     return Counter(tuple(r) for r in df.collect())  # type: ignore[attr-defined]
 
 
-def _fill(s: ivm.Session) -> None:
+def _fill(s: Session) -> None:
     s.sql("CREATE TABLE edges (src BIGINT, dst BIGINT)")
     s.sql("CREATE TABLE sales.orders (id BIGINT, region STRING, amount DOUBLE)")
     for i in range(4):  # four commits, four data files
@@ -41,7 +41,7 @@ def _fill(s: ivm.Session) -> None:
 def test_input_tables_are_delta_tables_scanned_in_parallel(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    s = ivm.Session(spark=spark, warehouse=tmp_path / "wh")
+    s = Session(spark=spark, warehouse=tmp_path / "wh")
     _fill(s)
     edges = spark.table("edges")
     assert rows(edges) == Counter({(i, i + d): 1 for i in range(4) for d in (1, 2)})
@@ -65,7 +65,7 @@ def test_input_tables_are_delta_tables_scanned_in_parallel(
 
 def test_plain_pyspark_app_reads_input_tables_by_name(spark: SparkSession, tmp_path: Path) -> None:
     wh = tmp_path / "wh"
-    s = ivm.Session(spark=spark, warehouse=wh)
+    s = Session(spark=spark, warehouse=wh)
     _fill(s)
     script = (wh / ATTACH_FILE).read_text()
     assert "${spark_ivm.warehouse}/tables/sales/orders" in script

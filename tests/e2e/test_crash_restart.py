@@ -17,8 +17,8 @@ import pytest
 from deltalake import DeltaTable
 from e2e_helpers import bag, child_json, run_child, spark_bag
 
-import ivm
 from catalog import delta
+from spark_exec import Session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,12 +31,12 @@ DUP = "SELECT v FROM t WHERE v >= 0"  # keeps duplicates: a double count would s
 
 CHILD = """
 import json, os, signal, sys
-import ivm
+from spark_exec import Session
 point = os.environ["IVM_CRASH_AT"]
 def hook(step):
     if step == point:
         os.kill(os.getpid(), signal.SIGKILL)
-s = ivm.Session(warehouse=os.environ["IVM_WAREHOUSE"], refresh_hook=hook)
+s = Session(warehouse=os.environ["IVM_WAREHOUSE"], refresh_hook=hook)
 reports = s.refresh()
 print(json.dumps({"completed": True, "epochs": [r.epoch for r in reports]}))
 """
@@ -66,7 +66,7 @@ def epochs_committed(path: str) -> Counter[int]:
 
 def test_sigkill_at_every_refresh_step(spark: SparkSession, tmp_path: Path) -> None:
     wh = tmp_path / "wh"
-    s = ivm.Session(spark=spark, warehouse=wh)
+    s = Session(spark=spark, warehouse=wh)
     s.sql("CREATE TABLE t (k BIGINT, v BIGINT)")
     s.sql("INSERT INTO t VALUES (1, 1), (1, 2), (2, 5), (3, 5), (3, 5)")
     s.sql(f"CREATE MATERIALIZED VIEW agg AS {AGG}")
@@ -82,7 +82,7 @@ def test_sigkill_at_every_refresh_step(spark: SparkSession, tmp_path: Path) -> N
         proc = run_child(CHILD, env={"IVM_CRASH_AT": point, "IVM_WAREHOUSE": str(wh)})
         assert proc.returncode == -signal.SIGKILL, (point, proc.stdout, proc.stderr[-2000:])
         # a new Session (as a new process would) recovers and refreshes
-        s2 = ivm.Session(warehouse=wh)
+        s2 = Session(warehouse=wh)
         s2.refresh()
         rows = s2.read("t").to_pylist()
         groups: dict[int, list[int]] = {}
@@ -107,9 +107,9 @@ def test_sigkill_at_every_refresh_step(spark: SparkSession, tmp_path: Path) -> N
 SETUP = """
 import json, os
 import numpy as np, pyarrow as pa
-import ivm
+from spark_exec import Session
 from catalog import delta
-s = ivm.Session(warehouse=os.environ["IVM_WAREHOUSE"])
+s = Session(warehouse=os.environ["IVM_WAREHOUSE"])
 s.sql("CREATE TABLE facts (id BIGINT NOT NULL, k BIGINT NOT NULL, v BIGINT NOT NULL)")
 n = int(os.environ["ROWS"])
 delta.insert(s.table_path("facts"), pa.table({"id": np.arange(n), "k": np.arange(n) % 997,
@@ -125,8 +125,8 @@ print(json.dumps({"recomputed": [x.recomputed for x in r],
 
 RESUME = """
 import json, os
-import ivm
-s = ivm.Session(warehouse=os.environ["IVM_WAREHOUSE"])
+from spark_exec import Session
+s = Session(warehouse=os.environ["IVM_WAREHOUSE"])
 s.sql("INSERT INTO facts VALUES (-3, 3, 3), (-4, 4, 4), (-5, 5, 5)")
 s.sql("DELETE FROM facts WHERE id = 7")
 reports = s.refresh()
@@ -152,7 +152,7 @@ def test_fresh_process_resumes_without_recomputing(spark: SparkSession, tmp_path
     assert first["created"] > rows  # building by_k from scratch
     assert out["differences"] < rows // 20, out
     assert out["all_work"] < rows // 10, out
-    s = ivm.Session(spark=spark, warehouse=wh)
+    s = Session(spark=spark, warehouse=wh)
     assert spark_bag(spark, "SELECT * FROM by_k") == spark_bag(
         spark, "SELECT k, count(*), sum(v) FROM facts GROUP BY k"
     )

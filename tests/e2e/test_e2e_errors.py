@@ -25,6 +25,7 @@ from catalog import (
 )
 from datalog.errors import DatalogTypeError
 from ivm.errors import IvmError
+from spark_exec import Session
 from sql_frontend.errors import SqlAnalysisError, SqlSyntaxError, UnsupportedSqlError
 
 
@@ -33,14 +34,14 @@ def files(root: Path) -> set[str]:
 
 
 @pytest.fixture
-def s(tmp_path: Path) -> ivm.Session:
-    s = ivm.Session(warehouse=tmp_path / "wh")
+def s(tmp_path: Path) -> Session:
+    s = Session(warehouse=tmp_path / "wh")
     s.sql("CREATE TABLE edges (src BIGINT, dst BIGINT); INSERT INTO edges VALUES (1, 2)")
     s.sql("CREATE MATERIALIZED VIEW deg AS SELECT src, count(*) AS n FROM edges GROUP BY src")
     return s
 
 
-def test_refused_at_create_with_nothing_written(s: ivm.Session) -> None:
+def test_refused_at_create_with_nothing_written(s: Session) -> None:
     before = files(s.warehouse)
     with pytest.raises(SqlAnalysisError, match="nope"):
         s.sql("CREATE MATERIALIZED VIEW v AS SELECT * FROM nope")
@@ -72,7 +73,7 @@ def test_refused_at_create_with_nothing_written(s: ivm.Session) -> None:
     assert [v["name"] for v in s.show_views().to_pylist()] == ["deg"]
 
 
-def test_paths_stay_inside_the_warehouse(s: ivm.Session, tmp_path: Path) -> None:
+def test_paths_stay_inside_the_warehouse(s: Session, tmp_path: Path) -> None:
     inside = s.table_path("edges")
     with pytest.raises(InvalidPathError, match="inside the warehouse"):
         s.sql(f"CREATE TABLE ext USING DELTA LOCATION '{inside}'")
@@ -83,7 +84,7 @@ def test_paths_stay_inside_the_warehouse(s: ivm.Session, tmp_path: Path) -> None
     assert not (tmp_path / "empty").exists()
 
 
-def test_unknown_names_and_dependencies(s: ivm.Session) -> None:
+def test_unknown_names_and_dependencies(s: Session) -> None:
     with pytest.raises(UnknownTableError, match="'nope'"):
         s.sql("INSERT INTO nope VALUES (1)")
     with pytest.raises(UnknownViewError, match="nope"):
@@ -105,7 +106,7 @@ def test_dropped_and_changed_inputs(tmp_path: Path) -> None:
         pa.table({"a": pa.array([1, 2], pa.int64())}),
         configuration={"delta.enableChangeDataFeed": "true"},
     )
-    s = ivm.Session(warehouse=tmp_path / "wh")
+    s = Session(warehouse=tmp_path / "wh")
     s.sql(f"CREATE TABLE ext USING DELTA LOCATION '{ext}'")
     s.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM ext WHERE a > 1")
     view = s.table_path("v")

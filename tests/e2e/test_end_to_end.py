@@ -18,8 +18,8 @@ import pytest
 from deltalake import write_deltalake
 from e2e_helpers import bag, spark_bag
 
-import ivm
 from catalog import delta, view_table
+from spark_exec import Session
 from spark_exec.registry import read_delta
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ VIEWS = {
 }
 
 
-def check_all(s: ivm.Session, spark: SparkSession, by_path: str = "revenue") -> None:
+def check_all(s: Session, spark: SparkSession, by_path: str = "revenue") -> None:
     """Each view by name (and one by path) equals Spark SQL recomputing its query."""
     for name, query in VIEWS.items():
         want = spark_bag(spark, query)
@@ -50,7 +50,7 @@ def check_all(s: ivm.Session, spark: SparkSession, by_path: str = "revenue") -> 
 
 
 def test_sql_views_follow_every_kind_of_change(spark: SparkSession, tmp_path: Path) -> None:
-    s = ivm.Session(spark=spark, warehouse=tmp_path / "wh")
+    s = Session(spark=spark, warehouse=tmp_path / "wh")
     s.sql("""
         CREATE TABLE customers (id BIGINT NOT NULL, name STRING, region STRING);
         CREATE TABLE orders (id BIGINT, cust BIGINT, amount DECIMAL(10,2));
@@ -103,7 +103,7 @@ def test_sql_views_follow_every_kind_of_change(spark: SparkSession, tmp_path: Pa
 
 
 def test_recursive_sql_and_datalog_views(spark: SparkSession, tmp_path: Path) -> None:
-    s = ivm.Session(spark=spark, warehouse=tmp_path / "wh")
+    s = Session(spark=spark, warehouse=tmp_path / "wh")
     s.sql("CREATE TABLE edges (src BIGINT NOT NULL, dst BIGINT NOT NULL)")
     s.sql("INSERT INTO edges VALUES (1, 2), (2, 3), (3, 1), (3, 4), (7, 8)")
     s.sql("""CREATE MATERIALIZED VIEW tc AS
@@ -164,7 +164,7 @@ def test_external_table_and_embedded_default(
         configuration={"delta.enableChangeDataFeed": "true"},
     )
     monkeypatch.chdir(tmp_path)
-    s = ivm.Session(spark=spark)  # the embedded default: ./warehouse
+    s = Session(spark=spark)  # the embedded default: ./warehouse
     assert s.warehouse == (tmp_path / "warehouse").resolve()
     s.sql(f"CREATE TABLE ext USING DELTA LOCATION '{ext}'")
     s.sql("CREATE MATERIALIZED VIEW sums AS SELECT k, sum(v) AS s FROM ext GROUP BY k")
@@ -178,5 +178,5 @@ def test_external_table_and_embedded_default(
         spark, "SELECT k, sum(v) FROM ext GROUP BY k"
     )
     # a second Session (another process would do the same) sees the catalog
-    s2 = ivm.Session(spark=spark)
+    s2 = Session(spark=spark)
     assert [v["name"] for v in s2.show_views().to_pylist()] == ["sums"]

@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import ivm
 from catalog import delta, view_table
+from spark_exec import Session
 
 pytestmark = pytest.mark.spark
 
@@ -72,7 +72,7 @@ def test_plain_delta_spark_application_reads_the_views(
 
     delta_jars()  # a missing jar fails the test with the fix in the message
     wh = tmp_path / "wh"
-    s = ivm.Session(warehouse=wh)
+    s = Session(warehouse=wh)
     s.sql("CREATE TABLE t (k BIGINT NOT NULL, v BIGINT NOT NULL)")
     n = 20_000
     delta.insert(s.table_path("t"), pa.table({"k": np.arange(n) % 50, "v": np.arange(n)}))

@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-import ivm
 from catalog import delta, view_table
+from spark_exec import Session
 
 ROWS = 200_000
 
 
 def test_small_change_to_a_large_input(tmp_path: Path) -> None:
-    s = ivm.Session(warehouse=tmp_path / "wh")  # no Spark needed
+    s = Session(warehouse=tmp_path / "wh")  # no Spark needed
     s.sql("CREATE TABLE big (id BIGINT NOT NULL, k BIGINT NOT NULL, v BIGINT NOT NULL)")
     ids = np.arange(ROWS)
     delta.insert(s.table_path("big"), pa.table({"id": ids, "k": ids % 1000, "v": ids % 7}))

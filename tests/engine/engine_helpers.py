@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import ivm
+from ivm.operators.prefix_cache import PrefixCache
 
 # One profile for the whole engine suite: derandomized (failures replay exactly), no
 # deadline (a first epoch can be slow), and a modest example count so the default run
@@ -99,6 +101,52 @@ def ref_paths(edges: Mapping[tuple, int]) -> Counter:
         if more == closure:
             return Counter({r: 1 for r in closure})
         closure = more
+
+
+def ref_reachable(edges: Mapping[tuple, int], roots: Iterable[int]) -> set[int]:
+    """The roots and every node a directed walk over the live edges reaches from them."""
+    succ: dict[int, set[int]] = {}
+    for (s, d), n in edges.items():
+        if n > 0:
+            succ.setdefault(s, set()).add(d)
+    seen = set(roots)
+    todo = list(seen)
+    while todo:
+        for d in succ.get(todo.pop(), ()):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def ref_min_label(edges: Mapping[tuple, int], seeds: Mapping[tuple, int]) -> Counter:
+    """(node, the least label of a live seed ``(n, label)`` that reaches the node)."""
+    best: dict[int, int] = {}
+    for (n, label), c in seeds.items():
+        if c > 0:
+            for m in ref_reachable(edges, [n]):
+                best[m] = min(label, best.get(m, label))
+    return Counter({(m, lab): 1 for m, lab in best.items()})
+
+
+@contextmanager
+def every_key_cached() -> Iterator[None]:
+    """Make every key eligible for the prefix cache, so small inputs exercise it."""
+    old = PrefixCache.MIN_ROWS
+    PrefixCache.MIN_ROWS = 1
+    try:
+        yield
+    finally:
+        PrefixCache.MIN_ROWS = old
+
+
+def reach_round(
+    reach: ivm.Collection, edges: ivm.Collection, keep: ivm.Collection | None = None
+) -> ivm.Collection:
+    """One round of reachability: the successors of ``reach`` along ``edges``, with ``keep``
+    (default: ``reach`` itself), as distinct ``(node,)`` rows."""
+    step = reach.join(edges, on=[("node", "src")]).project("dst").rename(["node"])
+    return step.concat(reach if keep is None else keep).distinct()
 
 
 # -- change sequences ---------------------------------------------------------------------

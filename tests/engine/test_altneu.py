@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from engine_helpers import apply_changes, change_sequence, check_output, examples, push
+from engine_helpers import (
+    apply_changes,
+    change_sequence,
+    check_output,
+    examples,
+    push,
+    reach_round,
+    ref_reachable,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,17 +31,7 @@ NODE = [("node", "int64")]
 
 
 def ref_reach(edges: Counter, roots: set[int]) -> Counter:
-    succ: dict[int, set[int]] = {}
-    for (s, d), n in edges.items():
-        if n > 0:
-            succ.setdefault(s, set()).add(d)
-    seen, todo = set(roots), list(roots)
-    while todo:
-        for d in succ.get(todo.pop(), ()):
-            if d not in seen:
-                seen.add(d)
-                todo.append(d)
-    return Counter({(v,): 1 for v in seen})
+    return Counter({(v,): 1 for v in ref_reachable(edges, roots)})
 
 
 @given(st.integers(1, 6).flatmap(lambda n: change_sequence(ROW, n)))
@@ -105,15 +103,7 @@ def test_differentiate_inside_an_iterate_body(changes: list, roots_list: list[in
 
     out = g.output(roots.iterate(body), "reach")
     plain = g.output(
-        roots.iterate(
-            lambda r: (
-                r.join(edges, on=[("node", "src")])
-                .project("dst")
-                .rename(["node"])
-                .concat(r)
-                .distinct()
-            )
-        ),
+        roots.iterate(lambda r: reach_round(r, edges)),
         "plain",
     )
     roots.insert([(v,) for v in roots_list])

@@ -12,7 +12,15 @@ from collections import Counter
 
 import networkx as nx
 import numpy as np
-from engine_helpers import apply_changes, change_sequence, check_output, examples, push
+from engine_helpers import (
+    apply_changes,
+    change_sequence,
+    check_output,
+    examples,
+    push,
+    reach_round,
+    ref_min_label,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -54,16 +62,6 @@ def ref_reach(edges: Counter, roots: set[int], max_steps: int | None = None) -> 
         seen |= frontier
         steps += 1
     return seen
-
-
-def ref_min_label(edges: Counter, seeds: Counter) -> Counter:
-    best: dict[int, int] = {}
-    for (n, label), c in seeds.items():
-        if c > 0:
-            for m in ref_reach(edges, {n}):
-                if m not in best or label < best[m]:
-                    best[m] = label
-    return Counter({(m, lab): 1 for m, lab in best.items()})
 
 
 def as_set(rows: Counter) -> Counter:
@@ -137,22 +135,8 @@ def two_level(e1: ivm.Collection, e2: ivm.Collection, roots: ivm.Collection) -> 
     """An outer loop whose body runs an inner loop over the outer variable."""
 
     def outer(s: ivm.Collection) -> ivm.Collection:
-        closed = s.iterate(
-            lambda r: (
-                r.join(e1, on=[("node", "src")])
-                .project("dst")
-                .rename(["node"])
-                .concat(s)
-                .distinct()
-            )
-        )
-        return (
-            closed.join(e2, on=[("node", "src")])
-            .project("dst")
-            .rename(["node"])
-            .concat(roots)
-            .distinct()
-        )
+        closed = s.iterate(lambda r: reach_round(r, e1, keep=s))
+        return reach_round(closed, e2, keep=roots)
 
     return roots.iterate(outer)
 
@@ -213,13 +197,7 @@ def test_min_label_with_and_without_priority(sc: tuple[Changes, Changes]) -> Non
     roots = seeds.project("node")
     reach_prio = g.output(
         roots.iterate(
-            lambda r: (
-                r.join(edges, on=[("node", "src")])
-                .project("dst")
-                .rename(["node"])
-                .concat(r)
-                .distinct()
-            ),
+            lambda r: reach_round(r, edges),
             entry=lambda n: n % 3,
         ),
         "reach_prio",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import networkx as nx
 import numpy as np
 import pytest
 from engine_helpers import (
@@ -22,6 +21,7 @@ from engine_helpers import (
     examples,
     push,
     ref_paths,
+    ref_reachable,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -39,14 +39,8 @@ word_row = st.tuples(st.sampled_from(["a", "b", "c", None]), st.integers(0, 2))
 
 
 def ref_reach(edges: Counter, roots: Counter) -> Counter:
-    g = nx.DiGraph()
-    g.add_nodes_from(range(N))
-    g.add_edges_from(r for r, n in edges.items() if n > 0)
-    seen: set[int] = set()
-    for (r,), c in roots.items():
-        if c > 0:
-            seen |= {r} | nx.descendants(g, r)
-    return Counter({(x,): 1 for x in seen})
+    live_roots = [r for (r,), c in roots.items() if c > 0]
+    return Counter({(x,): 1 for x in ref_reachable(edges, live_roots)})
 
 
 def build(by_multiplicity: bool) -> tuple[ivm.Dataflow, dict, dict]:

@@ -10,8 +10,6 @@ with the default threshold on a graph whose hub is cached for real.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import networkx as nx
 import numpy as np
@@ -20,8 +18,10 @@ from engine_helpers import (
     apply_changes,
     change_sequence,
     check_output,
+    every_key_cached,
     examples,
     push,
+    ref_min_label,
     ref_paths,
 )
 from hypothesis import given
@@ -31,34 +31,11 @@ import ivm
 from ivm.batch import consolidate_hashed, hash_rows
 from ivm.kernels import group_hashes, probe_run
 from ivm.library.graphs import EDGE, NODE_LABEL, connected_components, propagate_min_label
-from ivm.operators.prefix_cache import PrefixCache
 from ivm.operators.reduce import Reduce
 
 N = 8
 edge_row = st.tuples(st.integers(0, N - 1), st.integers(0, N - 1))
 seed_row = st.tuples(st.integers(0, N - 1), st.integers(0, 2 * N))
-
-
-@contextmanager
-def every_key_cached() -> Iterator[None]:
-    old = PrefixCache.MIN_ROWS
-    PrefixCache.MIN_ROWS = 1
-    try:
-        yield
-    finally:
-        PrefixCache.MIN_ROWS = old
-
-
-def ref_min_label(edges: Counter, seeds: Counter) -> Counter:
-    g = nx.DiGraph()
-    g.add_edges_from(r for r, n in edges.items() if n > 0)
-    best: dict[int, int] = {}
-    for (n, label), c in seeds.items():
-        if c > 0:
-            reach = {n} | (nx.descendants(g, n) if n in g else set())
-            for m in reach:
-                best[m] = min(label, best.get(m, label))
-    return Counter({(m, lab): 1 for m, lab in best.items()})
 
 
 def paths(edges: ivm.Collection) -> ivm.Collection:

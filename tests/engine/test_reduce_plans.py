@@ -16,13 +16,18 @@ of each insert or delete — a random set of partially ordered times.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from engine_helpers import change_sequence, counter, examples, push
+from engine_helpers import (
+    change_sequence,
+    counter,
+    every_key_cached,
+    examples,
+    push,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from reduce_reference import grid, reduce_reference, sql_aggregate
@@ -32,7 +37,6 @@ from ivm.batch import Batch
 from ivm.errors import PlanError
 from ivm.lattice import Time
 from ivm.operators.base import Operator
-from ivm.operators.prefix_cache import PrefixCache
 from ivm.reduce_plan import ReducePlan, ReduceStrategy, check_plan
 
 SCHEMA = [("k", "int64"), ("v", "int64"), ("s", "str"), ("d", "int64")]
@@ -114,17 +118,6 @@ def plans_for(aggs: list, depth: int) -> list[ReducePlan]:
     return ok
 
 
-@contextmanager
-def eager_cache() -> Iterator[None]:
-    """Make every key eligible for the prefix cache, so small inputs exercise it."""
-    old = PrefixCache.MIN_ROWS
-    PrefixCache.MIN_ROWS = 1
-    try:
-        yield
-    finally:
-        PrefixCache.MIN_ROWS = old
-
-
 def build(aggs: list, plan: ReducePlan, in_loop: bool) -> tuple[Any, Any, Probe, Any]:
     g = ivm.Dataflow()
     src = g.input("t", SCHEMA)
@@ -194,7 +187,7 @@ def test_every_strategy_emits_the_reference_differences(
     assert len(plans) >= (2 if agg_set != "count-distinct" or in_loop else 1)
     seen_changes: dict[str, list[dict]] = {}
     for plan in plans:
-        with eager_cache():
+        with every_key_cached():
             g, src, probe, out = build(aggs, plan, in_loop)
             per_epoch = []
             for e, batch in enumerate(changes):

@@ -26,9 +26,9 @@ import pyarrow as pa
 import pytest
 from e2e_helpers import REPO
 
-import ivm
 from catalog import delta
 from catalog.errors import RefreshBusyError
+from spark_exec import Session
 
 AGG = "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k"
 TOP = "SELECT k, s FROM agg WHERE n >= 2"
@@ -48,7 +48,7 @@ WAIT = 180.0
 
 CHILD = """
 import json, os, sys, time
-import ivm
+from spark_exec import Session
 ctl, role = os.environ["CTL"], os.environ["ROLE"]
 pause = {"at": None}
 def event(what):
@@ -62,7 +62,7 @@ def hook(step):
         while not os.path.exists(go):
             time.sleep(0.02)
         os.remove(go)
-s = ivm.Session(warehouse=os.environ["IVM_WAREHOUSE"], refresh_hook=hook)
+s = Session(warehouse=os.environ["IVM_WAREHOUSE"], refresh_hook=hook)
 for line in sys.stdin:
     pause["at"] = json.loads(line).get("pause")
     event("start")
@@ -127,7 +127,7 @@ def events(ctl: Path) -> list[str]:
     return p.read_text().splitlines() if p.exists() else []
 
 
-def expected(s: ivm.Session) -> tuple[Counter[tuple[Any, ...]], Counter[tuple[Any, ...]]]:
+def expected(s: Session) -> tuple[Counter[tuple[Any, ...]], Counter[tuple[Any, ...]]]:
     groups: dict[int, list[int]] = {}
     for r in s.read("t").to_pylist():
         groups.setdefault(r["k"], []).append(r["v"])
@@ -136,7 +136,7 @@ def expected(s: ivm.Session) -> tuple[Counter[tuple[Any, ...]], Counter[tuple[An
 
 
 def check_views(wh: Path) -> None:
-    s = ivm.Session(warehouse=wh)
+    s = Session(warehouse=wh)
     agg, top = expected(s)
     assert Counter(tuple(r.values()) for r in s.read("agg").to_pylist()) == agg
     assert Counter(tuple(r.values()) for r in s.read("top").to_pylist()) == top
@@ -145,7 +145,7 @@ def check_views(wh: Path) -> None:
 def setup(tmp_path: Path) -> tuple[Path, Path, str]:
     wh, ctl = tmp_path / "wh", tmp_path / "ctl"
     ctl.mkdir()
-    s = ivm.Session(warehouse=wh)
+    s = Session(warehouse=wh)
     s.sql("CREATE TABLE t (k BIGINT, v BIGINT)")
     s.sql("INSERT INTO t VALUES (1, 1), (1, 2), (2, 5)")
     s.sql(f"CREATE MATERIALIZED VIEW agg AS {AGG}")
@@ -184,7 +184,7 @@ def interleave(tmp_path: Path, points: list[str]) -> None:
             a_done = log.index("A done")
             assert all(j > a_done for j in b_steps[1:]), (point, log)
             check_views(wh)
-        ivm.Session(warehouse=wh).refresh()  # nothing stuck
+        Session(warehouse=wh).refresh()  # nothing stuck
         check_views(wh)
     finally:
         a.stop()
@@ -230,7 +230,7 @@ def test_waiting_past_the_limit_is_a_typed_error(
         monkeypatch.setenv("IVM_LOCK_TIMEOUT", "0.2")
         before = sorted(p.name for p in (wh / "_ivm" / "checkpoints").rglob("*"))
         with pytest.raises(RefreshBusyError, match=f"pid {a.proc.pid}") as info:
-            ivm.Session(warehouse=wh).refresh()
+            Session(warehouse=wh).refresh()
         assert isinstance(info.value, TimeoutError)
         assert sorted(p.name for p in (wh / "_ivm" / "checkpoints").rglob("*")) == before
         a.go()

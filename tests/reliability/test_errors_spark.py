@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_fixture import spark
 
-import ivm
 from ivm.errors import IvmError
+from spark_exec import Session
 from spark_exec.errors import SparkSqlError
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ __all__ = ["spark"]
 def test_spark_errors_are_typed(
     spark: SparkSession, tmp_path: Path, text: str, condition: str
 ) -> None:
-    s = ivm.Session(spark, warehouse=tmp_path / "wh")
+    s = Session(spark, warehouse=tmp_path / "wh")
     s.sql("CREATE TABLE t (k BIGINT)")
     with pytest.raises(SparkSqlError) as err:
         s.sql("SELECT 1;" + text)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-import ivm
 from catalog.errors import CheckpointError, StorageError, ValueOutOfRangeError
 from datalog.errors import DatalogLimitError, DatalogOverflowError
-from ivm.cli import EXIT_USAGE, EXIT_USER_ERROR, main
 from ivm.errors import IvmError, SourceError
+from spark_exec import Session
+from spark_exec.cli import EXIT_USAGE, EXIT_USER_ERROR, main
 from spark_exec.errors import StatementError
 from sql_frontend.errors import SqlLimitError
 
@@ -35,8 +35,8 @@ def snapshot(root: Path) -> dict[str, int]:
 
 
 @pytest.fixture
-def s(tmp_path: Path) -> ivm.Session:
-    s = ivm.Session(warehouse=tmp_path / "wh")
+def s(tmp_path: Path) -> Session:
+    s = Session(warehouse=tmp_path / "wh")
     s.sql("CREATE TABLE t (k BIGINT, v BIGINT); INSERT INTO t VALUES (1, 2), (1, 3), (2, 5)")
     s.sql("CREATE MATERIALIZED VIEW a AS SELECT k, sum(v) AS s FROM t GROUP BY k")
     return s
@@ -69,7 +69,7 @@ BAD_SQL = [
 
 
 @pytest.mark.parametrize("text", BAD_SQL, ids=range(len(BAD_SQL)))
-def test_deep_sql_is_a_limit_error_with_position(s: ivm.Session, text: str) -> None:
+def test_deep_sql_is_a_limit_error_with_position(s: Session, text: str) -> None:
     before = snapshot(s.warehouse)
     with pytest.raises(SqlLimitError) as err:
         s.sql(text)
@@ -78,7 +78,7 @@ def test_deep_sql_is_a_limit_error_with_position(s: ivm.Session, text: str) -> N
     assert snapshot(s.warehouse) == before
 
 
-def test_or_of_5000_terms_is_refused_quickly_and_in_list_works(s: ivm.Session) -> None:
+def test_or_of_5000_terms_is_refused_quickly_and_in_list_works(s: Session) -> None:
     """On main the optimizer's boolean simplification ran for hours on this."""
     ors = " OR ".join(f"v = {i}" for i in range(5000))
     with pytest.raises(SqlLimitError, match="IN"):
@@ -92,7 +92,7 @@ def test_or_of_5000_terms_is_refused_quickly_and_in_list_works(s: ivm.Session) -
     ]
 
 
-def test_nesting_at_the_limit_still_works(s: ivm.Session) -> None:
+def test_nesting_at_the_limit_still_works(s: Session) -> None:
     from sql_frontend.limits import MAX_NESTING
 
     s.sql(f"CREATE MATERIALIZED VIEW b AS SELECT {nested(MAX_NESTING)} AS x FROM t")
@@ -102,7 +102,7 @@ def test_nesting_at_the_limit_still_works(s: ivm.Session) -> None:
 @pytest.mark.parametrize(
     "literal", ["99999999999999999999999", "9223372036854775808", "-9223372036854775809"]
 )
-def test_insert_literal_overflow(s: ivm.Session, literal: str) -> None:
+def test_insert_literal_overflow(s: Session, literal: str) -> None:
     before = snapshot(s.warehouse)
     with pytest.raises(StatementError, match="CAST_OVERFLOW") as err:
         s.sql(f"INSERT INTO t VALUES ({literal}, 1)")
@@ -110,7 +110,7 @@ def test_insert_literal_overflow(s: ivm.Session, literal: str) -> None:
     assert snapshot(s.warehouse) == before
 
 
-def test_sum_overflow_names_view_and_column(s: ivm.Session) -> None:
+def test_sum_overflow_names_view_and_column(s: Session) -> None:
     # at CREATE: refused, nothing left behind
     s.sql("CREATE TABLE big (k BIGINT, v BIGINT)")
     s.sql("INSERT INTO big VALUES (1, 9223372036854775807), (1, 5)")
@@ -137,7 +137,7 @@ def test_sum_overflow_names_view_and_column(s: ivm.Session) -> None:
     ]
 
 
-def test_decimal_38_18_sum_overflow_is_raised(s: ivm.Session) -> None:
+def test_decimal_38_18_sum_overflow_is_raised(s: Session) -> None:
     """SUM(DECIMAL(38,18)) is DECIMAL(38,18) in Spark; 2 x 10^20 does not fit it.  On main
     the view was typed DECIMAL(38,8) and the sum silently succeeded."""
     import pyarrow as pa
@@ -153,7 +153,7 @@ def test_decimal_38_18_sum_overflow_is_raised(s: ivm.Session) -> None:
 
 
 def test_deleted_checkpoint_file_says_how_to_repair_and_full_refresh_repairs(
-    s: ivm.Session,
+    s: Session,
 ) -> None:
     s.sql("INSERT INTO t VALUES (3, 7)")
     s.close()  # a new process: the engine state comes from the checkpoint
@@ -176,7 +176,7 @@ def test_deleted_checkpoint_file_says_how_to_repair_and_full_refresh_repairs(
 
 
 def test_read_only_warehouse_is_a_storage_error(
-    s: ivm.Session, monkeypatch: pytest.MonkeyPatch
+    s: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Fault injection: every rename in the catalog's atomic JSON write fails as on a
     read-only file system (on main: a raw OSError)."""
@@ -212,7 +212,7 @@ HEAD = ".decl a(x: number)\n.decl b(x: number)\n.output b\na(1).\n"
     ids=["parens", "minus", "bnot", "chain", "functor", "constant"],
 )
 def test_datalog_limits(tmp_path: Path, body: str, error: type) -> None:
-    s = ivm.Session(warehouse=tmp_path / "wh")
+    s = Session(warehouse=tmp_path / "wh")
     with pytest.raises(error) as err:
         s.datalog(HEAD + f"b(y) :- a(x), {body}.\n")
     assert err.value.line == 5 and err.value.column is not None
@@ -236,7 +236,7 @@ def test_datalog_integers_are_64_bit_and_checked(
     tmp_path: Path, expr: str, value: int | None
 ) -> None:
     """On main these wrapped around silently (e.g. 2 * 2^62 gave -2^63)."""
-    s = ivm.Session(warehouse=tmp_path / "wh")
+    s = Session(warehouse=tmp_path / "wh")
     s.sql("CREATE TABLE n (x BIGINT NOT NULL)")
     s.sql("INSERT INTO n VALUES (2)")
     prog = ".decl n(x: number)\n.input n\n.decl b(x: number)\n.output b\n"
@@ -354,7 +354,7 @@ BAD_STATEMENTS = [
 
 
 @pytest.mark.parametrize("text", BAD_STATEMENTS)
-def test_bad_statements_are_typed_and_change_nothing(s: ivm.Session, text: str) -> None:
+def test_bad_statements_are_typed_and_change_nothing(s: Session, text: str) -> None:
     before = snapshot(s.warehouse)
     with pytest.raises(IvmError):
         s.sql(text)
@@ -384,7 +384,7 @@ BAD_PROGRAMS = [
 
 
 @pytest.mark.parametrize("text", BAD_PROGRAMS, ids=range(len(BAD_PROGRAMS)))
-def test_bad_datalog_is_typed_and_changes_nothing(s: ivm.Session, text: str) -> None:
+def test_bad_datalog_is_typed_and_changes_nothing(s: Session, text: str) -> None:
     before = snapshot(s.warehouse)
     with pytest.raises(IvmError) as err:
         s.datalog(text)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-import ivm
-from ivm.cli import EXIT_USER_ERROR, main
 from ivm.limits import IterationLimitError
+from spark_exec import Session
+from spark_exec.cli import EXIT_USER_ERROR, main
 from spark_exec.errors import RefreshFailedError
 
 COUNTER = """
@@ -27,13 +27,13 @@ a_counter(y) :- a_counter(x), y = x + 1.
 """
 
 
-def rows(s: ivm.Session) -> dict[str, dict[str, Any]]:
+def rows(s: Session) -> dict[str, dict[str, Any]]:
     return {r["name"]: r for r in s.sql("SHOW MATERIALIZED VIEWS").rows.to_pylist()}
 
 
 @pytest.fixture
-def s(tmp_path: Path) -> ivm.Session:
-    s = ivm.Session(warehouse=tmp_path / "wh", max_iterations=30)
+def s(tmp_path: Path) -> Session:
+    s = Session(warehouse=tmp_path / "wh", max_iterations=30)
     s.sql("CREATE TABLE start (x BIGINT NOT NULL)")
     s.sql("CREATE TABLE t (k BIGINT, v BIGINT); INSERT INTO t VALUES (1, 1)")
     s.datalog(COUNTER)  # group a_counter, sorted before z_sum: it refreshes first
@@ -41,7 +41,7 @@ def s(tmp_path: Path) -> ivm.Session:
     return s
 
 
-def test_failing_group_does_not_block_the_others(s: ivm.Session) -> None:
+def test_failing_group_does_not_block_the_others(s: Session) -> None:
     shown = rows(s)
     assert {n: r["status"] for n, r in shown.items()} == {"a_counter": "fresh", "z_sum": "fresh"}
     assert shown["z_sum"]["last_refresh"] and shown["z_sum"]["behind"] == 0
@@ -81,7 +81,7 @@ def test_failing_group_does_not_block_the_others(s: ivm.Session) -> None:
     assert s.read("a_counter").num_rows == 0
 
 
-def test_cli_status_shows_failures(s: ivm.Session, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_status_shows_failures(s: Session, capsys: pytest.CaptureFixture[str]) -> None:
     wh = str(s.warehouse)
     assert main(["--warehouse", wh, "status"]) == 0
     out = capsys.readouterr().out

@@ -16,6 +16,7 @@ from ivm.limits import (
     MemoryLimitError,
     ResourceLimitError,
 )
+from spark_exec import Session
 
 COUNTER = """
 .decl start(x: number)
@@ -39,8 +40,8 @@ def snapshot(root: Path) -> dict[str, int]:
     }
 
 
-def session(tmp_path: Path, **limits: int | None) -> ivm.Session:
-    s = ivm.Session(warehouse=tmp_path / "wh", **limits)  # type: ignore[arg-type]
+def session(tmp_path: Path, **limits: int | None) -> Session:
+    s = Session(warehouse=tmp_path / "wh", **limits)  # type: ignore[arg-type]
     s.sql("CREATE TABLE start (x BIGINT NOT NULL)")
     return s
 

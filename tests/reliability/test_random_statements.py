@@ -26,8 +26,8 @@ import pytest
 from e2e_helpers import REPO
 from reliability_writers import Writer, writers
 
-import ivm
 from catalog import delta
+from spark_exec import Session
 
 T = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 U = pa.schema([("k", pa.int64()), ("w", pa.int64())])
@@ -52,12 +52,12 @@ VIEWS = {
 
 CHILD = """
 import os, signal
-import ivm
+from spark_exec import Session
 point = os.environ["IVM_CRASH_AT"]
 def hook(step):
     if step == point:
         os.kill(os.getpid(), signal.SIGKILL)
-ivm.Session(warehouse=os.environ["IVM_WAREHOUSE"], refresh_hook=hook).refresh()
+Session(warehouse=os.environ["IVM_WAREHOUSE"], refresh_hook=hook).refresh()
 """
 CRASH_POINTS = ["restored", "stepped", "files_written", "renamed", "checkpointed", "published"]
 
@@ -91,7 +91,7 @@ class Scenario:
         self.wh = root / "wh"
         self.crashes = crashes
         self.log: list[str] = [f"seed {seed}"]
-        self.session = ivm.Session(warehouse=self.wh)
+        self.session = Session(warehouse=self.wh)
         self.session.sql("CREATE TABLE t (k BIGINT, v BIGINT)")
         self.session.sql("CREATE TABLE u (k BIGINT, w BIGINT)")
         self.paths = {"t": self.session.table_path("t"), "u": self.session.table_path("u")}
@@ -103,7 +103,7 @@ class Scenario:
         self.check("created")
 
     def check(self, when: str) -> None:
-        s = ivm.Session(warehouse=self.wh)  # what any new process would read
+        s = Session(warehouse=self.wh)  # what any new process would read
         db = {n: delta.read_snapshot(p).to_pylist() for n, p in self.paths.items()}
         for name, (_, oracle) in VIEWS.items():
             got, want = _bag(s.read(name)), oracle(db)

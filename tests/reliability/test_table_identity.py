@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-import ivm
+from spark_exec import Session
 
 AGG = "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k"
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
@@ -30,7 +30,7 @@ def recreate(path: str, versions: int) -> None:
 
 @pytest.mark.parametrize("versions", [1, 4, 9], ids=["fewer", "as-many", "more"])
 def test_recreated_input_is_read_in_full(tmp_path: Path, versions: int) -> None:
-    s = ivm.Session(warehouse=tmp_path / "wh")
+    s = Session(warehouse=tmp_path / "wh")
     s.sql("CREATE TABLE t (k BIGINT, v BIGINT)")
     for i in range(3):
         s.sql(f"INSERT INTO t VALUES ({i}, {i}), (1, 2)")
@@ -51,8 +51,7 @@ def test_recreated_input_is_read_in_full(tmp_path: Path, versions: int) -> None:
     want = Counter((k, len(vs), sum(vs)) for k, vs in groups.items())
     assert (
         Counter(
-            tuple(r.values())
-            for r in ivm.Session(warehouse=tmp_path / "wh").read("agg").to_pylist()
+            tuple(r.values()) for r in Session(warehouse=tmp_path / "wh").read("agg").to_pylist()
         )
         == want
     )

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import ivm
 from catalog.errors import InvalidPathError
 from catalog.store import ViewEntry
+from spark_exec import Session
 
 AGG = "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k"
 
@@ -27,21 +27,21 @@ def hashes(root: Path) -> dict[str, str]:
     }
 
 
-def agg_of(s: ivm.Session) -> Counter[tuple[int, int, int]]:
+def agg_of(s: Session) -> Counter[tuple[int, int, int]]:
     groups: dict[int, list[int]] = {}
     for r in s.read("t").to_pylist():
         groups.setdefault(r["k"], []).append(r["v"])
     return Counter((k, len(vs), sum(vs)) for k, vs in groups.items())
 
 
-def bag(s: ivm.Session, name: str) -> Counter[tuple[int, ...]]:
+def bag(s: Session, name: str) -> Counter[tuple[int, ...]]:
     return Counter(tuple(r.values()) for r in s.read(name).to_pylist())
 
 
 @pytest.fixture
 def original(tmp_path: Path) -> Path:
     wh = tmp_path / "original"
-    s = ivm.Session(warehouse=wh)
+    s = Session(warehouse=wh)
     s.sql("CREATE TABLE t (k BIGINT, v BIGINT)")
     s.sql("INSERT INTO t VALUES (1, 1), (1, 2), (2, 5)")
     s.sql(f"CREATE MATERIALIZED VIEW agg AS {AGG}")
@@ -51,7 +51,7 @@ def original(tmp_path: Path) -> Path:
 
 
 def change_and_check(wh: Path) -> None:
-    s = ivm.Session(warehouse=wh)
+    s = Session(warehouse=wh)
     s.sql("INSERT INTO t VALUES (1, 10), (4, 4)")
     s.sql("DELETE FROM t WHERE k = 2")
     s.refresh()
@@ -59,7 +59,7 @@ def change_and_check(wh: Path) -> None:
 
 
 def inside(wh: Path) -> None:
-    s = ivm.Session(warehouse=wh)
+    s = Session(warehouse=wh)
     assert Path(s.table_path("t")).is_relative_to(wh.resolve())
     assert Path(s.table_path("agg")).is_relative_to(wh.resolve())
 
@@ -97,13 +97,13 @@ def test_absolute_path_catalog_is_migrated(original: Path, tmp_path: Path) -> No
     change_and_check(copy)
     assert hashes(original) == before
     inside(copy)
-    ivm.Session(warehouse=copy).sql("CREATE TABLE other (x BIGINT)")  # rewrites the catalog
+    Session(warehouse=copy).sql("CREATE TABLE other (x BIGINT)")  # rewrites the catalog
     doc = json.loads(cat.read_text())
     assert doc["format"] == 2 and doc["tables"]["t"]["path"] == "tables/default/t"
 
 
 def test_view_path_outside_the_warehouse_is_refused(original: Path, tmp_path: Path) -> None:
-    s = ivm.Session(warehouse=original)
+    s = Session(warehouse=original)
     entry = s.catalog.view("agg")
     outside = ViewEntry(
         entry.ident.__class__(entry.ident.db, "agg2"),
@@ -121,4 +121,4 @@ def test_view_path_outside_the_warehouse_is_refused(original: Path, tmp_path: Pa
     doc["views"]["agg"]["path"] = "../elsewhere"
     cat.write_text(json.dumps(doc))
     with pytest.raises(InvalidPathError, match="agg must live inside the warehouse"):
-        ivm.Session(warehouse=original).catalog.views()
+        Session(warehouse=original).catalog.views()

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 from reliability_writers import Writer, writers
 
-import ivm
 from catalog import delta
+from spark_exec import Session
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 AGG = "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k"
@@ -47,7 +47,7 @@ def bag(t: pa.Table) -> Counter[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("writer", writers(), ids=lambda w: w.name)
 def test_each_statement_kind(tmp_path: Path, writer: Writer) -> None:
-    s = ivm.Session(warehouse=tmp_path / "wh")
+    s = Session(warehouse=tmp_path / "wh")
     s.sql("CREATE TABLE t (k BIGINT, v BIGINT)")
     rng = np.random.default_rng(0)  # enough rows that delta-rs's UPDATE feed misses some
     keys, values = rng.integers(0, 10, 300), rng.integers(0, 9, 300)

@@ -9,9 +9,13 @@
     ivm [--warehouse DIR] status              every view: fresh/stale/failed, last refresh,
                                               input versions, versions behind, last error
     ivm [--warehouse DIR] demo                the tour: tables, views, changes, refreshes
+    ivm --version                             the installed version
 
 The warehouse defaults to ``./warehouse``.  This module is the command line only; it imports
-the Session (and so Spark and Delta) when a command runs, never at engine import time.
+the Session (and so Spark and Delta) when a command runs.  It lives in the facade package
+(``spark_exec``) because it drives the whole product; the engine (``ivm``) never imports it.
+``python -m ivm`` reaches it through ``ivm/__main__.py``, an entry point nothing imports (see
+docs/architecture.md, "Layering").
 
 Exit codes: ``0`` success; ``1`` an error in what was asked (bad SQL or Datalog, an unknown
 view, an unreadable input file, a warehouse that is not a directory, a failed refresh group:
@@ -31,7 +35,12 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ivm import __version__
+
+if TYPE_CHECKING:
+    from spark_exec.session import Session
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -114,7 +123,7 @@ def _settings(args: argparse.Namespace) -> Any:
     )
 
 
-def _session(args: argparse.Namespace) -> Any:
+def _session(args: argparse.Namespace) -> Session:
     from spark_exec.session import Session
 
     settings = _settings(args)
@@ -271,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="warehouse directory (default: $IVM_WAREHOUSE, the config file, or ./warehouse)",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s (spark-ivm) {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log what refreshes do")
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     p.add_argument("--config", default=None, help="TOML settings file (default: ./ivm.toml)")
