@@ -956,7 +956,8 @@ class Translator:
                 )
             )
         elif name in _VARIANCE:
-            x = cast_to(arg(node.this), DOUBLE)
+            first = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+            x = cast_to(arg(first), DOUBLE)
             total = add("sum", x, DOUBLE)
             squares = add("sum", Call("mul", (x, x), DOUBLE), DOUBLE)
             n = add("count", x, BIGINT)

@@ -546,11 +546,13 @@ OPS["least"] = lambda args, t: _extreme(args, t, False)
 # Register the function families (imports for their side effect on OPS).
 from sql_frontend.expressions import casts as _casts  # noqa: E402
 from sql_frontend.expressions import functions as _functions  # noqa: E402
+from sql_frontend.expressions import more_functions as _more_functions  # noqa: E402
 
 __all__ = [
     "OPS",
     "_casts",
     "_functions",
+    "_more_functions",
     "compile_predicate",
     "compile_scalar",
     "compile_vec",
