@@ -4,10 +4,9 @@ equal to Spark SQL's recomputation under random inserts, deletes and updates."""
 from __future__ import annotations
 
 import os
-
-import pytest
 from pathlib import Path
 
+import pytest
 from coverage_views import AGGREGATE_VIEWS, WINDOW_VIEWS
 from function_cases import EV_CASES, SCALAR_VIEWS, T_CASES
 from sql_harness import TABLES, Harness
