@@ -682,7 +682,7 @@ class Translator:
                 self.use(x, "expressions")
         group_exprs = [tr(g) for g in group_nodes]
         n_keys = len(group_exprs) + (1 if sets is not None else 0)
-        calls: list[exp.AggFunc] = []
+        calls: list[exp.Expr] = []
         for x in [
             *s.selects,
             s.args.get("having"),
@@ -967,11 +967,11 @@ class Translator:
             by = arg(node.expression)
             agg_cols.append((key, add(name, x, x.type, (by,))))
         elif name in ("percentile", "median", "percentile_cont"):
-            x, fraction = self.percentile_args(node, name)
-            x = arg(x)
-            if not x.type.is_numeric and x.type.name != "NULL":
-                raise unsupported(f"{name} of {x.type}", node, "percentiles need a numeric value")
-            agg_cols.append((key, add("percentile", cast_to(x, DOUBLE), DOUBLE, (), fraction)))
+            x_node, fraction = self.percentile_args(node, name)
+            xp = arg(x_node)
+            if not xp.type.is_numeric and xp.type.name != "NULL":
+                raise unsupported(f"{name} of {xp.type}", node, "percentiles need a numeric value")
+            agg_cols.append((key, add("percentile", cast_to(xp, DOUBLE), DOUBLE, (), fraction)))
         elif name in ("first", "last", "any_value", "first_value", "last_value"):
             raise unsupported(
                 name,
@@ -1323,18 +1323,19 @@ def _fraction(node: exp.Expr | None, where: exp.Expr) -> float:
 
 def _aggregate_nodes(node: exp.Expr) -> list[exp.Expr]:
     out: list[exp.Expr] = list(node.find_all(exp.AggFunc))
-    for x in node.find_all(exp.Anonymous):
-        if str(x.name).lower() in _ANON_AGGS:
-            out.append(x)
-    wrapped = []
+    out += [x for x in node.find_all(exp.Anonymous) if str(x.name).lower() in _ANON_AGGS]
+    wrapped: list[exp.Expr] = []
     for x in out:
-        if isinstance(x.parent, exp.Filter | exp.WithinGroup) and x.arg_key == "this":
-            x = x.parent
-        wrapped.append(x)
+        parent = x.parent
+        wrapped.append(
+            parent
+            if isinstance(parent, exp.Filter | exp.WithinGroup) and x.arg_key == "this"
+            else x
+        )
     return wrapped
 
 
-def _aggregates(node: exp.Expr) -> list[exp.AggFunc]:
+def _aggregates(node: exp.Expr) -> list[exp.Expr]:
     """Aggregate calls in ``node`` outside window functions and nested queries."""
     out = []
     for x in _aggregate_nodes(node):

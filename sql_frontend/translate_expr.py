@@ -647,7 +647,7 @@ class ExprTranslator:
         """A format sqlglot has read into strftime form (``%Y-%m-%d``), as Python runs it."""
         f = node.args.get("format")
         if not (isinstance(f, exp.Literal) and f.is_string):
-            raise unsupported(f"{node.sql_name()} with a non-constant format", node)
+            raise unsupported(f"{node.key.upper()} with a non-constant format", node)
         text = str(f.this).replace("strict", "")
         if re.search(r"[A-Za-z]{2,}", re.sub(r"%.", "", text)):
             raise unsupported(f"the date format of {node.sql(dialect='spark')}", node)
