@@ -596,6 +596,10 @@ class ExprTranslator:
             coercion.check_cast(args[0].type, t)
             return Call("cast", (args[0],), t)
         fn = registry.FUNCTIONS[name]
+        if fn.op == "murmur3":  # variadic, any types
+            if not args:
+                raise self.arity(node, name, "1 or more")
+            return Call(fn.op, tuple(args), fn.result or INT)
         n_required = len(fn.args) - len(fn.defaults)
         if not n_required <= len(args) <= len(fn.args):
             raise self.arity(node, name, f"{n_required}..{len(fn.args)}")

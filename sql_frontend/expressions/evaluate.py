@@ -547,12 +547,14 @@ OPS["least"] = lambda args, t: _extreme(args, t, False)
 from sql_frontend.expressions import casts as _casts  # noqa: E402
 from sql_frontend.expressions import functions as _functions  # noqa: E402
 from sql_frontend.expressions import more_functions as _more_functions  # noqa: E402
+from sql_frontend.expressions import murmur3 as _murmur3  # noqa: E402
 
 __all__ = [
     "OPS",
     "_casts",
     "_functions",
     "_more_functions",
+    "_murmur3",
     "compile_predicate",
     "compile_scalar",
     "compile_vec",

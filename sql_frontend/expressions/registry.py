@@ -77,6 +77,7 @@ FUNCTIONS: dict[str, Fn] = {
     "unix_timestamp": Fn("unix_timestamp", (TIMESTAMP,), BIGINT, "python"),
     "weekofyear": Fn("weekofyear", (DATE,), I, "python"),
     "make_date": Fn("make_date", (I, I, I), DATE, "python"),
+    "hash": Fn("murmur3", (), I, "numpy (strings, decimals per row)"),
 }
 """Spark name → its evaluation in the engine."""
 

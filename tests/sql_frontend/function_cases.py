@@ -56,6 +56,7 @@ T_CASES: dict[str, list[str]] = {
     "unix_timestamp": ["unix_timestamp(d)"],
     "weekofyear": ["weekofyear(d)"],
     "make_date": ["make_date(2024, least(v + 4, 12), 1)"],
+    "hash": ["hash(v)", "hash(s)", "hash(k, s, x)", "hash(m)", "hash(d)", "hash(x, NULL, v)"],
     "tinyint": ["tinyint(v)"],
     "smallint": ["smallint(v)"],
     "int": ["int(x)"],
@@ -73,6 +74,7 @@ EV_CASES: dict[str, list[str]] = {
     "date_format": ["date_format(ts, 'yyyy-MM-dd HH:mm:ss')"],
     "unix_timestamp": ["unix_timestamp(ts)"],
     "hex": ["hex(qty - 10)"],
+    "hash": ["hash(ts, amt, ok, qty, cat)"],
 }
 
 
