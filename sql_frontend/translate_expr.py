@@ -595,6 +595,25 @@ class ExprTranslator:
                 return args[0]
             coercion.check_cast(args[0].type, t)
             return Call("cast", (args[0],), t)
+        if name in registry.CONSTANTS:
+            if args:
+                raise self.arity(node, name, "0")
+            return Lit(registry.CONSTANTS[name], DOUBLE)
+        if name in registry.MACROS:
+            want = 2 if name == "equal_null" else 1
+            if len(args) != want:
+                raise self.arity(node, name, str(want))
+            a = args[0]
+            if name == "equal_null":
+                t = coercion.comparison_type(a.type, args[1].type, "equal_null")
+                return Call("eq_null_safe", (cast_to(a, t), cast_to(args[1], t)), BOOLEAN)
+            if not a.type.is_numeric:
+                raise coercion.mismatch(name, [a.type])
+            zero = Lit(0, a.type) if a.type.is_integral else cast_to(Lit(0, INT), a.type)
+            if name == "zeroifnull":  # Spark: nvl(x, 0), typed as COALESCE types it
+                t = coercion.common_type([a.type, INT], name)
+                return Call("coalesce", (cast_to(a, t), cast_to(Lit(0, INT), t)), t)
+            return Call("case", (Call("eq", (a, zero), BOOLEAN), Lit(None, a.type), a), a.type)
         fn = registry.FUNCTIONS[name]
         if fn.op == "murmur3":  # variadic, any types
             if not args:

@@ -286,3 +286,180 @@ def _make_date(y: int, m: int, d: int) -> dt.date:
 
 
 _reg("make_date", _make_date)
+
+# ---------------------------------------------------------------- more math (numpy)
+
+OPS["asinh"] = _numpy(np.arcsinh)
+OPS["acosh"] = _numpy(np.arccosh)
+OPS["atanh"] = _numpy(np.arctanh)
+OPS["sec"] = _numpy(lambda x: 1.0 / np.cos(x))
+OPS["csc"] = _numpy(lambda x: 1.0 / np.sin(x))
+OPS["rint"] = _numpy(np.rint)
+
+
+def _isnan(args: list[Vec], t: SqlType) -> Vec:
+    (a,) = args
+    return Vec(np.isnan(_doubles(a)) & ~a.null, np.zeros(len(a), dtype=bool), t)
+
+
+OPS["isnan"] = _isnan
+
+
+def _ints(a: Vec) -> np.ndarray:
+    if a.data.dtype != object:
+        return a.data.astype(np.int64)
+    return np.array([int(v) if v is not None else 0 for v in a.data], dtype=np.int64)
+
+
+def _shift(kind: str):
+    """Java's shifts: the count is taken modulo the width, the result wraps."""
+
+    def run(args: list[Vec], t: SqlType) -> Vec:
+        a, n = args
+        x, k = _ints(a), _ints(n)
+        null = a.null | n.null
+        if t.name == "BIGINT":
+            k = k & 63
+            u = x.view(np.uint64)
+            if kind == "left":
+                r = (u << k.astype(np.uint64)).view(np.int64)
+            elif kind == "right":
+                r = x >> k
+            else:
+                r = (u >> k.astype(np.uint64)).view(np.int64)
+        else:
+            k = k & 31
+            x32 = x.astype(np.int32)
+            if kind == "left":
+                r = (x32.view(np.uint32) << k.astype(np.uint32)).view(np.int32).astype(np.int64)
+            elif kind == "right":
+                r = (x32 >> k.astype(np.int32)).astype(np.int64)
+            else:
+                r = (x32.view(np.uint32) >> k.astype(np.uint32)).astype(np.int64)
+        return Vec(r, null, t)
+
+    return run
+
+
+OPS["shiftleft"] = _shift("left")
+OPS["shiftright"] = _shift("right")
+OPS["shiftrightunsigned"] = _shift("unsigned")
+
+
+def _bit_count(args: list[Vec], t: SqlType) -> Vec:
+    (a,) = args
+    x = _ints(a)
+    width = 64 if a.type.name == "BIGINT" else 32
+    u = x.view(np.uint64) if width == 64 else (x & 0xFFFFFFFF).astype(np.uint64)
+    counts = np.zeros(len(x), dtype=np.int64)
+    for b in range(width):
+        counts += ((u >> np.uint64(b)) & np.uint64(1)).astype(np.int64)
+    return Vec(counts, a.null, t)
+
+
+OPS["bit_count"] = _bit_count
+_reg("bin", lambda v: format(int(v) & (2**64 - 1), "b"))
+
+# ---------------------------------------------------------------- more strings and dates
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_reg("weekday", lambda d: d.weekday())
+_reg("dayname", lambda d: _DAYS[d.weekday()])
+_reg("monthname", lambda d: dt.date(2000, d.month, 1).strftime("%b"))
+_reg("unix_date", lambda d: (_date_of(d) - _EPOCH.date()).days)
+_reg("unix_seconds", lambda v: (_ts(v) - _EPOCH) // dt.timedelta(seconds=1))
+_reg("unix_millis", lambda v: (_ts(v) - _EPOCH) // dt.timedelta(milliseconds=1))
+_reg("unix_micros", lambda v: (_ts(v) - _EPOCH) // dt.timedelta(microseconds=1))
+_reg("timestamp_seconds", lambda n: _EPOCH + dt.timedelta(seconds=int(n)))
+_reg("timestamp_millis", lambda n: _EPOCH + dt.timedelta(milliseconds=int(n)))
+_reg("timestamp_micros", lambda n: _EPOCH + dt.timedelta(microseconds=int(n)))
+_reg("date_from_unix_date", lambda n: _EPOCH.date() + dt.timedelta(days=int(n)))
+
+
+def _date_of(v: object) -> dt.date:
+    return v.date() if isinstance(v, dt.datetime) else v  # type: ignore[return-value]
+
+
+_DOW = {
+    **{d[:2].upper(): i for i, d in enumerate(_DAYS)},
+    **{d.upper(): i for i, d in enumerate(_DAYS)},
+    **{
+        n: i
+        for i, n in enumerate(
+            ("MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY")
+        )
+    },
+}
+
+
+def _next_day(d: object, dow: str) -> dt.date:
+    want = _DOW.get(dow.strip().upper())
+    if want is None:
+        raise runtime_error(f"[ILLEGAL_DAY_OF_WEEK] Illegal input for day of week: {dow}")
+    x = _date_of(d)
+    return x + dt.timedelta(days=(want - x.weekday() - 1) % 7 + 1)
+
+
+_reg("next_day", _next_day)
+
+
+def _find_in_set(s: str, items: str) -> int:
+    if "," in s:
+        return 0
+    parts = items.split(",")
+    return parts.index(s) + 1 if s in parts else 0
+
+
+_reg("find_in_set", _find_in_set)
+_reg("regexp_count", lambda s, p: len(java_regex(p).findall(s)))
+
+
+def _regexp_substr(s: str, p: str) -> str | None:
+    m = java_regex(p).search(s)
+    return m.group(0) if m else None
+
+
+OPS["regexp_substr"] = lambda args, t: elementwise(_regexp_substr, args, t)
+
+
+def _regexp_instr(s: str, p: str) -> int:
+    m = java_regex(p).search(s)
+    return m.start() + 1 if m else 0
+
+
+_reg("regexp_instr", _regexp_instr)
+
+
+def _unhex(s: str) -> bytes | None:
+    text = s if len(s) % 2 == 0 else "0" + s
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        return None
+
+
+_reg("unhex", _unhex)
+
+
+def _url_encode(s: str) -> str:
+    from urllib.parse import quote_plus
+
+    return quote_plus(s, safe="*").replace("~", "%7E")
+
+
+_reg("url_encode", _url_encode)
+
+
+def _luhn(s: str) -> bool:
+    if not s or not s.isdigit():
+        return False
+    total = 0
+    for i, c in enumerate(reversed(s)):
+        d = int(c)
+        if i % 2 == 1:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+_reg("luhn_check", _luhn)

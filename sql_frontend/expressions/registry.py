@@ -78,6 +78,34 @@ FUNCTIONS: dict[str, Fn] = {
     "weekofyear": Fn("weekofyear", (DATE,), I, "python"),
     "make_date": Fn("make_date", (I, I, I), DATE, "python"),
     "hash": Fn("murmur3", (), I, "numpy (strings, decimals per row)"),
+    **{n: Fn(n, (D,), D) for n in ("asinh", "acosh", "atanh", "sec", "csc", "rint")},
+    "isnan": Fn("isnan", (D,), BOOLEAN),
+    "shiftleft": Fn("shiftleft", (None, I), None),
+    "shiftright": Fn("shiftright", (None, I), None),
+    "shiftrightunsigned": Fn("shiftrightunsigned", (None, I), None),
+    "bit_count": Fn("bit_count", (None,), I),
+    "bin": Fn("bin", (BIGINT,), S, "python"),
+    "weekday": Fn("weekday", (DATE,), I, "python"),
+    "dayname": Fn("dayname", (DATE,), S, "python"),
+    "monthname": Fn("monthname", (DATE,), S, "python"),
+    "unix_date": Fn("unix_date", (DATE,), I, "python"),
+    "unix_seconds": Fn("unix_seconds", (TIMESTAMP,), BIGINT, "python"),
+    "unix_millis": Fn("unix_millis", (TIMESTAMP,), BIGINT, "python"),
+    "unix_micros": Fn("unix_micros", (TIMESTAMP,), BIGINT, "python"),
+    "timestamp_seconds": Fn("timestamp_seconds", (BIGINT,), TIMESTAMP, "python"),
+    "timestamp_millis": Fn("timestamp_millis", (BIGINT,), TIMESTAMP, "python"),
+    "timestamp_micros": Fn("timestamp_micros", (BIGINT,), TIMESTAMP, "python"),
+    "date_from_unix_date": Fn("date_from_unix_date", (I,), DATE, "python"),
+    "next_day": Fn("next_day", (DATE, S), DATE, "python"),
+    "find_in_set": Fn("find_in_set", (S, S), I, "python"),
+    "regexp_count": Fn("regexp_count", (S, S), I, "python"),
+    "regexp_substr": Fn("regexp_substr", (S, S), S, "python"),
+    "regexp_instr": Fn("regexp_instr", (S, S), I, "python"),
+    "regexp": Fn("rlike", (S, S), BOOLEAN, "python"),
+    "unhex": Fn("unhex", (S,), SqlType("BINARY"), "python"),
+    "url_encode": Fn("url_encode", (S,), S, "python"),
+    "luhn_check": Fn("luhn_check", (S,), BOOLEAN, "python"),
+    "btrim": Fn("trim", (S,), S, "python"),
 }
 """Spark name → its evaluation in the engine."""
 
@@ -94,6 +122,12 @@ CASTS: dict[str, SqlType] = {
     "timestamp": TIMESTAMP,
 }
 """Spark's cast functions (``int(x)`` is ``CAST(x AS INT)``)."""
+
+CONSTANTS: dict[str, float] = {"e": 2.718281828459045, "pi": 3.141592653589793}
+"""Functions of no argument: their DOUBLE value (Java's Math.E and Math.PI)."""
+
+MACROS = ("zeroifnull", "nullifzero", "equal_null")
+"""Functions the translator writes as other expressions (COALESCE, CASE, ``<=>``)."""
 
 NODES: dict[type[exp.Expr], tuple[str, tuple[str, ...]]] = {
     exp.Cbrt: ("cbrt", ("this",)),
@@ -128,6 +162,30 @@ NODES: dict[type[exp.Expr], tuple[str, tuple[str, ...]]] = {
     exp.RegexpReplace: ("regexp_replace", ("this", "expression", "replacement")),
     exp.RegexpExtract: ("regexp_extract", ("this", "expression", "group")),
     exp.WeekOfYear: ("weekofyear", ("this",)),
+    exp.Asinh: ("asinh", ("this",)),
+    exp.Acosh: ("acosh", ("this",)),
+    exp.Atanh: ("atanh", ("this",)),
+    exp.Sec: ("sec", ("this",)),
+    exp.Csc: ("csc", ("this",)),
+    exp.Rint: ("rint", ("this",)),
+    exp.Pi: ("pi", ()),
+    exp.EqualNull: ("equal_null", ("this", "expression")),
+    exp.IsNan: ("isnan", ("this",)),
+    exp.BitwiseLeftShift: ("shiftleft", ("this", "expression")),
+    exp.BitwiseRightShift: ("shiftright", ("this", "expression")),
+    exp.BitwiseCount: ("bit_count", ("this",)),
+    exp.Dayname: ("dayname", ("this",)),
+    exp.Monthname: ("monthname", ("this",)),
+    exp.UnixDate: ("unix_date", ("this",)),
+    exp.UnixSeconds: ("unix_seconds", ("this",)),
+    exp.UnixMillis: ("unix_millis", ("this",)),
+    exp.UnixMicros: ("unix_micros", ("this",)),
+    exp.DateFromUnixDate: ("date_from_unix_date", ("this",)),
+    exp.NextDay: ("next_day", ("this", "expression")),
+    exp.RegexpCount: ("regexp_count", ("this", "expression")),
+    exp.RegexpSubstr: ("regexp_substr", ("this", "expression")),
+    exp.RegexpInstr: ("regexp_instr", ("this", "expression")),
+    exp.Unhex: ("unhex", ("this",)),
 }
 """sqlglot's typed nodes for registry functions: the Spark name and the argument keys in
 Spark's argument order."""
@@ -137,7 +195,8 @@ def call_of(node: exp.Expr) -> tuple[str, list[exp.Expr]] | None:
     """The registry name and argument nodes of a function call, or None."""
     if isinstance(node, exp.Anonymous):
         name = str(node.name).lower()
-        return (name, list(node.expressions)) if name in FUNCTIONS or name in CASTS else None
+        known = name in FUNCTIONS or name in CASTS or name in CONSTANTS or name in MACROS
+        return (name, list(node.expressions)) if known else None
     spec = NODES.get(type(node))
     if spec is None:
         return None
@@ -152,7 +211,7 @@ def call_of(node: exp.Expr) -> tuple[str, list[exp.Expr]] | None:
 
 
 def registry_names() -> list[str]:
-    return sorted({*FUNCTIONS, *CASTS})
+    return sorted({*FUNCTIONS, *CASTS, *CONSTANTS, *MACROS})
 
 
 INCREMENTAL = "incremental"
@@ -280,8 +339,10 @@ def support_table() -> str:
         *(f"| `{n}` | numpy / built in |" for n in TRANSLATOR_FUNCTIONS),
         *(f"| `{n}` | {FUNCTIONS[n].kernel} |" for n in sorted(FUNCTIONS)),
         *(f"| `{n}(x)` | cast |" for n in CASTS),
+        *(f"| `{n}()` | constant |" for n in CONSTANTS),
+        *(f"| `{n}` | rewritten (COALESCE / CASE / <=>) |" for n in MACROS),
         "",
-        f"{len(TRANSLATOR_FUNCTIONS) + len(FUNCTIONS) + len(CASTS)} scalar functions in all.",
+        f"{len(TRANSLATOR_FUNCTIONS) + len(registry_names())} scalar functions in all.",
         "",
     ]
     return "\n".join(lines)
