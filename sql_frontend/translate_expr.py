@@ -622,15 +622,38 @@ class ExprTranslator:
         n_required = len(fn.args) - len(fn.defaults)
         if not n_required <= len(args) <= len(fn.args):
             raise self.arity(node, name, f"{n_required}..{len(fn.args)}")
-        for d, want in zip(
+        for default, target in zip(
             fn.defaults[len(args) - n_required :], fn.args[len(args) :], strict=False
         ):
-            args.append(Lit(d, want or NULL))
+            args.append(Lit(default, target or NULL))
+        args[0] = self.untyped_arg(name, fn.op, args[0]) if fn.args[0] is None else args[0]
         typed = [
             a if want is None else cast_to(a, want) for a, want in zip(args, fn.args, strict=True)
         ]
         t = fn.result if fn.result is not None else typed[0].type
         return Call(fn.op, tuple(typed), t)
+
+    @staticmethod
+    def untyped_arg(name: str, op: str, a: Scalar) -> Scalar:
+        """The first argument of a registry function that keeps its type, checked as Spark
+        types it: integral for shifts and bit_count, numeric for positive, integral / STRING /
+        BINARY for hex (a STRING read as BIGINT where a number is needed)."""
+        t = a.type
+        if op in ("is_null", "is_not_null"):
+            return a
+        if op == "hex":
+            if t.is_integral:
+                return cast_to(a, BIGINT)
+            if t in (STRING, BINARY):
+                return a
+        elif op == "identity":
+            if t.is_numeric:
+                return a
+        elif t.is_integral:
+            return a if t.name == "BIGINT" else cast_to(a, INT)
+        elif t in (STRING, NULL):
+            return cast_to(a, BIGINT)
+        raise coercion.mismatch(name, [t])
 
     @staticmethod
     def arity(node: exp.Expr, name: str, expected: str) -> SqlAnalysisError:

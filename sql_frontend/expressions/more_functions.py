@@ -348,11 +348,10 @@ OPS["shiftrightunsigned"] = _shift("unsigned")
 
 def _bit_count(args: list[Vec], t: SqlType) -> Vec:
     (a,) = args
-    x = _ints(a)
-    width = 64 if a.type.name == "BIGINT" else 32
-    u = x.view(np.uint64) if width == 64 else (x & 0xFFFFFFFF).astype(np.uint64)
-    counts = np.zeros(len(x), dtype=np.int64)
-    for b in range(width):
+    # Spark counts the bits of the value sign-extended to 64 bits, whatever its width
+    u = _ints(a).view(np.uint64)
+    counts = np.zeros(len(u), dtype=np.int64)
+    for b in range(64):
         counts += ((u >> np.uint64(b)) & np.uint64(1)).astype(np.int64)
     return Vec(counts, a.null, t)
 
