@@ -568,6 +568,8 @@ class _Compiler:
     # ------------------------------------------------------------ aggregation
     def _Aggregate(self, node: p.Aggregate, rec: dict[str, Collection]) -> Collection:
         c = self.compile(node.input, rec)
+        if any(a.func in p.HOLISTIC_AGGS for a in node.aggs):
+            return self.holistic_aggregate(node, c)
         specs: list[tuple] = []
         for a in node.aggs:
             if a.func == "count_star":
@@ -590,6 +592,47 @@ class _Compiler:
         const = self.g.constant(
             [(*default, 1)],
             [*zip(names, dtypes, strict=True), ("m", "int64")],
+            name="empty_aggregate",
+        )
+        missing = const.antijoin(self.marker(out), [("m", "m")]).project(*range(len(names)))
+        return out.concat(self.named(missing))
+
+    def holistic_aggregate(self, node: p.Aggregate, c: Collection) -> Collection:
+        """An Aggregate with an aggregate that has no incremental form: every aggregate of
+        the node is recomputed per affected group (``reduce_group``)."""
+        from sql_frontend.expressions.aggregates import group_value
+
+        names = _names(node.width)
+        calls = [
+            (
+                a.func,
+                (a.arg, *a.extra) if a.arg is not None else (),
+                "distinct" if a.distinct or a.func == "count_distinct_tuple" else a.param,
+                a.type,
+            )
+            for a in node.aggs
+        ]
+
+        def fn(key: tuple, rows: list[tuple], counts: list[int]) -> list[tuple[tuple, int]]:
+            expanded = [r for r, n in zip(rows, counts, strict=True) for _ in range(max(n, 0))]
+            if not expanded:
+                return []
+            return [(tuple(group_value(f, cols, prm, t, expanded) for f, cols, prm, t in calls), 1)]
+
+        key = [f"c{g}" for g in node.group]
+        schema = [
+            (n, a.type.engine_dtype) for n, a in zip(names[len(key) :], node.aggs, strict=True)
+        ]
+        out = self.named(c.reduce_group(key if key else (), fn, schema))
+        if node.group:
+            return out
+        default = tuple(
+            0 if a.func in ("count", "count_star", "count_distinct_tuple") else None
+            for a in node.aggs
+        )
+        const = self.g.constant(
+            [(*default, 1)],
+            [*zip(names, out.schema.dtypes, strict=True), ("m", "int64")],
             name="empty_aggregate",
         )
         missing = const.antijoin(self.marker(out), [("m", "m")]).project(*range(len(names)))
@@ -730,6 +773,10 @@ def _window_values(f: p.WindowCall, rows: list[tuple], order_cols: list[int]) ->
                 dense += 1
             out.append(rank if f.func == "rank" else dense)
         return out
+    if f.func in _MORE_WINDOW or f.frame is not None:
+        from sql_frontend.expressions.windows import window_values
+
+        return window_values(f.func, f.arg, f.param, f.frame, f.type, rows, peers, _aggregate)
     # aggregates: whole partition without ORDER BY, else running up to the last peer
     vals = [None if f.arg is None else r[f.arg] for r in rows]
     ends = list(range(n))
@@ -749,6 +796,11 @@ def _window_values(f: p.WindowCall, rows: list[tuple], order_cols: list[int]) ->
             cache[e] = _aggregate(f, vals[: e + 1])
         results.append(cache[e])
     return results
+
+
+_MORE_WINDOW = frozenset(
+    {"lag", "lead", "ntile", "first_value", "last_value", "percent_rank", "cume_dist"}
+)
 
 
 def _aggregate(f: p.WindowCall, vals: list[object]) -> object:

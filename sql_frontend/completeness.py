@@ -62,7 +62,7 @@ SUPPORTED: dict[type[exp.Expr], frozenset[str]] = {
     exp.Limit: frozenset({"expression"}),
     exp.Offset: frozenset({"expression"}),
     exp.Distinct: frozenset(),
-    exp.Window: frozenset({"this", "partition_by", "order", "over"}),
+    exp.Window: frozenset({"this", "partition_by", "order", "over", "spec"}),
 }
 """Per clause type, the arguments the translator can consume; any other is refused."""
 

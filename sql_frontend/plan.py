@@ -28,7 +28,23 @@ Schema = tuple[tuple[str, SqlType], ...]
 
 JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
 SET_KINDS = ("union", "intersect", "except")
-AGG_FUNCS = ("count", "count_star", "sum", "min", "max", "avg")
+AGG_FUNCS = (
+    "count",
+    "count_star",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    # recomputed per affected group (a function of the group's whole multiset)
+    "sum_distinct",
+    "avg_distinct",
+    "count_distinct_tuple",
+    "max_by",
+    "min_by",
+    "percentile",
+)
+HOLISTIC_AGGS = frozenset(AGG_FUNCS[6:])
+"""Aggregates with no incremental form: their Aggregate is recomputed per affected group."""
 WINDOW_FUNCS = (
     "row_number",
     "rank",
@@ -39,6 +55,13 @@ WINDOW_FUNCS = (
     "min",
     "max",
     "avg",
+    "lag",
+    "lead",
+    "ntile",
+    "first_value",
+    "last_value",
+    "percent_rank",
+    "cume_dist",
 )
 
 
@@ -216,6 +239,10 @@ class AggCall:
     arg: int | None
     distinct: bool
     type: SqlType
+    extra: tuple[int, ...] = ()
+    """More argument columns (the ordering of max_by/min_by, the rest of a distinct tuple)."""
+    param: object = None
+    """A constant parameter (the fraction of ``percentile``)."""
 
     def __post_init__(self) -> None:
         if self.func not in AGG_FUNCS:
@@ -226,7 +253,11 @@ class AggCall:
     def __str__(self) -> str:
         if self.func == "count_star":
             return "count(*)"
-        return f"{self.func}({'DISTINCT ' if self.distinct else ''}#{self.arg})"
+        args = ", ".join(f"#{i}" for i in (self.arg, *self.extra))
+        if self.param is not None:
+            args += f", {self.param}"
+        how = " [recomputed per group]" if self.func in HOLISTIC_AGGS else ""
+        return f"{self.func}({'DISTINCT ' if self.distinct else ''}{args}){how}"
 
 
 @dataclass(frozen=True)
@@ -349,13 +380,23 @@ class WindowCall:
     func: str
     arg: int | None
     type: SqlType
+    param: object = None
+    """lag/lead: (offset, default value); ntile: the bucket count."""
+    frame: tuple | None = None
+    """An explicit frame ``(kind, start, end)``: kind ``rows``/``range``, bounds an int offset
+    (negative = PRECEDING), 0 = CURRENT ROW, None = UNBOUNDED."""
 
     def __post_init__(self) -> None:
         if self.func not in WINDOW_FUNCS:
             raise PlanError(f"unknown window function {self.func!r}; known: {WINDOW_FUNCS}")
 
     def __str__(self) -> str:
-        return f"{self.func}({'' if self.arg is None else f'#{self.arg}'})"
+        out = f"{self.func}({'' if self.arg is None else f'#{self.arg}'})"
+        if self.param is not None:
+            out += f" {self.param}"
+        if self.frame is not None:
+            out += f" {self.frame[0]} between {self.frame[1]} and {self.frame[2]}"
+        return out
 
 
 @dataclass(frozen=True)

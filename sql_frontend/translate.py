@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from sql_frontend import plan as p
 from sql_frontend import scalar as sc
-from sql_frontend.analyze import unsupported
+from sql_frontend.analyze import position, unsupported
 from sql_frontend.coercion import common_type
 from sql_frontend.completeness import Consumption
 from sql_frontend.errors import SqlAnalysisError
@@ -24,6 +24,7 @@ from sql_frontend.scalar import Call, Lit, Ref, Scalar
 from sql_frontend.sql_types import (
     BIGINT,
     BOOLEAN,
+    DOUBLE,
     SqlType,
     avg_type,
     sum_type,
@@ -76,6 +77,8 @@ Env = Mapping[str, p.Node]
 
 
 def key_of(node: exp.Expr) -> str:
+    if isinstance(node, exp.WithinGroup):  # sqlglot writes it as PERCENTILE_APPROX for Spark
+        return node.sql()
     return node.sql(dialect="spark")
 
 
@@ -679,7 +682,7 @@ class Translator:
                 self.use(x, "expressions")
         group_exprs = [tr(g) for g in group_nodes]
         n_keys = len(group_exprs) + (1 if sets is not None else 0)
-        calls: list[exp.AggFunc] = []
+        calls: list[exp.Expr] = []
         for x in [
             *s.selects,
             s.args.get("having"),
@@ -700,6 +703,15 @@ class Translator:
         agg_cols: list[tuple[str, Scalar]] = []
         base = n_keys
         for a in calls:
+            if self.more_aggregates(a, tr, pre_exprs, aggs, agg_cols, base):
+                continue
+            cond = None
+            if isinstance(a, exp.Filter):
+                cond, inner = self.agg_filter(a, tr), a.this
+            else:
+                inner = a
+            key = key_of(a)
+            a = inner
             fname = _AGGS.get(type(a))
             if fname is None:
                 raise unsupported(f"aggregate {a.sql_name()}", a)
@@ -710,17 +722,30 @@ class Translator:
                     raise unsupported(f"{fname.upper()}(DISTINCT on several columns)", a)
                 arg_node = arg_node.expressions[0]
             if fname == "count" and (isinstance(arg_node, exp.Star) or arg_node is None):
+                if cond is not None:
+                    pre_exprs.append(_when(cond, Lit(1, INT_T)))
+                    aggs.append(p.AggCall("count", len(pre_exprs) - 1, False, BIGINT))
+                    agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
+                    continue
                 aggs.append(p.AggCall("count_star", None, False, BIGINT))
-                agg_cols.append((key_of(a), Ref(base + len(aggs) - 1, BIGINT)))
+                agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
                 continue
             if fname == "count" and a.expressions:
-                raise unsupported("COUNT of several columns", a)
-            if distinct and fname in ("sum", "avg"):
-                raise unsupported(f"{fname.upper()}(DISTINCT ...)", a)
+                raise unsupported("COUNT of several columns", a, "write COUNT(DISTINCT a, b)")
             arg = tr(arg_node)
+            if cond is not None:
+                arg = _when(cond, arg)
+            if distinct and fname in ("sum", "avg"):
+                t = sum_type(arg.type) if fname == "sum" else avg_type(arg.type)
+                if arg.type.name == "STRING":
+                    arg = cast_to(arg, sum_type(arg.type))
+                pre_exprs.append(arg)
+                aggs.append(p.AggCall(f"{fname}_distinct", len(pre_exprs) - 1, True, t))
+                agg_cols.append((key, Ref(base + len(aggs) - 1, t)))
+                continue
             if isinstance(arg, Lit) and fname == "count" and arg.value is not None:
                 aggs.append(p.AggCall("count_star", None, False, BIGINT))
-                agg_cols.append((key_of(a), Ref(base + len(aggs) - 1, BIGINT)))
+                agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
                 continue
             col = len(pre_exprs)
             if arg.type.name == "STRING" and fname in ("sum", "avg"):
@@ -728,21 +753,21 @@ class Translator:
             pre_exprs.append(arg)
             if fname == "count":
                 aggs.append(p.AggCall("count", col, distinct and True, BIGINT))
-                agg_cols.append((key_of(a), Ref(base + len(aggs) - 1, BIGINT)))
+                agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
             elif fname in ("min", "max"):
                 aggs.append(p.AggCall(fname, col, False, arg.type))
-                agg_cols.append((key_of(a), Ref(base + len(aggs) - 1, arg.type)))
+                agg_cols.append((key, Ref(base + len(aggs) - 1, arg.type)))
             elif fname == "sum":
                 t = sum_type(arg.type)
                 aggs.append(p.AggCall("sum", col, False, t))
-                agg_cols.append((key_of(a), Ref(base + len(aggs) - 1, t)))
+                agg_cols.append((key, Ref(base + len(aggs) - 1, t)))
             else:  # avg = sum / count
                 st = sum_type(arg.type)
                 aggs.append(p.AggCall("sum", col, False, st))
                 aggs.append(p.AggCall("count", col, False, BIGINT))
                 s_ref = Ref(base + len(aggs) - 2, st)
                 c_ref = Ref(base + len(aggs) - 1, BIGINT)
-                agg_cols.append((key_of(a), Call("avg", (s_ref, c_ref), avg_type(arg.type))))
+                agg_cols.append((key, Call("avg", (s_ref, c_ref), avg_type(arg.type))))
         pre_names = tuple(f"_g{i}" for i in range(len(pre_exprs)))
         pre: p.Node
         if sets is None:
@@ -817,6 +842,173 @@ class Translator:
         out = Relation(agg, [Field("", n) for n in names], None, grouped=True)
         return out, lookup
 
+    def more_window(self, f: exp.Expr, tr: ExprTranslator, column_of) -> p.WindowCall:
+        """LAG/LEAD, NTILE, FIRST_VALUE/LAST_VALUE, PERCENT_RANK, CUME_DIST: like every window
+        function, recomputed per affected partition."""
+        if isinstance(f, exp.Lag | exp.Lead):
+            name = "lag" if isinstance(f, exp.Lag) else "lead"
+            x = tr(f.this)
+            offset = _literal_int(f.args.get("offset"), f, f"{name.upper()} offset")
+            offset = 1 if offset is None else offset
+            default = f.args.get("default")
+            d = cast_to(tr(default), x.type) if default is not None else Lit(None, x.type)
+            if not isinstance(d, Lit):
+                d = _fold_constant(d, f)
+            if x.type.name == "NULL":
+                x = cast_to(x, d.type)
+            return p.WindowCall(name, column_of(x), x.type, (offset, d.value))
+        if isinstance(f, exp.Ntile):
+            n = _literal_int(f.this, f, "NTILE count")
+            if n is None or n <= 0:
+                raise unsupported("NTILE of a non-positive or non-constant count", f)
+            return p.WindowCall("ntile", None, INT_T, n)
+        if isinstance(f, exp.FirstValue | exp.LastValue):
+            x = tr(f.this)
+            name = "first_value" if isinstance(f, exp.FirstValue) else "last_value"
+            return p.WindowCall(name, column_of(x), x.type)
+        if isinstance(f, exp.PercentRank | exp.CumeDist):
+            name = "percent_rank" if isinstance(f, exp.PercentRank) else "cume_dist"
+            return p.WindowCall(name, None, DOUBLE)
+        if isinstance(f, exp.IgnoreNulls | exp.RespectNulls):
+            raise unsupported("IGNORE NULLS / RESPECT NULLS", f)
+        raise unsupported(
+            f"window function {_agg_name(f)}",
+            f,
+            "see docs/sql-support.md for the window functions views support",
+        )
+
+    def agg_filter(self, f: exp.Filter, tr: ExprTranslator) -> Scalar:
+        """The condition of ``agg(...) FILTER (WHERE cond)``."""
+        where = f.expression
+        self.use(where, "this")
+        return tr.boolean(where.this if isinstance(where, exp.Where) else where)
+
+    def more_aggregates(
+        self,
+        a: exp.Expr,
+        tr: ExprTranslator,
+        pre_exprs: list[Scalar],
+        aggs: list[p.AggCall],
+        agg_cols: list[tuple[str, Scalar]],
+        base: int,
+    ) -> bool:
+        """Aggregates beyond COUNT/SUM/MIN/MAX/AVG, as Spark computes them; False for those
+        five (without FILTER). Incremental where they are functions of sums and counts
+        (count_if, bool_and/or, the variance family), recomputed per group otherwise."""
+        cond: Scalar | None = None
+        node = a
+        if isinstance(a, exp.Filter):
+            cond, node = self.agg_filter(a, tr), a.this
+        multi = (
+            isinstance(node, exp.Count)
+            and isinstance(node.this, exp.Distinct)
+            and len(node.this.expressions) > 1
+        )
+        if type(node) in _AGGS and not multi:
+            return False
+        key = key_of(a)
+
+        def arg(n: exp.Expr) -> Scalar:
+            x = tr(n)
+            return _when(cond, x) if cond is not None else x
+
+        def add(func: str, e: Scalar, t: SqlType, extra: tuple[Scalar, ...] = (), param=None):
+            pre_exprs.append(e)
+            col = len(pre_exprs) - 1
+            more = []
+            for x in extra:
+                pre_exprs.append(x)
+                more.append(len(pre_exprs) - 1)
+            aggs.append(p.AggCall(func, col, func == "count_distinct_tuple", t, tuple(more), param))
+            return Ref(base + len(aggs) - 1, t)
+
+        name = _agg_name(node)
+        one = Lit(1, INT_T)
+        if multi:
+            cols = [arg(e) for e in node.this.expressions]
+            agg_cols.append((key, add("count_distinct_tuple", cols[0], BIGINT, tuple(cols[1:]))))
+        elif name == "count_if":
+            b = tr.boolean(node.this)
+            agg_cols.append((key, add("count", _when(b, one if cond is None else cond), BIGINT)))
+        elif name in ("bool_and", "bool_or", "every", "some"):
+            args = node.expressions if isinstance(node, exp.Anonymous) else [node.this]
+            if len(args) != 1:
+                raise unsupported(f"{name} of {len(args)} arguments", node)
+            b = tr.boolean(args[0])
+            b = _when(cond, b) if cond is not None else b
+            n = add("count", b, BIGINT)
+            hit = b if name in ("bool_or", "some") else Call("not", (b,), BOOLEAN)
+            k = add("count", _when(hit, one), BIGINT)
+            zero = Lit(0, BIGINT)
+            test = "eq" if name in ("bool_and", "every") else "gt"
+            agg_cols.append(
+                (
+                    key,
+                    Call(
+                        "case",
+                        (
+                            Call("eq", (n, zero), BOOLEAN),
+                            Lit(None, BOOLEAN),
+                            Call(test, (k, zero), BOOLEAN),
+                        ),
+                        BOOLEAN,
+                    ),
+                )
+            )
+        elif name in _VARIANCE:
+            first = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+            x = cast_to(arg(first), DOUBLE)
+            total = add("sum", x, DOUBLE)
+            squares = add("sum", Call("mul", (x, x), DOUBLE), DOUBLE)
+            n = add("count", x, BIGINT)
+            agg_cols.append((key, Call(_VARIANCE[name], (total, squares, n), DOUBLE)))
+        elif name in ("max_by", "min_by"):
+            x = tr(node.this)
+            by = arg(node.expression)
+            agg_cols.append((key, add(name, x, x.type, (by,))))
+        elif name in ("percentile", "median", "percentile_cont"):
+            x_node, fraction = self.percentile_args(node, name)
+            xp = arg(x_node)
+            if not xp.type.is_numeric and xp.type.name != "NULL":
+                raise unsupported(f"{name} of {xp.type}", node, "percentiles need a numeric value")
+            agg_cols.append((key, add("percentile", cast_to(xp, DOUBLE), DOUBLE, (), fraction)))
+        elif name in ("first", "last", "any_value", "first_value", "last_value"):
+            raise unsupported(
+                name,
+                node,
+                f"{name} depends on the order rows arrive in, which Spark does not fix; "
+                "write min(x) or max(x), or max_by(x, ordering) / min_by(x, ordering)",
+            )
+        elif name in ("collect_list", "collect_set", "array_agg"):
+            raise unsupported(
+                name, node, "array columns are not a type of views yet; aggregate to scalars"
+            )
+        else:
+            raise unsupported(
+                f"aggregate {name}",
+                node,
+                "see docs/sql-support.md for the aggregates views support",
+            )
+        return True
+
+    def percentile_args(self, node: exp.Expr, name: str) -> tuple[exp.Expr, float]:
+        if name == "median":
+            return node.this, 0.5
+        if name == "percentile_cont":
+            assert isinstance(node, exp.WithinGroup)
+            order = node.expression
+            self.use(order, "expressions")
+            if not isinstance(order, exp.Order) or len(order.expressions) != 1:
+                raise unsupported("percentile_cont without one ORDER BY column", node)
+            o = order.expressions[0]
+            self.use(o, "this", "desc", "nulls_first")
+            frac = _fraction(node.this.this, node)
+            return o.this, (1 - frac) if o.args.get("desc") else frac
+        extra = [k for k in node.args if k not in ("this", "quantile") and node.args.get(k)]
+        if extra:
+            raise unsupported("percentile with a frequency", node)
+        return node.this, _fraction(node.args.get("quantile"), node)
+
     # ------------------------------------------------------------ windows
     def window(self, rel: Relation, windows: list[exp.Window], lookup):
         tr = self.tr(rel, lookup)
@@ -833,9 +1025,8 @@ class Translator:
 
         groups: dict[tuple, list[tuple[exp.Window, p.WindowCall]]] = {}
         for w in windows:
-            if w.args.get("spec") is not None:
-                raise unsupported("window frame", w, "only the default frame is supported")
-            self.use(w, "this", "partition_by", "order", "over")
+            frame = _frame(w.args.get("spec"))
+            self.use(w, "this", "partition_by", "order", "over", "spec")
             if w.args.get("order") is not None:
                 self.use(w.args["order"], "expressions")
                 for o in w.args["order"].expressions:
@@ -880,11 +1071,20 @@ class Translator:
                     )
                     call = p.WindowCall(fname, column_of(arg), t)
             else:
-                raise unsupported(
-                    f"window function {f.sql_name() if isinstance(f, exp.Func) else type(f).__name__}",
-                    f,
-                )
-            if call.func in ("row_number", "rank", "dense_rank") and not order:
+                call = self.more_window(f, tr, column_of)
+            if frame is not None:
+                if call.func not in _FRAMED:
+                    raise unsupported(
+                        f"a window frame for {call.func}", w, f"{call.func} has a fixed frame"
+                    )
+                if frame[0] == "range" and any(b not in (None, 0) for b in frame[1:]):
+                    raise unsupported(
+                        "RANGE BETWEEN with an offset",
+                        w,
+                        "write ROWS BETWEEN n PRECEDING ..., or RANGE with UNBOUNDED / CURRENT ROW",
+                    )
+                call = p.WindowCall(call.func, call.arg, call.type, call.param, frame)
+            if call.func in _ORDERED and not order:
                 raise unsupported(f"{call.func.upper()} without ORDER BY", w)
             groups.setdefault((part, tuple(order)), []).append((w, call))
         node = rel.node
@@ -999,10 +1199,146 @@ def _expand(kind: str, parts: list[frozenset[int]]) -> list[frozenset[int]]:
     return out
 
 
-def _aggregates(node: exp.Expr) -> list[exp.AggFunc]:
+_VARIANCE = {
+    "stddev": "stddev_samp",
+    "stddev_samp": "stddev_samp",
+    "stddev_pop": "stddev_pop",
+    "std": "stddev_samp",
+    "variance": "var_samp",
+    "var_samp": "var_samp",
+    "var_pop": "var_pop",
+}
+_AGG_NAMES = {
+    exp.CountIf: "count_if",
+    exp.LogicalAnd: "bool_and",
+    exp.LogicalOr: "bool_or",
+    exp.Stddev: "stddev",
+    exp.StddevSamp: "stddev_samp",
+    exp.StddevPop: "stddev_pop",
+    exp.Variance: "variance",
+    exp.VariancePop: "var_pop",
+    exp.ArgMax: "max_by",
+    exp.ArgMin: "min_by",
+    exp.Quantile: "percentile",
+    exp.Median: "median",
+    exp.WithinGroup: "percentile_cont",
+    exp.First: "first",
+    exp.Last: "last",
+    exp.AnyValue: "any_value",
+    exp.FirstValue: "first_value",
+    exp.LastValue: "last_value",
+    exp.ArrayAgg: "collect_list",
+    exp.ArrayUniqueAgg: "collect_set",
+}
+_ANON_AGGS = frozenset({"every", "some", "bool_and", "bool_or", "count_if", "std"})
+
+
+def _agg_name(node: exp.Expr) -> str:
+    """The aggregate's Spark name (the user's own spelling where sqlglot keeps it)."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).lower()
+    if isinstance(node, exp.WithinGroup) and not isinstance(node.this, exp.PercentileCont):
+        return node.this.sql_name().lower() if isinstance(node.this, exp.Func) else "within group"
+    return _AGG_NAMES.get(type(node)) or (
+        node.sql_name().lower() if isinstance(node, exp.Func) else type(node).__name__.lower()
+    )
+
+
+_FRAMED = frozenset(
+    {"count", "count_star", "sum", "min", "max", "avg", "first_value", "last_value"}
+)
+_ORDERED = frozenset(
+    {"row_number", "rank", "dense_rank", "lag", "lead", "ntile", "percent_rank", "cume_dist"}
+)
+
+
+def _frame(spec: exp.Expr | None) -> tuple | None:
+    """``(kind, start, end)`` of an explicit window frame: a bound is None for UNBOUNDED, 0
+    for CURRENT ROW, -n for n PRECEDING, n for n FOLLOWING."""
+    if spec is None:
+        return None
+
+    def bound(value: object, side: object, default: int | None) -> int | None:
+        if value is None:
+            return default
+        text = value.sql().upper() if isinstance(value, exp.Expr) else str(value).upper()
+        if text == "UNBOUNDED":
+            return None
+        if text == "CURRENT ROW":
+            return 0
+        n = _literal_int(value if isinstance(value, exp.Expr) else None, spec, "frame bound")
+        if n is None:
+            raise unsupported(f"window frame bound {text}", spec)
+        return -n if str(side).upper() == "PRECEDING" else n
+
+    kind = str(spec.args.get("kind") or "rows").lower()
+    start = bound(spec.args.get("start"), spec.args.get("start_side"), None)
+    end = bound(spec.args.get("end"), spec.args.get("end_side"), 0)
+    return (kind, start, end)
+
+
+def _literal_int(e: exp.Expr | None, where: exp.Expr, what: str) -> int | None:
+    if e is None:
+        return None
+    if isinstance(e, exp.Literal) and not e.is_string and e.this.lstrip("-").isdigit():
+        return int(e.this)
+    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and e.this.this.isdigit():
+        return -int(e.this.this)
+    raise unsupported(f"a non-constant {what}", where, f"write the {what} as an integer literal")
+
+
+def _fold_constant(e: Scalar, where: exp.Expr) -> Lit:
+    """A constant expression's value (LAG's default)."""
+    import numpy as np
+
+    from sql_frontend.expressions.evaluate import compile_scalar
+
+    if sc.refs(e):
+        raise unsupported("a LAG / LEAD default that is not a constant", where)
+    return Lit(compile_scalar(e)(np.zeros(1, dtype=object))[0], e.type)
+
+
+def _when(cond: Scalar, value: Scalar) -> Scalar:
+    """``CASE WHEN cond THEN value END``."""
+    return Call("case", (cond, value, Lit(None, value.type)), value.type)
+
+
+def _fraction(node: exp.Expr | None, where: exp.Expr) -> float:
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        v = -float(node.this.this)
+    elif isinstance(node, exp.Literal) and not node.is_string:
+        v = float(node.this)
+    else:
+        raise unsupported("a percentile that is not one constant number", where)
+    if not 0.0 <= v <= 1.0:
+        line, column = position(where)
+        raise SqlAnalysisError(
+            f"[INVALID_PARAMETER_VALUE] the percentile {v} must be between 0.0 and 1.0",
+            line=line,
+            column=column,
+            construct="percentile",
+        )
+    return v
+
+
+def _aggregate_nodes(node: exp.Expr) -> list[exp.Expr]:
+    out: list[exp.Expr] = list(node.find_all(exp.AggFunc))
+    out += [x for x in node.find_all(exp.Anonymous) if str(x.name).lower() in _ANON_AGGS]
+    wrapped: list[exp.Expr] = []
+    for x in out:
+        parent = x.parent
+        wrapped.append(
+            parent
+            if isinstance(parent, exp.Filter | exp.WithinGroup) and x.arg_key == "this"
+            else x
+        )
+    return wrapped
+
+
+def _aggregates(node: exp.Expr) -> list[exp.Expr]:
     """Aggregate calls in ``node`` outside window functions and nested queries."""
     out = []
-    for x in node.find_all(exp.AggFunc):
+    for x in _aggregate_nodes(node):
         anc = x.parent
         inside = False
         while anc is not None and anc is not node:

@@ -8,6 +8,7 @@ evaluator never guesses. An unknown function is refused naming itself and its po
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -139,6 +140,9 @@ class ExprTranslator:
             # newer sqlglot parses some of these as typed nodes (exp.Reverse, exp.Hour, ...)
             args = [node.args[k] for k in ("this", "expression", "times") if node.args.get(k)]
             return self.anon_call(type(node).__name__.lower(), args)
+        hit = self.registry_call(node)
+        if hit is not None:
+            return hit
         if isinstance(node, exp.AggFunc):
             raise unsupported(
                 f"aggregate {node.sql_name()} here",
@@ -551,8 +555,15 @@ class ExprTranslator:
 
     def _Anonymous(self, node: exp.Anonymous) -> Scalar:
         name = str(node.name).lower()
+        hit = self.registry_call(node)
+        if hit is not None:
+            return hit
         if name not in _ANON:
-            raise unsupported(f"function {name.upper()}", node)
+            raise unsupported(
+                f"function {node.name}",
+                node,
+                "see docs/sql-support.md for the functions views support",
+            )
         return self.anon_call(name, list(node.expressions))
 
     def anon_call(self, name: str, arg_nodes: list[exp.Expr]) -> Scalar:
@@ -565,6 +576,143 @@ class ExprTranslator:
         else:
             args = [cast_to(a, STRING) for a in args]
         return Call(op, tuple(args), t)
+
+    # ------------------------------------------------------------ the function registry
+    def registry_call(self, node: exp.Expr) -> Scalar | None:
+        """A call of a function of :mod:`sql_frontend.expressions.registry`, or None."""
+        from sql_frontend.expressions import registry
+
+        found = registry.call_of(node)
+        if found is None:
+            return None
+        name, arg_nodes = found
+        args = [self(a) for a in arg_nodes]
+        if name in registry.CASTS:
+            if len(args) != 1:
+                raise self.arity(node, name, "1")
+            t = registry.CASTS[name]
+            if args[0].type == t:
+                return args[0]
+            coercion.check_cast(args[0].type, t)
+            return Call("cast", (args[0],), t)
+        if name in registry.CONSTANTS:
+            if args:
+                raise self.arity(node, name, "0")
+            return Lit(registry.CONSTANTS[name], DOUBLE)
+        if name in registry.MACROS:
+            want = 2 if name == "equal_null" else 1
+            if len(args) != want:
+                raise self.arity(node, name, str(want))
+            a = args[0]
+            if name == "equal_null":
+                t = coercion.comparison_type(a.type, args[1].type, "equal_null")
+                return Call("eq_null_safe", (cast_to(a, t), cast_to(args[1], t)), BOOLEAN)
+            if not a.type.is_numeric:
+                raise coercion.mismatch(name, [a.type])
+            zero = Lit(0, a.type) if a.type.is_integral else cast_to(Lit(0, INT), a.type)
+            if name == "zeroifnull":  # Spark: nvl(x, 0), typed as COALESCE types it
+                t = coercion.common_type([a.type, INT], name)
+                return Call("coalesce", (cast_to(a, t), cast_to(Lit(0, INT), t)), t)
+            return Call("case", (Call("eq", (a, zero), BOOLEAN), Lit(None, a.type), a), a.type)
+        fn = registry.FUNCTIONS[name]
+        if fn.op == "murmur3":  # variadic, any types
+            if not args:
+                raise self.arity(node, name, "1 or more")
+            return Call(fn.op, tuple(args), fn.result or INT)
+        n_required = len(fn.args) - len(fn.defaults)
+        if not n_required <= len(args) <= len(fn.args):
+            raise self.arity(node, name, f"{n_required}..{len(fn.args)}")
+        for default, target in zip(
+            fn.defaults[len(args) - n_required :], fn.args[len(args) :], strict=False
+        ):
+            args.append(Lit(default, target or NULL))
+        args[0] = self.untyped_arg(name, fn.op, args[0]) if fn.args[0] is None else args[0]
+        typed = [
+            a if want is None else cast_to(a, want) for a, want in zip(args, fn.args, strict=True)
+        ]
+        t = fn.result if fn.result is not None else typed[0].type
+        return Call(fn.op, tuple(typed), t)
+
+    @staticmethod
+    def untyped_arg(name: str, op: str, a: Scalar) -> Scalar:
+        """The first argument of a registry function that keeps its type, checked as Spark
+        types it: integral for shifts and bit_count, numeric for positive, integral / STRING /
+        BINARY for hex (a STRING read as BIGINT where a number is needed)."""
+        t = a.type
+        if op in ("is_null", "is_not_null"):
+            return a
+        if op == "hex":
+            if t.is_integral:
+                return cast_to(a, BIGINT)
+            if t in (STRING, BINARY):
+                return a
+        elif op == "identity":
+            if t.is_numeric:
+                return a
+        elif t.is_integral:
+            return a if t.name == "BIGINT" else cast_to(a, INT)
+        elif t in (STRING, NULL):
+            return cast_to(a, BIGINT)
+        raise coercion.mismatch(name, [t])
+
+    @staticmethod
+    def arity(node: exp.Expr, name: str, expected: str) -> SqlAnalysisError:
+        line, column = position(node)
+        return SqlAnalysisError(
+            f"[WRONG_NUM_ARGS] {name} takes {expected} arguments",
+            line=line,
+            column=column,
+            construct=name,
+        )
+
+    def _Log(self, node: exp.Log) -> Scalar:
+        x = node.expression
+        if x is None:
+            return Call("ln", (cast_to(self(node.this), DOUBLE),), DOUBLE)
+        base = node.this
+        if isinstance(base, exp.Literal) and str(base.this) in ("10", "2"):
+            op = "log10" if str(base.this) == "10" else "log2"
+            return Call(op, (cast_to(self(x), DOUBLE),), DOUBLE)
+        return Call("log_base", (cast_to(self(base), DOUBLE), cast_to(self(x), DOUBLE)), DOUBLE)
+
+    def _Negative(self, node: exp.Expr) -> Scalar:
+        return self._Neg(node)  # type: ignore[arg-type]
+
+    def _TimestampTrunc(self, node: exp.TimestampTrunc) -> Scalar:
+        unit = node.args.get("unit")
+        text = unit.name if isinstance(unit, exp.Expr) else str(unit)
+        ts = cast_to(self(node.this), TIMESTAMP)
+        return Call("date_trunc", (Lit(text, STRING), ts), TIMESTAMP)
+
+    def _DateTrunc(self, node: exp.DateTrunc) -> Scalar:
+        unit = node.args.get("unit")
+        u = self(unit) if isinstance(unit, exp.Expr) else Lit(str(unit), STRING)
+        return Call("trunc", (self.date_arg(node.this), cast_to(u, STRING)), DATE)
+
+    def time_format(self, node: exp.Expr) -> Scalar:
+        """A format sqlglot has read into strftime form (``%Y-%m-%d``), as Python runs it."""
+        f = node.args.get("format")
+        if not (isinstance(f, exp.Literal) and f.is_string):
+            raise unsupported(f"{node.key.upper()} with a non-constant format", node)
+        text = str(f.this).replace("strict", "")
+        if re.search(r"[A-Za-z]{2,}", re.sub(r"%.", "", text)):
+            raise unsupported(f"the date format of {node.sql(dialect='spark')}", node)
+        return Lit(text, STRING)
+
+    def _TimeToStr(self, node: exp.TimeToStr) -> Scalar:
+        x = node.this.this if isinstance(node.this, exp.TimeStrToTime) else node.this
+        return Call("date_format", (cast_to(self(x), TIMESTAMP), self.time_format(node)), STRING)
+
+    def _UnixToStr(self, node: exp.UnixToStr) -> Scalar:
+        return Call(
+            "from_unixtime", (cast_to(self(node.this), BIGINT), self.time_format(node)), STRING
+        )
+
+    def _StrToUnix(self, node: exp.StrToUnix) -> Scalar:
+        x = self(node.this)
+        if x.type == STRING:
+            raise unsupported("unix_timestamp of a string", node, "cast it to TIMESTAMP first")
+        return Call("unix_timestamp", (cast_to(x, TIMESTAMP),), BIGINT)
 
     # ------------------------------------------------------------ math
     def _Round(self, node: exp.Round) -> Scalar:

@@ -21,5 +21,7 @@ from sql_frontend.expressions.evaluate import OPS, compile_scalar, from_column, 
 # of a submodule runs this file first, so OPS is always complete.
 from sql_frontend.expressions import casts as _casts  # noqa: F401  isort: skip
 from sql_frontend.expressions import functions as _functions  # noqa: F401  isort: skip
+from sql_frontend.expressions import more_functions as _more_functions  # noqa: F401  isort: skip
+from sql_frontend.expressions import murmur3 as _murmur3  # noqa: F401  isort: skip
 
 __all__ = ["OPS", "compile_scalar", "from_column", "to_column"]

@@ -262,3 +262,37 @@ _reg("last_day", lambda d: dt.date(d.year, d.month, calendar.monthrange(d.year, 
 _reg("to_date", lambda d: _date(d))
 _reg("ts_add_seconds", lambda d, n: d + dt.timedelta(seconds=int(n)))
 _reg("ts_add_months", lambda d, n: dt.datetime.combine(add_months(d.date(), int(n)), d.time()))
+
+# ---------------------------------------------------------------- variance family
+
+
+def _moments(kind: str):
+    """var/stddev from the incremental moments (Σx, Σx², n): NULL over no value, and for
+    the sample forms over one value (Spark 4: ``spark.sql.legacy.statisticalAggregate``
+    off). The centred sum of squares is clamped at 0 against rounding."""
+
+    def run(args: list[Vec], t: SqlType) -> Vec:
+        s, ss, n = (
+            a.data.astype(np.float64) if a.data.dtype != object else _floats(a) for a in args
+        )
+        dof = n - 1 if kind.endswith("samp") else n
+        null = args[2].null | args[0].null | (dof <= 0)
+        with np.errstate(all="ignore"):
+            m2 = ss - s * s / np.where(n == 0, 1, n)
+            m2 = np.where(m2 < 0, 0.0, m2)
+            r = m2 / np.where(dof <= 0, 1, dof)
+            if kind.startswith("stddev"):
+                r = np.sqrt(r)
+        if kind.endswith("pop"):
+            null = args[2].null | (n <= 0)
+        return Vec(np.asarray(r, dtype=np.float64), null, t)
+
+    return run
+
+
+def _floats(a: Vec) -> np.ndarray:
+    return np.array([float(v) if v is not None else 0.0 for v in a.data], dtype=np.float64)
+
+
+for _kind in ("var_samp", "var_pop", "stddev_samp", "stddev_pop"):
+    OPS[_kind] = _moments(_kind)

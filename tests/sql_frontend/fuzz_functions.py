@@ -14,6 +14,7 @@ from sqlglot import exp
 from sql_frontend import translate_expr as te
 from sql_frontend.analyze import parse
 from sql_frontend.errors import SqlError, SqlSyntaxError
+from sql_frontend.expressions import registry
 from sql_frontend.expressions.evaluate import compile_scalar
 from sql_frontend.scalar import Ref
 from sql_frontend.sql_types import INT
@@ -98,7 +99,7 @@ SPARK_ALIASES = [
 
 def function_names() -> list[str]:
     """SQL names of the functions the translator handles (aggregates excluded)."""
-    names = set(te._ANON) | set(SPARK_ALIASES)
+    names = set(te._ANON) | set(SPARK_ALIASES) | set(registry.FUNCTIONS) | set(registry.CASTS)
     classes = [*te._STRING_FNS, *te._DATE_PARTS]
     for attr in dir(te.ExprTranslator):
         cls = getattr(exp, attr[1:], None) if attr.startswith("_") else None

@@ -97,6 +97,10 @@ EXAMPLES: dict[tuple[type[exp.Expr], str], str] = {
     (exp.Window, "partition_by"): "SELECT k, sum(v) OVER (PARTITION BY k) FROM t",
     (exp.Window, "order"): "SELECT k, rank() OVER (ORDER BY v) FROM t",
     (exp.Window, "over"): "SELECT k, sum(v) OVER (PARTITION BY k) FROM t",
+    (
+        exp.Window,
+        "spec",
+    ): "SELECT k, sum(v) OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t",
 }
 """For each supported argument, a real query whose analysed tree carries it."""
 

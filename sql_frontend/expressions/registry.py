@@ -1,0 +1,352 @@
+"""The registry of Spark functions the views accept beyond the translator's own methods: per
+Spark name, the operation, the types its arguments are cast to, the result type, and how it is
+evaluated (``numpy``: whole columns; ``python``: per row, a last resort). The support table
+``docs/sql-support.md`` is generated from this module (``python -m
+sql_frontend.expressions.registry``) and a test holds the two equal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sql_frontend.sql_types import (
+    BIGINT,
+    DATE,
+    DOUBLE,
+    INT,
+    STRING,
+    TIMESTAMP,
+    SqlType,
+)
+
+SMALLINT = SqlType("SMALLINT")
+TINYINT = SqlType("TINYINT")
+FLOAT = SqlType("FLOAT")
+BOOLEAN = SqlType("BOOLEAN")
+
+
+@dataclass(frozen=True)
+class Fn:
+    op: str
+    args: tuple[SqlType | None, ...]
+    """Cast targets of the arguments (None: as given); a shorter tuple means optional
+    trailing arguments, filled from ``defaults``."""
+    result: SqlType | None
+    """None: the type of the first argument."""
+    kernel: str = "numpy"
+    defaults: tuple[object, ...] = ()
+
+
+D, S, I = DOUBLE, STRING, INT  # noqa: E741
+FUNCTIONS: dict[str, Fn] = {
+    **{n: Fn(n, (D,), D) for n in ("cbrt", "expm1", "sin", "cos", "tan", "asin", "acos")},
+    **{n: Fn(n, (D,), D) for n in ("atan", "sinh", "cosh", "tanh", "degrees", "radians", "cot")},
+    **{n: Fn(n, (D,), D) for n in ("log10", "log2", "log1p")},
+    "log": Fn("log_base", (D, D), D),
+    "atan2": Fn("atan2", (D, D), D),
+    "hypot": Fn("hypot", (D, D), D),
+    "nanvl": Fn("nanvl", (D, D), D),
+    "factorial": Fn("factorial", (I,), BIGINT),
+    "positive": Fn("identity", (None,), None),
+    "isnull": Fn("is_null", (None,), BOOLEAN),
+    "isnotnull": Fn("is_not_null", (None,), BOOLEAN),
+    "ascii": Fn("ascii", (S,), I, "python"),
+    "chr": Fn("chr", (BIGINT,), S, "python"),
+    "char": Fn("chr", (BIGINT,), S, "python"),
+    "bit_length": Fn("bit_length", (S,), I, "python"),
+    "octet_length": Fn("octet_length", (S,), I, "python"),
+    "space": Fn("space", (I,), S, "python"),
+    "translate": Fn("translate", (S, S, S), S, "python"),
+    "split_part": Fn("split_part", (S, S, I), S, "python"),
+    "substring_index": Fn("substring_index", (S, S, I), S, "python"),
+    "levenshtein": Fn("levenshtein", (S, S), I, "python"),
+    "md5": Fn("md5", (S,), S, "python"),
+    "sha1": Fn("sha1", (S,), S, "python"),
+    "sha": Fn("sha1", (S,), S, "python"),
+    "sha2": Fn("sha2", (S, I), S, "python"),
+    "crc32": Fn("crc32", (S,), BIGINT, "python"),
+    "base64": Fn("base64", (S,), S, "python"),
+    "hex": Fn("hex", (None,), S, "python"),
+    "regexp_replace": Fn("regexp_replace", (S, S, S), S, "python"),
+    "regexp_extract": Fn("regexp_extract", (S, S, I), S, "python", (1,)),
+    "date_trunc": Fn("date_trunc", (S, TIMESTAMP), TIMESTAMP, "python"),
+    "trunc": Fn("trunc", (DATE, S), DATE, "python"),
+    "date_format": Fn("date_format", (TIMESTAMP, S), S, "python"),
+    "from_unixtime": Fn("from_unixtime", (BIGINT, S), S, "python", ("%Y-%m-%d %H:%M:%S",)),
+    "unix_timestamp": Fn("unix_timestamp", (TIMESTAMP,), BIGINT, "python"),
+    "weekofyear": Fn("weekofyear", (DATE,), I, "python"),
+    "make_date": Fn("make_date", (I, I, I), DATE, "python"),
+    "hash": Fn("murmur3", (), I, "numpy (strings, decimals per row)"),
+    **{n: Fn(n, (D,), D) for n in ("asinh", "acosh", "atanh", "sec", "csc", "rint")},
+    "isnan": Fn("isnan", (D,), BOOLEAN),
+    "shiftleft": Fn("shiftleft", (None, I), None),
+    "shiftright": Fn("shiftright", (None, I), None),
+    "shiftrightunsigned": Fn("shiftrightunsigned", (None, I), None),
+    "bit_count": Fn("bit_count", (None,), I),
+    "bin": Fn("bin", (BIGINT,), S, "python"),
+    "weekday": Fn("weekday", (DATE,), I, "python"),
+    "dayname": Fn("dayname", (DATE,), S, "python"),
+    "monthname": Fn("monthname", (DATE,), S, "python"),
+    "unix_date": Fn("unix_date", (DATE,), I, "python"),
+    "unix_seconds": Fn("unix_seconds", (TIMESTAMP,), BIGINT, "python"),
+    "unix_millis": Fn("unix_millis", (TIMESTAMP,), BIGINT, "python"),
+    "unix_micros": Fn("unix_micros", (TIMESTAMP,), BIGINT, "python"),
+    "timestamp_seconds": Fn("timestamp_seconds", (BIGINT,), TIMESTAMP, "python"),
+    "timestamp_millis": Fn("timestamp_millis", (BIGINT,), TIMESTAMP, "python"),
+    "timestamp_micros": Fn("timestamp_micros", (BIGINT,), TIMESTAMP, "python"),
+    "date_from_unix_date": Fn("date_from_unix_date", (I,), DATE, "python"),
+    "next_day": Fn("next_day", (DATE, S), DATE, "python"),
+    "find_in_set": Fn("find_in_set", (S, S), I, "python"),
+    "regexp_count": Fn("regexp_count", (S, S), I, "python"),
+    "regexp_substr": Fn("regexp_substr", (S, S), S, "python"),
+    "regexp_instr": Fn("regexp_instr", (S, S), I, "python"),
+    "regexp": Fn("rlike", (S, S), BOOLEAN, "python"),
+    "unhex": Fn("unhex", (S,), SqlType("BINARY"), "python"),
+    "url_encode": Fn("url_encode", (S,), S, "python"),
+    "luhn_check": Fn("luhn_check", (S,), BOOLEAN, "python"),
+    "btrim": Fn("trim", (S,), S, "python"),
+}
+"""Spark name → its evaluation in the engine."""
+
+CASTS: dict[str, SqlType] = {
+    "tinyint": TINYINT,
+    "smallint": SMALLINT,
+    "int": INT,
+    "bigint": BIGINT,
+    "float": FLOAT,
+    "double": DOUBLE,
+    "string": STRING,
+    "boolean": BOOLEAN,
+    "date": DATE,
+    "timestamp": TIMESTAMP,
+}
+"""Spark's cast functions (``int(x)`` is ``CAST(x AS INT)``)."""
+
+CONSTANTS: dict[str, float] = {"e": 2.718281828459045, "pi": 3.141592653589793}
+"""Functions of no argument: their DOUBLE value (Java's Math.E and Math.PI)."""
+
+MACROS = ("zeroifnull", "nullifzero", "equal_null")
+"""Functions the translator writes as other expressions (COALESCE, CASE, ``<=>``)."""
+
+NODES: dict[type[exp.Expr], tuple[str, tuple[str, ...]]] = {
+    exp.Cbrt: ("cbrt", ("this",)),
+    exp.Sin: ("sin", ("this",)),
+    exp.Cos: ("cos", ("this",)),
+    exp.Tan: ("tan", ("this",)),
+    exp.Asin: ("asin", ("this",)),
+    exp.Acos: ("acos", ("this",)),
+    exp.Atan: ("atan", ("this",)),
+    exp.Atan2: ("atan2", ("this", "expression")),
+    exp.Sinh: ("sinh", ("this",)),
+    exp.Cosh: ("cosh", ("this",)),
+    exp.Tanh: ("tanh", ("this",)),
+    exp.Degrees: ("degrees", ("this",)),
+    exp.Radians: ("radians", ("this",)),
+    exp.Cot: ("cot", ("this",)),
+    exp.Nanvl: ("nanvl", ("this", "expression")),
+    exp.Factorial: ("factorial", ("this",)),
+    exp.Ascii: ("ascii", ("this",)),
+    exp.Chr: ("chr", ("expressions",)),
+    exp.BitLength: ("bit_length", ("this",)),
+    exp.Space: ("space", ("this",)),
+    exp.Translate: ("translate", ("this", "from_", "to")),
+    exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")),
+    exp.SubstringIndex: ("substring_index", ("this", "delimiter", "count")),
+    exp.Levenshtein: ("levenshtein", ("this", "expression")),
+    exp.MD5: ("md5", ("this",)),
+    exp.SHA: ("sha1", ("this",)),
+    exp.SHA2: ("sha2", ("this", "length")),
+    exp.ToBase64: ("base64", ("this",)),
+    exp.Hex: ("hex", ("this",)),
+    exp.RegexpReplace: ("regexp_replace", ("this", "expression", "replacement")),
+    exp.RegexpExtract: ("regexp_extract", ("this", "expression", "group")),
+    exp.WeekOfYear: ("weekofyear", ("this",)),
+    exp.Asinh: ("asinh", ("this",)),
+    exp.Acosh: ("acosh", ("this",)),
+    exp.Atanh: ("atanh", ("this",)),
+    exp.Sec: ("sec", ("this",)),
+    exp.Csc: ("csc", ("this",)),
+    exp.Rint: ("rint", ("this",)),
+    exp.Pi: ("pi", ()),
+    exp.EqualNull: ("equal_null", ("this", "expression")),
+    exp.IsNan: ("isnan", ("this",)),
+    exp.BitwiseLeftShift: ("shiftleft", ("this", "expression")),
+    exp.BitwiseRightShift: ("shiftright", ("this", "expression")),
+    exp.BitwiseCount: ("bit_count", ("this",)),
+    exp.Dayname: ("dayname", ("this",)),
+    exp.Monthname: ("monthname", ("this",)),
+    exp.UnixDate: ("unix_date", ("this",)),
+    exp.UnixSeconds: ("unix_seconds", ("this",)),
+    exp.UnixMillis: ("unix_millis", ("this",)),
+    exp.UnixMicros: ("unix_micros", ("this",)),
+    exp.DateFromUnixDate: ("date_from_unix_date", ("this",)),
+    exp.NextDay: ("next_day", ("this", "expression")),
+    exp.RegexpCount: ("regexp_count", ("this", "expression")),
+    exp.RegexpSubstr: ("regexp_substr", ("this", "expression")),
+    exp.RegexpInstr: ("regexp_instr", ("this", "expression")),
+    exp.Unhex: ("unhex", ("this",)),
+}
+"""sqlglot's typed nodes for registry functions: the Spark name and the argument keys in
+Spark's argument order."""
+
+
+def call_of(node: exp.Expr) -> tuple[str, list[exp.Expr]] | None:
+    """The registry name and argument nodes of a function call, or None."""
+    if isinstance(node, exp.Anonymous):
+        name = str(node.name).lower()
+        known = name in FUNCTIONS or name in CASTS or name in CONSTANTS or name in MACROS
+        return (name, list(node.expressions)) if known else None
+    spec = NODES.get(type(node))
+    if spec is None:
+        return None
+    args: list[exp.Expr] = []
+    for k in spec[1]:
+        v = node.args.get(k)
+        if isinstance(v, list):
+            args += v
+        elif isinstance(v, exp.Expr):
+            args.append(v)
+    return spec[0], args
+
+
+def registry_names() -> list[str]:
+    return sorted({*FUNCTIONS, *CASTS, *CONSTANTS, *MACROS})
+
+
+INCREMENTAL = "incremental"
+PER_GROUP = "recomputed per affected group"
+PER_PARTITION = "recomputed per affected partition"
+REFUSED = "refused"
+
+AGGREGATES: dict[str, str] = {
+    **{n: INCREMENTAL for n in ("count", "count(*)", "sum", "avg", "min", "max")},
+    **{n: INCREMENTAL for n in ("count(DISTINCT x)", "agg(...) FILTER (WHERE ...)", "count_if")},
+    **{n: INCREMENTAL for n in ("bool_and", "bool_or", "every", "some")},
+    **{n: INCREMENTAL for n in ("stddev", "stddev_samp", "stddev_pop", "std")},
+    **{n: INCREMENTAL for n in ("variance", "var_samp", "var_pop")},
+    **{n: PER_GROUP for n in ("sum(DISTINCT x)", "avg(DISTINCT x)", "count(DISTINCT a, b)")},
+    **{n: PER_GROUP for n in ("max_by", "min_by", "percentile", "median", "percentile_cont")},
+    **{n: REFUSED for n in ("first", "last", "any_value", "collect_list", "collect_set")},
+    **{n: REFUSED for n in ("percentile_approx", "approx_count_distinct", "corr", "covar_pop")},
+    **{n: REFUSED for n in ("covar_samp", "kurtosis", "skewness", "mode", "listagg")},
+}
+"""How each aggregate is maintained (a test compiles each and checks the claim)."""
+
+WINDOWS: dict[str, str] = {
+    **{n: PER_PARTITION for n in ("row_number", "rank", "dense_rank", "ntile")},
+    **{n: PER_PARTITION for n in ("lag", "lead", "first_value", "last_value")},
+    **{n: PER_PARTITION for n in ("percent_rank", "cume_dist", "aggregate OVER (...)")},
+    **{n: PER_PARTITION for n in ("ROWS BETWEEN n PRECEDING AND m FOLLOWING",)},
+    **{n: PER_PARTITION for n in ("RANGE BETWEEN UNBOUNDED/CURRENT ROW",)},
+    **{n: REFUSED for n in ("RANGE BETWEEN with an offset", "IGNORE NULLS", "nth_value")},
+}
+
+TRANSLATOR_FUNCTIONS = [
+    "abs",
+    "add_months",
+    "ceil",
+    "coalesce",
+    "concat",
+    "concat_ws",
+    "contains",
+    "date_add",
+    "date_sub",
+    "datediff",
+    "day",
+    "dayofmonth",
+    "dayofweek",
+    "dayofyear",
+    "endswith",
+    "exp",
+    "floor",
+    "greatest",
+    "hour",
+    "if",
+    "ifnull",
+    "ilike",
+    "initcap",
+    "instr",
+    "lcase",
+    "least",
+    "left",
+    "length",
+    "like",
+    "ln",
+    "locate",
+    "lower",
+    "lpad",
+    "ltrim",
+    "minute",
+    "month",
+    "nullif",
+    "nvl",
+    "nvl2",
+    "position",
+    "pow",
+    "power",
+    "quarter",
+    "regexp_like",
+    "repeat",
+    "replace",
+    "reverse",
+    "right",
+    "rlike",
+    "round",
+    "rpad",
+    "rtrim",
+    "second",
+    "sign",
+    "signum",
+    "sqrt",
+    "startswith",
+    "substr",
+    "substring",
+    "to_date",
+    "trim",
+    "ucase",
+    "upper",
+    "year",
+]
+"""Functions the expression translator maps itself (methods of ``ExprTranslator``)."""
+
+
+def support_table() -> str:
+    """``docs/sql-support.md``, generated from this module."""
+    lines = [
+        "# Spark SQL support of views",
+        "",
+        "Generated by `python -m sql_frontend.expressions.registry > docs/sql-support.md`;",
+        "`tests/sql_frontend/test_coverage.py` fails when this file and the code disagree.",
+        "Every scalar function is evaluated per change (incremental wherever it stands).",
+        "",
+        "## Aggregates",
+        "",
+        "| aggregate | maintenance |",
+        "| --- | --- |",
+        *(f"| `{n}` | {how} |" for n, how in AGGREGATES.items()),
+        "",
+        "## Window functions and frames",
+        "",
+        "| window | maintenance |",
+        "| --- | --- |",
+        *(f"| `{n}` | {how} |" for n, how in WINDOWS.items()),
+        "",
+        "## Scalar functions",
+        "",
+        "| function | evaluation |",
+        "| --- | --- |",
+        *(f"| `{n}` | numpy / built in |" for n in TRANSLATOR_FUNCTIONS),
+        *(f"| `{n}` | {FUNCTIONS[n].kernel} |" for n in sorted(FUNCTIONS)),
+        *(f"| `{n}(x)` | cast |" for n in CASTS),
+        *(f"| `{n}()` | constant |" for n in CONSTANTS),
+        *(f"| `{n}` | rewritten (COALESCE / CASE / <=>) |" for n in MACROS),
+        "",
+        f"{len(TRANSLATOR_FUNCTIONS) + len(registry_names())} scalar functions in all.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(support_table(), end="")
