@@ -58,17 +58,19 @@ class WarehouseArgumentError(Exception):
 
 
 @contextmanager
-def progress(label: str, stream: Any = None) -> Iterator[None]:
+def progress(label: str, stream: Any = None) -> Iterator[list[str]]:
     """A spinner on stderr while a step runs (a plain line when stderr is not a terminal;
-    nothing under ``CI=true``)."""
+    nothing under ``CI=true``).  It yields a one-item list: what the caller writes there
+    (e.g. the current refresh step) is shown beside the label."""
     stream = stream or sys.stderr
+    detail = [""]
     if os.environ.get("CI", "").lower() == "true":
-        yield
+        yield detail
         return
     started = time.perf_counter()
     if not stream.isatty():
         print(f"... {label}", file=stream, flush=True)
-        yield
+        yield detail
         print(f"    done in {time.perf_counter() - started:.1f}s", file=stream, flush=True)
         return
     stop = threading.Event()
@@ -77,18 +79,19 @@ def progress(label: str, stream: Any = None) -> Iterator[None]:
         frames = "|/-\\"
         i = 0
         while not stop.wait(0.1):
-            stream.write(f"\r{frames[i % 4]} {label} {time.perf_counter() - started:5.1f}s")
+            text = f"{label} {time.perf_counter() - started:5.1f}s {detail[0]}"[:100]
+            stream.write(f"\r{frames[i % 4]} {text:<100}")
             stream.flush()
             i += 1
 
     t = threading.Thread(target=spin, daemon=True)
     t.start()
     try:
-        yield
+        yield detail
     finally:
         stop.set()
         t.join()
-        stream.write(f"\r  {label} {time.perf_counter() - started:5.1f}s\n")
+        stream.write(f"\r  {f'{label} {time.perf_counter() - started:5.1f}s':<100}\n")
         stream.flush()
 
 
@@ -204,7 +207,12 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
     s = _session(args)
     try:
-        with progress("refresh"):
+        with progress("refresh") as detail:
+
+            def show(event: dict[str, Any]) -> None:
+                detail[0] = f"{event.get('group', '')}: {event.get('step', event['event'])}"
+
+            s.on_event = show
             reports = s.refresh(args.view, full=args.full)
     except RefreshFailedError as exc:
         for r in exc.reports:  # the groups that did refresh

@@ -109,7 +109,7 @@ def _on_cycle(edges: list[tuple[int, int]]) -> set[int]:
     return out
 
 
-def run_demo(warehouse: Path, *, progress: Callable[[str], AbstractContextManager[None]]) -> int:
+def run_demo(warehouse: Path, *, progress: Callable[[str], AbstractContextManager[Any]]) -> int:
     from catalog import delta
     from spark_exec.session import Session
 

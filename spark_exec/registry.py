@@ -153,6 +153,10 @@ def attach_statements(catalog: Catalog) -> list[str]:
     entries: list[TableEntry | ViewEntry] = [*catalog.tables(), *catalog.views()]
     dbs = sorted({e.ident.db for e in entries if e.ident.db})
     out += [f"CREATE DATABASE IF NOT EXISTS {quote(db)}" for db in dbs]
+    from spark_exec.events import event_log_ddl, event_log_dir
+
+    log_dir = event_log_dir(catalog.warehouse.internal_dir).as_posix()
+    out.append(event_log_ddl(_literal(_location(root, log_dir))))
     for t in entries:  # views too: a view table is a Delta table of its rows
         out.append(
             table_ddl(spark_name(t.ident), _literal(_location(root, t.path))).replace(

@@ -60,6 +60,14 @@ from spark_exec import statements as S
 from spark_exec import status as status_file
 from spark_exec.config import UNSET, load_settings
 from spark_exec.errors import RefreshFailedError, SparkSqlError, StatementError
+from spark_exec.events import (
+    Event,
+    EventCallback,
+    EventLog,
+    failure_event,
+    read_event_log,
+    report_event,
+)
 from spark_exec.groups import (
     BuiltGroup,
     GroupRuntime,
@@ -132,7 +140,10 @@ class Session:
     it lacks; without one, a local session is started on first use
     (``spark_exec.spark_session.local_spark``).  Spark master and conf, limits, lock wait and
     warehouse also come from ``IVM_*`` variables and ``ivm.toml`` (``config``; see
-    :mod:`spark_exec.config`).  ``refresh_hook`` is
+    :mod:`spark_exec.config`).  ``on_event`` is called with every refresh event (a group
+    starting, each step, each view's report or a failure; :mod:`spark_exec.events`), and
+    reports and failures are also logged in the warehouse's event log
+    (:meth:`event_log`, the Spark table ``ivm_event_log``).  ``refresh_hook`` is
     called with the name of each step of a refresh (crash-injection for tests).
 
     Resource limits of a refresh, checked between the iterations of every loop (recursive
@@ -149,6 +160,7 @@ class Session:
         warehouse: str | os.PathLike[str] | None = None,
         *,
         refresh_hook: Callable[[str], None] | None = None,
+        on_event: EventCallback | None = None,
         max_iterations: int | None = UNSET,
         max_state_rows: int | None = UNSET,
         memory_budget: int | str | None = UNSET,
@@ -178,6 +190,9 @@ class Session:
         self._registered = False
         self._runtime = GroupRuntime()
         self.refresh_hook = refresh_hook
+        #: called with each refresh event (spark_exec.events); also settable later
+        self.on_event: EventCallback | None = on_event
+        self._event_log = EventLog(self.catalog.warehouse.internal_dir)
         self.last_reports: list[RefreshReport] = []
         if spark is not None:
             from spark_exec.spark_session import require_spark_ivm_ready
@@ -210,9 +225,22 @@ class Session:
 
     def _register_all(self) -> None:
         self._registered = True
+        self._register_event_log()
         entries: list[TableEntry | ViewEntry] = [*self.catalog.tables(), *self.catalog.views()]
         for e in entries:
             self._register(e)
+
+    def _register_event_log(self) -> None:
+        from spark_exec.events import event_log_ddl, event_log_dir
+
+        if self._spark is None:
+            return
+        directory = event_log_dir(self.catalog.warehouse.internal_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self._spark.sql(event_log_ddl("'" + directory.as_posix().replace("'", "\\'") + "'"))
+        except Exception as exc:  # queryable by Session.event_log() regardless
+            log.warning("cannot register the event log in Spark SQL: %s", exc)
 
     def _register(self, entry: TableEntry | ViewEntry) -> None:
         from spark_exec.registry import register, write_attach_script
@@ -728,11 +756,16 @@ class Session:
         failures: dict[str, BaseException] = {}
         try:
             for spec in specs:
+                self._emit({"event": "group", "group": spec.name, "views": list(spec.view_names)})
                 try:
-                    reports += self._refresh_specs([spec])
+                    done = self._refresh_specs([spec])
                 except Exception as exc:
                     failures[spec.name] = exc
                     log.warning("refresh of group %s failed: %s", spec.name, exc)
+                    self._record([failure_event(spec.name, list(spec.view_names), exc)])
+                else:
+                    reports += done
+                    self._record([report_event(r) for r in done])
         finally:
             self.last_reports = reports
         if failures:
@@ -746,6 +779,35 @@ class Session:
                 self.catalog.checkpoints.clear(name)
         return reports
 
+    # -- events ----------------------------------------------------------------------------
+    def _emit(self, event: Event) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _record(self, events: list[Event]) -> None:
+        """Log refresh outcomes in the warehouse's event log and pass them to ``on_event``."""
+        self._event_log.append(events)
+        for e in events:
+            self._emit(e)
+
+    def _phase_hook(self, spec: GroupSpec) -> Callable[[str], None] | None:
+        """The refresh's step hook: the user's ``refresh_hook``, then a ``phase`` event."""
+        user = self.refresh_hook
+        if self.on_event is None:
+            return user
+
+        def hook(step: str) -> None:
+            if user is not None:
+                user(step)
+            self._emit({"event": "phase", "group": spec.name, "step": step})
+
+        return hook
+
+    def event_log(self) -> pa.Table:
+        """Every refresh and failure logged in this warehouse (spark_exec.events), as Arrow;
+        Spark SQL reads the same as the table ``ivm_event_log``."""
+        return read_event_log(self.catalog.warehouse.internal_dir)
+
     def _refresh_specs(
         self, specs: Sequence[GroupSpec], *, built: BuiltGroup | None = None
     ) -> list[RefreshReport]:
@@ -756,7 +818,11 @@ class Session:
                 try:
                     with ivm_limits.active(self.limits):
                         done = refresh_group(
-                            self.catalog, spec, self._runtime, hook=self.refresh_hook, built=built
+                            self.catalog,
+                            spec,
+                            self._runtime,
+                            hook=self._phase_hook(spec),
+                            built=built,
                         )
                 except Exception as exc:
                     if isinstance(exc, ivm_limits.ResourceLimitError) and exc.view is None:
