@@ -6,7 +6,7 @@
       tables/<db>/<name>/        managed base tables (Delta)
       views/<db>/<name>/         view tables (Delta, see catalog.view_table)
       _ivm/catalog.json          the catalog store (catalog.store)
-      _ivm/checkpoints/<group>/  state checkpoints (catalog.checkpoint)
+      _ivm/checkpoints/<db>/<group>/  state checkpoints (catalog.checkpoint)
 
 Every path the catalog creates comes from :class:`Warehouse` and passes
 :meth:`Warehouse.check_inside`, which resolves symlinks and ``..`` before comparing, so a
@@ -63,6 +63,19 @@ class Warehouse:
         """Directory of the state checkpoints of one dataflow (``group`` is an identifier)."""
         ident = parse_identifier(group)
         return self.check_inside(self.internal_dir / "checkpoints" / ident.database / ident.name)
+
+    def checkpoint_groups(self) -> list[str]:
+        """The groups that have a checkpoint directory (names as :meth:`checkpoint_dir` takes)."""
+        root = self.internal_dir / "checkpoints"
+        if not root.exists():
+            return []
+        out = []
+        for db in sorted(root.iterdir()):
+            if db.is_dir():
+                for d in sorted(db.iterdir()):
+                    if d.is_dir():
+                        out.append(d.name if db.name == "default" else f"{db.name}.{d.name}")
+        return out
 
     # -- safety ---------------------------------------------------------------------------
     def contains(self, path: str | os.PathLike[str]) -> bool:

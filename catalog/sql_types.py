@@ -1,4 +1,4 @@
-"""Spark SQL types <-> the Arrow types of Delta tables, as the Session needs them.
+"""Spark SQL types <-> the Arrow types of Delta tables (a type bridge; no Spark runs here).
 
 Three uses:
 

@@ -18,7 +18,7 @@ What a Session does, and where the work happens:
   memory first* — any error (unknown table, unsupported SQL with line and column, type
   mismatch) is raised before anything is written — then records it, creates its view table
   and runs the group's first refresh (if that fails the view is dropped again);
-* ``s.refresh()`` refreshes every group in turn (:mod:`spark_exec.groups`), dependency order
+* ``s.refresh()`` refreshes every group in turn (:mod:`catalog.pipeline`), dependency order
   inside each group; the reports are returned and kept in ``s.last_reports``.  Groups are
   isolated: a group that fails is marked ``failed`` with its error and time
   (:mod:`spark_exec.status`), keeps its last committed state, and the other groups still
@@ -50,12 +50,7 @@ import pyarrow as pa
 from catalog import Catalog
 from catalog.errors import NameClashError
 from catalog.names import parse_identifier
-from catalog.store import TableEntry, ViewEntry
-from ivm import limits as ivm_limits
-from spark_exec import statements as S
-from spark_exec import status as status_file
-from spark_exec.errors import RefreshFailedError, SparkSqlError, StatementError
-from spark_exec.groups import (
+from catalog.pipeline import (
     BuiltGroup,
     GroupRuntime,
     GroupSpec,
@@ -66,7 +61,12 @@ from spark_exec.groups import (
     refresh_group,
     stale_checkpoint_groups,
 )
-from spark_exec.types import frontend_columns, view_schema
+from catalog.sql_types import frontend_columns, view_schema
+from catalog.store import TableEntry, ViewEntry
+from ivm import limits as ivm_limits
+from spark_exec import statements as S
+from spark_exec import status as status_file
+from spark_exec.errors import RefreshFailedError, SparkSqlError, StatementError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
