@@ -20,6 +20,8 @@ MODULES = [
     "catalog.view_table",
     "catalog.deletion_vectors",
     "catalog.manager",
+    "catalog.sql_types",
+    "catalog.pipeline.meta",
 ]
 
 
