@@ -9,6 +9,7 @@ Commands:
   triangles binary-join vs delta-query state on a skewed graph (see bench/bench_triangles.py)
   view-table  1M-row view under 10-row changes; 500 one-row refreshes (bench/bench_view_table.py)
   sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)
+  cold-refresh  a cold `ivm refresh` of a 1-row change in a new process (bench/bench_cold_refresh.py)
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ def main(argv: list[str]) -> int:
         from bench.bench_triangles import main as triangles_main
 
         return triangles_main(rest)
+    if cmd == "cold-refresh":
+        from bench.bench_cold_refresh import main as cold_refresh_main
+
+        return cold_refresh_main(rest)
     if cmd == "sql":
         from bench.bench_sql import main as sql_main
 

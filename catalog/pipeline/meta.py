@@ -34,6 +34,7 @@ FORMAT = 1
 ENGINE_META = "__meta__"  # the entry of ``g.state()`` that carries the engine's signature
 MAX_LOG_EPOCHS = 64
 LOG_MIN_ROWS = 100_000
+LOG_MIN_WORK = 20_000  # engine differences a cold start may replay however small the base
 
 
 class CheckpointFormatError(CheckpointError):
@@ -91,7 +92,8 @@ class GroupMeta:
     for; ``views``: the group's views; ``input_ids``: the Delta table id of every input (a
     table recreated at the same place has another); ``base_epoch`` / ``base_rows``: the
     epoch and size of the base state; ``log``: the logged epochs after the base, in order,
-    ``log_rows`` their input changes.
+    ``log_rows`` their input changes and ``log_work`` the differences the engine processed
+    for them (what a new process spends replaying them; 0 in checkpoints older than it).
     """
 
     fingerprint: str
@@ -101,6 +103,7 @@ class GroupMeta:
     base_rows: int = 0
     log: tuple[int, ...] = ()
     log_rows: int = 0
+    log_work: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,6 +115,7 @@ class GroupMeta:
             "base_rows": int(self.base_rows),
             "log": [int(e) for e in self.log],
             "log_rows": int(self.log_rows),
+            "log_work": int(self.log_work),
         }
 
     @classmethod
@@ -129,14 +133,22 @@ class GroupMeta:
                 base_rows=int(raw.get("base_rows", 0)),
                 log=tuple(int(e) for e in raw.get("log", ())),
                 log_rows=int(raw.get("log_rows", 0)),
+                log_work=int(raw.get("log_work", 0)),
             )
         except (TypeError, ValueError, AttributeError) as exc:
             raise CheckpointFormatError(group, f"malformed metadata ({exc})") from exc
 
-    def logs_more(self, rows: int) -> bool:
-        """Whether an epoch with ``rows`` input changes is logged rather than a new base."""
-        log_rows = self.log_rows + rows
-        return len(self.log) < MAX_LOG_EPOCHS and log_rows <= max(LOG_MIN_ROWS, self.base_rows // 4)
+    def logs_more(self, rows: int, work: int) -> bool:
+        """Whether an epoch with ``rows`` input changes that cost ``work`` differences is
+        logged rather than written as a new base.
+
+        A log entry costs a refresh what it adds, a base costs the whole state; the log is
+        replayed by every new process, so it is bounded by a quarter of the base (or a
+        small floor) both in input rows and in engine work (issue 15: a cold refresh).
+        """
+        rows_ok = self.log_rows + rows <= max(LOG_MIN_ROWS, self.base_rows // 4)
+        work_ok = self.log_work + work <= max(LOG_MIN_WORK, self.base_rows // 4)
+        return len(self.log) < MAX_LOG_EPOCHS and rows_ok and work_ok
 
 
 @dataclass(frozen=True)

@@ -219,13 +219,14 @@ def write_outputs(
     rows = sum(c.num_rows for c in stepped.changes.values())
     old = previous.meta
     fresh = GroupMeta(spec.fingerprint, spec.view_names, inputs.ids)
-    if not engine.recomputed and old is not None and old.logs_more(rows):
+    if not engine.recomputed and old is not None and old.logs_more(rows, stepped.differences):
         meta = replace(
             fresh,
             base_epoch=old.base_epoch,
             base_rows=old.base_rows,
             log=(*old.log, stepped.epoch),
             log_rows=old.log_rows + rows,
+            log_work=old.log_work + stepped.differences,
         )
         logged = {t: c for t, c in stepped.changes.items() if c.num_rows}
         state = {encode_key(LogKey(stepped.epoch, t)): c for t, c in logged.items()}

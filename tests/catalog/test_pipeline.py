@@ -120,6 +120,7 @@ def test_state_keys_round_trip(key: BaseKey | LogKey) -> None:
         st.integers(0, 2**40),
         st.lists(st.integers(0, 2**40)).map(tuple),
         st.integers(0, 2**40),
+        st.integers(0, 2**40),
     )
 )
 def test_group_meta_round_trips_through_json(meta: GroupMeta) -> None:
@@ -138,3 +139,35 @@ def test_pipeline_functions_are_short() -> None:
                 if lines > 60:
                     long.append(f"{path.name}:{node.name} ({lines} lines)")
     assert not long, long
+
+
+def test_log_is_bounded_by_replay_work() -> None:
+    meta = GroupMeta("f", ("v",), base_rows=1_000, log=(2,), log_rows=1, log_work=19_000)
+    assert meta.logs_more(1, 1_000)
+    assert not meta.logs_more(1, 1_001)  # past the floor of work a cold start replays
+    big = GroupMeta("f", ("v",), base_rows=1_000_000, log=(2,), log_rows=1, log_work=200_000)
+    assert big.logs_more(1, 50_000)  # a quarter of a large base
+
+
+def test_an_expensive_epoch_becomes_a_base_not_a_log_entry(tmp_path: Path) -> None:
+    """A new process replays the log: an epoch whose engine work is large (here joining two
+    chains of a transitive closure: 40,000 new pairs from one edge) is saved as a new base,
+    so a cold refresh afterwards replays nothing (issue 15: a cold refresh is cheap)."""
+    s = Session(warehouse=tmp_path / "wh")
+    s.sql("CREATE TABLE e (a BIGINT, b BIGINT)")
+    chains = [(i, i + 1) for i in range(200)] + [(i, i + 1) for i in range(1000, 1200)]
+    s.sql("INSERT INTO e VALUES " + ", ".join(f"({a}, {b})" for a, b in chains))
+    s.datalog(
+        ".decl e(a: number, b: number)\n.input e\n.decl reach(a: number, b: number)\n"
+        ".output reach\nreach(a, b) :- e(a, b).\nreach(a, c) :- reach(a, b), e(b, c).\n"
+    )
+    s.sql("INSERT INTO e VALUES (200, 1000)")
+    assert s.refresh()[0].differences > 40_000
+    cold = Session(warehouse=tmp_path / "wh")
+    cold.sql("INSERT INTO e VALUES (5000, 0)")
+    (report,) = cold.refresh()
+    assert not report.recomputed
+    assert report.replayed_epochs == 0
+    nodes = [5000, *range(201), *range(1000, 1201)]  # one path through every node
+    closure = {(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]}
+    assert {tuple(r.values()) for r in cold.read("reach").to_pylist()} == closure
