@@ -171,7 +171,7 @@ class Session:
         if self._spark is None:
             from spark_exec.spark_session import local_spark
 
-            self._spark = local_spark(self.catalog.warehouse.internal_dir / "spark-warehouse")
+            self._spark = local_spark(self.catalog.warehouse.spark_warehouse_dir)
         if not self._registered:
             self._register_all()
         return self._spark

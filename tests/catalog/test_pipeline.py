@@ -171,3 +171,14 @@ def test_an_expensive_epoch_becomes_a_base_not_a_log_entry(tmp_path: Path) -> No
     nodes = [5000, *range(201), *range(1000, 1201)]  # one path through every node
     closure = {(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]}
     assert {tuple(r.values()) for r in cold.read("reach").to_pylist()} == closure
+
+
+def test_the_warehouse_layout_lists_checkpoint_groups(tmp_path: Path) -> None:
+    from catalog.paths import Warehouse
+
+    wh = Warehouse(tmp_path / "wh")
+    assert wh.checkpoint_groups() == []
+    for group in ("v", "sales.totals"):
+        wh.checkpoint_dir(group).mkdir(parents=True)
+        assert wh.group_lock_file(group).is_relative_to(wh.internal_dir)
+    assert wh.checkpoint_groups() == ["v", "sales.totals"]
