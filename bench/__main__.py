@@ -10,6 +10,7 @@ Commands:
   view-table  1M-row view under 10-row changes; 500 one-row refreshes (bench/bench_view_table.py)
   shard     WCC single-process vs 2 shards (lockstep; file transport): rounds, balance
   sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)
+  cold-refresh  a cold `ivm refresh` of a 1-row change in a new process (bench/bench_cold_refresh.py)
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ MODULES = {
     "triangles": "bench.bench_triangles",
     "sql": "bench.bench_sql",
     "shard": "bench.bench_shard",
+    "cold-refresh": "bench.bench_cold_refresh",
 }
 
 

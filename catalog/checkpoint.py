@@ -53,8 +53,9 @@ class Checkpoint:
 
     ``state``: the engine's ``g.state()``; ``pending``: per view, the change batch of this
     epoch (row columns + ``__diff__``) that the view table must receive; ``input_versions``:
-    the Delta version of every input the state reflects; ``meta``: JSON-able extras (e.g. a
-    fingerprint of the view definitions).
+    the Delta version of every input the state reflects; ``meta``: JSON-able extras (a
+    refresh group's are ``catalog.pipeline.meta.GroupMeta.to_json()``, which also names the
+    state entries; this store treats both as opaque).
     """
 
     group: str

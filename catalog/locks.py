@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import CheckpointError, RefreshBusyError
-from catalog.names import parse_identifier
 from catalog.paths import Warehouse
 
 DEFAULT_TIMEOUT = 300.0
@@ -48,10 +47,7 @@ POLL_SECONDS = 0.05
 
 
 def lock_path(warehouse: Warehouse, group: str) -> Path:
-    ident = parse_identifier(group)
-    return warehouse.check_inside(
-        warehouse.internal_dir / "locks" / ident.database / f"{ident.name}.lock"
-    )
+    return warehouse.group_lock_file(group)
 
 
 def holder(warehouse: Warehouse, group: str) -> dict[str, Any]:

@@ -5,8 +5,11 @@
     <warehouse>/
       tables/<db>/<name>/        managed base tables (Delta)
       views/<db>/<name>/         view tables (Delta, see catalog.view_table)
-      _ivm/catalog.json          the catalog store (catalog.store)
-      _ivm/checkpoints/<group>/  state checkpoints (catalog.checkpoint)
+      _ivm/catalog.json          the catalog store (catalog.store); _ivm/catalog.lock its lock
+      _ivm/checkpoints/<db>/<group>/  state checkpoints (catalog.checkpoint)
+      _ivm/locks/<db>/<group>.lock    a refresh group's writer lock (catalog.locks)
+      _ivm/status/<db>/<group>.json   a group's last refresh outcome (spark_exec.status)
+      _ivm/spark-warehouse/      the local SparkSession's own warehouse (spark_exec.session)
 
 Every path the catalog creates comes from :class:`Warehouse` and passes
 :meth:`Warehouse.check_inside`, which resolves symlinks and ``..`` before comparing, so a
@@ -59,10 +62,46 @@ class Warehouse:
     def catalog_file(self) -> Path:
         return self.internal_dir / "catalog.json"
 
+    @property
+    def catalog_lock_file(self) -> Path:
+        return self.internal_dir / "catalog.lock"
+
+    @property
+    def spark_warehouse_dir(self) -> Path:
+        """The directory a local SparkSession keeps its own (unused) warehouse in."""
+        return self.internal_dir / "spark-warehouse"
+
+    def group_lock_file(self, group: str) -> Path:
+        """The writer lock file of a refresh group (``group`` is an identifier)."""
+        ident = parse_identifier(group)
+        return self.check_inside(
+            self.internal_dir / "locks" / ident.database / f"{ident.name}.lock"
+        )
+
+    def group_status_file(self, group: str) -> Path:
+        """The status record of a refresh group (``group`` is an identifier)."""
+        ident = parse_identifier(group)
+        return self.check_inside(
+            self.internal_dir / "status" / ident.database / f"{ident.name}.json"
+        )
+
     def checkpoint_dir(self, group: str) -> Path:
         """Directory of the state checkpoints of one dataflow (``group`` is an identifier)."""
         ident = parse_identifier(group)
         return self.check_inside(self.internal_dir / "checkpoints" / ident.database / ident.name)
+
+    def checkpoint_groups(self) -> list[str]:
+        """The groups that have a checkpoint directory (names as :meth:`checkpoint_dir` takes)."""
+        root = self.internal_dir / "checkpoints"
+        if not root.exists():
+            return []
+        out = []
+        for db in sorted(root.iterdir()):
+            if db.is_dir():
+                for d in sorted(db.iterdir()):
+                    if d.is_dir():
+                        out.append(d.name if db.name == "default" else f"{db.name}.{d.name}")
+        return out
 
     # -- safety ---------------------------------------------------------------------------
     def contains(self, path: str | os.PathLike[str]) -> bool:

@@ -241,7 +241,7 @@ class CatalogStore:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         self.warehouse.ensure()
-        lock = self.warehouse.internal_dir / "catalog.lock"
+        lock = self.warehouse.catalog_lock_file
         with open(lock, "a+", encoding="utf-8") as fh:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
             try:

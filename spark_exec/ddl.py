@@ -17,7 +17,7 @@ import pyarrow as pa
 from catalog import delta
 from catalog.store import TableEntry, ViewEntry
 from catalog.view_options import ViewOptions
-from spark_exec.types import arrow_to_sql
+from catalog.sql_types import arrow_to_sql
 
 _DESCRIBE = pa.schema(
     [("col_name", pa.string()), ("data_type", pa.string()), ("comment", pa.string())]

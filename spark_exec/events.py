@@ -6,7 +6,7 @@
 * ``{"event": "phase", "group": g, "step": name}`` at each step of it (the names of
   docs/refresh-protocol.md: ``locked``, ``checkpointed``, ``committed``, ...);
 * ``{"event": "refresh", ...}`` per view once its group committed (the fields of its
-  :class:`~spark_exec.groups.RefreshReport`), or ``{"event": "failed", "error": ...}``.
+  :class:`~catalog.pipeline.RefreshReport`), or ``{"event": "failed", "error": ...}``.
 
 Every ``refresh`` and ``failed`` event is also appended to the warehouse's event log,
 ``<warehouse>/_ivm/event_log/``: JSON lines, one file per process and day, written with one

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ivm.errors import IvmError
 
 if TYPE_CHECKING:
-    from spark_exec.groups import RefreshReport
+    from catalog.pipeline import RefreshReport
     from spark_exec.session import Session
 
 log = logging.getLogger("ivm.pipelines")

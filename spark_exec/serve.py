@@ -41,7 +41,7 @@ from typing import Any, TextIO
 
 from catalog import delta
 from spark_exec import status as status_file
-from spark_exec.groups import GroupSpec, plan_groups
+from catalog.pipeline import GroupSpec, plan_groups
 
 log = logging.getLogger("ivm.serve")
 

@@ -20,7 +20,7 @@ What a Session does, and where the work happens:
   memory first* — any error (unknown table, unsupported SQL with line and column, type
   mismatch) is raised before anything is written — then records it, creates its view table
   and runs the group's first refresh (if that fails the view is dropped again);
-* ``s.refresh()`` refreshes every group in turn (:mod:`spark_exec.groups`), dependency order
+* ``s.refresh()`` refreshes every group in turn (:mod:`catalog.pipeline`), dependency order
   inside each group; the reports are returned and kept in ``s.last_reports``.  Groups are
   isolated: a group that fails is marked ``failed`` with its error and time
   (:mod:`spark_exec.status`), keeps its last committed state, and the other groups still
@@ -53,6 +53,18 @@ import pyarrow as pa
 from catalog import Catalog, dml
 from catalog.errors import DependencyError, NameClashError
 from catalog.names import Identifier, parse_identifier
+from catalog.pipeline import (
+    BuiltGroup,
+    GroupRuntime,
+    GroupSpec,
+    RefreshReport,
+    build_group,
+    check_datalog_input,
+    plan_groups,
+    refresh_group,
+    stale_checkpoint_groups,
+)
+from catalog.sql_types import frontend_columns, view_schema
 from catalog.store import TableEntry, ViewEntry
 from ivm import limits as ivm_limits
 from spark_exec import ddl
@@ -68,18 +80,6 @@ from spark_exec.events import (
     read_event_log,
     report_event,
 )
-from spark_exec.groups import (
-    BuiltGroup,
-    GroupRuntime,
-    GroupSpec,
-    RefreshReport,
-    build_group,
-    check_datalog_input,
-    plan_groups,
-    refresh_group,
-    stale_checkpoint_groups,
-)
-from spark_exec.types import frontend_columns, view_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -215,7 +215,7 @@ class Session:
             from spark_exec.spark_session import local_spark
 
             self._spark = local_spark(
-                self.catalog.warehouse.internal_dir / "spark-warehouse",
+                self.catalog.warehouse.spark_warehouse_dir,
                 master=self.settings.spark_master,
                 conf=self.settings.spark_settings(),
             )

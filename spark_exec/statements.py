@@ -399,7 +399,7 @@ class TableDefinition:
 
 def table_definition(tree: exp.Create, st: Statement) -> TableDefinition:
     """The model of ``CREATE TABLE`` (columns, ``USING DELTA``, ``LOCATION``, ``AS`` query)."""
-    from spark_exec.types import sql_to_arrow
+    from catalog.sql_types import sql_to_arrow
 
     target = tree.this
     schema = None

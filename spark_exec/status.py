@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from catalog import Catalog, delta
-from catalog.names import parse_identifier
 
 log = logging.getLogger("ivm.session")
 
@@ -39,9 +38,7 @@ def _now() -> str:
 
 
 def status_path(catalog: Catalog, group: str) -> Path:
-    ident = parse_identifier(group)
-    root = catalog.warehouse.internal_dir / "status"
-    return catalog.warehouse.check_inside(root / ident.database / f"{ident.name}.json")
+    return catalog.warehouse.group_status_file(group)
 
 
 def read(catalog: Catalog, group: str) -> dict[str, Any]:

@@ -21,6 +21,8 @@ MODULES = [
     "catalog.deletion_vectors",
     "catalog.manager",
     "catalog.view_options",
+    "catalog.sql_types",
+    "catalog.pipeline.meta",
 ]
 
 

@@ -10,7 +10,7 @@ from delta_mirror import DeltaMirror
 from sql_harness import Harness, normalize
 from sql_views import MATERIALIZED, VIEWS
 
-from spark_exec.types import view_schema
+from catalog.sql_types import view_schema
 
 SEED = int(os.environ.get("IVM_SQL_SEED", "1234"))
 

@@ -1,0 +1,36 @@
+"""The refresh pipeline: which views one dataflow computes, and how a refresh runs.
+
+* :mod:`catalog.pipeline.groups` — refresh groups (:class:`GroupSpec`, :func:`plan_groups`)
+  and their dataflows (:func:`build_group`);
+* :mod:`catalog.pipeline.phases` — the phases of one refresh, typed: recover, read the
+  inputs' changes, restore the engine, step the dataflow, write the outputs, commit, collect
+  garbage;
+* :mod:`catalog.pipeline.meta` — the typed checkpoint metadata of a group;
+* :mod:`catalog.pipeline.run` — :func:`refresh_group`, which runs the phases under the
+  group's writer lock and times them.
+
+Nothing here imports Spark: a refresh reads and writes Delta through ``deltalake``
+(``docs/design/2026-11-23-refresh-pipeline.md``).
+"""
+
+from catalog.pipeline.groups import (
+    BuiltGroup,
+    GroupSpec,
+    build_group,
+    check_datalog_input,
+    plan_groups,
+    stale_checkpoint_groups,
+)
+from catalog.pipeline.run import GroupRuntime, RefreshReport, refresh_group
+
+__all__ = [
+    "BuiltGroup",
+    "GroupRuntime",
+    "GroupSpec",
+    "RefreshReport",
+    "build_group",
+    "check_datalog_input",
+    "plan_groups",
+    "refresh_group",
+    "stale_checkpoint_groups",
+]

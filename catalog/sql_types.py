@@ -1,0 +1,119 @@
+"""Spark SQL types <-> the Arrow types of Delta tables (a type bridge; no Spark runs here).
+
+Three uses:
+
+* ``CREATE TABLE t (a BIGINT NOT NULL, s STRING)``: each SQL type becomes the Arrow field of
+  the new Delta table (:func:`sql_to_arrow`);
+* a view's columns (the front end's :class:`~sql_frontend.types.SqlType`) become its view
+  table's Arrow fields, all nullable (:func:`view_schema`);
+* the front end learns the columns of the tables and views a view reads
+  (:func:`frontend_columns`): a column the engine carries as ``int64`` / ``float64`` /
+  ``bool`` (declared NOT NULL) is given as that engine dtype (the front end reads it as a
+  non-null BIGINT / DOUBLE / BOOLEAN); every other column by its SQL type name.
+
+>>> import pyarrow as pa
+>>> sql_to_arrow("decimal(10, 2)")
+Decimal128Type(decimal128(10, 2))
+>>> frontend_columns(pa.schema([pa.field("a", pa.int32(), False), ("b", pa.int32())]))
+[('a', 'int64'), ('b', 'INT')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from catalog.dtypes import engine_dtype, normalize_arrow_type
+from catalog.errors import UnsupportedTypeError
+
+_SIMPLE: dict[str, pa.DataType] = {
+    "BOOLEAN": pa.bool_(),
+    "TINYINT": pa.int8(),
+    "SMALLINT": pa.int16(),
+    "INT": pa.int32(),
+    "BIGINT": pa.int64(),
+    "FLOAT": pa.float32(),
+    "DOUBLE": pa.float64(),
+    "STRING": pa.string(),
+    "BINARY": pa.binary(),
+    "DATE": pa.date32(),
+    # Spark's TIMESTAMP values reach the engine as naive datetimes (UTC session time zone);
+    # they are stored as Delta timestamp_ntz so that they read back the same way.
+    "TIMESTAMP": pa.timestamp("us"),
+    # A column that is NULL in every row (``SELECT NULL AS x``): Delta has no null type.
+    "NULL": pa.string(),
+}
+
+
+def sql_to_arrow(sql_type: Any) -> pa.DataType:
+    """The Arrow type of a Spark SQL type (a name, ``"decimal(p,s)"`` or a SqlType)."""
+    from sql_frontend.sql_types import SqlType, parse_type
+
+    t = sql_type if isinstance(sql_type, SqlType) else parse_type(str(sql_type))
+    if t.name == "DECIMAL":
+        assert t.precision is not None and t.scale is not None
+        if not (1 <= t.precision <= 38 and 0 <= t.scale <= t.precision):
+            from sql_frontend.errors import SqlAnalysisError
+
+            raise SqlAnalysisError(
+                f"[INVALID_PARAMETER_VALUE] {t}: the precision must be 1..38 and the scale "
+                "0..precision",
+                construct=str(t),
+            )
+        return pa.decimal128(t.precision, t.scale)
+    if t.name in _SIMPLE:
+        return _SIMPLE[t.name]
+    raise UnsupportedTypeError("?", str(t))  # pragma: no cover - SqlType validates names
+
+
+def arrow_to_sql(arrow_type: pa.DataType, column: str = "?") -> str:
+    """The Spark SQL type name of an Arrow type."""
+    t = normalize_arrow_type(arrow_type)
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_int8(t):
+        return "TINYINT"
+    if pa.types.is_int16(t) or pa.types.is_uint8(t):
+        return "SMALLINT"
+    if pa.types.is_int32(t) or pa.types.is_uint16(t):
+        return "INT"
+    if pa.types.is_int64(t) or pa.types.is_uint32(t):
+        return "BIGINT"
+    if pa.types.is_uint64(t):
+        return "DECIMAL(20,0)"
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return "FLOAT"
+    if pa.types.is_float64(t):
+        return "DOUBLE"
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
+    if pa.types.is_string(t):
+        return "STRING"
+    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "BINARY"
+    if pa.types.is_date(t):
+        return "DATE"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP"
+    raise UnsupportedTypeError(column, f"{arrow_type} (no Spark SQL type the views support)")
+
+
+def frontend_columns(schema: pa.Schema) -> list[tuple[str, str]]:
+    """``[(column, type)]`` of a table or view for ``sql_frontend.compile_view``'s catalog."""
+    out: list[tuple[str, str]] = []
+    for f in schema:
+        dtype = engine_dtype(f.name, f.type, f.nullable)
+        out.append(
+            (
+                f.name,
+                dtype if dtype in ("int64", "float64", "bool") else arrow_to_sql(f.type, f.name),
+            )
+        )
+    return out
+
+
+def view_schema(columns: Sequence[tuple[str, Any]]) -> pa.Schema:
+    """The Arrow row schema of a SQL view (every column nullable, as in Spark)."""
+    return pa.schema([pa.field(name, sql_to_arrow(t), True) for name, t in columns])

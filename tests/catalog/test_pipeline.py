@@ -1,0 +1,184 @@
+"""The refresh pipeline (catalog.pipeline): typed checkpoint metadata, old checkpoints, shape.
+
+The fixture warehouse ``tests/fixtures/main_checkpoint_2026_11_23`` was written by the code
+of 2026-11-23 (before catalog.pipeline existed: ``spark_exec/groups.py``): a SQL view ``agg``
+and a Datalog view ``reach`` over ``t``, each checkpoint a base plus one logged epoch.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from catalog.pipeline.meta import (
+    BaseKey,
+    CheckpointFormatError,
+    GroupMeta,
+    LogKey,
+    decode_key,
+    encode_key,
+)
+from spark_exec.session import Session
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "main_checkpoint_2026_11_23"
+PIPELINE = ROOT / "catalog" / "pipeline"
+
+
+def _copy_fixture(tmp_path: Path) -> Path:
+    wh = tmp_path / "wh"
+    shutil.copytree(FIXTURE, wh)
+    return wh
+
+
+def _oracle(rows: list[tuple[int, int]]) -> tuple[Counter[tuple[int, ...]], set[tuple[int, int]]]:
+    """``agg`` (k, sum(v), count(*)) and ``reach`` (transitive closure) from ``t``'s rows."""
+    sums: dict[int, list[int]] = {}
+    for k, v in rows:
+        sums.setdefault(k, [0, 0])
+        sums[k][0] += v
+        sums[k][1] += 1
+    agg = Counter((k, s, n) for k, (s, n) in sums.items())
+    reach = set(rows)
+    while True:
+        more = {(a, c) for a, b in reach for b2, c in rows if b == b2} - reach
+        if not more:
+            return agg, reach
+        reach |= more
+
+
+def _views(s: Session) -> tuple[Counter[tuple[int, ...]], set[tuple[int, int]]]:
+    agg = Counter(tuple(r.values()) for r in s.read("agg").to_pylist())
+    reach = {tuple(r.values()) for r in s.read("reach").to_pylist()}
+    return agg, reach  # type: ignore[return-value]
+
+
+def test_checkpoint_written_by_the_old_code_loads_and_replays(tmp_path: Path) -> None:
+    s = Session(warehouse=_copy_fixture(tmp_path))
+    s.sql("INSERT INTO t VALUES (4, 1), (1, 7)")
+    reports = s.refresh()
+    assert {r.view for r in reports} == {"agg", "reach"}
+    for r in reports:
+        assert not r.recomputed, r  # the old checkpoint was used, not thrown away
+        assert r.replayed_epochs == 1, r  # its base loaded and its logged epoch replayed
+        assert r.epoch == 3
+    rows = [(1, 2), (2, 3), (2, 5), (3, 1), (4, 1), (1, 7)]
+    assert _views(s) == _oracle(rows)
+
+
+def _agg_manifest(wh: Path) -> Path:
+    group = wh / "_ivm" / "checkpoints" / "default" / "agg"
+    current = json.loads((group / "CURRENT").read_text())
+    return group / current["dir"] / "manifest.json"
+
+
+def test_unknown_metadata_format_is_refused_with_the_repair(tmp_path: Path) -> None:
+    wh = _copy_fixture(tmp_path)
+    path = _agg_manifest(wh)
+    manifest = json.loads(path.read_text())
+    manifest["meta"]["format"] = 99
+    path.write_text(json.dumps(manifest))
+    s = Session(warehouse=wh)
+    s.sql("INSERT INTO t VALUES (4, 1)")
+    with pytest.raises(CheckpointFormatError, match="FULL"):
+        s.refresh("agg")
+    assert s.refresh("agg", full=True)[0].recomputed
+    rows = [(1, 2), (2, 3), (2, 5), (3, 1), (4, 1)]
+    assert _views(s)[0] == _oracle(rows)[0]
+
+
+def test_unknown_state_entry_is_refused() -> None:
+    for bad in ("x/1", "l/one/t", "l/3/", "s/", "state"):
+        with pytest.raises(CheckpointFormatError, match="unknown state entry"):
+            decode_key(bad, "g")
+
+
+@given(
+    st.one_of(
+        st.builds(BaseKey, st.text(min_size=1)),
+        st.builds(LogKey, st.integers(0, 2**40), st.text(min_size=1)),
+    )
+)
+def test_state_keys_round_trip(key: BaseKey | LogKey) -> None:
+    assert decode_key(encode_key(key)) == key
+
+
+@given(
+    st.builds(
+        GroupMeta,
+        st.text(min_size=1),
+        st.lists(st.text()).map(tuple),
+        st.dictionaries(st.text(), st.text()),
+        st.none() | st.integers(0, 2**40),
+        st.integers(0, 2**40),
+        st.lists(st.integers(0, 2**40)).map(tuple),
+        st.integers(0, 2**40),
+        st.integers(0, 2**40),
+    )
+)
+def test_group_meta_round_trips_through_json(meta: GroupMeta) -> None:
+    assert GroupMeta.from_json(json.loads(json.dumps(meta.to_json())), "g") == meta
+
+
+def test_pipeline_functions_are_short() -> None:
+    """Issue 13: no function of the refresh pipeline longer than about 60 lines."""
+    assert PIPELINE.is_dir()
+    long = []
+    for path in sorted(PIPELINE.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                assert node.end_lineno is not None
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 60:
+                    long.append(f"{path.name}:{node.name} ({lines} lines)")
+    assert not long, long
+
+
+def test_log_is_bounded_by_replay_work() -> None:
+    meta = GroupMeta("f", ("v",), base_rows=1_000, log=(2,), log_rows=1, log_work=19_000)
+    assert meta.logs_more(1, 1_000)
+    assert not meta.logs_more(1, 1_001)  # past the floor of work a cold start replays
+    big = GroupMeta("f", ("v",), base_rows=1_000_000, log=(2,), log_rows=1, log_work=200_000)
+    assert big.logs_more(1, 50_000)  # a quarter of a large base
+
+
+def test_an_expensive_epoch_becomes_a_base_not_a_log_entry(tmp_path: Path) -> None:
+    """A new process replays the log: an epoch whose engine work is large (here joining two
+    chains of a transitive closure: 40,000 new pairs from one edge) is saved as a new base,
+    so a cold refresh afterwards replays nothing (issue 15: a cold refresh is cheap)."""
+    s = Session(warehouse=tmp_path / "wh")
+    s.sql("CREATE TABLE e (a BIGINT, b BIGINT)")
+    chains = [(i, i + 1) for i in range(200)] + [(i, i + 1) for i in range(1000, 1200)]
+    s.sql("INSERT INTO e VALUES " + ", ".join(f"({a}, {b})" for a, b in chains))
+    s.datalog(
+        ".decl e(a: number, b: number)\n.input e\n.decl reach(a: number, b: number)\n"
+        ".output reach\nreach(a, b) :- e(a, b).\nreach(a, c) :- reach(a, b), e(b, c).\n"
+    )
+    s.sql("INSERT INTO e VALUES (200, 1000)")
+    assert s.refresh()[0].differences > 40_000
+    cold = Session(warehouse=tmp_path / "wh")
+    cold.sql("INSERT INTO e VALUES (5000, 0)")
+    (report,) = cold.refresh()
+    assert not report.recomputed
+    assert report.replayed_epochs == 0
+    nodes = [5000, *range(201), *range(1000, 1201)]  # one path through every node
+    closure = {(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]}
+    assert {tuple(r.values()) for r in cold.read("reach").to_pylist()} == closure
+
+
+def test_the_warehouse_layout_lists_checkpoint_groups(tmp_path: Path) -> None:
+    from catalog.paths import Warehouse
+
+    wh = Warehouse(tmp_path / "wh")
+    assert wh.checkpoint_groups() == []
+    for group in ("v", "sales.totals"):
+        wh.checkpoint_dir(group).mkdir(parents=True)
+        assert wh.group_lock_file(group).is_relative_to(wh.internal_dir)
+    assert wh.checkpoint_groups() == ["v", "sales.totals"]
