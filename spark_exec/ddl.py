@@ -15,9 +15,9 @@ import json
 import pyarrow as pa
 
 from catalog import delta
+from catalog.sql_types import arrow_to_sql
 from catalog.store import TableEntry, ViewEntry
 from catalog.view_options import ViewOptions
-from catalog.sql_types import arrow_to_sql
 
 _DESCRIBE = pa.schema(
     [("col_name", pa.string()), ("data_type", pa.string()), ("comment", pa.string())]

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from catalog import delta
-from spark_exec import status as status_file
 from catalog.pipeline import GroupSpec, plan_groups
+from spark_exec import status as status_file
 
 log = logging.getLogger("ivm.serve")
 
