@@ -11,6 +11,7 @@ Commands:
   shard     WCC single-process vs 2 shards (lockstep; file transport): rounds, balance
   sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)
   cold-refresh  a cold `ivm refresh` of a 1-row change in a new process (bench/bench_cold_refresh.py)
+  pipelines the example Declarative Pipelines project: incremental run vs Spark's full recompute
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ MODULES = {
     "sql": "bench.bench_sql",
     "shard": "bench.bench_shard",
     "cold-refresh": "bench.bench_cold_refresh",
+    "pipelines": "bench.bench_pipelines",
 }
 
 
