@@ -56,6 +56,17 @@ VIEWS = {
     "using_right_natural": "SELECT * FROM nt1 RIGHT JOIN nt2 USING (k) NATURAL JOIN nt3",
     "using_full_chain": "SELECT * FROM nt1 FULL JOIN nt2 USING (k) JOIN nt3 USING (k)",
     "natural_left_star": "SELECT *, nt2.k FROM nt1 NATURAL LEFT JOIN nt2",
+    # IN / EXISTS in an outer join's ON, over one side (a column of that side; refused before)
+    "in_left_join_on_right": "SELECT * FROM nt1 LEFT JOIN nt2 ON nt1.k = nt2.k "
+    "AND nt2.k IN (SELECT c FROM s2)",
+    "not_in_left_join_on_left": "SELECT * FROM nt1 LEFT JOIN nt2 ON nt1.k = nt2.k "
+    "AND nt1.k NOT IN (SELECT c FROM s2)",
+    "exists_full_join_on": "SELECT * FROM nt1 FULL JOIN nt2 ON nt1.k = nt2.k "
+    "OR EXISTS (SELECT 1 FROM nt3 WHERE nt3.k = nt2.k)",
+    "correlated_not_in_right_join_on": "SELECT * FROM nt1 RIGHT JOIN nt2 ON nt1.k = nt2.k "
+    "AND nt2.v2 NOT IN (SELECT v3 FROM nt3 WHERE nt3.k = nt2.k)",
+    "in_is_null_left_join_on": "SELECT * FROM s1 LEFT JOIN s2 "
+    "ON (s1.a IN (SELECT k FROM nt3)) IS NULL",
     # 5. GROUP BY all, where all is a column
     "group_by_all_column": "SELECT count(*) FROM g GROUP BY all",
 }
