@@ -7,7 +7,9 @@ order (:data:`RULES` after qualification):
 2. ``qualify``: resolve tables and columns against the catalog, expand ``*``, validate;
 3. ``push_not`` (ours): NOT moved down to the IN / EXISTS subqueries beneath it (Spark's
    order: it decides which IN is NULL-aware);
-4. ``subquery_to_semijoin`` (ours): EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
+4. ``aggregate_before_subquery`` (ours): an aggregating query whose SELECT list or HAVING
+   holds IN / EXISTS aggregates in a derived table first, the predicate reads its columns;
+4b. ``subquery_to_semijoin`` (ours): EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
 5. ``subquery_to_mark_join`` (ours): IN / EXISTS anywhere else → boolean columns from LEFT
    JOINs (OR, CASE, the SELECT list, inner joins' ON);
 6. ``unnest_subqueries``: other (scalar, correlated) subqueries → joins with grouped subqueries;
@@ -41,6 +43,7 @@ from sql_frontend.errors import (
     UnsupportedSqlError,
 )
 from sql_frontend.limits import check_text, check_tree
+from sql_frontend.rules.aggregate_before_subquery import aggregate_before_subquery
 from sql_frontend.rules.expand_join_stars import expand_join_stars
 from sql_frontend.rules.factor_disjunctions import factor_disjunctions
 from sql_frontend.rules.push_not import push_not
@@ -225,6 +228,7 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
 
 RULES = (
     push_not,
+    aggregate_before_subquery,
     subquery_to_semijoin,
     subquery_to_mark_join,
     unnest_subqueries,

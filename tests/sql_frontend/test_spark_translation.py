@@ -67,6 +67,12 @@ VIEWS = {
     "AND nt2.v2 NOT IN (SELECT v3 FROM nt3 WHERE nt3.k = nt2.k)",
     "in_is_null_left_join_on": "SELECT * FROM s1 LEFT JOIN s2 "
     "ON (s1.a IN (SELECT k FROM nt3)) IS NULL",
+    # IN / EXISTS in HAVING and in an aggregating SELECT list (refused before)
+    "not_in_having": "SELECT k, count(*) FROM nt1 GROUP BY k HAVING k NOT IN (SELECT c FROM s2)",
+    "in_aggregating_select": "SELECT a, count(*), a IN (SELECT c FROM s2) FROM s1 GROUP BY a",
+    "correlated_exists_having": "SELECT k, max(v1) FROM nt1 GROUP BY k "
+    "HAVING EXISTS (SELECT 1 FROM nt2 WHERE nt2.k = nt1.k) OR max(v1) > 'a'",
+    "exists_global_having": "SELECT count(*) FROM s1 HAVING EXISTS (SELECT 1 FROM s2 WHERE c > 5)",
     # 5. GROUP BY all, where all is a column
     "group_by_all_column": "SELECT count(*) FROM g GROUP BY all",
 }
