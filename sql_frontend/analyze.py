@@ -4,6 +4,7 @@ The passes are sqlglot's own optimizer rules and ours (:mod:`sql_frontend.rules`
 order (:data:`RULES` after qualification):
 
 1. ``expand_join_stars`` (ours): ``*`` and ``t.*`` over USING / NATURAL joins, as Spark;
+   ``quantified_to_exists`` (ours): ``x > ANY (q)``, ``ALL``, ``(a, b) IN (q)`` filters → EXISTS;
 2. ``qualify``: resolve tables and columns against the catalog, expand ``*``, validate;
 3. ``push_not`` (ours): NOT moved down to the IN / EXISTS subqueries beneath it (Spark's
    order: it decides which IN is NULL-aware);
@@ -47,6 +48,7 @@ from sql_frontend.rules.aggregate_before_subquery import aggregate_before_subque
 from sql_frontend.rules.expand_join_stars import expand_join_stars
 from sql_frontend.rules.factor_disjunctions import factor_disjunctions
 from sql_frontend.rules.push_not import push_not
+from sql_frontend.rules.quantified_to_exists import quantified_to_exists
 from sql_frontend.rules.subquery_to_mark_join import subquery_to_mark_join
 from sql_frontend.rules.subquery_to_semijoin import subquery_to_semijoin
 from sql_frontend.sql_types import SqlType, parse_type
@@ -198,6 +200,7 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
     }
     schema: dict[str, object] = dict(columns)
     tree = expand_join_stars(tree, columns)  # Spark's columns of * over USING / NATURAL joins
+    tree = quantified_to_exists(tree)  # ANY / ALL / tuple IN filters, before names resolve
     try:
         tree = qualify(
             tree,

@@ -84,7 +84,14 @@ def _split(select: exp.Select, alias: str) -> None:
     for i, k in enumerate(keys):
         by_sql.setdefault(k.sql(), f"_k{i}")
         inner_items.append(exp.alias_(k.copy(), f"_k{i}"))
-    for j, a in enumerate(a for part in parts for a in _aggregates(part, select)):
+    outer = _aliases(select)
+    for j, a in enumerate(
+        a
+        for part in parts
+        for a in part.find_all(exp.AggFunc)
+        if not a.find_ancestor(exp.Window)
+        and (_own(a, select) or _outer_aggregate(a, select, outer))
+    ):
         if a.sql() not in by_sql:
             by_sql[a.sql()] = f"_a{j}"
             inner_items.append(exp.alias_(a.copy(), f"_a{j}"))
@@ -108,6 +115,13 @@ def _split(select: exp.Select, alias: str) -> None:
         select.set("where", exp.Where(this=rest.pop(0).this))
     if order is not None:
         select.set("order", rest.pop(0))
+
+
+def _outer_aggregate(a: exp.AggFunc, select: exp.Select, outer: set[str]) -> bool:
+    """An aggregate inside a subquery over columns of ``select`` only: Spark computes it in
+    ``select``'s groups (``HAVING EXISTS (… WHERE x < min(t.v))``)."""
+    cols = list(a.find_all(exp.Column))
+    return bool(cols) and all(c.table in outer for c in cols) and not _shadowed(a, select)
 
 
 def _shadowed(node: exp.Expr, select: exp.Select) -> bool:
