@@ -26,6 +26,7 @@ _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 def quantified_to_exists(tree: exp.Expr) -> exp.Expr:
     n = 0
     for node in list(tree.find_all(exp.Any, exp.All, exp.In)):
+        target: exp.Expr | None
         if isinstance(node, exp.In):
             target = node
             if not (isinstance(node.this, exp.Tuple) and node.args.get("query") is not None):
@@ -34,7 +35,7 @@ def quantified_to_exists(tree: exp.Expr) -> exp.Expr:
             target = node.parent
             if not isinstance(target, _COMPARISONS) or target.expression is not node:
                 continue
-        if not _filter_conjunct(target):
+        if target is None or not _filter_conjunct(target):
             continue
         query = node.args["query"] if isinstance(node, exp.In) else node.this
         inner = query.this if isinstance(query, exp.Subquery) else query
