@@ -88,7 +88,7 @@ def plan_sql(
         hinted = _hinted_strategy(tree)
         if hinted is not None:
             forced, why = hinted, f"hint {next(k for k, v in HINTS.items() if v == hinted)}"
-    return with_spark_names(plan_joins(node, forced, stats, why), sql)
+    return with_spark_names(plan_joins(node, forced, stats, why), sql, catalog)
 
 
 def translate_checked(tree: exp.Expr, catalog: CatalogLike) -> p.Node:

@@ -16,7 +16,9 @@ The table of forms was taken from a live Spark 4.2 (``df.columns``); the test is
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from sqlglot import exp
 
@@ -51,7 +53,9 @@ class _Unknown(Exception):
     """A form whose Spark name is not reproduced."""
 
 
-def spark_names(tree: exp.Expr, sql: str) -> list[str | None] | None:
+def spark_names(
+    tree: exp.Expr, sql: str, catalog: Mapping[str, Sequence[tuple[str, Any]]] | None = None
+) -> list[str | None] | None:
     """Spark's name for each column of ``tree`` (a parsed query of the text ``sql``), or None
     when the SELECT list holds a star (its names are the catalog's)."""
     select = _first_select(tree)
@@ -65,7 +69,7 @@ def spark_names(tree: exp.Expr, sql: str) -> list[str | None] | None:
             out.append(e.alias)
             continue
         try:
-            out.append(_pretty(e, sql))
+            out.append(_Printer(sql, catalog or {}).pretty(e))
         except _Unknown:
             out.append(None)
     return out
@@ -92,8 +96,55 @@ def _written_name(node: exp.Func, sql: str) -> str:
     raise _Unknown
 
 
-def _pretty(e: exp.Expr, sql: str) -> str:
-    p = lambda x: _pretty(x, sql)  # noqa: E731 - a short local alias
+class _Printer:
+    """Catalyst's pretty SQL of an expression (``catalog`` tells a subquery's outer
+    references, which Spark lists in ``listquery(…)`` / ``exists(…)``)."""
+
+    def __init__(self, sql: str, catalog: Mapping[str, Sequence[tuple[str, Any]]]) -> None:
+        self.sql = sql
+        self.columns = {t.lower(): {c.lower() for c, _ in cols} for t, cols in catalog.items()}
+
+    def pretty(self, e: exp.Expr) -> str:
+        return _pretty(e, self.sql, self)
+
+    def outer_refs(self, q: exp.Expr) -> str:
+        names: list[str] = []
+        for col in q.find_all(exp.Column):
+            if col.is_star:
+                continue
+            if not self._resolves_inside(col, q) and col.name not in names:
+                names.append(col.name)
+        return ", ".join(names)
+
+    def _resolves_inside(self, col: exp.Column, root: exp.Expr) -> bool:
+        node: exp.Expr | None = col
+        while node is not None:
+            if isinstance(node, exp.Select):
+                for rel in _relations(node):
+                    alias = rel.alias_or_name.lower()
+                    if col.table:
+                        if col.table.lower() == alias:
+                            return True
+                        continue
+                    if not isinstance(rel, exp.Table) or rel.name.lower() not in self.columns:
+                        raise _Unknown  # a derived table or CTE: its columns are not known here
+                    if col.name.lower() in self.columns[rel.name.lower()]:
+                        return True
+            if node is root:
+                return False
+            node = node.parent
+        return False
+
+
+def _relations(select: exp.Select) -> list[exp.Expr]:
+    from_ = select.args.get("from_")
+    rels = [from_.this] if from_ is not None else []
+    return rels + [j.this for j in select.args.get("joins") or []]
+
+
+def _pretty(e: exp.Expr, sql: str, printer: _Printer | None = None) -> str:
+    printer = printer or _Printer(sql, {})
+    p = lambda x: _pretty(x, sql, printer)  # noqa: E731 - a short local alias
     if isinstance(e, exp.Paren):
         return p(e.this)
     if isinstance(e, exp.Column):
@@ -131,6 +182,12 @@ def _pretty(e: exp.Expr, sql: str) -> str:
     for cls, op in _BINARY.items():
         if type(e) is cls:
             return f"({p(e.this)} {op} {p(e.expression)})"
+    if isinstance(e, exp.In) and e.args.get("query") is not None and printer.columns:
+        if isinstance(e.this, exp.Tuple):
+            raise _Unknown
+        return f"({p(e.this)} IN (listquery({printer.outer_refs(e.args['query'])})))"
+    if isinstance(e, exp.Exists) and printer.columns:
+        return f"exists({printer.outer_refs(e.this)})"
     if isinstance(e, exp.In):
         if e.args.get("query") is not None or e.args.get("unnest") is not None:
             raise _Unknown
@@ -190,11 +247,13 @@ def _args(arg: exp.Expr, sql: str) -> str:
     return _pretty(arg, sql)
 
 
-def with_spark_names(node: p.Node, sql: str) -> p.Node:
+def with_spark_names(
+    node: p.Node, sql: str, catalog: Mapping[str, Sequence[tuple[str, Any]]] | None = None
+) -> p.Node:
     """``node`` with its output columns named as Spark names them (a Project that only
     renames is folded into the root when the root is a Project)."""
     try:
-        names = spark_names(parse(sql), sql)
+        names = spark_names(parse(sql), sql, catalog)
     except SqlError:  # pragma: no cover - the text was parsed once already
         return node
     current = [n for n, _ in node.schema]

@@ -115,6 +115,11 @@ SPARK_NAMES = [
         ["(((a > 1) AND (b < 2)) OR (a = 3))", "between(a, 1, 2)", "s LIKE x%", "concat(s, y)"],
     ),
     ("SELECT a, sum(b) FROM nm GROUP BY a UNION ALL SELECT b, a FROM nm", ["a", "sum(b)"]),
+    (
+        "SELECT a IN (SELECT b FROM nm), NOT (a IN (SELECT x.b FROM nm x WHERE x.a = nm.b)), "
+        "EXISTS (SELECT 1 FROM nm x WHERE x.b = nm.a) FROM nm",
+        ["(a IN (listquery()))", "(NOT (a IN (listquery(b))))", "exists(a)"],
+    ),
 ]
 
 
