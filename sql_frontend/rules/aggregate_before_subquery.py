@@ -11,7 +11,8 @@ explicit, so the predicate sits in an ordinary (non-aggregating) SELECT list or 
 
 Every group key expression and every aggregate of the query (SELECT list, HAVING, ORDER BY)
 is replaced by the column of the derived table that computes it, in correlated subqueries
-too. Grouping sets, window functions and DISTINCT ON are left alone (the other rules then refuse
+too. Grouping sets, window functions, DISTINCT ON and a query correlated with an enclosing one
+are left alone (the other rules then refuse
 by name). The input must be qualified.
 """
 
@@ -29,6 +30,8 @@ def aggregate_before_subquery(expression: exp.Expr) -> exp.Expr:
         select = scope.expression
         if not isinstance(select, exp.Select) or not _applies(select):
             continue
+        if any(c.table not in scope.sources for c in scope.external_columns):
+            continue  # correlated with an enclosing query: a derived table could not see it
         n += 1
         _split(select, f"_g{n}")
     return expression
