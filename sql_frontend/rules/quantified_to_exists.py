@@ -39,8 +39,8 @@ def quantified_to_exists(tree: exp.Expr) -> exp.Expr:
             continue
         query = node.args["query"] if isinstance(node, exp.In) else node.this
         inner = query.this if isinstance(query, exp.Subquery) else query
-        if not isinstance(inner, exp.Query):
-            continue
+        if not isinstance(inner, exp.Query) or _correlated(inner):
+            continue  # a correlated q cannot become a derived table: refused by name later
         n += 1
         alias = f"_a{n}"
         if isinstance(node, exp.In):
@@ -75,6 +75,14 @@ def quantified_to_exists(tree: exp.Expr) -> exp.Expr:
         exists: exp.Expr = exp.Exists(this=sub)
         target.replace(exp.Not(this=exists) if negate else exists)
     return tree
+
+
+def _correlated(q: exp.Query) -> bool:
+    """Whether ``q`` names a relation it does not define (``outer.col``)."""
+    defined = {t.alias_or_name.lower() for t in q.find_all(exp.Table)}
+    defined |= {s.alias_or_name.lower() for s in q.find_all(exp.Subquery) if s.alias}
+    defined |= {c.alias_or_name.lower() for c in q.find_all(exp.CTE)}
+    return any(c.table and c.table.lower() not in defined for c in q.find_all(exp.Column))
 
 
 def _filter_conjunct(node: exp.Expr) -> bool:
