@@ -4,10 +4,13 @@ The passes are sqlglot's own optimizer rules and ours (:mod:`sql_frontend.rules`
 order (:data:`RULES` after qualification):
 
 1. ``expand_join_stars`` (ours): ``*`` and ``t.*`` over USING / NATURAL joins, as Spark;
+   ``quantified_to_exists`` (ours): ``x > ANY (q)``, ``ALL``, ``(a, b) IN (q)`` filters → EXISTS;
 2. ``qualify``: resolve tables and columns against the catalog, expand ``*``, validate;
 3. ``push_not`` (ours): NOT moved down to the IN / EXISTS subqueries beneath it (Spark's
    order: it decides which IN is NULL-aware);
-4. ``subquery_to_semijoin`` (ours): EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
+4. ``aggregate_before_subquery`` (ours): an aggregating query whose SELECT list or HAVING
+   holds IN / EXISTS aggregates in a derived table first, the predicate reads its columns;
+4b. ``subquery_to_semijoin`` (ours): EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
 5. ``subquery_to_mark_join`` (ours): IN / EXISTS anywhere else → boolean columns from LEFT
    JOINs (OR, CASE, the SELECT list, inner joins' ON);
 6. ``unnest_subqueries``: other (scalar, correlated) subqueries → joins with grouped subqueries;
@@ -41,9 +44,11 @@ from sql_frontend.errors import (
 )
 from sql_frontend.limits import check_text, check_tree
 from sql_frontend.positions import position, unsupported
+from sql_frontend.rules.aggregate_before_subquery import aggregate_before_subquery
 from sql_frontend.rules.expand_join_stars import expand_join_stars
 from sql_frontend.rules.factor_disjunctions import factor_disjunctions
 from sql_frontend.rules.push_not import push_not
+from sql_frontend.rules.quantified_to_exists import quantified_to_exists
 from sql_frontend.rules.subquery_to_mark_join import subquery_to_mark_join
 from sql_frontend.rules.subquery_to_semijoin import subquery_to_semijoin
 from sql_frontend.sql_types import SqlType, parse_type
@@ -168,6 +173,7 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
     }
     schema: dict[str, object] = dict(columns)
     tree = expand_join_stars(tree, columns)  # Spark's columns of * over USING / NATURAL joins
+    tree = quantified_to_exists(tree)  # ANY / ALL / tuple IN filters, before names resolve
     try:
         tree = qualify(
             tree,
@@ -198,6 +204,7 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
 
 RULES = (
     push_not,
+    aggregate_before_subquery,
     subquery_to_semijoin,
     subquery_to_mark_join,
     unnest_subqueries,

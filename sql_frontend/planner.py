@@ -46,6 +46,7 @@ from sql_frontend.analyze import (
 )
 from sql_frontend.completeness import refuse_unconsumed, refuse_unknown
 from sql_frontend.errors import SqlLimitError, UnsupportedSqlError
+from sql_frontend.rules.spark_names import with_spark_names
 from sql_frontend.scalar import Ref, Scalar
 from sql_frontend.translate import Translator
 
@@ -87,7 +88,7 @@ def plan_sql(
         hinted = _hinted_strategy(tree)
         if hinted is not None:
             forced, why = hinted, f"hint {next(k for k, v in HINTS.items() if v == hinted)}"
-    return plan_joins(node, forced, stats, why)
+    return with_spark_names(plan_joins(node, forced, stats, why), sql, catalog)
 
 
 def translate_checked(tree: exp.Expr, catalog: CatalogLike) -> p.Node:

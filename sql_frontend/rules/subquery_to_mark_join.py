@@ -33,7 +33,7 @@ WHERE conjuncts are left to the semi-join rules. The input must be qualified.
 from __future__ import annotations
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
 
 from sql_frontend.positions import unsupported
 
@@ -114,7 +114,9 @@ def _rewrite(node: exp.Expr, select: exp.Select, scope: Scope, fresh) -> None:
         if negation is None and _top_level_conjunct(node):
             return  # a filter: the semi-join rules (FALSE and NULL both drop the row)
     elif isinstance(clause, exp.Join):
-        _move_to_where(node, clause, select, what)
+        if not _move_to_where(node, clause, select):
+            _mark_one_side(node, negation, clause, select, scope, fresh, what)
+            return
     elif clause.arg_key == "expressions":
         if select.args.get("group") or _has_aggregate(select):
             raise unsupported(f"{what} in the SELECT list of an aggregating query", node)
@@ -137,9 +139,9 @@ def _has_aggregate(select: exp.Select) -> bool:
     return False
 
 
-def _move_to_where(node: exp.Expr, join: exp.Join, select: exp.Select, what: str) -> None:
+def _move_to_where(node: exp.Expr, join: exp.Join, select: exp.Select) -> bool:
     """An inner join's ON conjunct holding ``node`` moves to WHERE (the same rows, as long as
-    no later join preserves rows of the other side)."""
+    no later join preserves rows of the other side); False when it cannot."""
     joins = list(select.args.get("joins") or [])
     later = joins[joins.index(join) + 1 :] if join in joins else []
     on = join.args.get("on")
@@ -149,7 +151,7 @@ def _move_to_where(node: exp.Expr, join: exp.Join, select: exp.Select, what: str
         or on is None
         or any(j.side in ("RIGHT", "FULL") for j in later)
     ):
-        raise unsupported(f"{what} in the ON clause of an outer join", node)
+        return False
     conjuncts = list(on.flatten()) if isinstance(on, exp.And) else [on]
     holder = next(c for c in conjuncts if node in c.find_all(type(node)))
     rest = [c for c in conjuncts if c is not holder]
@@ -157,6 +159,46 @@ def _move_to_where(node: exp.Expr, join: exp.Join, select: exp.Select, what: str
     where = select.args.get("where")
     cond = holder if where is None else exp.and_(where.this, holder, copy=False)
     select.set("where", exp.Where(this=cond))
+    return True
+
+
+def _mark_one_side(
+    node: exp.Expr,
+    negation: exp.Not | None,
+    join: exp.Join,
+    select: exp.Select,
+    scope: Scope,
+    fresh,
+    what: str,
+) -> None:
+    """A predicate subquery in an outer join's ON that reads one relation only — the join's
+    own or the FROM relation — is computed as a column of that relation: ``y`` becomes
+    ``(SELECT y.c…, <predicate> AS _m<n> FROM y) AS y`` (the SELECT-list form of this rule)
+    and the ON reads ``y._m<n>``. The value is a function of ``y``'s row, so every join type
+    keeps its meaning."""
+    target = negation if negation is not None else node
+    tables = {c.table for c in target.find_all(exp.Column) if c.table in scope.sources}
+    from_ = select.args["from_"]
+    rel = next((r for r in (join.this, from_.this) if tables and tables <= {r.alias_or_name}), None)
+    if rel is None:
+        raise unsupported(
+            f"{what} in the ON clause of an outer join over columns of both sides",
+            node,
+            "compute it in a derived table of one side first",
+        )
+    alias = rel.alias_or_name
+    cols = sorted({c.name for c in select.find_all(exp.Column) if c.table == alias})
+    mark = f"_m{fresh()}"
+    target.replace(exp.column(mark, table=alias))
+    derived = exp.Select(
+        expressions=[exp.column(c, table=alias) for c in cols]
+        + [exp.alias_(target, mark, copy=False)],
+        from_=exp.From(this=rel.copy()),
+    )
+    rel.replace(exp.Subquery(this=derived, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    inner = build_scope(derived)
+    assert inner is not None  # a SELECT always has a scope
+    _rewrite(node, derived, inner, fresh)
 
 
 def _sub_scope(sub: exp.Expr, scope: Scope) -> Scope | None:
