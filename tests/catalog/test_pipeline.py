@@ -182,3 +182,19 @@ def test_the_warehouse_layout_lists_checkpoint_groups(tmp_path: Path) -> None:
         wh.checkpoint_dir(group).mkdir(parents=True)
         assert wh.group_lock_file(group).is_relative_to(wh.internal_dir)
     assert wh.checkpoint_groups() == ["v", "sales.totals"]
+
+
+def test_view_with_names_from_before_spark_names_keeps_refreshing(tmp_path: Path) -> None:
+    """``SELECT k, count(*), sum(v) + 1`` created by main of 2026-11-23 stored ``_col_1`` and
+    ``_col_2``; the front end now names them as Spark does (``count(1)``), and the stored
+    names stay."""
+    from spark_exec import Session
+
+    wh = tmp_path / "wh"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "main_unnamed_columns_2026_11_23", wh)
+    s = Session(warehouse=wh)
+    s.sql("INSERT INTO t VALUES (2, 5)")
+    s.refresh()
+    rows = sorted(tuple(r.values()) for r in s.read("m").to_pylist())
+    assert s.read("m").column_names == ["k", "_col_1", "_col_2"]
+    assert rows == [(1, 2, 6), (2, 1, 6)]
