@@ -160,6 +160,8 @@ class Trace:
             kh = rowhash  # the key is the whole row
         else:
             kh = hash_rows([cols[i] for i in self.key_idx], n)
+            if rowhash is None and self.key_idx == tuple(range(len(cols))):
+                rowhash = kh  # the whole row is the key: one hash, computed once
         rh = hash_rows(cols, n) if rowhash is None else rowhash
         if 1 < n <= _KERNEL_SORT:
             order, sk, kh, rh, times, diff, big = sort_run(
@@ -169,10 +171,16 @@ class Trace:
         sk = self._sortkey(kh, times)
         if n > 1:
             order = sk.argsort(kind="stable" if merged else "quicksort")
+            # runs are immutable, so equal hash arrays are gathered once and shared: outside
+            # loops the sort key is the key hash, and when the key is the whole row the key
+            # hash is the row hash (8 bytes per arranged row each, not stored twice)
+            sk_o = sk[order]
+            kh_o = sk_o if kh is sk else kh[order]
+            rh_o = kh_o if rh is kh else rh[order]
             return Run(
-                sk[order],
-                kh[order],
-                rh[order],
+                sk_o,
+                kh_o,
+                rh_o,
                 take(cols, order),
                 times[order],
                 diff[order],
@@ -196,9 +204,10 @@ class Trace:
             h = hash_times(rowh, times) if times.shape[1] else rowh
             keep, diff = consolidate_hashed(h, cols, diff, times)
             if len(keep) < n:
+                same = keyhash is rowh
                 cols, times, rowh = take(cols, keep), times[keep], rowh[keep]
                 if keyhash is not None:
-                    keyhash = keyhash[keep]
+                    keyhash = rowh if same else keyhash[keep]
         elif n == 1 and diff[0] == 0:
             keep = _EMPTY
             cols, times, diff, rowh = take(cols, keep), times[:0], diff[:0], rowh[:0]
@@ -249,12 +258,14 @@ class Trace:
             if merged is not None:
                 return merged
         cols = tuple(np.concatenate([p.cols[i] for p in parts]) for i in range(len(self.dtypes)))
+        rowhash = np.concatenate([p.rowhash for p in parts])
+        shared = all(p.keyhash is p.rowhash for p in parts)
         return self.consolidated_run(
             cols,
             np.concatenate([p.times for p in parts]),
             np.concatenate([p.diff for p in parts]),
-            np.concatenate([p.rowhash for p in parts]),
-            np.concatenate([p.keyhash for p in parts]),
+            rowhash,
+            rowhash if shared else np.concatenate([p.keyhash for p in parts]),
             merged=True,
         )
 
