@@ -6,9 +6,10 @@ For each workload, in one process and on the same data:
   time from pushing the change batch to ``g.step()`` returning with the output's changes
   read (``out.changes()``); counted work per step (differences processed, from
   ``g.metrics``) and rows held in arrangements;
-* a from-scratch recomputation baseline, as in ``../shared/peers``: networkx for W1 (graph
-  maintained in place, ``connected_components``) and W2 (multi-source BFS), DuckDB for W3
-  (DML on the base tables, then the view's SQL);
+* a from-scratch recomputation baseline, as in ``../shared/peers``: by default DuckDB for
+  all three, with the peers' queries (DML on the base tables, then min-label rounds for W1,
+  ``WITH RECURSIVE`` for W2, the view's SQL for W3); ``--baseline networkx`` uses networkx
+  for W1 (``connected_components``) and W2 (multi-source BFS);
 * a check that the engine's output equals the baseline's after the initial computation, at
   the middle step and at the last step (outside the timed regions).
 
