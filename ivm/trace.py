@@ -41,7 +41,7 @@ from ivm.batch import (
     take,
 )
 from ivm.difference import DIFF_MAX, abs_max, add_at
-from ivm.kernels import merge_pair, probe_run, sort_run, sum_run
+from ivm.kernels import merge_pair, probe_run, radix_order, sort_run, sum_run
 from ivm.lattice import ALTNEU, Kinds, advance_rows
 
 #: runs smaller than this are merged eagerly, so lookups visit few runs
@@ -101,11 +101,23 @@ def constant_times(inner: tuple[int, ...], n: int) -> np.ndarray:
     return out
 
 
+#: from this many keys on, uint64 keys are sorted by :func:`ivm.kernels.radix_order`
+_RADIX_SORT = 32768
+
+
+def argsort_u64(h: np.ndarray, stable: bool = False) -> np.ndarray:
+    """The order that sorts the uint64 keys ``h`` (stable when asked; the radix sort of
+    large inputs always is)."""
+    if len(h) >= _RADIX_SORT and h.dtype == np.uint64:
+        return radix_order(h)
+    return h.argsort(kind="stable" if stable else "quicksort")
+
+
 def _sorting_permutation(h: np.ndarray) -> np.ndarray | None:
     """The order that sorts ``h``, or None when it is short or already sorted."""
     if len(h) < 32 or (h[1:] >= h[:-1]).all():
         return None
-    return h.argsort()
+    return argsort_u64(h)
 
 
 @dataclass(slots=True)
@@ -170,7 +182,9 @@ class Trace:
             return Run(sk, kh, rh, take(cols, order), times, diff, big)
         sk = self._sortkey(kh, times)
         if n > 1:
-            order = sk.argsort(kind="stable" if merged else "quicksort")
+            # merged: sorted pieces one after the other, which timsort merges in near
+            # linear time; otherwise a radix sort for large runs (an initial load's)
+            order = sk.argsort(kind="stable") if merged else argsort_u64(sk)
             # runs are immutable, so equal hash arrays are gathered once and shared: outside
             # loops the sort key is the key hash, and when the key is the whole row the key
             # hash is the row hash (8 bytes per arranged row each, not stored twice)
