@@ -6,9 +6,10 @@ For each workload, in one process and on the same data:
   time from pushing the change batch to ``g.step()`` returning with the output's changes
   read (``out.changes()``); counted work per step (differences processed, from
   ``g.metrics``) and rows held in arrangements;
-* a from-scratch recomputation baseline, as in ``../shared/peers``: networkx for W1 (graph
-  maintained in place, ``connected_components``) and W2 (multi-source BFS), DuckDB for W3
-  (DML on the base tables, then the view's SQL);
+* a from-scratch recomputation baseline, as in ``../shared/peers``: by default DuckDB for
+  all three, with the peers' queries (DML on the base tables, then min-label rounds for W1,
+  ``WITH RECURSIVE`` for W2, the view's SQL for W3); ``--baseline networkx`` uses networkx
+  for W1 (``connected_components``) and W2 (multi-source BFS);
 * a check that the engine's output equals the baseline's after the initial computation, at
   the middle step and at the last step (outside the timed regions).
 
@@ -120,6 +121,7 @@ class Run:
         self.base_step_cpu_s: list[float] = []
         self.diffs: list[int] = []
         self.iterations: list[int] = []
+        self.per_op: list[dict[str, int]] = []
         self.checks = set(W.check_steps(n_steps))
         self.profiler = cProfile.Profile() if profile else None
         self.init_profiler = cProfile.Profile() if profile else None
@@ -139,6 +141,7 @@ class Run:
         self.step_cpu_s.append(dc)
         self.diffs.append(rep.differences)
         self.iterations.append(len(g.metrics.by_iteration(rep.epoch)))
+        self.per_op.append(per_operator(g, rep.epoch))
 
     def initial(self, g: ivm.Dataflow, out: ivm.Output, load: Callable[[], None]) -> None:
         """Push the initial data and compute the output (timed, optionally profiled)."""
@@ -154,6 +157,7 @@ class Run:
         self.rec["initial_cpu_s"] = cpu() - c
         self.rec["initial_differences"] = rep.differences
         self.rec["initial_iterations"] = len(g.metrics.by_iteration(rep.epoch))
+        self.rec["initial_differences_by_op"] = per_operator(g, rep.epoch)
         self.rec["arrangement_rows_initial"] = int(sum(g.arrangement_rows().values()))
         print(
             f"  engine initial {self.rec['initial_s']:.3f}s, {rep.differences:,} differences",
@@ -182,9 +186,10 @@ class Run:
                 f"(cpu {self.step_cpu_s[-1] * 1e3:.2f}) ({self.diffs[-1]:,} diffs)",
                 flush=True,
             )
-        t = clock()
+        c, t = cpu(), clock()
         ref = baseline.initial()
         self.rec["baseline_initial_s"] = clock() - t
+        self.rec["baseline_initial_cpu_s"] = cpu() - c
         self.check(0, *baseline.compare(snaps[0], ref))
         for i in range(1, n + 1):
             c, t = cpu(), clock()
@@ -221,10 +226,21 @@ class Run:
         r["differences_per_step"] = self.diffs
         r["differences_median"] = statistics.median(self.diffs) if self.diffs else None
         r["iterations_per_step"] = self.iterations
+        r["differences_by_op_per_step"] = self.per_op
+        if r["median_ms"] and r["baseline_median_ms"]:
+            r["speedup_vs_baseline"] = r["baseline_median_ms"] / r["median_ms"]
+        if r.get("baseline_initial_s"):
+            r["initial_vs_baseline"] = r["initial_s"] / r["baseline_initial_s"]
+        if r["cpu_median_ms"] and r["baseline_cpu_median_ms"]:
+            # process CPU time: DuckDB's two threads both count
+            r["cpu_speedup_vs_baseline"] = r["baseline_cpu_median_ms"] / r["cpu_median_ms"]
+        if r.get("baseline_initial_cpu_s"):
+            r["initial_cpu_vs_baseline"] = r["initial_cpu_s"] / r["baseline_initial_cpu_s"]
         arr = g.arrangement_rows()
         r["arrangement_rows_final"] = int(sum(arr.values()))
         r["arrangement_rows_by_op"] = {k: int(v) for k, v in arr.items()}
         r["live_input_rows"] = int(live_rows)
+        r.update(state_size(g))
         r["correct"] = all(c["ok"] for c in r["checks"]) if r["checks"] else None
         if self.profiler is not None and self.init_profiler is not None:
             r["profile"] = (
@@ -234,6 +250,43 @@ class Run:
                 + profile_text(self.init_profiler)
             )
         return r
+
+
+def state_size(g: ivm.Dataflow) -> dict[str, Any]:
+    """Memory of the engine's traces and the size of ``Dataflow.state()`` (its checkpoint
+    as Arrow tables): bytes per arranged row.  Trace bytes count each distinct numpy array
+    once; object (string) columns count their 8-byte pointers, not the strings."""
+    from ivm.trace import Trace
+
+    arrays: dict[int, int] = {}
+    rows = 0
+    for op in g.ops:
+        for v in vars(op).values():
+            if isinstance(v, Trace):
+                rows += v.rows_held()
+                for r in v.runs:
+                    for a in (r.sortkey, r.keyhash, r.rowhash, r.times, r.diff, *r.cols):
+                        arrays[id(a)] = a.nbytes
+    trace_bytes = sum(arrays.values())
+    state = g.state()
+    state_bytes = sum(t.nbytes for t in state.values())
+    return dict(
+        trace_rows=rows,
+        trace_bytes=trace_bytes,
+        trace_bytes_per_row=trace_bytes / rows if rows else None,
+        state_bytes=state_bytes,
+        state_bytes_per_row=state_bytes / rows if rows else None,
+    )
+
+
+def per_operator(g: ivm.Dataflow, epoch: int) -> dict[str, int]:
+    """Differences processed per operator (``kind:name``, all loop iterations) in an epoch:
+    the machine-independent work count stored with every step."""
+    out: dict[str, int] = {}
+    for d in g.metrics.differences(epoch):
+        k = f"{d.kind}:{d.operator}"
+        out[k] = out.get(k, 0) + d.rows
+    return out
 
 
 def profile_text(prof: cProfile.Profile, top: int = 30) -> str:
@@ -309,6 +362,78 @@ class NxComponents(NxGraph):
         return bad == 0, f"{bad} of {len(ref)} labels differ"
 
 
+def edge_table(e: np.ndarray) -> Any:
+    """An edge array as an Arrow table DuckDB scans by name (its replacement scan)."""
+    import pyarrow as pa
+
+    return pa.table(edge_cols(np.asarray(e, dtype=np.int64).reshape(-1, 2)))
+
+
+def _duckdb() -> Any:
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    con.execute("SET threads = 2")
+    return con
+
+
+class DuckDBComponents(Baseline):
+    """W1 baseline as the peers' DuckDB runner computes it: the window's edges in a table
+    (DML per step), then min-label propagation, one SQL statement per round until no label
+    changes."""
+
+    name = "duckdb"
+
+    def __init__(self, w: W.WccWorkload) -> None:
+        self.w = w
+        self.con = _duckdb()
+        self.con.execute("CREATE TABLE nodes AS SELECT range AS id FROM range(?)", [w.n_nodes])
+
+    def initial(self) -> np.ndarray:
+
+        ed = edge_table(self.w.initial_edges)  # noqa: F841
+        self.con.execute("CREATE TABLE edges AS SELECT src, dst FROM ed")
+        return self.result()
+
+    def apply(self, step: int) -> None:
+
+        rem, add = self.w.step(step)
+        rm = edge_table(rem)  # noqa: F841
+        ad = edge_table(add)  # noqa: F841
+        self.con.execute("DELETE FROM edges e USING rm WHERE e.src = rm.src AND e.dst = rm.dst")
+        self.con.execute("INSERT INTO edges SELECT src, dst FROM ad")
+
+    def result(self) -> np.ndarray:
+        con = self.con
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE und AS "
+            "SELECT src, dst FROM edges UNION ALL SELECT dst, src FROM edges"
+        )
+        con.execute("CREATE OR REPLACE TEMP TABLE lab AS SELECT id AS node, id AS label FROM nodes")
+        while True:
+            con.execute(
+                """CREATE OR REPLACE TEMP TABLE lab2 AS
+                SELECT l.node, LEAST(l.label, COALESCE(m.ml, l.label)) AS label
+                FROM lab l LEFT JOIN (
+                    SELECT u.dst AS node, MIN(x.label) AS ml
+                    FROM und u JOIN lab x ON x.node = u.src GROUP BY u.dst) m
+                ON m.node = l.node"""
+            )
+            row = con.execute(
+                "SELECT count(*) FROM lab JOIN lab2 USING (node) WHERE lab.label <> lab2.label"
+            ).fetchone()
+            con.execute("DROP TABLE lab")
+            con.execute("ALTER TABLE lab2 RENAME TO lab")
+            if row is None or row[0] == 0:
+                break
+        lab = con.execute("SELECT node, label FROM lab ORDER BY node").fetchnumpy()
+        return np.asarray(lab["label"], dtype=np.int64)
+
+    def compare(self, engine: np.ndarray, ref: np.ndarray) -> tuple[bool, str]:
+        bad = int(np.count_nonzero(engine != ref))
+        return bad == 0, f"{bad} of {len(ref)} labels differ"
+
+
 def setup_w1(w: W.WccWorkload) -> EngineSetup:
     g = ivm.Dataflow("w1")
     edges = g.input("edges", EDGE)
@@ -322,15 +447,22 @@ def setup_w1(w: W.WccWorkload) -> EngineSetup:
     return EngineSetup(g, out, lambda: edges.insert(edge_cols(w.initial_edges)), push)
 
 
-def run_w1(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
+def run_w1(
+    scale: str, seed: int, n_steps: int, baseline: bool, profile: bool, peer: str = "duckdb"
+) -> dict:
     w = W.make_wcc(scale, seed, n_steps)
     n = w.n_nodes
     run = Run("w1", scale, n_steps, profile)
     run.rec["size"] = dict(nodes=n, window=w.window, slide=W.SLIDE)
     e = setup_w1(w)
     run.initial(e.g, e.out, e.load)
-    run.drive(e.g, e.out, e.push, lambda: engine_labels(e.out, n), NxComponents(w), baseline)
-    run.rec["baseline"] = "networkx recompute (connected_components)"
+    base: Baseline = DuckDBComponents(w) if peer == "duckdb" else NxComponents(w)
+    run.drive(e.g, e.out, e.push, lambda: engine_labels(e.out, n), base, baseline)
+    run.rec["baseline"] = (
+        "duckdb recompute (min-label rounds, as ../shared/peers/run_duckdb.py), threads=2"
+        if peer == "duckdb"
+        else "networkx recompute (connected_components)"
+    )
     return run.finish(e.g, w.window)
 
 
@@ -373,6 +505,45 @@ class NxReach(NxGraph):
         )
 
 
+class DuckDBReach(Baseline):
+    """W2 baseline as the peers' DuckDB runner computes it: edges in a table (DML per step),
+    then ``WITH RECURSIVE ... UNION`` from the roots."""
+
+    name = "duckdb"
+    QUERY = """WITH RECURSIVE reach(node) AS (
+                   SELECT node FROM roots
+                   UNION
+                   SELECT e.dst FROM reach r JOIN edges e ON e.src = r.node)
+               SELECT node FROM reach"""
+
+    def __init__(self, w: W.ReachWorkload) -> None:
+        import pyarrow as pa
+
+        self.w = w
+        self.con = _duckdb()
+        rt = pa.table({"node": np.asarray(w.roots, dtype=np.int64)})  # noqa: F841
+        self.con.execute("CREATE TABLE roots AS SELECT node::BIGINT AS node FROM rt")
+
+    def initial(self) -> set[int]:
+
+        ed = edge_table(self.w.initial_edges)  # noqa: F841
+        self.con.execute("CREATE TABLE edges AS SELECT src, dst FROM ed")
+        return self.result()
+
+    def apply(self, step: int) -> None:
+
+        rem, add = self.w.steps[step - 1]
+        rm = edge_table(rem)  # noqa: F841
+        ad = edge_table(add)  # noqa: F841
+        self.con.execute("DELETE FROM edges e USING rm WHERE e.src = rm.src AND e.dst = rm.dst")
+        self.con.execute("INSERT INTO edges SELECT src, dst FROM ad")
+
+    def result(self) -> set[int]:
+        return set(self.con.execute(self.QUERY).fetchnumpy()["node"].tolist())
+
+    compare = NxReach.compare
+
+
 def setup_w2(w: W.ReachWorkload) -> EngineSetup:
     g = ivm.Dataflow("w2")
     edges = g.input("edges", EDGE)
@@ -391,7 +562,9 @@ def setup_w2(w: W.ReachWorkload) -> EngineSetup:
     return EngineSetup(g, out, load, push)
 
 
-def run_w2(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
+def run_w2(
+    scale: str, seed: int, n_steps: int, baseline: bool, profile: bool, peer: str = "duckdb"
+) -> dict:
     w = W.make_reach(scale, seed, n_steps)
     run = Run("w2", scale, n_steps, profile)
     run.rec["size"] = dict(
@@ -403,8 +576,13 @@ def run_w2(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -
     def snapshot() -> np.ndarray:
         return e.out.contents().column("node").to_numpy()
 
-    run.drive(e.g, e.out, e.push, snapshot, NxReach(w), baseline)
-    run.rec["baseline"] = "networkx recompute (multi-source BFS)"
+    base: Baseline = DuckDBReach(w) if peer == "duckdb" else NxReach(w)
+    run.drive(e.g, e.out, e.push, snapshot, base, baseline)
+    run.rec["baseline"] = (
+        "duckdb recompute (WITH RECURSIVE, as ../shared/peers/run_duckdb.py), threads=2"
+        if peer == "duckdb"
+        else "networkx recompute (multi-source BFS)"
+    )
     return run.finish(e.g, len(w.initial_edges))
 
 
@@ -449,11 +627,11 @@ class DuckDBJoin(Baseline):
         self.con.execute("SET threads = 2")
 
     def initial(self) -> list[tuple]:
-        import pandas as pd
+        import pyarrow as pa
 
         con = self.con
-        cdf = pd.DataFrame(self.w.customers)  # noqa: F841  (read by DuckDB's replacement scan)
-        odf = pd.DataFrame(self.w.orders)  # noqa: F841
+        cdf = pa.table(self.w.customers)  # noqa: F841  (read by DuckDB's replacement scan)
+        odf = pa.table(self.w.orders)  # noqa: F841
         con.execute("CREATE TABLE customers (id BIGINT PRIMARY KEY, name VARCHAR, region VARCHAR)")
         con.execute("INSERT INTO customers SELECT id, name, region FROM cdf")
         con.execute(
@@ -463,12 +641,12 @@ class DuckDBJoin(Baseline):
         return self.result()
 
     def apply(self, step: int) -> None:
-        import pandas as pd
+        import pyarrow as pa
 
         st = self.w.steps[step - 1]
-        dl = pd.DataFrame({"id": st.delete["id"]})  # noqa: F841
-        up = pd.DataFrame({"id": st.update_new["id"], "status": st.update_new["status"]})  # noqa: F841
-        ins = pd.DataFrame(st.insert)  # noqa: F841
+        dl = pa.table({"id": st.delete["id"]})  # noqa: F841
+        up = pa.table({"id": st.update_new["id"], "status": st.update_new["status"]})  # noqa: F841
+        ins = pa.table(st.insert)  # noqa: F841
         self.con.execute("DELETE FROM orders WHERE id IN (SELECT id FROM dl)")
         self.con.execute("UPDATE orders SET status = up.status FROM up WHERE orders.id = up.id")
         self.con.execute("INSERT INTO orders SELECT id, cust, amount, status FROM ins")
@@ -503,7 +681,9 @@ def setup_w3(w: W.JoinWorkload) -> EngineSetup:
     return EngineSetup(g, out, load, push)
 
 
-def run_w3(scale: str, seed: int, n_steps: int, baseline: bool, profile: bool) -> dict:
+def run_w3(
+    scale: str, seed: int, n_steps: int, baseline: bool, profile: bool, peer: str = "duckdb"
+) -> dict:
     w = W.make_join(scale, seed, n_steps)
     run = Run("w3", scale, n_steps, profile)
     run.rec["size"] = dict(
@@ -528,6 +708,22 @@ def engine_setup(workload: str, scale: str, seed: int, n_steps: int) -> EngineSe
     if workload == "w2":
         return setup_w2(W.make_reach(scale, seed, n_steps))
     return setup_w3(W.make_join(scale, seed, n_steps))
+
+
+def warm_up(workload: str, seed: int) -> float:
+    """Run the workload once at the small scale (initial load and one step), untimed by
+    the measurement: the engine's compiled kernels are loaded from numba's on-disk cache at
+    their first call in a process (about 1 s on this machine, most of W2's cold initial),
+    a fixed cost per process, not per view.  Returns the seconds it took."""
+    t = clock()
+    e = engine_setup(workload, "small", seed, 1)
+    e.load()
+    e.g.step()
+    e.out.changes()
+    e.push(1)
+    e.g.step()
+    e.out.changes()
+    return clock() - t
 
 
 RUNNERS = {"w1": run_w1, "w2": run_w2, "w3": run_w3}
@@ -573,9 +769,10 @@ def markdown(results: dict[str, dict], scale: str) -> str:
         "`loop ms` times a fixed pure-Python loop before and after (the machine's speed).",
         "",
         "| workload | initial s (CPU) | median ms (CPU) | p90 ms | target ms | "
-        "baseline median ms (CPU) | peers median ms (RESULTS.md) | diffs/step | "
+        "baseline median ms (CPU) | step speed-up | baseline initial s | initial ratio | "
+        "peers median ms (RESULTS.md) | diffs/step | "
         "arranged rows | load 1m | loop ms | correct |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|",
     ]
     for wl in ("w1", "w2", "w3"):
         r = results.get(wl)
@@ -592,7 +789,9 @@ def markdown(results: dict[str, dict], scale: str) -> str:
             f"{fmt(r.get('median_ms'))} ({fmt(r.get('cpu_median_ms'))}) | "
             f"{fmt(r.get('p90_ms'))} | {TARGET_MS[wl]:g} | "
             f"{fmt(r.get('baseline_median_ms'))} ({fmt(r.get('baseline_cpu_median_ms'))}) "
-            f"{base} | {peer_s} | "
+            f"{base} | {fmt(r.get('speedup_vs_baseline'), 1)}× | "
+            f"{fmt(r.get('baseline_initial_s'), 2)} | {fmt(r.get('initial_vs_baseline'), 2)}× | "
+            f"{peer_s} | "
             f"{fmt(r.get('differences_median'), 0)} | {r.get('arrangement_rows_final', 0):,} | "
             f"{'–'.join(f'{x:.1f}' for x in load)} | {'–'.join(f'{x:.0f}' for x in speed)} | "
             f"{'yes' if r.get('correct') else 'NO'}{' (profiled)' if r.get('profiled') else ''} |"
@@ -679,6 +878,17 @@ def main(argv: list[str] | None = None) -> int:
         help="cProfile the engine's timed steps; top entries go to the JSON "
         "and to bench/results/profile_<workload>_<scale>.txt",
     )
+    ap.add_argument(
+        "--baseline",
+        default="duckdb",
+        choices=["duckdb", "networkx"],
+        help="W1/W2 recompute baseline (W3 is always DuckDB); duckdb runs the peers' queries",
+    )
+    ap.add_argument(
+        "--cold",
+        action="store_true",
+        help="no warm-up: the initial load then includes loading the compiled kernels",
+    )
     ap.add_argument("--out", type=Path, default=RESULTS_DIR)
     ap.add_argument("--no-store", action="store_true")
     a = ap.parse_args(argv)
@@ -688,8 +898,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[engine] {TITLES[wl]} scale={a.scale} steps={a.steps}", flush=True)
         load_before = os.getloadavg()[0]
         speed_before = python_loop_ms()
-        rec = RUNNERS[wl](a.scale, a.seed, a.steps, not a.no_baseline, a.profile)
+        warm_s = None if a.cold else warm_up(wl, a.seed)
+        rec = RUNNERS[wl](a.scale, a.seed, a.steps, not a.no_baseline, a.profile, a.baseline)
         rec["seed"] = a.seed
+        rec["warmup_s"] = warm_s
         rec["profiled"] = a.profile
         rec["engine_fingerprint"] = engine_fingerprint()
         rec["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -705,7 +917,12 @@ def main(argv: list[str] | None = None) -> int:
             f"  => initial {rec['initial_s']:.3f}s, median {fmt(rec['median_ms'], 2)} ms, "
             f"p90 {fmt(rec['p90_ms'], 2)} ms, cpu median {fmt(rec['cpu_median_ms'], 2)} ms, "
             f"baseline median "
-            f"{fmt(rec['baseline_median_ms'], 1)} ms, correct={rec['correct']}",
+            f"{fmt(rec['baseline_median_ms'], 1)} ms (x{fmt(rec.get('speedup_vs_baseline'), 1)}), "
+            f"baseline initial {fmt(rec.get('baseline_initial_s'), 3)}s "
+            f"(engine/baseline {fmt(rec.get('initial_vs_baseline'), 2)}), "
+            f"correct={rec['correct']}; traces {rec['trace_rows']:,} rows, "
+            f"{fmt(rec['trace_bytes_per_row'], 1)} B/row in memory, state() "
+            f"{fmt(rec['state_bytes_per_row'], 1)} B/row",
             flush=True,
         )
     if not a.no_store:

@@ -352,3 +352,54 @@ def mix_offset(h: np.ndarray, offset: np.uint64) -> np.ndarray:
     for i in range(h.shape[0]):
         out[i] = _finalize(h[i] + offset)
     return out
+
+
+@njit(cache=True, nogil=True)
+def counting_order(keys: np.ndarray, k: int) -> np.ndarray:
+    """The stable order that sorts ``keys`` (ints in ``[0, k)``): a counting sort, two
+    passes over the keys and one over the ``k`` counters, where a comparison sort takes
+    ``n log n`` (reductions group their gathered rows by probe this way)."""
+    n = keys.shape[0]
+    starts = np.zeros(k + 1, dtype=np.int64)
+    for i in range(n):
+        starts[keys[i] + 1] += 1
+    for j in range(k):
+        starts[j + 1] += starts[j]
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        x = keys[i]
+        order[starts[x]] = i
+        starts[x] += 1
+    return order
+
+
+@njit(cache=True, nogil=True)
+def radix_order(keys: np.ndarray) -> np.ndarray:
+    """The stable order that sorts uint64 ``keys``: a least-significant-digit radix sort,
+    four passes of 16 bits (a pass whose digit is the same for every key is skipped).
+    About 1.4-2x less CPU than numpy's ``argsort`` from ~10^5 keys (hash-ordered runs of
+    an initial load); slower on small inputs, where the histograms dominate."""
+    n = keys.shape[0]
+    idx = np.arange(n)
+    k = keys.copy()
+    tk = np.empty(n, dtype=np.uint64)
+    ti = np.empty(n, dtype=np.int64)
+    mask = np.uint64(0xFFFF)
+    for p in range(4):
+        shift = np.uint64(16 * p)
+        counts = np.zeros(65537, dtype=np.int64)
+        for i in range(n):
+            counts[np.int64((k[i] >> shift) & mask) + 1] += 1
+        if counts.max() == n:
+            continue
+        for j in range(65536):
+            counts[j + 1] += counts[j]
+        for i in range(n):
+            d = np.int64((k[i] >> shift) & mask)
+            q = counts[d]
+            tk[q] = k[i]
+            ti[q] = idx[i]
+            counts[d] = q + 1
+        k, tk = tk, k
+        idx, ti = ti, idx
+    return idx

@@ -41,7 +41,7 @@ from ivm.batch import (
     take,
 )
 from ivm.difference import DIFF_MAX, abs_max, add_at
-from ivm.kernels import merge_pair, probe_run, sort_run, sum_run
+from ivm.kernels import merge_pair, probe_run, radix_order, sort_run, sum_run
 from ivm.lattice import ALTNEU, Kinds, advance_rows
 
 #: runs smaller than this are merged eagerly, so lookups visit few runs
@@ -101,11 +101,23 @@ def constant_times(inner: tuple[int, ...], n: int) -> np.ndarray:
     return out
 
 
+#: from this many keys on, uint64 keys are sorted by :func:`ivm.kernels.radix_order`
+_RADIX_SORT = 32768
+
+
+def argsort_u64(h: np.ndarray, stable: bool = False) -> np.ndarray:
+    """The order that sorts the uint64 keys ``h`` (stable when asked; the radix sort of
+    large inputs always is)."""
+    if len(h) >= _RADIX_SORT and h.dtype == np.uint64:
+        return radix_order(h)
+    return h.argsort(kind="stable" if stable else "quicksort")
+
+
 def _sorting_permutation(h: np.ndarray) -> np.ndarray | None:
     """The order that sorts ``h``, or None when it is short or already sorted."""
     if len(h) < 32 or (h[1:] >= h[:-1]).all():
         return None
-    return h.argsort()
+    return argsort_u64(h)
 
 
 @dataclass(slots=True)
@@ -160,6 +172,8 @@ class Trace:
             kh = rowhash  # the key is the whole row
         else:
             kh = hash_rows([cols[i] for i in self.key_idx], n)
+            if rowhash is None and self.key_idx == tuple(range(len(cols))):
+                rowhash = kh  # the whole row is the key: one hash, computed once
         rh = hash_rows(cols, n) if rowhash is None else rowhash
         if 1 < n <= _KERNEL_SORT:
             order, sk, kh, rh, times, diff, big = sort_run(
@@ -168,11 +182,19 @@ class Trace:
             return Run(sk, kh, rh, take(cols, order), times, diff, big)
         sk = self._sortkey(kh, times)
         if n > 1:
-            order = sk.argsort(kind="stable" if merged else "quicksort")
+            # merged: sorted pieces one after the other, which timsort merges in near
+            # linear time; otherwise a radix sort for large runs (an initial load's)
+            order = sk.argsort(kind="stable") if merged else argsort_u64(sk)
+            # runs are immutable, so equal hash arrays are gathered once and shared: outside
+            # loops the sort key is the key hash, and when the key is the whole row the key
+            # hash is the row hash (8 bytes per arranged row each, not stored twice)
+            sk_o = sk[order]
+            kh_o = sk_o if kh is sk else kh[order]
+            rh_o = kh_o if rh is kh else rh[order]
             return Run(
-                sk[order],
-                kh[order],
-                rh[order],
+                sk_o,
+                kh_o,
+                rh_o,
                 take(cols, order),
                 times[order],
                 diff[order],
@@ -196,9 +218,10 @@ class Trace:
             h = hash_times(rowh, times) if times.shape[1] else rowh
             keep, diff = consolidate_hashed(h, cols, diff, times)
             if len(keep) < n:
+                same = keyhash is rowh
                 cols, times, rowh = take(cols, keep), times[keep], rowh[keep]
                 if keyhash is not None:
-                    keyhash = keyhash[keep]
+                    keyhash = rowh if same else keyhash[keep]
         elif n == 1 and diff[0] == 0:
             keep = _EMPTY
             cols, times, diff, rowh = take(cols, keep), times[:0], diff[:0], rowh[:0]
@@ -249,12 +272,14 @@ class Trace:
             if merged is not None:
                 return merged
         cols = tuple(np.concatenate([p.cols[i] for p in parts]) for i in range(len(self.dtypes)))
+        rowhash = np.concatenate([p.rowhash for p in parts])
+        shared = all(p.keyhash is p.rowhash for p in parts)
         return self.consolidated_run(
             cols,
             np.concatenate([p.times for p in parts]),
             np.concatenate([p.diff for p in parts]),
-            np.concatenate([p.rowhash for p in parts]),
-            np.concatenate([p.keyhash for p in parts]),
+            rowhash,
+            rowhash if shared else np.concatenate([p.keyhash for p in parts]),
             merged=True,
         )
 

@@ -31,6 +31,7 @@ from ivm.batch import (
     take,
     unique_int_rows,
 )
+from ivm.kernels import counting_order
 from ivm.lattice import Time, join_rows, less_equal_rows
 from ivm.operators.aggregates import DistinctKernel, Kernel
 from ivm.operators.arrange import Arrange
@@ -66,6 +67,18 @@ def _cat(a: Gathered | None, b: Gathered) -> Gathered:
         np.concatenate([a.diff, b.diff]),
         np.concatenate([a.rowhash, b.rowhash]),
     )
+
+
+def group_order(owner: np.ndarray) -> np.ndarray:
+    """An order that groups rows by their probe (``owner``, probe indices): a counting
+    sort when the probes are not far more than the rows, else a comparison sort."""
+    n = len(owner)
+    if n < 64 or owner.dtype != np.int64:
+        return np.argsort(owner)
+    lo, hi = int(owner.min()), int(owner.max())
+    if lo < 0 or hi >= 4 * n + 1024:
+        return np.argsort(owner)
+    return counting_order(owner, hi + 1)
 
 
 class Reduce(Operator):
@@ -174,7 +187,7 @@ class Reduce(Operator):
             combine_hash(acc.rowhash, acc.owner), (acc.owner, *acc.cols), acc.diff
         )
         owner = acc.owner[keep_in]
-        order = np.argsort(owner)
+        order = group_order(owner)
         group = owner[order]
         rows = take(acc.cols, keep_in[order])
         counts = counts[order]
