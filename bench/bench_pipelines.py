@@ -95,8 +95,13 @@ def spark_full_run(spark: Any, out: Path) -> float:
 
 def operator_work(s: Any) -> dict[str, dict[str, int]]:
     """Differences processed per operator in each group's last epoch."""
+    from catalog.pipeline import plan_groups
+
+    live = {spec.name for spec in plan_groups(s.catalog)}
     out: dict[str, dict[str, int]] = {}
     for group, built in s._runtime.built.items():
+        if group not in live:
+            continue
         counts: dict[str, int] = defaultdict(int)
         for d in built.g.metrics.differences(epoch=built.g.epoch):
             counts[f"{d.kind}:{d.operator}"] += d.rows

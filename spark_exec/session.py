@@ -618,7 +618,16 @@ class Session:
             raise
         for e in created:
             self._register(e)
+        self._forget_stale_groups()
         return reports
+
+    def _forget_stale_groups(self) -> None:
+        """Drop in-memory dataflows of groups that no longer exist (merged into a larger group
+        by a new view that reads them, or emptied by DROP): they would hold their state for
+        nothing in a long-lived Session (``ivm serve``)."""
+        live = {s.name for s in plan_groups(self.catalog)}
+        for name in [n for n in self._runtime.built if n not in live]:
+            self._runtime.forget(name)
 
     def drop_view(self, name: str, *, if_exists: bool = False) -> bool:
         ident = parse_identifier(name)
@@ -774,6 +783,8 @@ class Session:
             raise RefreshFailedError(failures, list(reports))
         if view is None:
             live = [s.name for s in specs]
+            for name in [n for n in self._runtime.built if n not in live]:
+                self._runtime.forget(name)  # e.g. merged into another group by a new view
             for name in stale_checkpoint_groups(self.catalog, live):
                 log.info("removing the checkpoint of the former group %s", name)
                 self.catalog.checkpoints.clear(name)

@@ -217,3 +217,19 @@ def test_schedule_every_waits_trigger_on_update_does_not(tmp_path: Path) -> None
     r._last_run[s.catalog.view("hourly").group] -= 3600
     assert [e["views"] for e in r.tick()] == [["hourly"]]
     assert s.read("hourly").to_pylist() == [{"c": 2}]
+
+
+def test_a_long_lived_session_drops_dataflows_of_merged_groups(tmp_path: Path) -> None:
+    s = make_warehouse(tmp_path / "wh")  # view m over t: group m
+    assert set(s._runtime.built) == {"m"}
+    s.sql("CREATE MATERIALIZED VIEW top AS SELECT MAX(s) AS best FROM m")  # m joins top's group
+    (group,) = {v.group for v in s.catalog.views()}
+    assert set(s._runtime.built) == {group}  # m's old dataflow is not kept alongside
+    other = Session(warehouse=tmp_path / "wh")
+    other.refresh()
+    s.sql("CREATE TABLE u (x INT) USING delta")  # nothing else changes its groups
+    other.sql("DROP MATERIALIZED VIEW top")  # another process splits the group again
+    s.sql("INSERT INTO t VALUES (5, 5)")
+    s.refresh()
+    assert set(s._runtime.built) == {"m"}
+    assert contents(s) == expected(s)
