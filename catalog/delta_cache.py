@@ -7,7 +7,8 @@ path for the latest version (brought forward with ``update_incremental()``, whic
 the new commits) and a few per ``(path, version)``.
 
 A kept table is used only while the log entry of the version it was opened at is the same
-file (inode, modification time, size): a table dropped and recreated at the same path, or a
+file (inode, modification time, size, checksum of its first 64 KiB: a commit holds its
+time and random file names): a table dropped and recreated at the same path, or a
 copied warehouse, has other files there, so it is opened afresh.  Callers must not move a
 handed-out table to another version (``load_as_version``); writes through it are fine (it
 then stands at the version it wrote).  A failed operation calls :func:`forget`.
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import os
 import threading
+import zlib
 from collections import OrderedDict
 
 from deltalake import DeltaTable
 
 MAX_TABLES = 64
-_Stamp = tuple[int, int, int, int]  # version, inode, mtime_ns, size
+STAMP_BYTES = 1 << 16
+_Stamp = tuple[int, int, int, int, int]  # version, inode, mtime_ns, size, crc32 of the head
 
 _lock = threading.Lock()
 _latest: OrderedDict[str, tuple[DeltaTable, _Stamp]] = OrderedDict()
@@ -37,10 +40,12 @@ def _key(path: str | os.PathLike[str]) -> str:
 def _stamp(path: str, version: int) -> _Stamp | None:
     f = os.path.join(path, "_delta_log", f"{int(version):020d}.json")
     try:
-        st = os.stat(f)
+        with open(f, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            head = zlib.crc32(fh.read(STAMP_BYTES))
     except OSError:
         return None
-    return (int(version), st.st_ino, st.st_mtime_ns, st.st_size)
+    return (int(version), st.st_ino, st.st_mtime_ns, st.st_size, head)
 
 
 def _valid(path: str, stamp: _Stamp) -> bool:
