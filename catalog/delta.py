@@ -154,8 +154,13 @@ def create_table(
     description: str | None = None,
     partition_by: Sequence[str] | None = None,
     commit_metadata: Mapping[str, str] | None = None,
+    auto_compact: bool = False,
 ) -> int:
-    """Create an empty Delta table with the change data feed on; returns its version (0)."""
+    """Create an empty Delta table with the change data feed on; returns its version (0).
+
+    ``auto_compact``: set ``delta.autoOptimize.autoCompact=true`` (the catalog's managed tables), so that
+    writes through this module bin-pack small files (:func:`auto_compact`).
+    """
     p = os.fspath(path)
     if is_delta_table(p):
         raise DeltaOperationError("create", p, "a Delta table already exists there")
@@ -168,7 +173,7 @@ def create_table(
             mode="error",
             partition_by=list(partition_by) if partition_by else None,
             description=description,
-            configuration=CDF_CONFIGURATION,
+            configuration={**CDF_CONFIGURATION, **({AUTO_COMPACT: "true"} if auto_compact else {})},
             commit_properties=_commit_properties(commit_metadata, None),
         ),
     )
@@ -218,6 +223,9 @@ def read_snapshot(
 # -- writes ------------------------------------------------------------------------------
 
 CHECKPOINT_INTERVAL = 10  # Delta's default ``delta.checkpointInterval``, as delta-spark uses
+AUTO_COMPACT = "delta.autoOptimize.autoCompact"  # Delta's table property: compact after writes
+COMPACT_SMALL_FILES = 32
+SMALL_FILE_BYTES = 1 << 20
 
 
 def checkpoint_interval(dt: DeltaTable) -> int:
@@ -242,10 +250,38 @@ def _written(p: str, dt: DeltaTable, metrics: Mapping[str, Any]) -> WriteResult:
     version = int(dt.version())
     if version > 0 and version % checkpoint_interval(dt) == 0:
         try:
+            auto_compact(p, dt)
             dt.create_checkpoint()
         except Exception as exc:  # the write itself succeeded
-            _log.warning("checkpoint of %s at version %d failed: %s", p, version, exc)
+            _log.warning("maintenance of %s at version %d failed: %s", p, version, exc)
     return WriteResult(version, metrics)
+
+
+def auto_compacted(dt: DeltaTable) -> bool:
+    """Whether the table asks for :func:`auto_compact` (``delta.autoOptimize.autoCompact=true``)."""
+    return str(dt.metadata().configuration.get(AUTO_COMPACT, "false")).lower() == "true"
+
+
+def auto_compact(p: str, dt: DeltaTable) -> dict[str, Any] | None:
+    """Bin-pack the small files of a table that asks for it; ``None`` when nothing is done.
+
+    Only tables with Delta's ``delta.autoOptimize.autoCompact=true`` — the ones the catalog creates (managed input
+    tables), or a table whose owner set it — are ever rewritten: a foreign table is left as
+    its writers made it.  Runs when at least :data:`COMPACT_SMALL_FILES` files are smaller
+    than :data:`SMALL_FILE_BYTES` (checked every checkpoint interval), as one ``OPTIMIZE``
+    commit with ``dataChange=false`` (no row changes: change capture skips it).
+    """
+    if not auto_compacted(dt):
+        return None
+    sizes = dt.get_add_actions(flatten=True).column("size_bytes").to_pylist()
+    if sum(1 for b in sizes if b < SMALL_FILE_BYTES) < COMPACT_SMALL_FILES:
+        return None
+    return dict(
+        dt.optimize.compact(
+            target_size=SMALL_FILE_BYTES,
+            commit_properties=_commit_properties({"ivm.operation": "compact"}, None),
+        )
+    )
 
 
 def insert(
