@@ -100,3 +100,21 @@ def test_a_kept_table_sees_commits_of_other_writers(tmp_path: Path) -> None:
     write_deltalake(p, pa.table({"id": [5]}), mode="append")  # not through catalog.delta
     assert delta.current_version(p) == 1
     assert delta.read_snapshot(p).column("id").to_pylist() == [5]
+
+
+def test_managed_tables_compact_small_files_and_foreign_tables_are_left_alone(
+    tmp_path: Path,
+) -> None:
+    s = Session(warehouse=tmp_path / "w")
+    s.sql("CREATE TABLE m (id BIGINT NOT NULL)")
+    managed = s.table_path("m")
+    foreign = str(tmp_path / "foreign")
+    delta.create_table(foreign, pa.schema([pa.field("id", pa.int64(), False)]))
+    for i in range(40):
+        delta.insert(managed, pa.table({"id": [i]}))
+        delta.insert(foreign, pa.table({"id": [i]}))
+    assert view_table.layout(managed).files < delta.COMPACT_SMALL_FILES
+    assert view_table.layout(foreign).files == 40
+    ops = [h["operation"] for h in delta.open_table(foreign).history()]
+    assert "OPTIMIZE" not in ops
+    assert sorted(delta.read_snapshot(managed).column("id").to_pylist()) == list(range(40))
