@@ -4,7 +4,8 @@ Opening a ``DeltaTable`` replays its log from the last checkpoint; a refresh use
 input and view table about ten times (measured: 107 opens in 10 refreshes, 37 ms each after
 200 one-row refreshes, most of the refresh's time).  This module keeps one opened table per
 path for the latest version (brought forward with ``update_incremental()``, which reads only
-the new commits) and a few per ``(path, version)``.
+the new commits, and only when the log entry after its version exists) and a few per
+``(path, version)``.
 
 A kept table is used only while the log entry of the version it was opened at is the same
 file (inode, modification time, size, checksum of its first 64 KiB: a commit holds its
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 import zlib
 from collections import OrderedDict
 
@@ -31,8 +31,6 @@ _Stamp = tuple[int, int, int, int, int]  # version, inode, mtime_ns, size, crc32
 _lock = threading.Lock()
 _latest: OrderedDict[str, tuple[DeltaTable, _Stamp]] = OrderedDict()
 _versions: OrderedDict[tuple[str, int], tuple[DeltaTable, _Stamp]] = OrderedDict()
-_quiet: dict[str, int] = {}
-QUIET_NS = 100_000_000
 stats = {"opens": 0, "reuses": 0}
 
 
@@ -40,8 +38,12 @@ def _key(path: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.fspath(path))
 
 
+def _commit_path(path: str, version: int) -> str:
+    return os.path.join(path, "_delta_log", f"{int(version):020d}.json")
+
+
 def _stamp(path: str, version: int) -> _Stamp | None:
-    f = os.path.join(path, "_delta_log", f"{int(version):020d}.json")
+    f = _commit_path(path, version)
     try:
         with open(f, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -75,8 +77,9 @@ def latest(path: str | os.PathLike[str]) -> DeltaTable:
         hit = _latest.get(key)
     if hit is not None and _valid(key, hit[1]):
         kept = hit[0]
-        seen = _log_mtime(key)
-        if seen is not None and _quiet.get(key) == seen and int(kept.version()) == hit[1][0]:
+        if not os.path.exists(_commit_path(key, int(kept.version()) + 1)):
+            # commits are numbered without gaps: no next entry, no newer version (and no
+            # listing of the whole log, which update_incremental() does: 5.7 ms at 900 entries)
             stats["reuses"] += 1
             return kept
         try:
@@ -88,37 +91,12 @@ def latest(path: str | os.PathLike[str]) -> DeltaTable:
             stats["reuses"] += 1
             with _lock:
                 _remember(_latest, key, key, kept)  # type: ignore[arg-type]
-                _settle(key, seen)
             return kept
     stats["opens"] += 1
-    seen = _log_mtime(key)
     dt = DeltaTable(key)
     with _lock:
         _remember(_latest, key, key, dt)  # type: ignore[arg-type]
-        _settle(key, seen)
     return dt
-
-
-def _log_mtime(path: str) -> int | None:
-    try:
-        return os.stat(os.path.join(path, "_delta_log")).st_mtime_ns
-    except OSError:
-        return None
-
-
-def _settle(key: str, seen: int | None) -> None:
-    """Remember the log directory's mtime, read before an update, if it is safely old.
-
-    Any file added to or removed from ``_delta_log`` later moves that mtime, unless it
-    happened within the file system's timestamp granularity (a clock tick, <= 10 ms) of
-    ``seen``; so the mtime is trusted only when it was over :data:`QUIET_NS` old when read.
-    Then a later call whose directory mtime is unchanged skips ``update_incremental()``
-    (which lists the whole log: 7 ms at 1,100 entries, nine times per refresh).
-    """
-    if seen is not None and time.time_ns() - seen > QUIET_NS:
-        _quiet[key] = seen
-    else:
-        _quiet.pop(key, None)
 
 
 def at_version(path: str | os.PathLike[str], version: int) -> DeltaTable:
@@ -150,7 +128,6 @@ def forget(path: str | os.PathLike[str]) -> None:
     key = _key(path)
     with _lock:
         _latest.pop(key, None)
-        _quiet.pop(key, None)
         for k in [k for k in _versions if k[0] == key]:
             del _versions[k]
 
@@ -158,5 +135,4 @@ def forget(path: str | os.PathLike[str]) -> None:
 def clear() -> None:
     with _lock:
         _latest.clear()
-        _quiet.clear()
         _versions.clear()
