@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -115,8 +116,27 @@ def large_view(root: Path, rows: int, repeat: int) -> dict[str, Any]:
     }
 
 
+def _log_counts(path: str) -> dict[str, int]:
+    """Counted, load-independent figures of one Delta table's log and files."""
+    from catalog import delta_commit
+
+    log = os.path.join(path, "_delta_log")
+    names = os.listdir(log)
+    commits = sorted(int(n[:20]) for n in names if n.endswith(".json") and n[:20].isdigit())
+    last = os.path.join(log, "_last_checkpoint")
+    cp = json.loads(Path(last).read_text())["version"] if os.path.exists(last) else -1
+    version, files = delta_commit.snapshot_files(path)
+    return {
+        "version": version,
+        "log_entries": len(names),
+        "json_after_checkpoint": sum(1 for v in commits if v > cp),
+        "data_files": len(files),
+        "data_bytes": sum(f.size for f in files.values()),
+    }
+
+
 def trickle(root: Path, steps: int) -> dict[str, Any]:
-    from catalog import delta, view_table
+    from catalog import delta, delta_cache, view_table
     from spark_exec.session import Session
 
     s = Session(warehouse=root / "trickle")
@@ -127,19 +147,28 @@ def trickle(root: Path, steps: int) -> dict[str, Any]:
     path = s.table_path("tv")
     times = []
     phases: list[dict[str, float]] = []
+    opens: list[int] = []
     read_first = files_first = None
+    counts_first: dict[str, Any] = {}
     for i in range(steps):
         delta.insert(s.table_path("t"), pa.table({"id": [n + i], "v": [i % 97]}))
         delta.delete(s.table_path("t"), f"id = {i}")
+        before = delta_cache.stats["opens"]
         t = time.perf_counter()
         (r,) = s.refresh()
         times.append(time.perf_counter() - t)
+        opens.append(delta_cache.stats["opens"] - before)
         phases.append(dict(r.timings))
         if i == 0:
             read_first = _read_seconds(path)
             files_first = view_table.layout(path).files
+            counts_first = {"input": _log_counts(s.table_path("t")), "view": _log_counts(path)}
     lay = view_table.layout(path)
     return {
+        "counted_first": counts_first,
+        "counted_last": {"input": _log_counts(s.table_path("t")), "view": _log_counts(path)},
+        "table_opens_per_refresh_first10": opens[:10],
+        "table_opens_per_refresh_last10": opens[-10:],
         "steps": steps,
         "first10_median_seconds": statistics.median(times[:10]),
         "last10_median_seconds": statistics.median(times[-10:]),
@@ -164,15 +193,21 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--trickle", type=int, default=500)
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument(
+        "--skip-large", action="store_true", help="keep the large-view result already in --out"
+    )
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="ivm-bench-view-"))
     try:
-        print(f"large view: {args.rows:,} rows, 10-row changes")
-        large = large_view(root, args.rows, args.repeat)
-        print(
-            f"  median {large['median_seconds'] * 1000:.1f} ms; at most "
-            f"{100 * large['max_written_share']:.3f} % of the table's bytes written"
-        )
+        if args.skip_large:
+            large = json.loads(Path(args.out).read_text()).get("large", {})
+        else:
+            print(f"large view: {args.rows:,} rows, 10-row changes")
+            large = large_view(root, args.rows, args.repeat)
+            print(
+                f"  median {large['median_seconds'] * 1000:.1f} ms; at most "
+                f"{100 * large['max_written_share']:.3f} % of the table's bytes written"
+            )
         print(f"trickle: {args.trickle} one-row refreshes")
         tr = trickle(root, args.trickle) if args.trickle else {}
         if tr:
@@ -189,7 +224,7 @@ def main(argv: list[str]) -> int:
             "benchmark": "view-table",
             "large": large,
             "trickle": tr,
-            "machine": {"python": platform.python_version()},
+            "machine": {"python": platform.python_version(), "load_average": os.getloadavg()},
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
         out = Path(args.out)

@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pds
 import pyarrow.fs as pfs
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from catalog import delta
@@ -100,6 +101,9 @@ class _Reader:
         self.columns = list(schema.names)
         self._tables: dict[int, DeltaTable] = {}
         self._datasets: dict[int, tuple[pds.Dataset, dict[str, pds.Fragment]]] = {}
+        self._adopted: DeltaTable | None = None
+        self._metadata_versions: set[int] = set()
+        self._known_upto = -1
 
     def unavailable(self, what: str, exc: BaseException) -> ChangesUnavailableError:
         return ChangesUnavailableError(self.label, self.path, f"{what}: {exc}")
@@ -107,6 +111,12 @@ class _Reader:
     def adopt(self, dt: DeltaTable) -> None:
         """Use ``dt``, already open at its version, instead of opening that version again."""
         self._tables[int(dt.version())] = dt
+        self._adopted = dt
+
+    def know(self, commits: Sequence[Commit]) -> None:
+        """The commits of the range, read already: which of them changed the metadata."""
+        self._metadata_versions = {c.version for c in commits if c.configuration is not None}
+        self._known_upto = max((c.version for c in commits), default=-1)
 
     def table(self, version: int) -> DeltaTable:
         """The table at ``version`` (the last two versions opened are kept)."""
@@ -120,7 +130,26 @@ class _Reader:
         return self._tables[version]
 
     def configuration(self, version: int) -> dict[str, str]:
+        """The table configuration at ``version``.
+
+        The adopted (latest) table's when no commit after ``version`` up to it changed the
+        metadata — known from the range's commits, so no other version is opened.
+        """
+        dt = self._adopted
+        if (
+            dt is not None
+            and int(dt.version()) == self._known_upto
+            and not any(v > version for v in self._metadata_versions)
+        ):
+            return dict(dt.metadata().configuration)
         return dict(self.table(version).metadata().configuration)
+
+    def feed_table(self, version: int) -> DeltaTable:
+        """A table to read ``version``'s change feed from (the adopted one when it has it)."""
+        dt = self._adopted
+        if dt is not None and int(dt.version()) >= version:
+            return dt
+        return self.table(version)
 
     def _dataset(self, version: int) -> tuple[pds.Dataset, dict[str, pds.Fragment]]:
         if version not in self._datasets:
@@ -137,6 +166,8 @@ class _Reader:
         """The rows of ``files`` (data files of ``version``'s snapshot), in ``columns``."""
         if not files:
             return self.schema.empty_table()
+        if not any(f.partitioned or "://" in f.path for f in files):
+            return self._direct_rows(version, files)
         ds, frags = self._dataset(version)
         local = pfs.LocalFileSystem()
         chosen = []
@@ -159,6 +190,29 @@ class _Reader:
         except (OSError, pa.ArrowException) as exc:
             raise self.unavailable(f"data files of version {version} cannot be read", exc) from exc
         return self._complete(rows)
+
+    def _direct_rows(self, version: int, files: Sequence[FileAction]) -> pa.Table:
+        """The rows of unpartitioned data files, read from the files named in the log.
+
+        No snapshot of ``version`` is opened: the commit's actions name the files, and a file
+        of an unpartitioned table (no column mapping, no deletion vector: see ``diff``) holds
+        its rows' columns by name.
+        """
+        parts = []
+        for f in files:
+            full = os.path.join(self.path, f.path)
+            try:
+                have = set(pq.read_schema(full).names)
+                parts.append(
+                    self._complete(
+                        pq.read_table(full, columns=[c for c in self.columns if c in have])
+                    )
+                )
+            except (OSError, pa.ArrowException) as exc:
+                raise self.unavailable(
+                    f"data file {f.path} of version {version} cannot be read", exc
+                ) from exc
+        return pa.concat_tables(parts)
 
     def snapshot(self, version: int) -> pa.Table:
         try:
@@ -228,6 +282,7 @@ def capture(
     if opened is not None:
         reader.adopt(opened)
     commits = [read_commit(path, v) for v in range(after + 1, upto + 1)]
+    reader.know([c for c in commits if c is not None])
     if any(c is None for c in commits):  # log cleaned up: one diff of the two snapshots
         return pa.concat_tables(_diff(reader.snapshot(after), reader.snapshot(upto), upto))
     parts: list[pa.Table] = [_tagged(reader.schema.empty_table(), "insert", upto)]
@@ -255,7 +310,7 @@ def _verified_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
     if expected is None or not feed_enabled(reader.configuration(commit.version)):
         return None
     try:
-        stream = reader.table(commit.version).load_cdf(
+        stream = reader.feed_table(commit.version).load_cdf(
             starting_version=commit.version,
             ending_version=commit.version,
             columns=[_quoted(c) for c in [*reader.columns, KIND, VERSION]],

@@ -93,8 +93,62 @@ def _clean(v: Any) -> Any:
     return v
 
 
+_replayed: dict[str, tuple[int, tuple[int, int, int], dict[str, dict[str, Any]]]] = {}
+
+
+def _commit_stamp(log: str, version: int) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(os.path.join(log, f"{version:020d}.json"))
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
-    """The latest version and its active files (path -> entry), by log replay."""
+    """The latest version and its active files (path -> entry), by log replay.
+
+    The last replay of each table is kept: when the log entry of its version is the same
+    file, only the JSON entries after it are read (a table recreated at the same path has
+    another file there, and is replayed afresh).
+    """
+    log = _log(table)
+    key = os.path.abspath(table)
+    kept = _replayed.get(key)
+    if kept is not None and _commit_stamp(log, kept[0]) == kept[1]:
+        latest, files = kept[0], dict(kept[2])
+        v = latest + 1
+        while os.path.exists(os.path.join(log, f"{v:020d}.json")):
+            _apply(os.path.join(log, f"{v:020d}.json"), files)
+            latest, v = v, v + 1
+        return _kept(key, log, latest, files)
+    return _kept(key, log, *_replay(table))
+
+
+def _kept(
+    key: str, log: str, latest: int, files: dict[str, dict[str, Any]]
+) -> tuple[int, dict[str, FileEntry]]:
+    stamp = _commit_stamp(log, latest)
+    if stamp is not None:
+        _replayed[key] = (latest, stamp, files)
+        if len(_replayed) > 64:
+            _replayed.pop(next(iter(_replayed)))
+    return latest, {p: _entry(a) for p, a in files.items()}
+
+
+def _apply(path: str, files: dict[str, dict[str, Any]]) -> None:
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            action = json.loads(line)
+            if "add" in action:
+                files[action["add"]["path"]] = action["add"]
+            elif "remove" in action:
+                files.pop(action["remove"]["path"], None)
+
+
+def _replay(table: str) -> tuple[int, dict[str, dict[str, Any]]]:
+    """The latest version and its active ``add`` actions, from the checkpoint and JSON."""
     log = _log(table)
     start = -1
     files: dict[str, dict[str, Any]] = {}
@@ -122,19 +176,11 @@ def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
     for v in versions:
         if v <= start:
             continue
-        with open(os.path.join(log, f"{v:020d}.json")) as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                action = json.loads(line)
-                if "add" in action:
-                    files[action["add"]["path"]] = action["add"]
-                elif "remove" in action:
-                    files.pop(action["remove"]["path"], None)
+        _apply(os.path.join(log, f"{v:020d}.json"), files)
         latest = v
     if latest < 0:
         raise DeltaOperationError("read log", table, "the Delta log has no commit")
-    return latest, {p: _entry(a) for p, a in files.items()}
+    return latest, files
 
 
 # -- data files ----------------------------------------------------------------------------

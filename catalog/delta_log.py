@@ -39,6 +39,7 @@ class FileAction:
     data_change: bool
     deletion_vector: bool
     num_records: int | None = None
+    partitioned: bool = False  # the action carries partition values (not in the file)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ def _file_action(d: Mapping[str, Any]) -> FileAction:
         data_change=bool(d.get("dataChange", True)),
         deletion_vector=d.get("deletionVector") is not None,
         num_records=records,
+        partitioned=bool(d.get("partitionValues")),
     )
 
 

@@ -110,7 +110,7 @@ class Catalog:
         path = self.warehouse.table_path(ident)
         self._clear_orphan(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        delta.create_table(path, schema)
+        delta.create_table(path, schema, auto_compact=True)
         entry = TableEntry(ident, path.as_posix(), True, storage_schema(schema))
         try:
             return self.store.add(entry)  # type: ignore[return-value]
