@@ -6,8 +6,6 @@ loads ``ivm.__main__`` and no module imports it, so its import of the facade can
 cycle (tests/architecture/test_layering.py checks both).
 """
 
-import sys
+from spark_exec.cli import console_main
 
-from spark_exec.cli import main
-
-sys.exit(main())
+console_main()
