@@ -46,28 +46,20 @@ def test_readme_quickstart_runs(tmp_path: Path) -> None:
         "PYTHONPATH": str(REPO),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
+
+    def run(command: list[str], what: str) -> str:
+        done = subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+        )
+        assert done.returncode == 0, f"{what} failed:\n{done.stdout}\n{done.stderr}"
+        return done.stdout
+
     blocks = quickstart_blocks()
     python = "\n".join(body for kind, body in blocks if kind == "python")
-    run = subprocess.run(
-        [sys.executable, "-c", python],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert run.returncode == 0, f"python blocks failed:\n{run.stdout}\n{run.stderr}"
+    run([sys.executable, "-c", python], "the python blocks")
+    out = ""
     for kind, body in blocks:
-        if kind != "bash":
-            continue
-        script = "set -euo pipefail\n" + textwrap.dedent(body)
-        run = subprocess.run(
-            ["bash", "-c", script],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert run.returncode == 0, f"bash block failed:\n{body}\n{run.stdout}\n{run.stderr}"
-    assert "ivm_refreshes_total" in run.stdout
+        if kind == "bash":
+            script = "set -euo pipefail\n" + textwrap.dedent(body)
+            out = run(["bash", "-c", script], f"bash block\n{body}")
+    assert "ivm_refreshes_total" in out
