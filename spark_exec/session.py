@@ -619,6 +619,7 @@ class Session:
         for e in created:
             self._register(e)
         self._forget_stale_groups()
+        self._record([report_event(r) for r in reports])
         return reports
 
     def _forget_stale_groups(self) -> None:
