@@ -231,13 +231,16 @@ class Session:
             self._register(e)
 
     def _register_event_log(self) -> None:
-        from spark_exec.events import event_log_ddl, event_log_dir
+        from spark_exec.events import EVENT_LOG_TABLE, event_log_ddl, event_log_dir
 
         if self._spark is None:
             return
         directory = event_log_dir(self.catalog.warehouse.internal_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        try:
+        try:  # this warehouse's log, also when the SparkSession served another one before
+            from spark_exec.registry import _drop_existing  # never a managed table
+
+            _drop_existing(self._spark, parse_identifier(EVENT_LOG_TABLE), EVENT_LOG_TABLE)
             self._spark.sql(event_log_ddl("'" + directory.as_posix().replace("'", "\\'") + "'"))
         except Exception as exc:  # queryable by Session.event_log() regardless
             log.warning("cannot register the event log in Spark SQL: %s", exc)

@@ -25,12 +25,13 @@ from sql_frontend.errors import SqlLimitError
 
 def snapshot(root: Path) -> dict[str, int]:
     """Every file under ``root`` with its size (what "unchanged" means here), except the
-    refresh status records (a failed refresh records its error there) and the view groups'
-    lock files (catalog.locks: empty files a refresh creates once and never removes)."""
+    refresh status records and the event log (a failed refresh records its error there) and
+    the view groups' lock files (catalog.locks: empty files a refresh creates once and never
+    removes)."""
     return {
         str(p.relative_to(root)): p.stat().st_size
         for p in root.rglob("*")
-        if p.is_file() and not {"status", "locks"} & set(p.relative_to(root).parts)
+        if p.is_file() and not {"status", "locks", "event_log"} & set(p.relative_to(root).parts)
     }
 
 

@@ -33,10 +33,12 @@ SELECT n FROM r"""
 
 
 def snapshot(root: Path) -> dict[str, int]:
+    """Every file with its size, except the records a failed refresh writes (its status and
+    its event-log line)."""
     return {
         str(p.relative_to(root)): p.stat().st_size
         for p in root.rglob("*")
-        if p.is_file() and "status" not in p.relative_to(root).parts
+        if p.is_file() and not {"status", "event_log"} & set(p.relative_to(root).parts)
     }
 
 

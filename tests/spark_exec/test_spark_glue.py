@@ -4,6 +4,7 @@ and names in Spark SQL."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -31,8 +32,9 @@ def rows(df: object) -> Counter[tuple[object, ...]]:
 
 
 def test_session_settings(spark: SparkSession) -> None:
-    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
-    assert spark.sparkContext.master == "local[2]"
+    cores = str(os.cpu_count() or 1)  # the defaults: local[*], a shuffle partition per core
+    assert spark.conf.get("spark.sql.shuffle.partitions") == cores
+    assert spark.sparkContext.master == "local[*]"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
 
 
