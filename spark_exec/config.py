@@ -74,13 +74,6 @@ class ConfigError(IvmError, ValueError):
 class _Unset:
     """The marker of an argument the caller did not give (``None`` means "no limit")."""
 
-    _instance: _Unset | None = None
-
-    def __new__(cls) -> _Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
     def __repr__(self) -> str:
         return "UNSET"
 

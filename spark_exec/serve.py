@@ -130,56 +130,46 @@ class ServerMetrics:
         return "\n".join(lines) + "\n"
 
     def _per_group(self) -> list[str]:
-        series: list[tuple[str, str, str, Callable[[str, GroupMetrics], list[str]]]] = [
-            ("ivm_refreshes_total", "counter", "Refreshes by outcome.", _outcomes),
-            ("ivm_refresh_seconds_total", "counter", "Time spent refreshing.", _seconds),
-            ("ivm_input_changes_total", "counter", "Input rows changed.", _changes),
-            ("ivm_differences_total", "counter", "Differences processed.", _differences),
-            ("ivm_rows_written_total", "counter", "View rows written.", _rows),
-            ("ivm_last_success_time_seconds", "gauge", "Last successful refresh.", _last),
-            ("ivm_behind_versions", "gauge", "Input versions not yet reflected.", _behind),
-        ]
         out = []
-        for name, kind, text, render in series:
+        for name, kind, text, series in _GROUP_SERIES:
             out += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
             for group, m in sorted(self.groups.items()):
-                out += [f"{name}{line}" for line in render(_label(group), m)]
+                for labels, attr, fmt in series:
+                    value = getattr(m, attr)
+                    if value is not None:  # no last success yet: no sample
+                        out.append(f'{name}{{group="{_label(group)}"{labels}}} {value:{fmt}}')
         return out
+
+
+#: per-group series: (name, type, help, [(extra labels, GroupMetrics field, format)])
+_GROUP_SERIES: list[tuple[str, str, str, list[tuple[str, str, str]]]] = [
+    (
+        "ivm_refreshes_total",
+        "counter",
+        "Refreshes by outcome.",
+        [(',outcome="ok"', "refreshes_ok", "d"), (',outcome="failed"', "refreshes_failed", "d")],
+    ),
+    (
+        "ivm_refresh_seconds_total",
+        "counter",
+        "Time spent refreshing.",
+        [("", "seconds_total", ".6f")],
+    ),
+    ("ivm_input_changes_total", "counter", "Input rows changed.", [("", "input_changes", "d")]),
+    ("ivm_differences_total", "counter", "Differences processed.", [("", "differences", "d")]),
+    ("ivm_rows_written_total", "counter", "View rows written.", [("", "rows_written", "d")]),
+    (
+        "ivm_last_success_time_seconds",
+        "gauge",
+        "Last successful refresh.",
+        [("", "last_success", ".3f")],
+    ),
+    ("ivm_behind_versions", "gauge", "Input versions not yet reflected.", [("", "behind", "d")]),
+]
 
 
 def _label(group: str) -> str:
     return group.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _outcomes(g: str, m: GroupMetrics) -> list[str]:
-    return [
-        f'{{group="{g}",outcome="ok"}} {m.refreshes_ok}',
-        f'{{group="{g}",outcome="failed"}} {m.refreshes_failed}',
-    ]
-
-
-def _seconds(g: str, m: GroupMetrics) -> list[str]:
-    return [f'{{group="{g}"}} {m.seconds_total:.6f}']
-
-
-def _changes(g: str, m: GroupMetrics) -> list[str]:
-    return [f'{{group="{g}"}} {m.input_changes}']
-
-
-def _differences(g: str, m: GroupMetrics) -> list[str]:
-    return [f'{{group="{g}"}} {m.differences}']
-
-
-def _rows(g: str, m: GroupMetrics) -> list[str]:
-    return [f'{{group="{g}"}} {m.rows_written}']
-
-
-def _last(g: str, m: GroupMetrics) -> list[str]:
-    return [] if m.last_success is None else [f'{{group="{g}"}} {m.last_success:.3f}']
-
-
-def _behind(g: str, m: GroupMetrics) -> list[str]:
-    return [f'{{group="{g}"}} {m.behind}']
 
 
 class Refresher:
@@ -214,9 +204,9 @@ class Refresher:
         out = []
         now = time.monotonic()
         for spec in specs:
-            reflected = self._reflected_versions(spec)
+            reflected = self._reflected_versions(spec)  # None: never refreshed
             behind = sum(
-                max(0, latest[t.path] - reflected.get(t.name, -1))
+                max(0, latest[t.path] - (reflected or {}).get(t.name, -1))
                 if latest[t.path] >= 0
                 else 1  # unreadable input: the refresh names the problem
                 for t in spec.tables
@@ -224,7 +214,7 @@ class Refresher:
             with self.metrics.lock:
                 self.metrics.group(spec.name).behind = behind
             waiting = now < self._retry_at.get(spec.name, float("-inf"))
-            if not waiting and (reflected is _NEVER or self._wanted(spec, behind)):
+            if not waiting and (reflected is None or self._wanted(spec, behind)):
                 out.append(spec)
         return out
 
@@ -257,7 +247,8 @@ class Refresher:
             self._last_run[group] = float(when)
         return self._last_run[group]
 
-    def _reflected_versions(self, spec: GroupSpec) -> Mapping[str, int]:
+    def _reflected_versions(self, spec: GroupSpec) -> Mapping[str, int] | None:
+        """The input versions the group's checkpoint reflects (``None``: no checkpoint)."""
         known = self._reflected.get(spec.name)
         if known is not None:
             return known
@@ -266,7 +257,7 @@ class Refresher:
         except Exception:
             manifest = None
         if manifest is None:
-            return _NEVER
+            return None
         versions: Mapping[str, int] = {k: int(v) for k, v in manifest.input_versions.items()}
         self._reflected[spec.name] = versions
         return versions
@@ -322,13 +313,6 @@ class Refresher:
         with self.metrics.lock:
             self.metrics.polls += 1
         return [self.refresh(spec) for spec in self.due()]
-
-
-class _Never(dict[str, int]):
-    """Marks a group without a checkpoint (never refreshed)."""
-
-
-_NEVER: Mapping[str, int] = _Never()
 
 
 def _summary(reports: list[Any]) -> dict[str, Any]:

@@ -190,6 +190,11 @@ _SUBQUERIES = ("ScalarSubquery", "Exists", "InSubquery", "ListQuery", "OuterRefe
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
 
+def _sql_name(kind: str) -> str:
+    """The SQL function name of a Spark expression class (``StddevSamp`` → ``stddev_samp``)."""
+    return _FUNCTIONS.get(kind) or _SNAKE.sub("_", kind).lower()
+
+
 def expr(t: Tree) -> str:
     """The SQL text of an expression tree."""
     k = t.kind
@@ -208,8 +213,7 @@ def expr(t: Tree) -> str:
         raise UnsupportedSqlError(
             f"Spark expression {k}", reason=f"subqueries in DataFrame views: {_SQL_ONLY}"
         )
-    name = _FUNCTIONS.get(k) or _SNAKE.sub("_", k).lower()
-    return f"{name}({', '.join(expr(c) for c in t.kids)})"
+    return f"{_sql_name(k)}({', '.join(expr(c) for c in t.kids)})"
 
 
 def _cast(t: Tree) -> str:
@@ -227,7 +231,7 @@ def _case(t: Tree) -> str:
 
 def _aggregate(t: Tree) -> str:
     fn = t.kid("aggregateFunction")
-    name = _FUNCTIONS.get(fn.kind) or _SNAKE.sub("_", fn.kind).lower()
+    name = _sql_name(fn.kind)
     distinct = "DISTINCT " if t.node.get("isDistinct") else ""
     args = ", ".join(expr(c) for c in fn.kids)
     text = f"{name}({distinct}{args})"
