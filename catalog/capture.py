@@ -154,7 +154,9 @@ class _Reader:
     def _dataset(self, version: int) -> tuple[pds.Dataset, dict[str, pds.Fragment]]:
         if version not in self._datasets:
             try:
-                ds = self.table(version).to_pyarrow_dataset()
+                ds = self.table(version).to_pyarrow_dataset(
+                    filesystem=delta.arrow_filesystem(self.path)
+                )
                 frags = {os.path.normpath(f.path): f for f in ds.get_fragments()}
             except Exception as exc:  # e.g. a reader feature the dataset path lacks
                 raise self.unavailable(f"version {version} cannot be scanned", exc) from exc

@@ -370,24 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def console_main() -> NoReturn:
-    """The ``ivm`` command: :func:`main`, then leave the process without running native
-    libraries' exit-time destructors.
-
-    delta-rs with pyarrow can abort a finished process at interpreter exit ("terminate called
-    without an active exception", SIGABRT; delta-io/delta-rs#2184; measured here: 2 of 12 runs
-    of a plain write-and-read script).  Every effect of a command is committed before
-    :func:`main` returns, so after flushing the output the process ends with ``os._exit`` and
-    its real exit status."""
-    try:
-        code = main()
-    except SystemExit as exc:  # argparse's --help / usage errors
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-        if exc.code is not None and not isinstance(exc.code, int):
-            print(exc.code, file=sys.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    logging.shutdown()
-    os._exit(code)
+    """The ``ivm`` command: :func:`main`, its return value as the exit status."""
+    sys.exit(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
