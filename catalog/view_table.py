@@ -75,6 +75,7 @@ COMPACT_SMALL_FILES = 3
 SMALL_FILE_BYTES = 1 << 20
 COMPACT_DELETED_FRACTION = 0.2
 RETENTION_HOURS = 24
+HISTORY_VERSIONS = 100
 CHANGE_TYPE = "_change_type"
 Hook = Callable[[str], None]
 
@@ -619,13 +620,64 @@ def compact_view(path: str | os.PathLike[str]) -> Mapping[str, Any]:
     return {**dict(metrics), "purged_files": purged}
 
 
+def _log_version(name: str) -> int | None:
+    """The version a ``_delta_log`` entry belongs to (``None`` for other files)."""
+    head = name.split(".", 1)[0]
+    if len(head) != 20 or not head.isdigit() or name == head:
+        return None
+    return int(head)
+
+
+def trim_log(path: str | os.PathLike[str], *, keep_versions: int = HISTORY_VERSIONS) -> int:
+    """Delete the view table's log entries that only versions before the last
+    ``keep_versions`` need; returns how many files were deleted.
+
+    Delta lets a writer remove log entries older than a checkpoint (that is how
+    ``delta.logRetentionDuration`` expires them): readers start from the newest checkpoint
+    and never look further back.  Keeping the newest checkpoint at or below
+    ``version - keep_versions`` and everything after it leaves every version of the window
+    readable (time travel, change feed) and every concurrent reader's starting checkpoint in
+    place (``keep_versions`` spans several checkpoints).  Without it a view refreshed every
+    few seconds keeps every entry for 30 days, and every fresh reader lists them all: 838
+    entries after 500 one-row refreshes (issue 12's trickle).  Only view tables are trimmed;
+    input tables belong to their writers.
+    """
+    p = os.fspath(path)
+    log = os.path.join(p, delta_commit.LOG_DIR)
+    names = os.listdir(log)
+    versions = {n: _log_version(n) for n in names}
+    latest = max(
+        (v for n, v in versions.items() if v is not None and n.endswith(".json")), default=-1
+    )
+    horizon = latest - keep_versions
+    checkpoints = [
+        v for n, v in versions.items() if v is not None and ".checkpoint." in n and v <= horizon
+    ]
+    if not checkpoints:
+        return 0
+    floor = max(checkpoints)
+    removed = 0
+    for n, v in versions.items():
+        if v is not None and v < floor:
+            try:
+                os.remove(os.path.join(log, n))
+                removed += 1
+            except FileNotFoundError:  # a concurrent maintenance got there first
+                pass
+    return removed
+
+
 def maintain(
-    path: str | os.PathLike[str], *, retention_hours: int = RETENTION_HOURS
+    path: str | os.PathLike[str],
+    *,
+    retention_hours: int = RETENTION_HOURS,
+    history_versions: int | None = None,
 ) -> dict[str, Any]:
     """The maintenance policy, run after a refresh commit; returns what it did.
 
     Compact when :func:`needs_compaction`; every :data:`CHECKPOINT_EVERY` commits, write a
-    log checkpoint; every :data:`VACUUM_EVERY` commits, vacuum files unreferenced for
+    log checkpoint and drop the log of versions older than the last ``history_versions``
+    (:func:`trim_log`; default :data:`HISTORY_VERSIONS`); every :data:`VACUUM_EVERY` commits, vacuum files unreferenced for
     ``retention_hours``.
     """
     p = os.fspath(path)
@@ -638,6 +690,8 @@ def maintain(
         dt = delta.open_table(p)
         dt.create_checkpoint()
         done["checkpoint"] = True
+        keep = HISTORY_VERSIONS if history_versions is None else history_versions
+        done["log_files_removed"] = trim_log(p, keep_versions=keep)
         if (
             lay.version // VACUUM_EVERY
             != (lay.version - lay.commits_since_checkpoint) // VACUUM_EVERY

@@ -49,7 +49,7 @@ filter the matched rows; :func:`sql_frontend.planner.plan_sql`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,7 @@ import numpy as np
 import ivm
 from ivm.collection import delta_join as ivm_delta_join
 from ivm.errors import PlanError
+from ivm.schema import DTYPES
 from sql_frontend import plan as p
 from sql_frontend.analyze import CatalogLike
 from sql_frontend.errors import UnsupportedSqlError
@@ -274,6 +275,25 @@ class _Compiler:
         return c.map(
             fn, [*zip(c.schema.names, c.schema.dtypes, strict=True), (f"c{width}", "int64")]
         )
+
+    def nullable(self, c: Collection, may_be_null: Sequence[bool]) -> Collection:
+        """``c`` with each flagged fixed-width column (which holds no NULL) widened to
+        ``any``, so that a NULL can join it — e.g. MAX of a NOT NULL column over no rows."""
+        old = list(c.schema.dtypes)
+        new = [
+            "any" if flag and DTYPES[d] != np.dtype(object) else d
+            for d, flag in zip(old, may_be_null, strict=True)
+        ]
+        if new == old:
+            return c
+
+        def widen(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
+            return tuple(
+                col.astype(object) if n != o else col
+                for col, n, o in zip(cols, new, old, strict=True)
+            )
+
+        return self.named(c.map(widen, list(zip(c.schema.names, new, strict=True))))
 
     def marker(self, c: Collection) -> Collection:
         """One row ``(1,)`` if ``c`` is not empty, else nothing."""
@@ -588,6 +608,7 @@ class _Compiler:
             return out
         # Global aggregate: one row even over an empty input.
         default = tuple(0 if a.func in ("count", "count_star") else None for a in node.aggs)
+        out = self.nullable(out, [v is None for v in default])
         dtypes = list(out.schema.dtypes)
         const = self.g.constant(
             [(*default, 1)],

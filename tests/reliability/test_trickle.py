@@ -118,3 +118,56 @@ def test_managed_tables_compact_small_files_and_foreign_tables_are_left_alone(
     ops = [h["operation"] for h in delta.open_table(foreign).history()]
     assert "OPTIMIZE" not in ops
     assert sorted(delta.read_snapshot(managed).column("id").to_pylist()) == list(range(40))
+
+
+def test_a_view_keeps_a_bounded_history_and_every_version_in_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The view table's log keeps the last HISTORY_VERSIONS versions (issue 12's trickle: a
+    fresh reader lists the log), each of them still readable; older ones are refused."""
+    from deltalake import DeltaTable
+
+    from catalog.errors import CatalogError
+
+    keep = 16
+    monkeypatch.setattr(view_table, "HISTORY_VERSIONS", keep)
+    s = Session(warehouse=tmp_path / "w")
+    s.sql("CREATE TABLE t (id BIGINT NOT NULL, v BIGINT NOT NULL)")
+    t = s.table_path("t")
+    delta.insert(t, pa.table({"id": np.arange(50), "v": np.arange(50) % 5}))
+    s.sql("CREATE MATERIALIZED VIEW tv AS SELECT v, count(*) AS n FROM t GROUP BY v")
+    s.sql("CREATE MATERIALIZED VIEW top AS SELECT max(n) AS m FROM tv")
+    path = s.table_path("tv")
+    states: dict[int, Counter[tuple[Any, ...]]] = {}
+    for i in range(60):
+        delta.insert(t, pa.table({"id": [100 + i], "v": [i % 3]}))
+        s.refresh()
+        version = delta.current_version(path)
+        states[version] = Counter(tuple(r.values()) for r in s.read("tv").to_pylist())
+    log = os.listdir(os.path.join(path, "_delta_log"))
+    jsons = [int(n[:20]) for n in log if n.endswith(".json")]
+    latest = max(jsons)
+    # bounded: the window plus at most two checkpoint intervals of slack
+    assert len(jsons) <= keep + 2 * (view_table.CHECKPOINT_EVERY + 1), sorted(jsons)
+    assert min(jsons) > 0  # trimmed
+    # every version of the window reads back as it was committed, by a plain Delta reader too
+    for version in range(latest - keep, latest + 1):
+        if version in states:
+            got = Counter(
+                tuple(r.values()) for r in view_table.read_view(path, version).to_pylist()
+            )
+            assert got == states[version], version
+            plain = DeltaTable(path, version=version).to_pyarrow_table()
+            assert Counter(tuple(r.values()) for r in plain.to_pylist()) == states[version]
+    # versions before the window are refused with a typed error
+    with pytest.raises(CatalogError):
+        view_table.read_view(path, min(jsons) - 2)
+    # the view on top of it, and a cold Session, stay exact after the trimming
+    delta.delete(t, "id < 10")
+    cold = Session(warehouse=tmp_path / "w")
+    cold.refresh()
+    counts = Counter(r["v"] for r in delta.read_snapshot(t).to_pylist())
+    assert Counter(tuple(r.values()) for r in cold.read("tv").to_pylist()) == Counter(
+        counts.items()
+    )
+    assert cold.read("top").to_pylist() == [{"m": max(counts.values())}]
