@@ -5,21 +5,24 @@ writer per statement, so a view must stay exact whichever connector wrote each c
 
 * :class:`DeltaRsWriter` — deltalake (delta-rs) called directly, as another application
   would (its UPDATE writes an incomplete change data feed);
-* :class:`CatalogWriter` — the project's own write path (catalog.delta: UPDATE as MERGE).
-
-A delta-spark writer plugs in by implementing the same methods over a SparkSession with the
-Delta connector and appending itself to :func:`writers`.
+* :class:`CatalogWriter` — the project's own write path (catalog.delta: UPDATE as MERGE);
+* :class:`DeltaSparkWriter` — Spark SQL through delta-spark, the JVM connector (deletion
+  vectors on the tables it creates).  It needs a SparkSession, so tests take it from
+  :func:`spark_writers` with the ``spark`` fixture.
 """
 
 from __future__ import annotations
 
 import shutil
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from catalog import delta
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class Writer(Protocol):
@@ -108,3 +111,75 @@ class CatalogWriter(DeltaRsWriter):
 def writers() -> list[Writer]:
     """Every writer available in this environment."""
     return [DeltaRsWriter(), CatalogWriter()]
+
+
+SPARK_TYPES = {pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "STRING"}
+
+
+class DeltaSparkWriter:
+    """Spark SQL on ``delta.`path``` through delta-spark, as a Spark job would write."""
+
+    name = "delta-spark"
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        # VACUUM ... RETAIN 0 HOURS, as the other writers' vacuum does
+        spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+
+    def _write(self, path: str, rows: pa.Table, mode: str) -> None:
+        schema = self.spark.read.format("delta").load(path).schema
+        data = [tuple(r.values()) for r in rows.to_pylist()]
+        df = self.spark.createDataFrame(data, schema=schema)
+        df.write.format("delta").mode(mode).save(path)
+
+    def insert(self, path: str, rows: pa.Table) -> None:
+        self._write(path, rows, "append")
+
+    def update(self, path: str, assignments: dict[str, str], where: str) -> None:
+        sets = ", ".join(f"{c} = {e}" for c, e in assignments.items())
+        self.spark.sql(f"UPDATE delta.`{path}` SET {sets} WHERE {where}")
+
+    def delete(self, path: str, where: str | None) -> None:
+        self.spark.sql(f"DELETE FROM delta.`{path}`" + (f" WHERE {where}" if where else ""))
+
+    def upsert(self, path: str, rows: pa.Table, key: str, column: str) -> None:
+        values = ", ".join(
+            "(" + ", ".join("NULL" if v is None else repr(v) for v in r.values()) + ")"
+            for r in rows.to_pylist()
+        )
+        names = ", ".join(rows.column_names)
+        self.spark.sql(
+            f"MERGE INTO delta.`{path}` t USING (SELECT * FROM VALUES {values} AS v({names})) s "
+            f"ON t.{key} = s.{key} WHEN MATCHED THEN UPDATE SET {column} = s.{column} "
+            "WHEN NOT MATCHED THEN INSERT *"
+        )
+
+    def overwrite(self, path: str, rows: pa.Table) -> None:
+        self._write(path, rows, "overwrite")
+
+    def optimize(self, path: str) -> None:
+        self.spark.sql(f"OPTIMIZE delta.`{path}`")
+
+    def vacuum(self, path: str) -> None:
+        self.spark.sql(f"VACUUM delta.`{path}` RETAIN 0 HOURS")
+
+    def recreate(self, path: str, rows: pa.Table, *, feed: bool) -> None:
+        """Drop the table's directory and create a new Delta table there with Spark."""
+        shutil.rmtree(path)
+        jvm = self.spark.sparkContext._jvm
+        assert jvm is not None
+        jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # forget the dropped table's log
+        columns = ", ".join(f"{f.name} {SPARK_TYPES[f.type]}" for f in rows.schema)
+        props = "'delta.enableDeletionVectors' = 'true'"
+        if feed:
+            props += ", 'delta.enableChangeDataFeed' = 'true'"
+        self.spark.sql(
+            f"CREATE TABLE delta.`{path}` ({columns}) USING delta TBLPROPERTIES ({props})"
+        )
+        if rows.num_rows:
+            self._write(path, rows, "append")
+
+
+def spark_writers(spark: SparkSession) -> list[Writer]:
+    """:func:`writers` and delta-spark's."""
+    return [*writers(), DeltaSparkWriter(spark)]

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from e2e_helpers import REPO
-from reliability_writers import Writer, writers
+from reliability_writers import Writer, spark_writers, writers
 
 from catalog import delta
 from spark_exec import Session
@@ -86,8 +86,11 @@ def _rows(rng: random.Random, schema: pa.Schema, n: int) -> pa.Table:
 class Scenario:
     """One seeded run: a warehouse, its tables and views, and the statement log."""
 
-    def __init__(self, root: Path, seed: int, *, crashes: bool) -> None:
+    def __init__(
+        self, root: Path, seed: int, *, crashes: bool, pool: list[Writer] | None = None
+    ) -> None:
         self.rng = random.Random(seed)
+        self.writers = pool or writers()
         self.wh = root / "wh"
         self.crashes = crashes
         self.log: list[str] = [f"seed {seed}"]
@@ -118,7 +121,7 @@ class Scenario:
         table = rng.choice(["t", "t", "u"])
         path, schema = self.paths[table], self.schemas[table]
         col = schema.names[1]
-        w: Writer = rng.choice(writers())
+        w: Writer = rng.choice(self.writers)
         kind = rng.choices(
             ["insert", "update", "delete", "merge", "overwrite", "optimize", "vacuum", "recreate"],
             weights=[5, 4, 3, 3, 1, 1, 1, 1],
@@ -190,8 +193,10 @@ def _first_of_key(t: pa.Table) -> list[bool]:
     return out
 
 
-def run(root: Path, seed: int, steps: int, *, crashes: bool) -> None:
-    sc = Scenario(root, seed, crashes=crashes)
+def run(
+    root: Path, seed: int, steps: int, *, crashes: bool, pool: list[Writer] | None = None
+) -> None:
+    sc = Scenario(root, seed, crashes=crashes, pool=pool)
     for _ in range(steps):
         for _ in range(sc.rng.randrange(1, 4)):
             sc.statement()
@@ -201,6 +206,13 @@ def run(root: Path, seed: int, steps: int, *, crashes: bool) -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_statements(tmp_path: Path, seed: int) -> None:
     run(tmp_path, seed, steps=6, crashes=seed != 1)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("seed", [5, pytest.param(4, marks=pytest.mark.slow)])
+def test_random_statements_with_delta_spark(tmp_path: Path, seed: int, spark: Any) -> None:
+    """delta-spark (deletion vectors, its own change feed and metrics) joins the writers."""
+    run(tmp_path, seed, steps=6, crashes=seed == 5, pool=spark_writers(spark))
 
 
 @pytest.mark.slow

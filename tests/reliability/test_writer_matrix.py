@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from reliability_writers import Writer, writers
+from reliability_writers import DeltaSparkWriter, Writer, writers
 
 from catalog import delta
 from spark_exec import Session
@@ -47,8 +47,27 @@ def bag(t: pa.Table) -> Counter[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("writer", writers(), ids=lambda w: w.name)
 def test_each_statement_kind(tmp_path: Path, writer: Writer) -> None:
+    run_matrix(tmp_path, writer)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("deletion_vectors", [False, True], ids=["rewrites", "deletion-vectors"])
+def test_each_statement_kind_by_delta_spark(
+    tmp_path: Path, spark: Any, deletion_vectors: bool
+) -> None:
+    """delta-spark's own DML: files rewritten, or rows marked deleted in deletion vectors."""
+    props = "'delta.enableDeletionVectors' = 'true'" if deletion_vectors else None
+    run_matrix(tmp_path, DeltaSparkWriter(spark), spark_properties=props)
+
+
+def run_matrix(tmp_path: Path, writer: Writer, *, spark_properties: str | None = None) -> None:
     s = Session(warehouse=tmp_path / "wh")
     s.sql("CREATE TABLE t (k BIGINT, v BIGINT)")
+    if spark_properties:
+        assert isinstance(writer, DeltaSparkWriter)
+        writer.spark.sql(
+            f"ALTER TABLE delta.`{s.table_path('t')}` SET TBLPROPERTIES ({spark_properties})"
+        )
     rng = np.random.default_rng(0)  # enough rows that delta-rs's UPDATE feed misses some
     keys, values = rng.integers(0, 10, 300), rng.integers(0, 9, 300)
     delta.insert(s.table_path("t"), rows(*zip(keys, values, strict=True)))
@@ -59,6 +78,9 @@ def test_each_statement_kind(tmp_path: Path, writer: Writer) -> None:
         statement(writer, path)
         s.refresh()
         t = delta.read_snapshot(path).to_pylist()
+        if isinstance(writer, DeltaSparkWriter):  # the oracle's rows as Spark reads them
+            spark_rows = writer.spark.read.format("delta").load(path).collect()
+            assert Counter((r["k"], r["v"]) for r in t) == Counter(map(tuple, spark_rows)), name
         groups: dict[int, list[int]] = {}
         for r in t:
             groups.setdefault(r["k"], []).append(r["v"])
@@ -66,3 +88,6 @@ def test_each_statement_kind(tmp_path: Path, writer: Writer) -> None:
             name
         )
         assert bag(s.read("dup")) == Counter((r["k"], r["v"]) for r in t if r["v"] >= 3), name
+    if spark_properties:  # the DML above did mark rows deleted in deletion vectors
+        log = Path(path) / "_delta_log"
+        assert any('"deletionVector":{' in f.read_text() for f in log.glob("*.json"))
