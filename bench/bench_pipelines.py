@@ -8,7 +8,8 @@ load), then R rounds of: change C orders (inserts, deletes, updates), run the pi
 (timed end to end: spec, SQL and Python sources, DataFrame analysis, refresh, Delta commits).
 In the same run and Spark session, the baseline is what ``spark-pipelines run`` does on every
 run: each materialized view's query recomputed by Spark SQL and written as a Delta table
-(overwrite).  Reports medians, the ratio, and the differences each operator processed in the
+(overwrite); with ``--spark-pipelines``, also a real ``spark-pipelines run`` of the project
+(bench/spark_pipelines.py; it includes that command's own start-up).  Reports medians, the ratio, and the differences each operator processed in the
 last round (machine-independent work counts).  Results: ``bench/results/pipelines.json``.
 """
 
@@ -93,6 +94,17 @@ def spark_full_run(spark: Any, out: Path) -> float:
     return time.perf_counter() - started
 
 
+def real_spark_pipelines_run(spark: Any, tables: dict[str, str], work: Path) -> float:
+    """Wall time of Spark's own ``spark-pipelines run`` of the project (a new Spark Connect
+    server, every view recomputed), its sources' rows exported beforehand (not timed)."""
+    from bench import spark_pipelines
+
+    spec = spark_pipelines.prepare(
+        EXAMPLE, work, spark_pipelines.export_sources(spark, tables, work)
+    )
+    return spark_pipelines.run(spec, work, list(FULL)[:1]).seconds
+
+
 def operator_work(s: Any) -> dict[str, dict[str, int]]:
     """Differences processed per operator in each group's last epoch."""
     from catalog.pipeline import plan_groups
@@ -114,6 +126,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--orders", type=int, default=200_000)
     p.add_argument("--changes", type=int, default=10)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument(
+        "--spark-pipelines",
+        action="store_true",
+        help="also time Spark's own `spark-pipelines run` of the project after each round",
+    )
     args = p.parse_args(argv)
     from spark_exec import Session
     from spark_exec.pipelines import run_pipeline
@@ -126,8 +143,9 @@ def main(argv: list[str]) -> int:
     first = run_pipeline(s, EXAMPLE)
     initial = time.perf_counter() - started
     spark = s.spark
-    ours, theirs = [], []
+    ours, theirs, real = [], [], []
     next_id = [args.orders]
+    tables = {t: s.table_path(t) for t in ("orders", "customers")}
     for r in range(args.rounds):
         change(s, args.orders, args.changes, rng, next_id)
         started = time.perf_counter()
@@ -135,6 +153,8 @@ def main(argv: list[str]) -> int:
         ours.append(time.perf_counter() - started)
         assert not run.created and not run.replaced, run
         theirs.append(spark_full_run(spark, root / f"full-{r}"))
+        if args.spark_pipelines:
+            real.append(real_spark_pipelines_run(spark, tables, root / "sdp"))
     for name, query in FULL.items():  # the maintained views equal the recomputation
         got = sorted(tuple(r.values()) for r in s.read(name).to_pylist())
         want = sorted(tuple(r) for r in spark.sql(query).collect())
@@ -148,6 +168,16 @@ def main(argv: list[str]) -> int:
         "incremental_run_median_s": round(statistics.median(ours), 3),
         "spark_full_run_median_s": round(statistics.median(theirs), 3),
         "ratio": round(statistics.median(theirs) / statistics.median(ours), 2),
+        **(
+            {
+                "spark_pipelines_run_median_s": round(statistics.median(real), 3),
+                "spark_pipelines_ratio": round(
+                    statistics.median(real) / statistics.median(ours), 2
+                ),
+            }
+            if real
+            else {}
+        ),
         "operator_differences_last_round": operator_work(s),
     }
     RESULTS.parent.mkdir(exist_ok=True)

@@ -126,7 +126,10 @@ def loaded_after_import(module: str) -> set[str]:
     ],
 )
 def test_import_loads_nothing_above_its_layer(module: str, forbidden: set[str]) -> None:
-    assert loaded_after_import(module) & forbidden == set()
+    # catalog reads Delta through pyarrow.dataset, which itself imports pandas when it is
+    # installed (pyspark's `pipelines` extra brings it): that load is pyarrow's, not ours
+    allowed = loaded_after_import("pyarrow.dataset") if module == "catalog" else set()
+    assert loaded_after_import(module) & (forbidden - allowed) == set()
 
 
 def test_python_dash_m_ivm_is_the_command_line() -> None:
