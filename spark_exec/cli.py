@@ -152,8 +152,16 @@ def _session(args: argparse.Namespace) -> Session:
 def read_text_file(path: str, what: str) -> str:
     """The UTF-8 text of an input file, or :class:`InputFileError` saying what is wrong."""
     p = Path(path)
-    if not p.exists():
-        raise InputFileError(f"{path}: no such {what} file")
+    try:
+        exists = p.exists()
+    except OSError:  # e.g. a name longer than the file system allows
+        exists = False
+    if not exists:
+        hint = ""
+        if what == "SQL" and (" " in path or ";" in path):
+            hint = " (to run SQL text rather than a file: ivm sql -e '...')"
+        short = path if len(path) <= 80 else path[:77] + "..."
+        raise InputFileError(f"{short}: no such {what} file{hint}")
     if p.is_dir():
         raise InputFileError(f"{path}: is a directory, not a {what} file")
     try:
@@ -182,7 +190,9 @@ def _print_result(r: Any) -> None:
 def cmd_sql(args: argparse.Namespace) -> int:
     from spark_exec.statements import split_statements
 
-    text = read_text_file(args.file, "SQL")
+    if (args.file is None) == (args.execute is None):
+        raise InputFileError("ivm sql: give a SQL file or -e 'statements', one of the two")
+    text = args.execute if args.execute is not None else read_text_file(args.file, "SQL")
     s = _session(args)
     for st in split_statements(text):
         first = st.body.splitlines()[0][:70]
@@ -327,8 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="resident bytes of this process, 0: no limit (default: 80%% of the memory)",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("sql", help="run the ;-separated statements of a SQL file")
-    s.add_argument("file")
+    s = sub.add_parser("sql", help="run the ;-separated statements of a SQL file (or of -e TEXT)")
+    s.add_argument("file", nargs="?")
+    s.add_argument("-e", "--execute", metavar="SQL", help="run these statements instead of a file")
     s.set_defaults(fn=cmd_sql)
     d = sub.add_parser("datalog", help="create views from a Datalog program's .output relations")
     d.add_argument("file")

@@ -288,12 +288,21 @@ def test_cli_bad_inputs_exit_codes_no_traceback(
         ["--warehouse", wh, "datalog", str(deep_dl)],
         ["--warehouse", wh, "datalog", str(binary)],
         ["--warehouse", wh, "explain", "nope"],
+        ["--warehouse", wh, "sql", "SELECT 1 FROM t WHERE " + " OR ".join(["k = 1"] * 400)],
+        ["--warehouse", wh, "sql"],  # neither a file nor -e
+        ["--warehouse", wh, "sql", str(good), "-e", "SELECT 1"],  # both
     ]
     for argv in cases:
         code, out, err = run_cli(capsys, *argv)
         assert code == EXIT_USER_ERROR, (argv, code, err)
         assert "Traceback" not in out + err, argv
         assert any(line.startswith("error: ") for line in err.splitlines()), (argv, err)
+    code, _, err = run_cli(capsys, "--warehouse", wh, "sql", "CREATE TABLE t (k BIGINT)")
+    assert "ivm sql -e" in err  # SQL text given where a file was expected: says what to type
+    code, out, err = run_cli(
+        capsys, "--warehouse", wh, "sql", "-e", "CREATE TABLE e (k BIGINT); INSERT INTO e VALUES (4)"
+    )
+    assert code == 0, err
     wh2 = str(tmp_path / "wh2")
     code, _, err = run_cli(capsys, "--warehouse", wh2, "--debug", "sql", str(deep))
     assert code == EXIT_USER_ERROR and "Traceback" in err and "SqlLimitError" in err
