@@ -300,7 +300,12 @@ def test_cli_bad_inputs_exit_codes_no_traceback(
     code, _, err = run_cli(capsys, "--warehouse", wh, "sql", "CREATE TABLE t (k BIGINT)")
     assert "ivm sql -e" in err  # SQL text given where a file was expected: says what to type
     code, out, err = run_cli(
-        capsys, "--warehouse", wh, "sql", "-e", "CREATE TABLE e (k BIGINT); INSERT INTO e VALUES (4)"
+        capsys,
+        "--warehouse",
+        wh,
+        "sql",
+        "-e",
+        "CREATE TABLE e (k BIGINT); INSERT INTO e VALUES (4)",
     )
     assert code == 0, err
     wh2 = str(tmp_path / "wh2")
