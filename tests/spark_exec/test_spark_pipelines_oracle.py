@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pytest
+from test_pipelines import make_sources
 
 from bench import spark_pipelines
 from spark_exec.pipelines import run_pipeline
@@ -43,18 +44,7 @@ def assert_same(s: Session, theirs: dict[str, pa.Table], when: str) -> None:
 def test_views_equal_a_spark_pipelines_run(spark: SparkSession, tmp_path: Path) -> None:
     rng = random.Random(11)
     s = Session(spark=spark, warehouse=tmp_path / "wh")
-    s.sql(
-        "CREATE TABLE customers (customer_id INT, region STRING) USING delta;"
-        "CREATE TABLE orders (order_id INT, customer_id INT, amount INT, status STRING) USING delta;"
-        "INSERT INTO customers VALUES (1, 'north'), (2, 'south'), (3, 'east'), (4, 'north'),"
-        " (5, 'west')"
-    )
-    rows = ", ".join(
-        f"({i}, {rng.randint(1, 5)}, {rng.randint(10, 200)}, "
-        f"'{rng.choice(['open', 'shipped', 'cancelled'])}')"
-        for i in range(60)
-    )
-    s.sql(f"INSERT INTO orders VALUES {rows}")
+    make_sources(s, rng)  # 40 orders of 4 customers
     work = tmp_path / "sdp"
     tables = {t: s.table_path(t) for t in ("orders", "customers")}
     spec = spark_pipelines.prepare(
@@ -65,9 +55,9 @@ def test_views_equal_a_spark_pipelines_run(spark: SparkSession, tmp_path: Path) 
     assert_same(s, spark_pipelines.run(spec, work, VIEWS).views, "the first run")
 
     for i in range(3):
-        s.sql(f"INSERT INTO orders VALUES ({100 + i}, {rng.randint(1, 5)}, 150, 'open')")
-        s.sql(f"UPDATE orders SET status = 'cancelled' WHERE order_id = {rng.randint(0, 59)}")
-        s.sql(f"DELETE FROM orders WHERE order_id = {rng.randint(0, 59)}")
+        s.sql(f"INSERT INTO orders VALUES ({100 + i}, {rng.randint(1, 4)}, 150, 'open')")
+        s.sql(f"UPDATE orders SET status = 'cancelled' WHERE order_id = {rng.randint(0, 39)}")
+        s.sql(f"DELETE FROM orders WHERE order_id = {rng.randint(0, 39)}")
     s.sql("UPDATE customers SET region = 'east' WHERE customer_id = 2")
     again = run_pipeline(s, EXAMPLE)
     assert again.created == [] and again.replaced == []
