@@ -212,6 +212,12 @@ class UnsupportedProtocolError(DeltaOperationError):
             "read it with delta-spark only (not as an input of a materialized view)",
         )
 
+    def named(self, name: str, view: str | None = None) -> UnsupportedProtocolError:
+        """The same error, naming the table (and the view reading it)."""
+        return UnsupportedProtocolError(
+            self.operation, self.path, self.detail, name=name, view=view, protocol=self.protocol
+        )
+
 
 def _protocol_text(protocol: dict[str, object]) -> str:
     keys = ("minReaderVersion", "minWriterVersion", "readerFeatures", "writerFeatures")

@@ -63,9 +63,7 @@ def _readable_schema(path: str, name: str, *, view: str | None = None) -> pa.Sch
     try:
         return delta.table_schema(path)
     except UnsupportedProtocolError as exc:
-        raise UnsupportedProtocolError(
-            exc.operation, path, exc.detail, name=name, view=view, protocol=exc.protocol
-        ) from exc
+        raise exc.named(name, view) from exc
 
 
 class Catalog:

@@ -192,3 +192,22 @@ def test_an_input_that_turns_bad_stops_the_refresh_and_writes_nothing(
     shutil.copytree(kept, ext)
     s.refresh()
     assert sorted(tuple(r.values()) for r in s.read("v").to_pylist()) == [(0, 1), (1, 3)]
+
+
+def test_writing_a_table_with_an_unknown_writer_feature(tmp_path: Path) -> None:
+    """Readable (reader version 1) but not writable by delta-rs: the DML statement is refused
+    with the table's name, and the table keeps its rows."""
+    ext = tmp_path / "ext"
+    write_deltalake(ext, pa.table({"a": pa.array([1, 2], pa.int64())}))
+    s = Session(warehouse=tmp_path / "wh")
+    s.sql(f"CREATE TABLE t USING DELTA LOCATION '{ext}'")
+    upgrade_protocol(
+        ext, {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["fancyWriter"]}
+    )
+    before = snapshot(ext)
+    for statement in ("INSERT INTO t VALUES (3)", "DELETE FROM t WHERE a = 1"):
+        with pytest.raises(UnsupportedProtocolError, match=r"table 't'.*cannot write") as err:
+            s.sql(statement)
+        assert err.value.operation == "write" and "fancyWriter" in str(err.value)
+    assert snapshot(ext) == before
+    assert sorted(s.read("t").column("a").to_pylist()) == [1, 2]
