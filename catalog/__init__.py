@@ -10,9 +10,13 @@ Modules, one job each:
   snapshots, history, commit metadata;
 * :mod:`catalog.changes` — a table's changes between versions as ``(row, __diff__)`` batches;
 * :mod:`catalog.delta_log` — one commit's actions, read from the Delta log;
+* :mod:`catalog.table_check` — what a location holds when it is no Delta table spark-ivm can
+  use (for the typed errors);
 * :mod:`catalog.capture` — change capture verified per commit (feed vs metrics, file diffs);
 * :mod:`catalog.view_table` — a view stored as its rows, one Delta commit per refresh
-  (:mod:`catalog.delta_commit` writes data files and log entries, :mod:`catalog.deletion_vectors`);
+  (:mod:`catalog.delta_commit` writes data files and log entries, :mod:`catalog.deletion_vectors`;
+  :mod:`catalog.change_feed` its change data, updates of keyed views as pre/post-images,
+  the key read off the view's SQL by :mod:`catalog.view_key`);
 * :mod:`catalog.checkpoint` — atomic state checkpoints;
 * :mod:`catalog.refresh` — the atomic refresh protocol (checkpoint, then idempotent commits);
 * :mod:`catalog.locks` — one writer per view group across processes;
@@ -39,6 +43,7 @@ from catalog.errors import (
     TableReplacedError,
     UnknownTableError,
     UnknownViewError,
+    UnsupportedProtocolError,
     UnsupportedTypeError,
 )
 from catalog.manager import Catalog
@@ -64,6 +69,7 @@ __all__ = [
     "TableReplacedError",
     "UnknownTableError",
     "UnknownViewError",
+    "UnsupportedProtocolError",
     "UnsupportedTypeError",
     "Warehouse",
     "parse_identifier",

@@ -35,9 +35,14 @@ import pyarrow.fs as pfs
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from catalog import delta_cache, delta_features
+from catalog import delta_cache, delta_features, table_check
 from catalog.dtypes import conform, storage_schema
-from catalog.errors import CatalogError, DeltaOperationError, NotADeltaTableError
+from catalog.errors import (
+    CatalogError,
+    DeltaOperationError,
+    NotADeltaTableError,
+    UnsupportedProtocolError,
+)
 
 CDF_CONFIGURATION: dict[str, str | None] = {"delta.enableChangeDataFeed": "true"}
 METADATA_PREFIX = "ivm."
@@ -95,6 +100,9 @@ class MergeClause:
             raise ValueError(f"MERGE {self.action} needs assignments")
 
 
+_READS = frozenset({"open", "read", "history"})
+
+
 def _guard(operation: str, path: str, fn: Callable[[], T]) -> T:
     try:
         return fn()
@@ -106,6 +114,13 @@ def _guard(operation: str, path: str, fn: Callable[[], T]) -> T:
         raise NotADeltaTableError(path) from None
     except Exception as exc:  # delta-rs raises DeltaError and plain Exceptions alike
         delta_cache.forget(path)
+        if table_check.protocol_refusal(exc):
+            raise UnsupportedProtocolError(
+                "read" if operation in _READS else "write",
+                path,
+                str(exc).strip(),
+                protocol=table_check.declared_protocol(path),
+            ) from exc
         raise DeltaOperationError(operation, path, str(exc).strip()) from exc
 
 

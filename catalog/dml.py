@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from catalog import delta
 from catalog.delta import MergeClause, WriteResult
-from catalog.errors import StatementError
+from catalog.errors import StatementError, UnsupportedProtocolError
 from catalog.manager import Catalog
 from catalog.names import parse_identifier
 from catalog.store import TableEntry, ViewEntry
@@ -172,6 +172,14 @@ def _target(catalog: Catalog, node: exp.Expr, what: str) -> TableEntry:
     return entry
 
 
+def _write(entry: TableEntry, run: Callable[[], WriteResult]) -> WriteResult:
+    """Run a Delta write on ``entry``; a protocol delta-rs cannot write names the table."""
+    try:
+        return run()
+    except UnsupportedProtocolError as exc:
+        raise exc.named(entry.name) from exc
+
+
 def _predicate(
     node: exp.Expr | None,
     qualifiers: set[str],
@@ -261,7 +269,7 @@ def insert(catalog: Catalog, tree: exp.Insert, st: Located, spark_eval: SparkEva
             raise StatementError(
                 f"INSERT INTO {entry.name}", f"NULL in column {f.name!r}, which is NOT NULL"
             )
-    return delta.insert(entry.path, rows.select(schema.names))
+    return _write(entry, lambda: delta.insert(entry.path, rows.select(schema.names)))
 
 
 def _qualifiers(entry: TableEntry, node: exp.Expr) -> set[str]:
@@ -278,7 +286,7 @@ def delete(catalog: Catalog, tree: exp.Delete, st: Located) -> WriteResult:
     pred = _predicate(
         where.this if where is not None else None, _qualifiers(entry, tree.this), st, "DELETE"
     )
-    return delta.delete(entry.path, pred)
+    return _write(entry, lambda: delta.delete(entry.path, pred))
 
 
 def update(catalog: Catalog, tree: exp.Update, st: Located) -> WriteResult:
@@ -301,7 +309,7 @@ def update(catalog: Catalog, tree: exp.Update, st: Located) -> WriteResult:
         assignments[col] = value
     where = tree.args.get("where")
     pred = _predicate(where.this if where is not None else None, quals, st, "UPDATE")
-    return delta.update(entry.path, assignments, pred)
+    return _write(entry, lambda: delta.update(entry.path, assignments, pred))
 
 
 def merge(catalog: Catalog, tree: exp.Merge, st: Located, spark_eval: SparkEval) -> WriteResult:
@@ -348,8 +356,11 @@ def merge(catalog: Catalog, tree: exp.Merge, st: Located, spark_eval: SparkEval)
         clauses.append(_clause(w, entry, st, quals))
     if not clauses:
         raise StatementError(f"MERGE INTO {entry.name}", "needs at least one WHEN clause")
-    return delta.merge(
-        entry.path, source, on, clauses, source_alias=source_alias, target_alias=target_alias
+    return _write(
+        entry,
+        lambda: delta.merge(
+            entry.path, source, on, clauses, source_alias=source_alias, target_alias=target_alias
+        ),
     )
 
 

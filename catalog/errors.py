@@ -71,22 +71,34 @@ class InvalidPathError(CatalogError, ValueError):
 
 
 class NotADeltaTableError(CatalogError, ValueError):
-    """A location that holds no Delta table."""
+    """A location that holds no Delta table.
 
-    def __init__(self, path: str) -> None:
+    ``name``: the table it was given for; ``found``: what the location holds instead
+    (catalog.table_check), e.g. "a directory of 3 Parquet files and no _delta_log".
+    """
+
+    def __init__(self, path: str, *, name: str | None = None, found: str | None = None) -> None:
         self.path = path
-        super().__init__(f"no Delta table at {path!r}")
+        self.name = name
+        self.found = found
+        table = f"table {name!r}: " if name else ""
+        holds = f"; it holds {found}" if found else ""
+        super().__init__(f"{table}no Delta table at {path!r}{holds}")
 
 
 class DroppedInputError(CatalogError):
     """An input of a view whose Delta table has disappeared or was dropped."""
 
-    def __init__(self, name: str, path: str, view: str | None = None) -> None:
+    def __init__(
+        self, name: str, path: str, view: str | None = None, *, found: str | None = None
+    ) -> None:
         self.name = name
         self.path = path
         self.view = view
+        self.found = found
         of_view = f" (input of view {view!r})" if view else ""
-        super().__init__(f"table {name!r}{of_view} was dropped: no Delta table at {path!r}")
+        holds = f"; it holds {found}" if found else ""
+        super().__init__(f"table {name!r}{of_view} was dropped: no Delta table at {path!r}{holds}")
 
 
 class ChangesUnavailableError(CatalogError):
@@ -167,6 +179,49 @@ class DeltaOperationError(CatalogError, ValueError):
         self.path = path
         self.detail = detail
         super().__init__(f"{operation} on Delta table {path!r} failed: {detail}")
+
+
+class UnsupportedProtocolError(DeltaOperationError):
+    """A Delta table whose protocol (reader/writer version, table features) delta-rs, and so
+    spark-ivm, cannot read or write.  ``name`` / ``view``: the table and the view reading it,
+    when known; ``protocol``: the table's protocol action, when its log shows it."""
+
+    def __init__(
+        self,
+        operation: str,
+        path: str,
+        detail: str,
+        *,
+        name: str | None = None,
+        view: str | None = None,
+        protocol: dict[str, object] | None = None,
+    ) -> None:
+        self.operation = operation
+        self.path = path
+        self.detail = detail
+        self.name = name
+        self.view = view
+        self.protocol = protocol
+        table = f"table {name!r} at {path!r}" if name else f"the Delta table at {path!r}"
+        of_view = f" (input of view {view!r})" if view else ""
+        needs = f" ({_protocol_text(protocol)})" if protocol else ""
+        CatalogError.__init__(
+            self,
+            f"{table}{of_view} uses a Delta protocol spark-ivm cannot {operation}{needs}: "
+            f"{detail}; write it with the protocol and table features delta-rs supports, or "
+            "read it with delta-spark only (not as an input of a materialized view)",
+        )
+
+    def named(self, name: str, view: str | None = None) -> UnsupportedProtocolError:
+        """The same error, naming the table (and the view reading it)."""
+        return UnsupportedProtocolError(
+            self.operation, self.path, self.detail, name=name, view=view, protocol=self.protocol
+        )
+
+
+def _protocol_text(protocol: dict[str, object]) -> str:
+    keys = ("minReaderVersion", "minWriterVersion", "readerFeatures", "writerFeatures")
+    return ", ".join(f"{k}={protocol[k]}" for k in keys if protocol.get(k) is not None)
 
 
 class CheckpointError(CatalogError):

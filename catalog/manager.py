@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from catalog import delta, view_table
+from catalog import delta, table_check, view_table
 from catalog.changes import read_changes
 from catalog.checkpoint import CheckpointStore
 from catalog.dtypes import check_compatible, column_mappings, storage_schema
@@ -43,6 +43,7 @@ from catalog.errors import (
     InvalidPathError,
     NameClashError,
     NotADeltaTableError,
+    UnsupportedProtocolError,
 )
 from catalog.names import Identifier, parse_identifier
 from catalog.paths import Warehouse, resolve_location
@@ -50,6 +51,19 @@ from catalog.store import CatalogStore, Entry, TableEntry, ViewEntry, ViewKind, 
 from catalog.view_options import ViewOptions
 
 log = logging.getLogger("ivm.catalog")
+
+
+def _readable_schema(path: str, name: str, *, view: str | None = None) -> pa.Schema:
+    """The schema of the Delta table at ``path``, given as table ``name`` (read by ``view``).
+
+    Refuses, naming the table, a location that is no Delta table (saying what it holds) and
+    a table whose protocol delta-rs cannot read (catalog.table_check)."""
+    if not delta.is_delta_table(path):
+        raise NotADeltaTableError(path, name=name, found=table_check.describe_location(path))
+    try:
+        return delta.table_schema(path)
+    except UnsupportedProtocolError as exc:
+        raise exc.named(name, view) from exc
 
 
 class Catalog:
@@ -127,9 +141,7 @@ class Catalog:
         path = resolve_location(location)
         if self.warehouse.contains(path):
             raise InvalidPathError(path, "an external table cannot live inside the warehouse")
-        if not delta.is_delta_table(path):
-            raise NotADeltaTableError(path)
-        schema = delta.table_schema(path)
+        schema = _readable_schema(path, str(ident))
         column_mappings(schema)
         return self.store.add(TableEntry(ident, path, False, schema))  # type: ignore[return-value]
 
@@ -230,8 +242,9 @@ class Catalog:
         """The input ``name`` if its Delta table exists and still carries its schema."""
         entry = self.store.lookup(name)
         if not delta.is_delta_table(entry.path):
-            raise DroppedInputError(entry.name, entry.path, view)
-        actual = delta.table_schema(entry.path)
+            found = table_check.describe_location(entry.path)
+            raise DroppedInputError(entry.name, entry.path, view, found=found)
+        actual = _readable_schema(entry.path, entry.name, view=view)
         if isinstance(entry, ViewEntry):
             actual = view_table.row_schema_of(actual)
         check_compatible(entry.schema, actual, name=entry.name)

@@ -65,10 +65,11 @@ from catalog.errors import RecoveryError
 
 @dataclass(frozen=True)
 class ViewTarget:
-    """A view of a group and the location of its table."""
+    """A view of a group, the location of its table, and its key (catalog.view_key)."""
 
     name: str
     path: str
+    key: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ def publish(
             epoch=ckpt.epoch,
             input_versions=ckpt.input_versions,
             hook=hook,
+            key=t.key,
         )
         if hook:
             hook(f"committed:{t.name}")

@@ -19,8 +19,10 @@ in **one** Delta commit (catalog.delta_commit) that
     :data:`COW_MAX_BYTES`: the table is upgraded once (``delta.enableDeletionVectors``,
     a commit without data change) and each touched file gets a new deletion vector
     (catalog.deletion_vectors) — the commit writes bytes in proportion to the change only;
-* writes a change-data file with one ``insert`` per inserted copy and one ``delete`` per
-  removed copy, so the commit's change data feed is exactly ``Δ``;
+* writes a change-data file with one row per inserted or removed copy, so the commit's
+  change data feed is exactly ``Δ``: for a view with a key (catalog.view_key), a key with
+  one removed and one inserted copy is an ``update_preimage`` / ``update_postimage`` pair,
+  every other copy an ``insert`` or ``delete`` (catalog.change_feed);
 * carries a Delta ``txn`` action ``("spark-ivm:<view>", epoch)`` — the refresh protocol's
   idempotency marker (catalog.refresh) — and, in ``commitInfo``, ``ivm.operation``,
   ``ivm.view``, ``ivm.epoch`` and ``ivm.inputs`` (JSON ``{input: Delta version}``: the input
@@ -57,6 +59,7 @@ import pyarrow.parquet as pq
 
 from catalog import deletion_vectors as dvs
 from catalog import delta, delta_commit
+from catalog.change_feed import change_feed
 from catalog.changes import DIFF, consolidate, read_changes
 from catalog.delta_commit import FileEntry
 from catalog.dtypes import conform, storage_schema
@@ -76,7 +79,6 @@ SMALL_FILE_BYTES = 1 << 20
 COMPACT_DELETED_FRACTION = 0.2
 RETENTION_HOURS = 24
 HISTORY_VERSIONS = 100
-CHANGE_TYPE = "_change_type"
 Hook = Callable[[str], None]
 
 
@@ -336,8 +338,13 @@ def commit_view_changes(
     input_versions: Mapping[str, int],
     extra_metadata: Mapping[str, str] | None = None,
     hook: Hook | None = None,
+    key: tuple[str, ...] | None = None,
 ) -> delta.WriteResult | None:
     """Apply one refresh's change (row columns + ``__diff__``) as one Delta commit.
+
+    ``key``: output columns no two rows of the view share (catalog.view_key; ``None`` when
+    none is known): the change data feed reports a key's one removed and one inserted copy as
+    an update.
 
     Returns ``None`` without writing when the consolidated change is empty, or when the view
     already has a commit for ``epoch`` or later (so retrying after a crash is safe).
@@ -423,10 +430,7 @@ def commit_view_changes(
             added_files += 1
             actions.append({"add": add})
     removed_rows = _expand(minus_rows, minus_counts)
-    feed = pa.concat_tables([removed_rows, plus]).append_column(
-        CHANGE_TYPE,
-        pa.array(["delete"] * removed_rows.num_rows + ["insert"] * plus.num_rows, pa.string()),
-    )
+    feed, kinds = change_feed(removed_rows, plus, key=key)
     cdc = delta_commit.write_data_file(p, feed, cdc=True)
     written += int(cdc["size"])
     if hook:
@@ -447,6 +451,10 @@ def commit_view_changes(
         "num_removed_files": sum(1 for f in touched if not use_dv),
         "num_deletion_vectors": len(touched) if use_dv else 0,
         "num_bytes_written": written,
+        # Delta's MERGE metrics: what the change data feed holds (catalog.capture checks them)
+        "num_target_rows_inserted": kinds.inserted,
+        "num_target_rows_updated": kinds.updated,
+        "num_target_rows_deleted": kinds.deleted,
     }
     info = delta_commit.commit_info(
         "MERGE",

@@ -43,6 +43,7 @@ from catalog.pipeline.meta import FORMAT
 from catalog.refresh import ViewTarget
 from catalog.sql_types import frontend_columns, view_schema
 from catalog.store import TableEntry, ViewEntry
+from catalog.view_key import key_of
 from ivm.errors import PlanError
 
 # -- groups ------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ class GroupSpec:
         return tuple(v.name for v in self.views)
 
     def targets(self) -> list[ViewTarget]:
-        return [ViewTarget(v.name, v.path) for v in self.views]
+        return [ViewTarget(v.name, v.path, key_of(v)) for v in self.views]
 
 
 def _sort_key(i: Identifier) -> tuple[str, str]:

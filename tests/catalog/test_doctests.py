@@ -18,6 +18,8 @@ MODULES = [
     "catalog.delta_commit",
     "catalog.locks",
     "catalog.view_table",
+    "catalog.view_key",
+    "catalog.change_feed",
     "catalog.deletion_vectors",
     "catalog.manager",
     "catalog.view_options",

@@ -1,0 +1,103 @@
+"""The change data feed of one view-table commit: the epoch's diff, updates as updates.
+
+A refresh removes the stored copies ``removed`` and appends the copies ``added`` (one row per
+copy).  Its feed (a ``_change_data/`` file, catalog.view_table) has one row per copy, with a
+``_change_type``:
+
+* for a view with a key (catalog.view_key), a key that has **exactly one** removed copy and
+  **exactly one** added copy in the epoch is an update: its removed copy is an
+  ``update_preimage``, its added copy the ``update_postimage``;
+* every other removed copy is a ``delete``, every other added copy an ``insert``.
+
+The feed's signed multiset (``insert`` / ``update_postimage`` +1, ``delete`` /
+``update_preimage`` -1) is ``added - removed``, the epoch's diff, whatever the key: pairing
+only relabels rows.  Keys are compared as SQL ``GROUP BY`` compares them (NULLs equal), by
+Arrow's grouping; a key Arrow cannot group (nested types) pairs nothing.
+
+>>> import pyarrow as pa
+>>> old = pa.table({"k": [1, 2], "n": [10, 20]})
+>>> new = pa.table({"k": [1, 3], "n": [11, 30]})
+>>> feed, counts = change_feed(old, new, key=("k",))
+>>> [(r["k"], r["n"], r["_change_type"]) for r in feed.to_pylist()]
+[(2, 20, 'delete'), (1, 10, 'update_preimage'), (1, 11, 'update_postimage'), (3, 30, 'insert')]
+>>> counts
+FeedCounts(inserted=1, deleted=1, updated=1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+CHANGE_TYPE = "_change_type"
+_SIDE = "__side__"
+_ROW = "__row__"
+
+
+@dataclass(frozen=True)
+class FeedCounts:
+    """How many feed rows of each kind a commit has (updates: pre/post-image pairs)."""
+
+    inserted: int
+    deleted: int
+    updated: int
+
+
+def update_pairs(
+    removed: pa.Table, added: pa.Table, key: Sequence[str] | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``(in removed, in added)`` of the copies that form updates (same order)."""
+    none = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if key is None or removed.num_rows == 0 or added.num_rows == 0:
+        return none
+    if not key:  # at most one row: a retraction and an insertion of it are one update
+        one = np.zeros(1, np.int64)
+        return (one, one) if removed.num_rows == added.num_rows == 1 else none
+    names = list(key)
+    if any(k not in removed.column_names or k not in added.column_names for k in names):
+        return none
+    n_rem, n_add = removed.num_rows, added.num_rows
+    try:
+        both = pa.concat_tables([removed.select(names), added.select(names)])
+        both = both.append_column(
+            _SIDE, pa.array(np.concatenate([np.zeros(n_rem, np.int8), np.ones(n_add, np.int8)]))
+        ).append_column(_ROW, pa.array(np.arange(n_rem + n_add, dtype=np.int64)))
+        grouped = both.group_by(names, use_threads=False).aggregate(
+            [(_SIDE, "sum"), (_SIDE, "count"), (_ROW, "min"), (_ROW, "max")]
+        )
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+        return none
+    adds = grouped.column(f"{_SIDE}_sum").to_numpy()
+    copies = grouped.column(f"{_SIDE}_count").to_numpy()
+    pair = (copies == 2) & (adds == 1)  # one removed copy, one added copy
+    first = grouped.column(f"{_ROW}_min").to_numpy()[pair]
+    last = grouped.column(f"{_ROW}_max").to_numpy()[pair]
+    order = np.argsort(first, kind="stable")
+    return first[order], last[order] - n_rem
+
+
+def change_feed(
+    removed: pa.Table, added: pa.Table, *, key: Sequence[str] | None
+) -> tuple[pa.Table, FeedCounts]:
+    """The feed rows of a commit that removes ``removed`` and appends ``added`` (one row per
+    copy, same schema) — deletes, update pre-images, post-images, inserts — and their counts."""
+    pre, post = update_pairs(removed, added, key)
+    deleted = np.ones(removed.num_rows, bool)
+    deleted[pre] = False
+    inserted = np.ones(added.num_rows, bool)
+    inserted[post] = False
+    parts = [
+        (removed.filter(pa.array(deleted)), "delete"),
+        (removed.take(pa.array(pre)), "update_preimage"),
+        (added.take(pa.array(post)), "update_postimage"),
+        (added.filter(pa.array(inserted)), "insert"),
+    ]
+    kinds = np.concatenate([np.full(t.num_rows, k, dtype=object) for t, k in parts])
+    feed = pa.concat_tables([t for t, _ in parts]).append_column(
+        CHANGE_TYPE, pa.array(kinds, pa.string())
+    )
+    counts = FeedCounts(inserted=int(inserted.sum()), deleted=int(deleted.sum()), updated=len(pre))
+    return feed, counts
