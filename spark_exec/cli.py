@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ivm import __version__
 
 if TYPE_CHECKING:
+    from spark_exec.result import SqlResult
     from spark_exec.session import Session
 
 EXIT_OK = 0
@@ -170,13 +171,11 @@ def read_text_file(path: str, what: str) -> str:
         ) from exc
 
 
-def _print_result(r: Any) -> None:
-    if r is None:
-        return
-    if hasattr(r, "show") and hasattr(r, "collect"):  # a Spark DataFrame
-        r.show(50, truncate=False)
-    else:
-        print(r)
+def _print_result(r: SqlResult) -> None:
+    """A statement's result: its message, and its rows for queries, SHOW and DESCRIBE."""
+    text = str(r)
+    if text:
+        print(text)
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -226,10 +225,10 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from spark_exec.session import _format_table
+    from spark_exec.result import format_table
 
     rows = _session(args).show_views()
-    print(_format_table(rows) if rows.num_rows else "no materialized views")
+    print(format_table(rows) if rows.num_rows else "no materialized views")
     return 1 if "failed" in rows.column("status").to_pylist() else 0
 
 

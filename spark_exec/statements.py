@@ -27,6 +27,7 @@ from catalog.errors import CatalogError
 from catalog.view_options import Schedule, ViewOptions
 from spark_exec import sql_dialect as d
 from spark_exec.errors import StatementError
+from spark_exec.result import StatementKind
 from sql_frontend.errors import SqlSyntaxError, UnsupportedSqlError
 from sql_frontend.limits import check_text, check_tree
 
@@ -272,6 +273,37 @@ def model(tree: exp.Expr, st: Statement) -> Stmt:
     if isinstance(tree, exp.Merge):
         return Merge(tree)
     return PassToSpark(tree)
+
+
+def spark_statement_kind(tree: exp.Expr | None, st: Statement) -> tuple[str, StatementKind]:
+    """The name and kind of a statement Spark SQL runs (``("SELECT", "query")``, ...).
+
+    >>> spark_statement_kind(sqlglot.parse_one("SELECT 1"), Statement("SELECT 1", 1, 1))
+    ('SELECT', 'query')
+    """
+    if tree is None:
+        tree = sqlglot.parse_one(st.text, read=d.IvmSpark)
+    kind: StatementKind
+    if isinstance(tree, exp.Command):
+        name = str(tree.this).upper()
+    elif isinstance(tree, exp.Create | exp.Drop | exp.Alter):
+        name = f"{type(tree).__name__.upper()} {str(tree.args.get('kind') or '').upper()}"
+    else:
+        name = type(tree).__name__.upper()
+    head = name.split()[0] if name.split() else ""
+    if isinstance(tree, exp.Query):
+        kind = "query"
+    elif isinstance(tree, exp.Describe) or head in ("DESCRIBE", "DESC"):
+        kind, name = "describe", "DESCRIBE"
+    elif isinstance(tree, exp.Show) or head == "SHOW":
+        kind = "show"
+    elif head in ("CREATE", "DROP", "ALTER", "TRUNCATE", "COMMENT", "USE", "SET", "RESET"):
+        kind = "ddl"
+    elif head in ("INSERT", "DELETE", "UPDATE", "MERGE"):
+        kind = "dml"
+    else:
+        kind = "query"  # anything else Spark answers with rows (EXPLAIN, VALUES, CACHE, ...)
+    return name.strip(), kind
 
 
 # -- CREATE MATERIALIZED VIEW ------------------------------------------------------------
