@@ -14,8 +14,9 @@ What a Session does, and where the work happens:
 
 * statements (``s.sql``) are split and parsed into one statement model by
   :mod:`spark_exec.statements` and dispatched once (:meth:`Session._run`); DDL and DML go to
-  the catalog (:mod:`catalog`, DML in :mod:`catalog.dml`), queries to Spark SQL
-  (``s.sql("SELECT ...")`` returns a Spark DataFrame);
+  the catalog (:mod:`catalog`, DML in :mod:`catalog.dml`), queries to Spark SQL; every
+  statement gives one :class:`~spark_exec.result.SqlResult` (``s.sql("SELECT ...").toDF()``
+  is Spark's DataFrame, ``.to_arrow()`` its rows);
 * ``CREATE MATERIALIZED VIEW`` compiles the view into its refresh group's dataflow *in
   memory first* — any error (unknown table, unsupported SQL with line and column, type
   mismatch) is raised before anything is written — then records it, creates its view table

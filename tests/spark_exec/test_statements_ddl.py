@@ -255,7 +255,9 @@ def test_show_create_table_round_trips(s: Session, tmp_path: Path) -> None:
         "COMMENT 'per key' TBLPROPERTIES ('owner' = 'ana') TRIGGER ON UPDATE "
         "AS SELECT k, sum(v) AS s FROM t GROUP BY k"
     )
-    text = s.sql("/* c */ SHOW CREATE /* i */ TABLE m").to_arrow().column("createtab_stmt")[0].as_py()
+    text = (
+        s.sql("/* c */ SHOW CREATE /* i */ TABLE m").to_arrow().column("createtab_stmt")[0].as_py()
+    )
     table_ddl = s.sql("SHOW CREATE TABLE t").to_arrow().column("createtab_stmt")[0].as_py()
     other = Session(warehouse=tmp_path / "other")
     other.sql(table_ddl)
