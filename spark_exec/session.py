@@ -66,6 +66,7 @@ from catalog.pipeline import (
 )
 from catalog.sql_types import frontend_columns, view_schema
 from catalog.store import TableEntry, ViewEntry
+from catalog.view_partitions import check_partition_columns
 from ivm import limits as ivm_limits
 from spark_exec import ddl
 from spark_exec import statements as S
@@ -561,6 +562,7 @@ class Session:
         schema = view_schema(
             list(zip(output_names(node.schema), [t for _, t in node.schema], strict=True))
         )
+        check_partition_columns(schema, options.partitioned_by, view=str(ident))
         return ViewEntry(
             ident,
             definition,
