@@ -57,6 +57,7 @@ from catalog.pipeline import (
     BuiltGroup,
     GroupRuntime,
     GroupSpec,
+    Progress,
     RefreshReport,
     build_group,
     check_datalog_input,
@@ -78,6 +79,7 @@ from spark_exec.events import (
     EventCallback,
     EventLog,
     failure_event,
+    progress_event,
     read_event_log,
     report_event,
 )
@@ -860,6 +862,12 @@ class Session:
 
         return hook
 
+    def _progress_callback(self) -> Callable[[Progress], None] | None:
+        """A refresh's progress as ``progress`` events (only when someone listens)."""
+        if self.on_event is None:
+            return None
+        return lambda p: self._emit(progress_event(p))
+
     def event_log(self) -> pa.Table:
         """Every refresh and failure logged in this warehouse (spark_exec.events), as Arrow;
         Spark SQL reads the same as the table ``ivm_event_log``."""
@@ -880,6 +888,7 @@ class Session:
                             self._runtime,
                             hook=self._phase_hook(spec),
                             built=built,
+                            progress=self._progress_callback(),
                         )
                 except Exception as exc:
                     if isinstance(exc, ivm_limits.ResourceLimitError) and exc.view is None:
