@@ -88,7 +88,7 @@ class PartitionColumnError(CatalogError, ValueError):
 
 
 def _partitionable(t: pa.DataType) -> bool:
-    return (
+    return bool(
         pa.types.is_integer(t)
         or pa.types.is_string(t)
         or pa.types.is_large_string(t)

@@ -32,7 +32,11 @@ import pyarrow as pa
 
 from catalog.pipeline.progress import Progress
 
-Event = dict[str, Any]
+#: one field of an event: text, a count, a time, a flag, a list of names (views), or NULL
+EventValue = str | int | float | bool | list[str] | None
+#: one refresh event (the fields of each kind are listed above)
+Event = dict[str, EventValue]
+#: what ``Session(on_event=...)`` calls with each event
 EventCallback = Callable[[Event], None]
 
 EVENT_LOG_TABLE = "ivm_event_log"

@@ -79,6 +79,8 @@ class RefreshProgressBar:
                     f"refresh {group}", total=1.0, detail=""
                 )
             detail = f"{event['phase']} {event['done']}/{event['total']} {event['unit']}"
-            self.progress.update(task, completed=float(event["fraction"]), detail=detail)
+            fraction = event["fraction"]
+            done = float(fraction) if isinstance(fraction, int | float) else 0.0
+            self.progress.update(task, completed=done, detail=detail)
         if self.then is not None:
             self.then(event)
