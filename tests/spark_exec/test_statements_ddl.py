@@ -175,7 +175,6 @@ def test_create_or_replace_refuses_a_view_others_read(s: Session) -> None:
 @pytest.mark.parametrize(
     ("clause", "construct"),
     [
-        ("PARTITIONED BY (k)", "PARTITIONED BY"),
         ("CLUSTER BY (k)", "CLUSTER BY"),
         ("LOCATION '/tmp/x'", "LOCATION"),
     ],
