@@ -14,6 +14,7 @@ its shape parameter is numpy's own ``Any`` (an array of any shape); the dtype is
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import sys
 import types
@@ -40,6 +41,7 @@ def public_api() -> Iterator[tuple[str, object]]:
         yield f"catalog.{name}", getattr(catalog, name)
 
 
+@functools.cache
 def type_checking_namespace(module: types.ModuleType) -> dict[str, object]:
     """The module's globals plus what its ``if TYPE_CHECKING:`` blocks import."""
     ns = dict(vars(module))
