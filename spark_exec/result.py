@@ -239,7 +239,7 @@ class SqlResult:
 
     def _text(self, n: int) -> str:
         lines = [self.message] if self.message else []
-        if self.kind in ("query", "show", "describe") or self.reports:
+        if self.kind in ("query", "show", "describe"):
             lines.append(format_table(self._head(n), total=self._total()))
         lines.extend(f"  {r}" for r in self.reports)
         return "\n".join(lines)
