@@ -169,7 +169,7 @@ class Catalog:
         """Record a view and create its empty view table (see catalog.view_table).
 
         ``options``: what its DDL says beyond the query (comment, column comments,
-        ``TBLPROPERTIES``, schedule; catalog.view_options)."""
+        ``TBLPROPERTIES``, schedule, partition columns; catalog.view_options)."""
         ident = parse_identifier(name)
         self._check_free(ident)
         deps = tuple(dict.fromkeys(parse_identifier(d) for d in dependencies))
@@ -180,7 +180,12 @@ class Catalog:
         path = self.warehouse.view_path(ident)
         self._clear_orphan(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        view_table.create_view_table(path, schema, view=str(ident))
+        view_table.create_view_table(
+            path,
+            schema,
+            view=str(ident),
+            partition_by=options.partitioned_by if options is not None else (),
+        )
         entry = ViewEntry(
             ident,
             definition,

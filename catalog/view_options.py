@@ -1,4 +1,5 @@
-"""What a view's DDL says beyond its query: comments, table properties, column names, schedule.
+"""What a view's DDL says beyond its query: comments, table properties, column names, schedule,
+partition columns.
 
 Stored with the view's catalog entry (``ViewEntry.options``) and shown by ``DESCRIBE
 [EXTENDED] MATERIALIZED VIEW`` and ``SHOW CREATE TABLE``.  Schedules are executed by the
@@ -8,7 +9,7 @@ always-on refresher, ``ivm serve`` (:mod:`spark_exec.serve`); without it views r
 >>> Schedule(every=2, unit="HOUR").sql()
 'SCHEDULE EVERY 2 HOURS'
 >>> ViewOptions.from_json(ViewOptions(comment="c", schedule=Schedule(on_update=True)).to_json())
-ViewOptions(comment='c', columns=(), properties=(), schedule=Schedule(every=None, unit=None, on_update=True), query=None)
+ViewOptions(comment='c', columns=(), properties=(), schedule=Schedule(every=None, unit=None, on_update=True), query=None, partitioned_by=())
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ class ViewOptions:
 
     ``columns``: the view's column list, ``(name, comment or None)`` per column (empty: the
     query's names); ``properties``: ``TBLPROPERTIES`` pairs; ``query``: the query as the
-    user wrote it when the stored definition differs (a column list renames its outputs).
+    user wrote it when the stored definition differs (a column list renames its outputs);
+    ``partitioned_by``: ``PARTITIONED BY`` columns of the view's Delta table
+    (catalog.view_partitions).
     """
 
     comment: str | None = None
@@ -63,6 +66,7 @@ class ViewOptions:
     properties: tuple[tuple[str, str], ...] = ()
     schedule: Schedule | None = None
     query: str | None = None
+    partitioned_by: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -77,6 +81,8 @@ class ViewOptions:
             out["schedule"] = {"every": s.every, "unit": s.unit, "on_update": s.on_update}
         if self.query is not None:
             out["query"] = self.query
+        if self.partitioned_by:
+            out["partitioned_by"] = list(self.partitioned_by)
         return out
 
     @classmethod
@@ -90,4 +96,5 @@ class ViewOptions:
             properties=tuple((str(k), str(v)) for k, v in d.get("properties", [])),
             schedule=Schedule(s["every"], s["unit"], bool(s["on_update"])) if s else None,
             query=d.get("query"),
+            partitioned_by=tuple(str(c) for c in d.get("partitioned_by", [])),
         )

@@ -59,6 +59,7 @@ import pyarrow.parquet as pq
 
 from catalog import deletion_vectors as dvs
 from catalog import delta, delta_commit
+from catalog import view_partitions as vp
 from catalog.change_feed import change_feed
 from catalog.changes import DIFF, consolidate, read_changes
 from catalog.delta_commit import FileEntry
@@ -125,12 +126,21 @@ def row_schema_of(table_schema: pa.Schema) -> pa.Schema:
     return table_schema
 
 
-def create_view_table(path: str | os.PathLike[str], row_schema: pa.Schema, *, view: str) -> int:
-    """Create an empty view table (change data feed on); returns its version."""
+def create_view_table(
+    path: str | os.PathLike[str],
+    row_schema: pa.Schema,
+    *,
+    view: str,
+    partition_by: tuple[str, ...] = (),
+) -> int:
+    """Create an empty view table (change data feed on; partitioned by ``partition_by``,
+    catalog.view_partitions); returns its version."""
+    vp.check_partition_columns(row_schema, partition_by, view=view)
     return delta.create_table(
         path,
         view_table_schema(row_schema),
         description=MARKER,
+        partition_by=partition_by,
         commit_metadata={"ivm.operation": "create", "ivm.view": view},
     )
 
@@ -235,7 +245,7 @@ def _read_candidates(
     table: str, f: FileEntry, wanted: pa.Table, schema: pa.Schema
 ) -> tuple[pa.Table, np.ndarray]:
     """Rows of file ``f`` in row groups that may hold ``wanted`` rows, with their positions."""
-    pf = pq.ParquetFile(os.path.join(table, f.path))
+    pf = pq.ParquetFile(vp.file_path(table, f))
     md = pf.metadata
     names = [md.schema.column(i).name for i in range(md.num_columns)]
     groups, positions = [], []
@@ -256,8 +266,7 @@ def _read_candidates(
         start += rg.num_rows
     if not groups:
         return schema.empty_table(), np.zeros(0, np.int64)
-    data = pf.read_row_groups(groups, columns=schema.names)
-    return conform(data, schema, name=table), np.concatenate(positions)
+    return vp.read_file(table, f, schema, row_groups=groups), np.concatenate(positions)
 
 
 def _locate(
@@ -272,10 +281,7 @@ def _locate(
         f = files[path]
         if f.num_records == 0 or f.live_records <= 0:
             continue
-        st = f.stats
-        if not _may_hold(
-            retract, st.get("minValues", {}), st.get("maxValues", {}), st.get("nullCount", {})
-        ):
+        if not _may_hold(retract, *vp.file_bounds(f, schema)):
             continue
         data, pos = _read_candidates(table, f, retract, schema)
         if data.num_rows == 0:
@@ -354,6 +360,7 @@ def commit_view_changes(
     p = os.fspath(path)
     dt = delta.open_table(p)
     rows_schema = storage_schema(pa.schema(dt.schema().to_arrow()))
+    parts = tuple(dt.metadata().partition_columns)
     if dt.metadata().description == LEGACY_MARKER or DIFF in rows_schema.names:
         raise LegacyViewTableError(p)
     done = dt.transaction_version(app_id(view))
@@ -413,26 +420,24 @@ def commit_view_changes(
             actions.append({"add": add})
     elif touched:
         for f in touched:
-            data = conform(pq.read_table(os.path.join(p, f.path)), rows_schema, name=p)
+            data = vp.read_file(p, f, rows_schema)
             keep = np.ones(data.num_rows, dtype=bool)
             keep[found[f.path]] = False
             actions.append({"remove": _remove_action(f, now)})
             if keep.any():
-                add = delta_commit.write_data_file(p, data.filter(pa.array(keep)))
-                written += int(add["size"])
-                added_files += 1
-                actions.append({"add": add})
+                for add in vp.write_files(p, data.filter(pa.array(keep)), parts):
+                    written += int(add["size"])
+                    added_files += 1
+                    actions.append({"add": add})
     if plus.num_rows:
-        ordered = _sorted(plus)
-        for start in range(0, ordered.num_rows, FILE_ROWS):
-            add = delta_commit.write_data_file(p, ordered.slice(start, FILE_ROWS))
+        for add in vp.write_files(p, _sorted(plus), parts, max_rows=FILE_ROWS):
             written += int(add["size"])
             added_files += 1
             actions.append({"add": add})
     removed_rows = _expand(minus_rows, minus_counts)
     feed, kinds = change_feed(removed_rows, plus, key=key)
-    cdc = delta_commit.write_data_file(p, feed, cdc=True)
-    written += int(cdc["size"])
+    cdcs = vp.write_files(p, feed, parts, cdc=True)
+    written += sum(int(c["size"]) for c in cdcs)
     if hook:
         hook(f"files_written:{view}")
 
@@ -464,7 +469,7 @@ def commit_view_changes(
         userMetadata=json.dumps({"view": view, "epoch": int(epoch), "inputs": json.loads(inputs)}),
     )
     txn = {"txn": {"appId": app_id(view), "version": int(epoch), "lastUpdated": now}}
-    delta_commit.commit(p, version + 1, [info, txn, *actions, {"cdc": cdc}])
+    delta_commit.commit(p, version + 1, [info, txn, *actions, *({"cdc": c} for c in cdcs)])
     return delta.WriteResult(version + 1, metrics)
 
 
@@ -600,17 +605,18 @@ def purge_deleted(path: str | os.PathLike[str]) -> int:
     if not heavy:
         return 0
     schema = storage_schema(delta.table_schema(p))
+    parts = vp.partition_columns(p)
     now = int(time.time() * 1000)
     actions: list[dict[str, Any]] = []
     for f in heavy:
         assert f.deletion_vector is not None
-        data = conform(pq.read_table(os.path.join(p, f.path)), schema, name=p)
+        data = vp.read_file(p, f, schema)
         keep = np.ones(data.num_rows, dtype=bool)
         keep[dvs.read_positions(p, f.deletion_vector)] = False
         actions.append({"remove": {**_remove_action(f, now), "dataChange": False}})
         if keep.any():
-            add = delta_commit.write_data_file(p, data.filter(pa.array(keep)))
-            actions.append({"add": {**add, "dataChange": False}})
+            for add in vp.write_files(p, data.filter(pa.array(keep)), parts):
+                actions.append({"add": {**add, "dataChange": False}})
     info = delta_commit.commit_info("OPTIMIZE", {"ivm.operation": "compact"})
     delta_commit.commit(p, version + 1, [info, *actions])
     return len(heavy)

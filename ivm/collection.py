@@ -19,6 +19,7 @@ from ivm.operators.linear import Concat, Consolidate, Filter, FlatMap, Map, Nega
 from ivm.operators.reduce import Reduce
 from ivm.reduce_plan import ReducePlan, ReduceStrategy, check_plan, plan_reduce
 from ivm.schema import ColumnRef, Schema
+from ivm.types import AggSpec, Diffs, GroupFn, RowFn, Rows, SchemaSpec
 
 if TYPE_CHECKING:
     from ivm.dataflow import Dataflow, Scope
@@ -76,15 +77,15 @@ class Collection:
         return Collection(self.graph, cls(self.graph, self.scope, [self.op], schema, **kw))
 
     # -- linear operators ----------------------------------------------------------------
-    def map(self, fn: Callable[..., Any], schema: Any) -> Collection:
+    def map(self, fn: RowFn, schema: SchemaSpec) -> Collection:
         """Apply a vectorized ``fn(*cols) -> tuple of arrays`` to every update."""
         return self._unary(Map, Schema.of(schema), fn=fn)
 
-    def filter(self, fn: Callable[..., Any]) -> Collection:
+    def filter(self, fn: RowFn) -> Collection:
         """Keep the updates whose row satisfies a vectorized predicate."""
         return self._unary(Filter, self.schema, fn=fn)
 
-    def flat_map(self, fn: Callable[..., Any], schema: Any) -> Collection:
+    def flat_map(self, fn: RowFn, schema: SchemaSpec) -> Collection:
         """``fn(*cols) -> (parent_index, columns)``: any number of output rows per row."""
         return self._unary(FlatMap, Schema.of(schema), fn=fn)
 
@@ -178,7 +179,7 @@ class Collection:
     def reduce(
         self,
         key: KeySpec,
-        aggs: Iterable[tuple],
+        aggs: Iterable[AggSpec],
         names: Sequence[str] | None = None,
         plan: ReducePlan | ReduceStrategy | str | None = None,
     ) -> Collection:
@@ -267,8 +268,8 @@ class Collection:
     def reduce_group(
         self,
         key: KeySpec,
-        fn: Callable[[tuple, list[tuple], list[int]], Iterable[tuple[tuple, int]]],
-        schema: Any,
+        fn: GroupFn,
+        schema: SchemaSpec,
     ) -> Collection:
         """General reduce: ``fn(key, rows, counts) -> [(value_row, count), ...]`` per group.
 
@@ -283,7 +284,7 @@ class Collection:
         self,
         body: Callable[[Collection], Collection],
         max_iterations: int | None = None,
-        entry: Callable[..., Any] | None = None,
+        entry: RowFn | None = None,
     ) -> Collection:
         """The fixed point of ``body`` starting from this collection."""
         return iterate(
@@ -415,7 +416,7 @@ def iterate(
     inits: Sequence[Collection],
     body: Callable[[list[Collection]], list[Collection]],
     max_iterations: int | None = None,
-    entry: Callable[..., Any] | None = None,
+    entry: RowFn | None = None,
 ) -> list[Collection]:
     """Mutually recursive fixed point: ``body([v1, ...]) -> [r1, ...]``.
 
@@ -467,20 +468,20 @@ class InputCollection(Collection):
 
     op: Input
 
-    def insert(self, rows: Any) -> None:
+    def insert(self, rows: Rows) -> None:
         self.op.send(rows, 1)
 
-    def delete(self, rows: Any) -> None:
+    def delete(self, rows: Rows) -> None:
         self.op.send(rows, -1)
 
-    def update(self, old_rows: Any, new_rows: Any) -> None:
+    def update(self, old_rows: Rows, new_rows: Rows) -> None:
         from ivm.operators.io import rows_to_columns
 
         rows_to_columns(self.op, new_rows)  # validate both before changing anything
         self.op.send(old_rows, -1)
         self.op.send(new_rows, 1)
 
-    def send(self, rows: Any, diffs: Any) -> None:
+    def send(self, rows: Rows, diffs: Diffs) -> None:
         self.op.send(rows, diffs)
 
 

@@ -32,6 +32,7 @@ from ivm.sharding import ShardSpec
 
 if TYPE_CHECKING:
     from ivm.collection import Collection, InputCollection
+    from ivm.types import Rows, SchemaSpec
 
 
 class LoopLimitError(IvmError, RuntimeError):
@@ -179,7 +180,7 @@ class Dataflow:
         self._invalidate()
 
     # -- building --------------------------------------------------------------------------
-    def input(self, name: str, schema: Any) -> InputCollection:
+    def input(self, name: str, schema: SchemaSpec) -> InputCollection:
         """A new input collection with the given schema (``[(name, dtype), ...]``)."""
         from ivm.collection import InputCollection
 
@@ -189,7 +190,7 @@ class Dataflow:
         self.inputs[name] = op
         return InputCollection(self, op)
 
-    def constant(self, rows: Any, schema: Any, name: str = "constant") -> Collection:
+    def constant(self, rows: Rows, schema: SchemaSpec, name: str = "constant") -> Collection:
         """A collection holding ``rows`` from the first epoch on."""
         from ivm.collection import Collection
 
@@ -200,7 +201,7 @@ class Dataflow:
         self._constants.append(op)
         return Collection(self, op)
 
-    def empty(self, schema: Any) -> Collection:
+    def empty(self, schema: SchemaSpec) -> Collection:
         return self.constant([], schema, "empty")
 
     def output(self, collection: Collection, name: str) -> Output:
@@ -459,7 +460,7 @@ def out_scope(op: Operator) -> Scope:
     return op.scope
 
 
-def _to_arrow(cols: tuple, times: np.ndarray, diff: np.ndarray) -> pa.Table:
+def _to_arrow(cols: tuple[np.ndarray, ...], times: np.ndarray, diff: np.ndarray) -> pa.Table:
     import pickle
 
     arrays: dict[str, pa.Array] = {}
@@ -490,7 +491,7 @@ def _object_values(col: pa.ChunkedArray) -> Any:
     return col.to_pylist()
 
 
-def _from_arrow(table: pa.Table, op: Operator, key: str) -> tuple:
+def _from_arrow(table: pa.Table, op: Operator, key: str) -> tuple[Any, ...]:
     import pickle
 
     cols = []

@@ -9,7 +9,8 @@ detection, ``ensure_delta_format``), :mod:`spark_exec.delta_source` (the Python 
 :mod:`spark_exec.registry` (names in Spark's catalog, the attach script).  Nothing here is
 imported eagerly, so ``import spark_exec`` does not start or import Spark, and Spark workers
 that load :mod:`spark_exec.delta_source` do not load the Session; ``Session`` is resolved on
-first use (PEP 562), and type checkers see the class itself.
+first use (PEP 562), and type checkers see the class itself; so is ``SqlResult``, what
+``Session.sql`` returns (:mod:`spark_exec.result`).
 """
 
 from __future__ import annotations
@@ -17,14 +18,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from spark_exec.result import SqlResult
     from spark_exec.session import Session
 
-__all__ = ["Session"]
+__all__ = ["Session", "SqlResult"]
 
 
-def __getattr__(name: str) -> type[Session]:
+def __getattr__(name: str) -> type[Session] | type[SqlResult]:
     if name == "Session":
         from spark_exec.session import Session
 
         return Session
+    if name == "SqlResult":  # what Session.sql returns
+        from spark_exec.result import SqlResult
+
+        return SqlResult
     raise AttributeError(f"module 'spark_exec' has no attribute {name!r}")

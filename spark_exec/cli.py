@@ -10,6 +10,8 @@
                                               input versions, versions behind, last error
     ivm [--warehouse DIR] demo                the tour: tables, views, changes, refreshes
     ivm --version                             the installed version
+    ivm --progress / --no-progress ...        a progress bar for view loads and refreshes
+                                              (default: when stdout is a terminal, not in CI)
 
 The warehouse defaults to ``./warehouse``.  This module is the command line only; it imports
 the Session (and so Spark and Delta) when a command runs.  It lives in the facade package
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ivm import __version__
 
 if TYPE_CHECKING:
+    from spark_exec.result import SqlResult
     from spark_exec.session import Session
 
 EXIT_OK = 0
@@ -93,6 +96,34 @@ def progress(label: str, stream: Any = None) -> Iterator[list[str]]:
         t.join()
         stream.write(f"\r  {f'{label} {time.perf_counter() - started:5.1f}s':<100}\n")
         stream.flush()
+
+
+@contextmanager
+def refresh_display(args: argparse.Namespace, label: str, session: Session) -> Iterator[None]:
+    """While a step that may refresh runs: the progress bar (spark_exec.progress_bar) when it
+    is wanted (``--progress``, or a terminal outside CI), else :func:`progress`'s spinner
+    showing the current refresh step."""
+    from spark_exec.progress_bar import RefreshProgressBar, wanted
+
+    before = session.on_event
+    try:
+        if wanted(args.progress, sys.stdout):
+            with RefreshProgressBar(sys.stdout, force=bool(args.progress), then=before) as bar:
+                session.on_event = bar.on_event
+                yield
+        else:
+            with progress(label) as detail:
+
+                def show(event: dict[str, Any]) -> None:
+                    if event["event"] != "progress":
+                        detail[0] = f"{event.get('group', '')}: {event.get('step', event['event'])}"
+                    if before is not None:
+                        before(event)
+
+                session.on_event = show
+                yield
+    finally:
+        session.on_event = before
 
 
 def _limit_flag(value: int | None) -> int | str | None:
@@ -178,13 +209,11 @@ def read_text_file(path: str, what: str) -> str:
         ) from exc
 
 
-def _print_result(r: Any) -> None:
-    if r is None:
-        return
-    if hasattr(r, "show") and hasattr(r, "collect"):  # a Spark DataFrame
-        r.show(50, truncate=False)
-    else:
-        print(r)
+def _print_result(r: SqlResult) -> None:
+    """A statement's result: its message, and its rows for queries, SHOW and DESCRIBE."""
+    text = str(r)
+    if text:
+        print(text)
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -196,7 +225,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     s = _session(args)
     for st in split_statements(text):
         first = st.body.splitlines()[0][:70]
-        with progress(f"line {st.line}: {first}"):
+        with refresh_display(args, f"line {st.line}: {first}", s):
             r = s._run(st)
         _print_result(r)
     return 0
@@ -205,7 +234,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
 def cmd_datalog(args: argparse.Namespace) -> int:
     text = read_text_file(args.file, "Datalog")
     s = _session(args)
-    with progress(f"datalog {args.file}"):
+    with refresh_display(args, f"datalog {args.file}", s):
         reports = s.datalog(text)
     for r in reports:
         print(r)
@@ -217,12 +246,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
     s = _session(args)
     try:
-        with progress("refresh") as detail:
-
-            def show(event: dict[str, Any]) -> None:
-                detail[0] = f"{event.get('group', '')}: {event.get('step', event['event'])}"
-
-            s.on_event = show
+        with refresh_display(args, "refresh", s):
             reports = s.refresh(args.view, full=args.full)
     except RefreshFailedError as exc:
         for r in exc.reports:  # the groups that did refresh
@@ -236,10 +260,10 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from spark_exec.session import _format_table
+    from spark_exec.result import format_table
 
     rows = _session(args).show_views()
-    print(_format_table(rows) if rows.num_rows else "no materialized views")
+    print(format_table(rows) if rows.num_rows else "no materialized views")
     return 1 if "failed" in rows.column("status").to_pylist() else 0
 
 
@@ -271,8 +295,9 @@ def cmd_pipelines_run(args: argparse.Namespace) -> int:
     """Run a Spark Declarative Pipelines project, its materialized views maintained here."""
     from spark_exec.pipelines import run_pipeline
 
-    with progress(f"pipeline {args.spec}"):
-        run = run_pipeline(_session(args), args.spec)
+    s = _session(args)
+    with refresh_display(args, f"pipeline {args.spec}", s):
+        run = run_pipeline(s, args.spec)
     print(run)
     return 0
 
@@ -301,6 +326,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s (spark-ivm) {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log what refreshes do")
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar for loads and refreshes (default: on a terminal outside CI)",
+    )
     p.add_argument("--config", default=None, help="TOML settings file (default: ./ivm.toml)")
     p.add_argument("--spark-master", default=None, help="Spark master (default local[*])")
     p.add_argument(

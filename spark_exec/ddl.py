@@ -56,6 +56,7 @@ def describe_view(v: ViewEntry, *, extended: bool, status: dict[str, str]) -> pa
             ("Refresh Group", v.group),
             ("Schedule", o.schedule.sql() if o.schedule else None),
             ("Table Properties", "[" + ", ".join(f"{k}={x}" for k, x in o.properties) + "]"),
+            ("Partition Columns", ", ".join(o.partitioned_by) or None),
             ("Created", _time(v.created_ms)),
             *status.items(),
         ]
@@ -83,6 +84,8 @@ def create_statement(e: TableEntry | ViewEntry) -> str:
         ]
         head += " (\n  " + ",\n  ".join(parts) + ")"
     clauses = []
+    if o.partitioned_by:
+        clauses.append(f"PARTITIONED BY ({', '.join(_quote(c) for c in o.partitioned_by)})")
     if o.comment is not None:
         clauses.append(f"COMMENT {_string(o.comment)}")
     if o.properties:

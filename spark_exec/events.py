@@ -5,6 +5,10 @@
 * ``{"event": "group", "group": g, "views": [...]}`` when a group's refresh starts;
 * ``{"event": "phase", "group": g, "step": name}`` at each step of it (the names of
   docs/refresh-protocol.md: ``locked``, ``checkpointed``, ``committed``, ...);
+* ``{"event": "progress", "group": g, "phase": p, "done": n, "total": m, "unit": u,
+  "fraction": f}`` as it advances (:mod:`catalog.pipeline.progress`: ``read`` rows or inputs,
+  ``engine`` operators, ``commit`` views; ``f`` is the whole refresh's share done, never
+  decreasing, 1.0 in its last progress event) — also for the first load of a new view;
 * ``{"event": "refresh", ...}`` per view once its group committed (the fields of its
   :class:`~catalog.pipeline.RefreshReport`), or ``{"event": "failed", "error": ...}``.
 
@@ -26,7 +30,13 @@ from typing import Any
 
 import pyarrow as pa
 
-Event = dict[str, Any]
+from catalog.pipeline.progress import Progress
+
+#: one field of an event: text, a count, a time, a flag, a list of names (views), or NULL
+EventValue = str | int | float | bool | list[str] | None
+#: one refresh event (the fields of each kind are listed above)
+Event = dict[str, EventValue]
+#: what ``Session(on_event=...)`` calls with each event
 EventCallback = Callable[[Event], None]
 
 EVENT_LOG_TABLE = "ivm_event_log"
@@ -89,6 +99,19 @@ def report_event(report: Any) -> Event:
         "recomputed": report.recomputed,
         "input_versions": json.dumps(dict(report.input_versions), sort_keys=True),
         "pid": os.getpid(),
+    }
+
+
+def progress_event(p: Progress) -> Event:
+    """The ``progress`` event of a refresh's progress report (not logged: a display's feed)."""
+    return {
+        "event": "progress",
+        "group": p.group,
+        "phase": p.phase,
+        "done": p.done,
+        "total": p.total,
+        "unit": p.unit,
+        "fraction": p.fraction,
     }
 
 

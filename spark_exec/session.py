@@ -14,8 +14,9 @@ What a Session does, and where the work happens:
 
 * statements (``s.sql``) are split and parsed into one statement model by
   :mod:`spark_exec.statements` and dispatched once (:meth:`Session._run`); DDL and DML go to
-  the catalog (:mod:`catalog`, DML in :mod:`catalog.dml`), queries to Spark SQL
-  (``s.sql("SELECT ...")`` returns a Spark DataFrame);
+  the catalog (:mod:`catalog`, DML in :mod:`catalog.dml`), queries to Spark SQL; every
+  statement gives one :class:`~spark_exec.result.SqlResult` (``s.sql("SELECT ...").toDF()``
+  is Spark's DataFrame, ``.to_arrow()`` its rows);
 * ``CREATE MATERIALIZED VIEW`` compiles the view into its refresh group's dataflow *in
   memory first* — any error (unknown table, unsupported SQL with line and column, type
   mismatch) is raised before anything is written — then records it, creates its view table
@@ -44,19 +45,19 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
 import pyarrow as pa
 
-from catalog import Catalog, dml
+from catalog import Catalog, delta, dml
 from catalog.errors import DependencyError, NameClashError
 from catalog.names import Identifier, parse_identifier
 from catalog.pipeline import (
     BuiltGroup,
     GroupRuntime,
     GroupSpec,
+    Progress,
     RefreshReport,
     build_group,
     check_datalog_input,
@@ -66,6 +67,7 @@ from catalog.pipeline import (
 )
 from catalog.sql_types import frontend_columns, view_schema
 from catalog.store import TableEntry, ViewEntry
+from catalog.view_partitions import check_partition_columns
 from ivm import limits as ivm_limits
 from spark_exec import ddl
 from spark_exec import statements as S
@@ -77,58 +79,21 @@ from spark_exec.events import (
     EventCallback,
     EventLog,
     failure_event,
+    progress_event,
     read_event_log,
     report_event,
 )
+from spark_exec.result import MetricValue, SqlResult, StatementKind, affected_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from sqlglot import exp
 
 log = logging.getLogger("ivm.session")
 
 _DATALOG_ARROW = {"int64": pa.int64(), "float64": pa.float64(), "str": pa.string()}
 
-__all__ = ["RefreshReport", "Result", "Session"]
-
-
-@dataclass(frozen=True)
-class Result:
-    """What a statement did: a message, rows (SHOW) or refresh reports (CREATE / REFRESH)."""
-
-    statement: str
-    message: str
-    rows: pa.Table | None = None
-    reports: tuple[RefreshReport, ...] = ()
-    metrics: dict[str, Any] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        lines = [self.message]
-        if self.rows is not None:
-            lines.append(_format_table(self.rows))
-        lines.extend(f"  {r}" for r in self.reports)
-        return "\n".join(lines)
-
-
-def _format_table(t: pa.Table, limit: int = 50) -> str:
-    names = t.column_names
-    rows = [
-        [("NULL" if v is None else str(v)) for v in r.values()]
-        for r in t.slice(0, limit).to_pylist()
-    ]
-    widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
-    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    out = [
-        line,
-        "| " + " | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)) + " |",
-        line,
-    ]
-    out += [
-        "| " + " | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + " |" for r in rows
-    ]
-    out.append(line)
-    if t.num_rows > limit:
-        out.append(f"({t.num_rows - limit} more rows)")
-    return "\n".join(out)
+__all__ = ["RefreshReport", "Session", "SqlResult"]
 
 
 class Session:
@@ -274,20 +239,51 @@ class Session:
         return self.catalog.lookup(name).path
 
     # -- statements ------------------------------------------------------------------------
-    def sql(self, text: str) -> Any:
+    def sql(self, text: str) -> SqlResult:
         """Run one or more ``;``-separated statements; returns the last one's result.
 
-        Materialized-view statements, ``CREATE / DROP TABLE`` and DML on catalog tables give a
-        :class:`Result`; queries and other Spark statements give a Spark DataFrame.
+        Every statement gives a :class:`~spark_exec.result.SqlResult` (DDL, DML, queries,
+        SHOW, DESCRIBE, REFRESH alike): ``to_arrow()``, ``to_pandas()``, ``toDF()``,
+        ``show()``, its ``kind`` and ``affected_rows``.  A script without a statement gives
+        an ``empty`` result.
         """
         results = self.run_script(text)
-        return results[-1] if results else None
+        if not results:
+            return self._result("", "empty", "no statement")
+        return results[-1]
 
-    def run_script(self, text: str) -> list[Any]:
+    def run_script(self, text: str) -> list[SqlResult]:
         """Run every statement of ``text`` in order; one result per statement."""
         return [self._run(st) for st in S.split_statements(text)]
 
-    def _run(self, st: S.Statement) -> Any:
+    def _result(
+        self,
+        statement: str,
+        kind: StatementKind,
+        message: str,
+        *,
+        rows: pa.Table | None = None,
+        reports: Sequence[RefreshReport] = (),
+        metrics: Mapping[str, MetricValue] | None = None,
+        affected_rows: int | None = None,
+        dataframe: DataFrame | None = None,
+    ) -> SqlResult:
+        """A statement's result; its ``toDF()`` uses this Session's SparkSession."""
+        if reports and affected_rows is None:
+            affected_rows = sum(r.rows_written for r in reports)
+        return SqlResult(
+            statement,
+            kind,
+            message,
+            rows=rows,
+            reports=reports,
+            metrics=metrics,
+            affected_rows=affected_rows,
+            dataframe=dataframe,
+            spark=lambda: self.spark,
+        )
+
+    def _run(self, st: S.Statement) -> SqlResult:
         """Run one statement: the one dispatch over the statement model."""
         stmt = S.parse(st)
         match stmt:
@@ -295,50 +291,64 @@ class Session:
                 return self._create_view_stmt(stmt, st)
             case S.DropView(name=name, if_exists=ie):
                 dropped = self.drop_view(name, if_exists=ie)
-                return Result(
+                return self._result(
                     "DROP MATERIALIZED VIEW",
+                    "ddl",
                     f"dropped materialized view {name}"
                     if dropped
                     else f"no materialized view {name}",
                 )
             case S.RefreshView(name=name, full=full):
                 reports = self.refresh(name, full=full)
-                return Result(
+                return self._result(
                     "REFRESH MATERIALIZED VIEW",
+                    "refresh",
                     f"refreshed {len(reports)} view(s)",
-                    reports=tuple(reports),
+                    reports=reports,
                 )
             case S.ExplainView(name=name):
-                return Result("EXPLAIN MATERIALIZED VIEW", self.explain(name))
+                plan = self.explain(name)
+                return self._result(
+                    "EXPLAIN MATERIALIZED VIEW", "explain", plan, rows=pa.table({"plan": [plan]})
+                )
             case S.ShowViews():
-                return Result(
-                    "SHOW MATERIALIZED VIEWS", "materialized views:", rows=self.show_views()
+                return self._result(
+                    "SHOW MATERIALIZED VIEWS",
+                    "show",
+                    "materialized views:",
+                    rows=self.show_views(),
                 )
             case S.DescribeView(name=name, extended=extended):
                 return self._describe_view(name, extended)
             case S.ShowCreate(name=name):
-                return self._catalog_or_spark(name, st, "SHOW CREATE TABLE", ddl.create_statement)
+                return self._catalog_or_spark(
+                    name, st, "SHOW CREATE TABLE", "show", ddl.create_statement
+                )
             case S.DescribeHistory(name=name):
-                return self._catalog_or_spark(name, st, "DESCRIBE HISTORY", ddl.history)
+                return self._catalog_or_spark(name, st, "DESCRIBE HISTORY", "describe", ddl.history)
             case S.AlterViewSchedule():
                 return self._alter_schedule(stmt, st)
             case S.CreateTable(definition=d):
                 return self._create_table(d, st)
             case S.DropTable(name=name, if_exists=ie):
                 existed = self.drop_table(name, if_exists=ie)
-                return Result(
-                    "DROP TABLE", f"dropped table {name}" if existed else f"no table {name}"
+                return self._result(
+                    "DROP TABLE", "ddl", f"dropped table {name}" if existed else f"no table {name}"
                 )
             case S.Insert(tree=tree):
-                return _write_result("INSERT", dml.insert(self.catalog, tree, st, self._spark_rows))
+                return self._write_result(
+                    "INSERT", dml.insert(self.catalog, tree, st, self._spark_rows)
+                )
             case S.Delete(tree=tree):
-                return _write_result("DELETE", dml.delete(self.catalog, tree, st))
+                return self._write_result("DELETE", dml.delete(self.catalog, tree, st))
             case S.Update(tree=tree):
-                return _write_result("UPDATE", dml.update(self.catalog, tree, st))
+                return self._write_result("UPDATE", dml.update(self.catalog, tree, st))
             case S.Merge(tree=tree):
-                return _write_result("MERGE", dml.merge(self.catalog, tree, st, self._spark_rows))
-            case S.PassToSpark():
-                return self._spark_sql(st)
+                return self._write_result(
+                    "MERGE", dml.merge(self.catalog, tree, st, self._spark_rows)
+                )
+            case S.PassToSpark(tree=tree):
+                return self._spark_sql(st, tree)
             case _:
                 assert_never(stmt)
 
@@ -347,17 +357,32 @@ class Session:
         name: str,
         st: S.Statement,
         what: str,
+        kind: StatementKind,
         show: Callable[[TableEntry | ViewEntry], pa.Table | str],
-    ) -> Any:
+    ) -> SqlResult:
         """``show`` of a catalog table or view; Spark SQL runs the statement for other names."""
         entry = self.catalog.store.find(name)
         if entry is None:
-            return self._spark_sql(st)
+            return self._spark_sql(st, None)
         out = show(entry)
         rows = pa.table({"createtab_stmt": [out]}) if isinstance(out, str) else out
-        return Result(what, f"{what} {entry.name}:", rows=rows)
+        return self._result(what, kind, f"{what} {entry.name}:", rows=rows)
 
-    def _describe_view(self, name: str, extended: bool) -> Result:
+    def _write_result(self, what: str, w: delta.WriteResult) -> SqlResult:
+        """A DML statement's result: the table version, the rows it wrote, the metrics."""
+        m: dict[str, MetricValue] = dict(w.metrics)
+        detail = ", ".join(
+            f"{k}={v}" for k, v in m.items() if k.startswith("num_") and isinstance(v, int) and v
+        )
+        return self._result(
+            what,
+            "dml",
+            f"{what}: table version {w.version}" + (f" ({detail})" if detail else ""),
+            metrics=m,
+            affected_rows=affected_rows(m),
+        )
+
+    def _describe_view(self, name: str, extended: bool) -> SqlResult:
         entry = self.catalog.view(name)
         status: dict[str, str] = {}
         if extended:
@@ -369,9 +394,11 @@ class Session:
                 "Input Versions": str(row["input_versions"]),
             }
         rows = ddl.describe_view(entry, extended=extended, status=status)
-        return Result("DESCRIBE MATERIALIZED VIEW", f"materialized view {entry.name}:", rows=rows)
+        return self._result(
+            "DESCRIBE MATERIALIZED VIEW", "describe", f"materialized view {entry.name}:", rows=rows
+        )
 
-    def _alter_schedule(self, stmt: S.AlterViewSchedule, st: S.Statement) -> Result:
+    def _alter_schedule(self, stmt: S.AlterViewSchedule, st: S.Statement) -> SqlResult:
         """``ALTER MATERIALIZED VIEW v {ADD|ALTER} SCHEDULE ... | DROP SCHEDULE`` (recorded
         in the catalog; the always-on refresher that runs schedules is future work)."""
         entry = self.catalog.view(stmt.name)
@@ -388,14 +415,19 @@ class Session:
         options = dataclasses.replace(entry.options, schedule=stmt.schedule)
         self.catalog.store.set_view_options(entry.ident, options)
         shown = stmt.schedule.sql() if stmt.schedule is not None else "no schedule"
-        return Result("ALTER MATERIALIZED VIEW", f"materialized view {entry.name}: {shown}")
+        return self._result(
+            "ALTER MATERIALIZED VIEW", "ddl", f"materialized view {entry.name}: {shown}"
+        )
 
-    def _spark_sql(self, st: S.Statement) -> Any:
-        """Run ``st`` in Spark SQL; Spark's parse and analysis errors become typed errors."""
+    def _spark_sql(self, st: S.Statement, tree: exp.Expr | None) -> SqlResult:
+        """Run ``st`` in Spark SQL; Spark's parse and analysis errors become typed errors.
+
+        A query's result holds Spark's DataFrame (rows computed when asked for); commands
+        (Spark's DDL, SHOW, DESCRIBE, ...) run here, as ``spark.sql`` runs them."""
         from pyspark.errors import PySparkException
 
         try:
-            return self.spark.sql(st.body)
+            df = self.spark.sql(st.body)
         except PySparkException as exc:
             error_class = exc.getCondition() if hasattr(exc, "getCondition") else None
             first = str(exc).strip().splitlines()
@@ -405,9 +437,11 @@ class Session:
                 line=st.line,
                 column=st.column,
             ) from exc
+        statement, kind = S.spark_statement_kind(tree, st)
+        return self._result(statement, kind, "", dataframe=df)
 
     # -- tables ----------------------------------------------------------------------------
-    def _create_table(self, d: S.TableDefinition, st: S.Statement) -> Result:
+    def _create_table(self, d: S.TableDefinition, st: S.Statement) -> SqlResult:
         if d.location is not None:
             if d.query is not None:
                 raise StatementError(
@@ -429,7 +463,9 @@ class Session:
                         column=st.column,
                     )
             self._register(entry)
-            return Result("CREATE TABLE", f"registered Delta table {entry.name} at {entry.path}")
+            return self._result(
+                "CREATE TABLE", "ddl", f"registered Delta table {entry.name} at {entry.path}"
+            )
         if d.query is not None:
             if d.schema is not None:
                 raise StatementError(
@@ -449,7 +485,12 @@ class Session:
             if rows.num_rows:
                 delta.insert(entry.path, rows.cast(schema))
             self._register(entry)
-            return Result("CREATE TABLE", f"created table {entry.name} ({rows.num_rows} rows)")
+            return self._result(
+                "CREATE TABLE",
+                "ddl",
+                f"created table {entry.name} ({rows.num_rows} rows)",
+                affected_rows=rows.num_rows,
+            )
         if d.schema is None:
             raise StatementError(
                 "CREATE TABLE",
@@ -459,7 +500,7 @@ class Session:
             )
         entry = self.catalog.create_table(d.name, d.schema, if_not_exists=d.if_not_exists)
         self._register(entry)
-        return Result("CREATE TABLE", f"created table {entry.name}")
+        return self._result("CREATE TABLE", "ddl", f"created table {entry.name}")
 
     def create_table(self, name: str, schema: pa.Schema) -> TableEntry:
         """Create a managed Delta table (change data feed on) from an Arrow schema."""
@@ -478,7 +519,7 @@ class Session:
         return True
 
     # -- views -----------------------------------------------------------------------------
-    def _create_view_stmt(self, stmt: S.CreateView, st: S.Statement | None) -> Result:
+    def _create_view_stmt(self, stmt: S.CreateView, st: S.Statement | None) -> SqlResult:
         """``CREATE [OR REPLACE] MATERIALIZED VIEW``: compile first, then record and refresh.
 
         ``OR REPLACE`` compiles the new definition in memory before touching the old view;
@@ -491,17 +532,18 @@ class Session:
         replace = None
         if existing is not None:
             if stmt.if_not_exists and isinstance(existing, ViewEntry):
-                return Result("CREATE MATERIALIZED VIEW", f"{ident} exists")
+                return self._result("CREATE MATERIALIZED VIEW", "ddl", f"{ident} exists")
             if not (stmt.or_replace and isinstance(existing, ViewEntry)):
                 raise NameClashError(str(ident), existing.kind)
             replace = existing
         entry = self._view_entry(ident, stmt)
         if replace is None:
             reports = self._add_views([entry])
-            return Result(
+            return self._result(
                 "CREATE MATERIALIZED VIEW",
+                "ddl",
                 f"created materialized view {ident}",
-                reports=tuple(reports),
+                reports=reports,
             )
         return self._replace_view(replace, entry)
 
@@ -522,6 +564,7 @@ class Session:
         schema = view_schema(
             list(zip(output_names(node.schema), [t for _, t in node.schema], strict=True))
         )
+        check_partition_columns(schema, options.partitioned_by, view=str(ident))
         return ViewEntry(
             ident,
             definition,
@@ -533,7 +576,7 @@ class Session:
             options=options,
         )
 
-    def _replace_view(self, old: ViewEntry, new: ViewEntry) -> Result:
+    def _replace_view(self, old: ViewEntry, new: ViewEntry) -> SqlResult:
         dependents = self.catalog.store.dependents(old.ident)
         if dependents:
             raise DependencyError(str(old.ident), dependents)
@@ -546,10 +589,11 @@ class Session:
             log.warning("CREATE OR REPLACE of %s failed; restoring the old view", old.name)
             self._add_views([old])
             raise
-        return Result(
+        return self._result(
             "CREATE MATERIALIZED VIEW",
+            "ddl",
             f"replaced materialized view {old.name}",
-            reports=tuple(reports),
+            reports=reports,
         )
 
     def create_view(self, name: str, query: str | DataFrame) -> list[RefreshReport]:
@@ -818,6 +862,12 @@ class Session:
 
         return hook
 
+    def _progress_callback(self) -> Callable[[Progress], None] | None:
+        """A refresh's progress as ``progress`` events (only when someone listens)."""
+        if self.on_event is None:
+            return None
+        return lambda p: self._emit(progress_event(p))
+
     def event_log(self) -> pa.Table:
         """Every refresh and failure logged in this warehouse (spark_exec.events), as Arrow;
         Spark SQL reads the same as the table ``ivm_event_log``."""
@@ -838,6 +888,7 @@ class Session:
                             self._runtime,
                             hook=self._phase_hook(spec),
                             built=built,
+                            progress=self._progress_callback(),
                         )
                 except Exception as exc:
                     if isinstance(exc, ivm_limits.ResourceLimitError) and exc.view is None:
@@ -874,16 +925,6 @@ class Session:
     def close(self) -> None:
         """Forget in-memory dataflows (state is in the checkpoints)."""
         self._runtime.forget()
-
-
-def _write_result(what: str, w: Any) -> Result:
-    m = dict(w.metrics)
-    detail = ", ".join(
-        f"{k}={v}" for k, v in m.items() if k.startswith("num_") and isinstance(v, int) and v
-    )
-    return Result(
-        what, f"{what}: table version {w.version}" + (f" ({detail})" if detail else ""), metrics=m
-    )
 
 
 def _rename_outputs(stmt: S.CreateView, names: Sequence[str]) -> str:

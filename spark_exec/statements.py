@@ -27,6 +27,7 @@ from catalog.errors import CatalogError
 from catalog.view_options import Schedule, ViewOptions
 from spark_exec import sql_dialect as d
 from spark_exec.errors import StatementError
+from spark_exec.result import StatementKind
 from sql_frontend.errors import SqlSyntaxError, UnsupportedSqlError
 from sql_frontend.limits import check_text, check_tree
 
@@ -274,6 +275,37 @@ def model(tree: exp.Expr, st: Statement) -> Stmt:
     return PassToSpark(tree)
 
 
+def spark_statement_kind(tree: exp.Expr | None, st: Statement) -> tuple[str, StatementKind]:
+    """The name and kind of a statement Spark SQL runs (``("SELECT", "query")``, ...).
+
+    >>> spark_statement_kind(sqlglot.parse_one("SELECT 1"), Statement("SELECT 1", 1, 1))
+    ('SELECT', 'query')
+    """
+    if tree is None:
+        tree = sqlglot.parse_one(st.text, read=d.IvmSpark)
+    kind: StatementKind
+    if isinstance(tree, exp.Command):
+        name = str(tree.this).upper()
+    elif isinstance(tree, exp.Create | exp.Drop | exp.Alter):
+        name = f"{type(tree).__name__.upper()} {str(tree.args.get('kind') or '').upper()}"
+    else:
+        name = type(tree).__name__.upper()
+    head = name.split()[0] if name.split() else ""
+    if isinstance(tree, exp.Query):
+        kind = "query"
+    elif isinstance(tree, exp.Describe) or head in ("DESCRIBE", "DESC"):
+        kind, name = "describe", "DESCRIBE"
+    elif isinstance(tree, exp.Show) or head == "SHOW":
+        kind = "show"
+    elif head in ("CREATE", "DROP", "ALTER", "TRUNCATE", "COMMENT", "USE", "SET", "RESET"):
+        kind = "ddl"
+    elif head in ("INSERT", "DELETE", "UPDATE", "MERGE"):
+        kind = "dml"
+    else:
+        kind = "query"  # anything else Spark answers with rows (EXPLAIN, VALUES, CACHE, ...)
+    return name.strip(), kind
+
+
 # -- CREATE MATERIALIZED VIEW ------------------------------------------------------------
 
 
@@ -300,11 +332,16 @@ def _query_start(text: str) -> int:
     return len(text)
 
 
+#: why CLUSTER BY is refused, and what to use instead
+CLUSTER_BY_REASON = (
+    "a view's Delta table is written by delta-rs, which cannot write liquid clustering (the "
+    "Delta 'clustering' table feature); use PARTITIONED BY (cols) on low-cardinality columns "
+    "instead (each refresh then writes its files per partition), or leave it out: every file "
+    "a refresh writes is sorted by all the view's columns, so file statistics prune reads"
+)
+
 _REFUSED_PROPERTIES = {
-    exp.PartitionedByProperty: "the view table's log writer writes unpartitioned files; "
-    "leave PARTITIONED BY out (a view table is searched by its per-file statistics)",
-    exp.ClusterProperty: "the view table's log writer does not lay out files by clustering "
-    "columns; leave CLUSTER BY out",
+    exp.ClusterProperty: CLUSTER_BY_REASON,
     exp.ClusteredByProperty: "the view table is not bucketed; leave CLUSTERED BY out",
     exp.LocationProperty: "a view's table lives in the warehouse; leave LOCATION out",
 }
@@ -322,12 +359,15 @@ def create_view(tree: exp.Create, st: Statement) -> CreateView:
     comment: str | None = None
     properties: list[tuple[str, str]] = []
     schedule: Schedule | None = None
+    partitioned_by: tuple[str, ...] = ()
     props = tree.args.get("properties")
     for p in props.expressions if props is not None else []:
         if isinstance(p, exp.MaterializedProperty):
             continue
         if isinstance(p, exp.SchemaCommentProperty):
             comment = p.this.name
+        elif isinstance(p, exp.PartitionedByProperty):
+            partitioned_by = _partition_columns(p, st)
         elif isinstance(p, d.ScheduleProperty):
             if schedule is not None:
                 raise StatementError("CREATE MATERIALIZED VIEW", "two schedules", **position(p, st))
@@ -356,8 +396,30 @@ def create_view(tree: exp.Create, st: Statement) -> CreateView:
         located,
         if_not_exists=bool(tree.args.get("exists")),
         or_replace=bool(tree.args.get("replace")),
-        options=ViewOptions(comment, columns, tuple(properties), schedule),
+        options=ViewOptions(
+            comment, columns, tuple(properties), schedule, partitioned_by=partitioned_by
+        ),
     )
+
+
+def _partition_columns(p: exp.PartitionedByProperty, st: Statement) -> tuple[str, ...]:
+    """The column names of ``PARTITIONED BY (a, b)`` (names only: no transforms, no types)."""
+    what = "PARTITIONED BY on a materialized view"
+    node = p.this
+    items = node.expressions if isinstance(node, exp.Schema | exp.Tuple) else [node]
+    names: list[str] = []
+    for item in items:
+        if isinstance(item, exp.Identifier | exp.Column) and item.name:
+            names.append(item.name)
+        else:
+            raise UnsupportedSqlError(
+                what,
+                **position(p, st),
+                reason=f"{item.sql(DIALECT)} is not a column name: give the view's columns",
+            )
+    if not names:
+        raise StatementError(what, "give at least one column", **position(p, st))
+    return tuple(names)
 
 
 def _column_list(target: exp.Expr, st: Statement) -> tuple[tuple[str, str | None], ...]:

@@ -7,7 +7,9 @@
   garbage;
 * :mod:`catalog.pipeline.meta` — the typed checkpoint metadata of a group;
 * :mod:`catalog.pipeline.run` — :func:`refresh_group`, which runs the phases under the
-  group's writer lock and times them.
+  group's writer lock and times them;
+* :mod:`catalog.pipeline.progress` — how far a refresh has got (:class:`Progress`: phase,
+  units done of total, fraction of the whole).
 
 Nothing here imports Spark: a refresh reads and writes Delta through ``deltalake``
 (``docs/design/2026-11-23-refresh-pipeline.md``).
@@ -21,12 +23,15 @@ from catalog.pipeline.groups import (
     plan_groups,
     stale_checkpoint_groups,
 )
+from catalog.pipeline.progress import Progress, ProgressCallback
 from catalog.pipeline.run import GroupRuntime, RefreshReport, refresh_group
 
 __all__ = [
     "BuiltGroup",
     "GroupRuntime",
     "GroupSpec",
+    "Progress",
+    "ProgressCallback",
     "RefreshReport",
     "build_group",
     "check_datalog_input",

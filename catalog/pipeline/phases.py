@@ -40,6 +40,7 @@ from catalog.checkpoint import Hook, Manifest
 from catalog.dtypes import conform
 from catalog.pipeline.groups import BuiltGroup, GroupSpec, build_group
 from catalog.pipeline.meta import CheckpointFormatError, GroupMeta, GroupState, LogKey, encode_key
+from catalog.pipeline.progress import ProgressReporter, snapshot_rows
 from catalog.refresh import RefreshResult, commit_refresh, publish
 from ivm.errors import PlanError
 
@@ -103,9 +104,28 @@ def read_inputs(catalog: Catalog, spec: GroupSpec, previous: Previous) -> InputC
     return InputChanges(pins, changes, unchanged)
 
 
-def read_snapshots(catalog: Catalog, pins: Pins) -> dict[str, pa.Table]:
-    """Every pinned input's whole contents as changes (the input of a recomputation)."""
-    return {t: catalog.read_changes(t, None, v) for t, (v, _) in pins.items()}
+def read_snapshots(
+    catalog: Catalog, pins: Pins, meter: ProgressReporter | None = None
+) -> dict[str, pa.Table]:
+    """Every pinned input's whole contents as changes (the input of a recomputation);
+    ``meter`` is told the rows read of the rows the pinned snapshots hold (their logs)."""
+    if meter is None:
+        return {t: catalog.read_changes(t, None, v) for t, (v, _) in pins.items()}
+    sizes = {t: snapshot_rows(catalog.lookup(t).path, v) for t, (v, _) in pins.items()}
+    if any(n is None for n in sizes.values()):  # a log without row counts: count inputs
+        out = {}
+        for i, (t, (v, _)) in enumerate(pins.items()):
+            out[t] = catalog.read_changes(t, None, v)
+            meter.report("read", i + 1, len(pins), "inputs")
+        return out
+    total = sum(n or 0 for n in sizes.values())
+    meter.report("read", 0, total, "rows")
+    out, done = {}, 0
+    for t, (v, _) in pins.items():
+        out[t] = catalog.read_changes(t, None, v)
+        done += sizes[t] or 0
+        meter.report("read", done, total, "rows")
+    return out
 
 
 @dataclass

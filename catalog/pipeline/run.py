@@ -18,6 +18,7 @@ from typing import Any, ParamSpec, TypeVar
 from catalog import Catalog
 from catalog.pipeline import phases as ph
 from catalog.pipeline.groups import BuiltGroup, GroupSpec
+from catalog.pipeline.progress import ProgressCallback, ProgressReporter
 from catalog.refresh import RefreshResult
 
 Hook = Callable[[str], None]
@@ -117,14 +118,21 @@ def refresh_group(
     *,
     hook: Hook | None = None,
     built: BuiltGroup | None = None,
+    progress: ProgressCallback | None = None,
 ) -> list[RefreshReport]:
-    """One refresh (one epoch) of ``spec``; ``built``: a fresh build to use if recomputing."""
+    """One refresh (one epoch) of ``spec``; ``built``: a fresh build to use if recomputing;
+    ``progress``: called with the refresh's :class:`~catalog.pipeline.progress.Progress`."""
     hook = hook or _noop
+    meter = ProgressReporter(spec.name, progress) if progress is not None else None
     clock = Timings()
     previous = ph.recover(catalog, spec)
+    if meter is not None:
+        meter.report("read", 0, len(spec.tables), "inputs")
     inputs = clock.run("read", ph.read_inputs, catalog, spec, previous)
     if inputs.unchanged:
         assert previous.manifest is not None
+        if meter is not None:
+            meter.finish()
         return _reports(spec, previous.manifest.epoch, inputs, clock, None, None)
     cached = runtime.built.pop(spec.name, None)  # re-cached only after a successful commit
     engine = clock.run("restore", ph.restore, catalog, spec, previous, inputs, cached, built)
@@ -132,15 +140,42 @@ def refresh_group(
         hook("restored")
     changes = inputs.changes
     if engine.recomputed or changes is None:
-        changes = clock.run("read", ph.read_snapshots, catalog, inputs.pins)
+        changes = clock.run("read", ph.read_snapshots, catalog, inputs.pins, meter)
+    elif meter is not None:
+        meter.report("read", len(spec.tables), len(spec.tables), "inputs")
     epoch = ph.next_epoch(spec, previous, engine)
-    stepped = clock.run("engine", ph.step, engine, changes, epoch)
+    if meter is not None:
+        with meter.observing(engine.group.g):
+            stepped = clock.run("engine", ph.step, engine, changes, epoch)
+    else:
+        stepped = clock.run("engine", ph.step, engine, changes, epoch)
     hook("stepped")
     outputs = clock.run("write", ph.write_outputs, catalog, spec, previous, engine, stepped, inputs)
+    if meter is not None:
+        views = len(spec.view_names)
+        hook = _counting_commits(hook, meter, views)
+        meter.report("commit", 0, views, "views")
     result = clock.run("commit", ph.commit, catalog, spec, stepped, inputs, outputs, hook)
     runtime.built[spec.name] = engine.group
     clock.run("gc", ph.collect_garbage, spec, result)
+    if meter is not None:
+        meter.finish()
     return _reports(spec, epoch, inputs, clock, engine, (stepped, result))
+
+
+def _counting_commits(hook: Hook, meter: ProgressReporter, views: int) -> Hook:
+    """``hook``, also reporting the commit phase: each view table's commit
+    (``"committed:<view>"``, catalog.refresh) is one view done."""
+    done = 0
+
+    def counting(step: str) -> None:
+        nonlocal done
+        hook(step)
+        if step.startswith("committed:"):
+            done += 1
+            meter.report("commit", done, views, "views")
+
+    return counting
 
 
 def _reports(

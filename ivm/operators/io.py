@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -15,8 +15,13 @@ from ivm.operators.base import Operator
 from ivm.schema import coerce_column
 from ivm.trace import Trace
 
+if TYPE_CHECKING:
+    from ivm.dataflow import Dataflow, Scope
+    from ivm.schema import Schema
+    from ivm.types import Diffs, Rows
 
-def rows_to_columns(op: Operator, rows: Any) -> tuple[np.ndarray, ...]:
+
+def rows_to_columns(op: Operator, rows: Rows) -> tuple[np.ndarray, ...]:
     """Validate and convert user rows (tuples, dict of columns, Arrow) to engine columns."""
     schema = op.schema
     if isinstance(rows, pa.RecordBatch):
@@ -67,7 +72,7 @@ def rows_to_columns(op: Operator, rows: Any) -> tuple[np.ndarray, ...]:
     )
 
 
-def coerce_diffs(op: Operator, diffs: Any, n: int) -> np.ndarray:
+def coerce_diffs(op: Operator, diffs: Diffs, n: int) -> np.ndarray:
     """User diffs as int64, each within ``±(2**63 - 1)`` (the symmetric range of
     :mod:`ivm.difference`, so a retraction can always be negated)."""
     if isinstance(diffs, int | np.integer) and not isinstance(diffs, bool):
@@ -110,7 +115,7 @@ class Input(Operator):
         self.pending: list[Batch] = []
         self.constant = constant
 
-    def send(self, rows: Any, diffs: Any) -> None:
+    def send(self, rows: Rows, diffs: Diffs) -> None:
         cols = rows_to_columns(self, rows)
         n = len(cols[0]) if cols else 0
         d = coerce_diffs(self, diffs, n)
@@ -144,8 +149,15 @@ class Output(Operator):
 
     kind = "output"
 
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
+    def __init__(
+        self,
+        graph: Dataflow,
+        scope: Scope,
+        inputs: list[Operator],
+        schema: Schema,
+        label: str | None = None,
+    ) -> None:
+        super().__init__(graph, scope, inputs, schema, label)
         self.contents_trace = Trace(self.dtypes, tuple(range(len(self.schema))), ())
         self._epoch_parts: list[Batch] = []
         self.last_changes: Batch = self.empty_batch()

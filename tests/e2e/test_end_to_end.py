@@ -143,7 +143,7 @@ def test_recursive_sql_and_datalog_views(spark: SparkSession, tmp_path: Path) ->
         assert spark_bag(spark, "SELECT * FROM loops") == bag((a,) for a in loops)
         assert spark_bag(spark, "SELECT * FROM loop_count") == bag([(len(loops),)])
 
-    shown = s.sql("SHOW MATERIALIZED VIEWS").rows.to_pylist()
+    shown = s.sql("SHOW MATERIALIZED VIEWS").to_arrow().to_pylist()
     assert {r["name"] for r in shown} == {"tc", "path", "loops", "loop_count"}
     groups = {r["name"]: r["group"] for r in shown}
     assert groups["path"] == groups["loops"] == groups["loop_count"] != groups["tc"]

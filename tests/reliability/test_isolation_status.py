@@ -28,7 +28,7 @@ a_counter(y) :- a_counter(x), y = x + 1.
 
 
 def rows(s: Session) -> dict[str, dict[str, Any]]:
-    return {r["name"]: r for r in s.sql("SHOW MATERIALIZED VIEWS").rows.to_pylist()}
+    return {r["name"]: r for r in s.sql("SHOW MATERIALIZED VIEWS").to_arrow().to_pylist()}
 
 
 @pytest.fixture

@@ -119,7 +119,7 @@ def test_column_list_with_comments_names_the_view(s: Session) -> None:
     assert rows(s.read("totals")) == [(1, 15), (2, 7), (3, 1)]
     s.sql("INSERT INTO t VALUES (2, 3); REFRESH MATERIALIZED VIEW totals")
     assert rows(s.read("totals")) == [(1, 15), (2, 10), (3, 1)]
-    d = s.sql("-- d\nDESCRIBE /* x */ MATERIALIZED VIEW totals").rows.to_pylist()
+    d = s.sql("-- d\nDESCRIBE /* x */ MATERIALIZED VIEW totals").to_arrow().to_pylist()
     assert [(r["col_name"], r["data_type"], r["comment"]) for r in d] == [
         ("key", "BIGINT", "the key"),
         ("total", "BIGINT", None),
@@ -150,7 +150,7 @@ def test_create_or_replace_replaces(s: Session) -> None:
 def test_create_or_replace_keeps_the_old_view_when_the_new_one_fails(s: Session) -> None:
     s.sql("CREATE MATERIALIZED VIEW m COMMENT 'old' AS SELECT k, sum(v) AS s FROM t GROUP BY k")
     before = s.catalog.view("m")
-    history = s.sql("DESCRIBE HISTORY m").rows.num_rows
+    history = s.sql("DESCRIBE HISTORY m").to_arrow().num_rows
     with pytest.raises(SqlAnalysisError, match="nope"):
         s.sql("-- broken\nCREATE OR REPLACE MATERIALIZED VIEW m AS SELECT nope FROM t")
     with pytest.raises(NonDeterministicError) as err:
@@ -159,7 +159,7 @@ def test_create_or_replace_keeps_the_old_view_when_the_new_one_fails(s: Session)
         )
     assert (err.value.line, err.value.column) == (4, 13)
     assert s.catalog.view("m") == before
-    assert s.sql("DESCRIBE HISTORY m").rows.num_rows == history
+    assert s.sql("DESCRIBE HISTORY m").to_arrow().num_rows == history
     s.sql("INSERT INTO t VALUES (5, 5); REFRESH MATERIALIZED VIEW m")
     assert rows(s.read("m")) == [(1, 15), (2, 7), (3, 1), (5, 5)]
 
@@ -175,7 +175,6 @@ def test_create_or_replace_refuses_a_view_others_read(s: Session) -> None:
 @pytest.mark.parametrize(
     ("clause", "construct"),
     [
-        ("PARTITIONED BY (k)", "PARTITIONED BY"),
         ("CLUSTER BY (k)", "CLUSTER BY"),
         ("LOCATION '/tmp/x'", "LOCATION"),
     ],
@@ -213,7 +212,7 @@ def test_schedule_is_stored_shown_and_altered(s: Session) -> None:
     )
 
     def shown() -> str | None:
-        d = s.sql("DESCRIBE EXTENDED MATERIALIZED VIEW m").rows.to_pylist()
+        d = s.sql("DESCRIBE EXTENDED MATERIALIZED VIEW m").to_arrow().to_pylist()
         return next((r["data_type"] for r in d if r["col_name"] == "Schedule"), None)
 
     assert s.catalog.view("m").options.schedule == Schedule(every=30, unit="MINUTE")
@@ -238,7 +237,7 @@ def test_describe_extended(s: Session) -> None:
         "CREATE MATERIALIZED VIEW m COMMENT 'per key' TBLPROPERTIES ('owner' = 'ana') "
         "AS SELECT k, count(*) AS n FROM t GROUP BY k"
     )
-    d = s.sql("/* c */ DESCRIBE EXTENDED /* i */ MATERIALIZED VIEW m").rows.to_pylist()
+    d = s.sql("/* c */ DESCRIBE EXTENDED /* i */ MATERIALIZED VIEW m").to_arrow().to_pylist()
     info = {r["col_name"]: r["data_type"] for r in d}
     assert info["Type"] == "MATERIALIZED_VIEW"
     assert info["Comment"] == "per key"
@@ -255,8 +254,10 @@ def test_show_create_table_round_trips(s: Session, tmp_path: Path) -> None:
         "COMMENT 'per key' TBLPROPERTIES ('owner' = 'ana') TRIGGER ON UPDATE "
         "AS SELECT k, sum(v) AS s FROM t GROUP BY k"
     )
-    text = s.sql("/* c */ SHOW CREATE /* i */ TABLE m").rows.column("createtab_stmt")[0].as_py()
-    table_ddl = s.sql("SHOW CREATE TABLE t").rows.column("createtab_stmt")[0].as_py()
+    text = (
+        s.sql("/* c */ SHOW CREATE /* i */ TABLE m").to_arrow().column("createtab_stmt")[0].as_py()
+    )
+    table_ddl = s.sql("SHOW CREATE TABLE t").to_arrow().column("createtab_stmt")[0].as_py()
     other = Session(warehouse=tmp_path / "other")
     other.sql(table_ddl)
     other.sql("INSERT INTO t VALUES (1, 10), (1, 5), (2, 7), (3, 1)")
@@ -268,12 +269,12 @@ def test_show_create_table_round_trips(s: Session, tmp_path: Path) -> None:
 def test_describe_history_lists_the_view_table_commits(s: Session) -> None:
     s.sql("CREATE MATERIALIZED VIEW m AS SELECT k, sum(v) AS s FROM t GROUP BY k")
     s.sql("INSERT INTO t VALUES (4, 4); REFRESH MATERIALIZED VIEW m")
-    h = s.sql("-- c\nDESCRIBE /* i */ HISTORY m").rows.to_pylist()
+    h = s.sql("-- c\nDESCRIBE /* i */ HISTORY m").to_arrow().to_pylist()
     assert [r["version"] for r in h] == [2, 1, 0]
     meta = [json.loads(r["userMetadata"]) for r in h]
     assert [m["ivm.operation"] for m in meta] == ["refresh", "refresh", "create"]
     assert json.loads(meta[0]["ivm.inputs"]) == {"t": 2}
-    table = s.sql("DESCRIBE HISTORY t").rows.column("version").to_pylist()
+    table = s.sql("DESCRIBE HISTORY t").to_arrow().column("version").to_pylist()
     assert table == list(range(s.catalog.read("t").num_rows and table[0], -1, -1))
 
 
