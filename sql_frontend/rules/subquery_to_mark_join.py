@@ -114,7 +114,7 @@ def _rewrite(node: exp.Expr, select: exp.Select, scope: Scope, fresh) -> None:
         if negation is None and _top_level_conjunct(node):
             return  # a filter: the semi-join rules (FALSE and NULL both drop the row)
     elif isinstance(clause, exp.Join):
-        if not _move_to_where(node, clause, select):
+        if not move_to_where(node, clause, select):
             _mark_one_side(node, negation, clause, select, scope, fresh, what)
             return
     elif clause.arg_key == "expressions":
@@ -139,7 +139,7 @@ def _has_aggregate(select: exp.Select) -> bool:
     return False
 
 
-def _move_to_where(node: exp.Expr, join: exp.Join, select: exp.Select) -> bool:
+def move_to_where(node: exp.Expr, join: exp.Join, select: exp.Select) -> bool:
     """An inner join's ON conjunct holding ``node`` moves to WHERE (the same rows, as long as
     no later join preserves rows of the other side); False when it cannot."""
     joins = list(select.args.get("joins") or [])
@@ -201,15 +201,19 @@ def _mark_one_side(
     _rewrite(node, derived, inner, fresh)
 
 
+_Pair = tuple[exp.Expr, exp.Expr, type[exp.EQ] | type[exp.NullSafeEQ]]
+"""A correlation equality: the inner side, the outer side, and ``=`` or ``<=>``."""
+
+
 def _sub_scope(sub: exp.Expr, scope: Scope) -> Scope | None:
     return next((s for s in scope.subquery_scopes if s.expression is sub), None)
 
 
 def _correlation(
     node: exp.Expr, sub: exp.Select, scope: Scope
-) -> tuple[list[tuple[exp.Expr, exp.Expr]], list[exp.Expr]] | None:
-    """``(inner, outer)`` pairs of the correlation equalities and the local WHERE conjuncts
-    of ``sub``; None when ``sub`` is not correlated."""
+) -> tuple[list[_Pair], list[exp.Expr]] | None:
+    """``(inner, outer, EQ or NullSafeEQ)`` of the correlation equalities and the local WHERE
+    conjuncts of ``sub``; None when ``sub`` is not correlated."""
     s = _sub_scope(sub, scope)
     external = list(s.external_columns) if s is not None else []
     if not external:
@@ -227,32 +231,24 @@ def _correlation(
         (where.this.flatten() if isinstance(where.this, exp.And) else [where.this]) if where else []
     )
     local: list[exp.Expr] = []
-    pairs: list[tuple[exp.Expr, exp.Expr]] = []
+    pairs: list[_Pair] = []
     for c in conds:
         tables = {col.table for col in c.find_all(exp.Column)}
         if not tables - inner:
             local.append(c)
             continue
-        if isinstance(c, exp.EQ):
+        if isinstance(c, exp.EQ | exp.NullSafeEQ):
             a, b = c.this, c.expression
             ta = {col.table for col in a.find_all(exp.Column)}
             tb = {col.table for col in b.find_all(exp.Column)}
             if ta and tb and ta <= inner and not tb & inner:
-                pairs.append((a, b))
+                pairs.append((a, b, type(c)))
                 continue
             if ta and tb and tb <= inner and not ta & inner:
-                pairs.append((b, a))
+                pairs.append((b, a, type(c)))
                 continue
         raise unsupported("a correlated condition that is not an equality", c)
-    outside = [
-        col
-        for key in ("expressions", "from_")
-        for part in (
-            [sub.args[key]] if isinstance(sub.args.get(key), exp.Expr) else sub.args.get(key) or []
-        )
-        for col in part.find_all(exp.Column)
-        if col.table not in inner
-    ]
+    outside = [col for col in external if where is None or col.find_ancestor(exp.Where) is not where]
     if outside:
         raise unsupported("a correlated reference outside the subquery's WHERE", outside[0])
     return pairs, local
@@ -317,13 +313,13 @@ def _in_mark(
     if corr is None:
         base, name = _wrapped(sub, n)
         v: exp.Expr = exp.column(name, table=f"_q{n}")
-        pairs: list[tuple[exp.Expr, exp.Expr]] = []
+        pairs: list[_Pair] = []
         local: list[exp.Expr] = []
     else:
         base = sub
         v = sub.selects[0].unalias()
         pairs, local = corr
-    keys = [exp.alias_(a.copy(), f"_c{i}") for i, (a, _) in enumerate(pairs)]
+    keys = [exp.alias_(a.copy(), f"_c{i}") for i, (a, _, _) in enumerate(pairs)]
     match = _derived(
         base,
         [*keys, exp.alias_(v.copy(), "_v")],
@@ -332,8 +328,8 @@ def _in_mark(
         distinct=True,
     )
     corr_on = [
-        exp.EQ(this=exp.column(f"_c{i}", table=mk), expression=b.copy())
-        for i, (_, b) in enumerate(pairs)
+        eq(this=exp.column(f"_c{i}", table=mk), expression=b.copy())
+        for i, (_, b, eq) in enumerate(pairs)
     ]
     _join(
         select,
@@ -365,11 +361,11 @@ def _in_mark(
             exp.alias_(nulls, "_nulls"),
         ],
         local,
-        group=[a for a, _ in pairs],
+        group=[a for a, _, _ in pairs],
     )
     count_on = [
-        exp.EQ(this=exp.column(f"_c{i}", table=ma), expression=b.copy())
-        for i, (_, b) in enumerate(pairs)
+        eq(this=exp.column(f"_c{i}", table=ma), expression=b.copy())
+        for i, (_, b, eq) in enumerate(pairs)
     ]
     _join(select, counts, ma, exp.and_(*count_on, copy=False) if count_on else None)
     zero = exp.Literal.number(0)
@@ -398,11 +394,11 @@ def _exists_mark(node: exp.Exists, select: exp.Select, scope: Scope, n: int) -> 
     pairs, local = corr
     if not pairs:
         raise unsupported("a correlated condition that is not an equality", node)
-    keys = [exp.alias_(a.copy(), f"_c{i}") for i, (a, _) in enumerate(pairs)]
+    keys = [exp.alias_(a.copy(), f"_c{i}") for i, (a, _, _) in enumerate(pairs)]
     marker = _derived(sub, [*keys, exp.alias_(exp.Literal.number(1), "_e")], local, distinct=True)
     on = [
-        exp.EQ(this=exp.column(f"_c{i}", table=ma), expression=b.copy())
-        for i, (_, b) in enumerate(pairs)
+        eq(this=exp.column(f"_c{i}", table=ma), expression=b.copy())
+        for i, (_, b, eq) in enumerate(pairs)
     ]
     _join(select, marker, ma, exp.and_(*on, copy=False))
     return exp.Not(this=exp.Is(this=exp.column("_e", table=ma), expression=exp.Null()))

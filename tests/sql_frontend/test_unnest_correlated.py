@@ -1,0 +1,110 @@
+"""Correlated subqueries unnested by joining with the domain of their outer values
+(``sql_frontend/rules/unnest_correlated.py``), against Spark after every random change.
+
+Every view here was refused by name before the rule: a correlation that is not an equality, a
+reference two levels out, a correlated subquery that joins, groups or aggregates, IN / EXISTS
+in ORDER BY. The tables (``sql_harness.TABLES``) hold NULLs in every nullable column and
+duplicates; each step inserts, deletes and updates rows in all of them, and every view must
+then equal Spark's answer as a multiset — three-valued logic included.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from sql_harness import Harness
+
+from sql_frontend.errors import UnsupportedSqlError
+from sql_frontend.planner import plan_sql
+
+SEED = int(os.environ.get("IVM_SQL_SEED", "1234"))
+
+VIEWS: dict[str, str] = {
+    # (a) correlation that is not an equality
+    "exists_lt": "SELECT k, v, EXISTS (SELECT 1 FROM u WHERE u.w > t.v) FROM t",
+    "not_exists_or": "SELECT k FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.k < t.k) OR v > 5",
+    "in_lt": "SELECT k, v, v IN (SELECT w FROM u WHERE u.k < t.k) FROM t",
+    "not_in_lt": "SELECT k, v, v NOT IN (SELECT w FROM u WHERE u.k <= t.k) FROM t",
+    "not_in_lt_where": "SELECT k, v FROM t WHERE v NOT IN (SELECT w FROM u WHERE u.k <> t.k)",
+    "in_case_ne": "SELECT k, CASE WHEN s IN (SELECT s FROM u WHERE u.w <> t.v) THEN 1 ELSE 0 END "
+    "FROM t",
+    "exists_is_null": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.w = t.v OR t.v IS NULL) FROM t",
+    "scalar_max_lt": "SELECT k, v, (SELECT max(w) FROM u WHERE u.k < t.k) FROM t",
+    "scalar_count_lt": "SELECT k, (SELECT count(*) FROM u WHERE u.k < t.k) AS c FROM t",
+    "scalar_count_mixed": "SELECT k, v, (SELECT count(w) + 1 FROM u WHERE u.k = t.k AND u.w > t.v) "
+    "FROM t",
+    "scalar_where_lt": "SELECT k, v FROM t WHERE v > (SELECT avg(w) FROM u WHERE u.k <= t.k)",
+    "scalar_count_where_zero": "SELECT k, v FROM t "
+    "WHERE (SELECT count(*) FROM u WHERE u.w < t.v) = 0",
+    "scalar_having_agg": "SELECT k, (SELECT sum(w) FROM u WHERE u.k > t.k HAVING count(*) > 1) "
+    "FROM t",
+    "scalar_in_sum": "SELECT k, sum((SELECT count(*) FROM u WHERE u.w < t.v)) FROM t GROUP BY k",
+    "scalar_no_from": "SELECT k, v, (SELECT count(*) FROM e WHERE e.src = t.k OR e.dst = t.v) "
+    "FROM t",
+    # (b) a reference two levels out
+    "two_levels_exists": "SELECT k, v, EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND "
+    "EXISTS (SELECT 1 FROM e WHERE e.src = t.v AND e.dst = u.w)) FROM t",
+    "two_levels_filter": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND "
+    "u.w IN (SELECT dst FROM e WHERE e.src = t.v))",
+    "two_levels_not_in": "SELECT k, v FROM t WHERE v NOT IN (SELECT w FROM u WHERE u.k = t.k "
+    "AND NOT EXISTS (SELECT 1 FROM e WHERE e.src = u.w AND e.dst > t.k))",
+    "two_levels_scalar": "SELECT k, (SELECT count(*) FROM u WHERE u.k = t.k AND "
+    "u.w > (SELECT min(dst) FROM e WHERE e.src = t.v)) FROM t",
+    # (c) correlated subqueries that group, join or aggregate
+    "exists_grouped": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.k = t.k GROUP BY u.w "
+    "HAVING count(*) > 1) FROM t",
+    "exists_join": "SELECT k, EXISTS (SELECT 1 FROM u JOIN e ON u.w = e.src WHERE u.k = t.k) "
+    "FROM t",
+    "exists_left_join_corr_on": "SELECT k, v, EXISTS (SELECT 1 FROM u LEFT JOIN e "
+    "ON e.src = u.w AND e.dst = t.v WHERE u.k = t.k AND e.src IS NULL) FROM t",
+    "in_grouped_max": "SELECT k, v, v IN (SELECT max(w) FROM u WHERE u.k = t.k GROUP BY u.s) FROM t",
+    "not_in_grouped": "SELECT k, v FROM t WHERE v NOT IN (SELECT min(w) FROM u "
+    "WHERE u.k = t.k GROUP BY u.s)",
+    "in_global_agg": "SELECT k, v, v IN (SELECT max(w) FROM u WHERE u.k = t.k) FROM t",
+    "not_in_global_agg": "SELECT k, v, v NOT IN (SELECT max(w) FROM u WHERE u.k = t.k) FROM t",
+    "exists_global_agg_having": "SELECT k, EXISTS (SELECT count(*) FROM u WHERE u.k = t.k "
+    "HAVING count(*) = 0) FROM t",
+    "exists_count_filter": "SELECT k, v FROM t WHERE EXISTS (SELECT count(*) FROM u "
+    "WHERE u.k = t.k GROUP BY u.k HAVING count(*) > 1)",
+    "in_distinct_join": "SELECT k, s IN (SELECT DISTINCT u.s FROM u JOIN e ON u.k = e.src "
+    "WHERE e.dst = t.v) FROM t",
+    "exists_limit": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.k = t.k GROUP BY u.w LIMIT 1) FROM t",
+}
+
+
+# The pinned Spark (4.2) does not resolve a reference two levels out
+# (UNRESOLVED_COLUMN); its answer for those views is that of an equivalent query it takes.
+SPARK_TEXT = {
+    "two_levels_exists": "SELECT k, v, EXISTS (SELECT 1 FROM u JOIN e ON e.dst = u.w "
+    "WHERE u.k = t.k AND e.src = t.v) FROM t",
+    "two_levels_filter": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u JOIN e ON u.w = e.dst "
+    "WHERE u.k = t.k AND e.src = t.v)",
+    # inside the conjunct u.k = t.k, t.k is u.k
+    "two_levels_not_in": "SELECT k, v FROM t WHERE v NOT IN (SELECT w FROM u WHERE u.k = t.k "
+    "AND NOT EXISTS (SELECT 1 FROM e WHERE e.src = u.w AND e.dst > u.k))",
+    # the inner scalar subquery reads t only: computed as a column of t first
+    "two_levels_scalar": "SELECT q.k, (SELECT count(*) FROM u WHERE u.k = q.k AND u.w > q.m) "
+    "FROM (SELECT t.k, (SELECT min(dst) FROM e WHERE e.src = t.v) AS m FROM t) q",
+}
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_refused_before_planned_now(name: str) -> None:
+    """Each view plans (the refusal by name is gone)."""
+    from sql_harness import TABLES
+
+    plan_sql(VIEWS[name], TABLES)
+
+
+@pytest.mark.spark
+def test_unnested_views_equal_spark_after_every_step(spark: Any) -> None:
+    h = Harness(spark, VIEWS, SEED)
+    h.views = {name: SPARK_TEXT.get(name, sql) for name, sql in VIEWS.items()}
+    failures: list[str] = []
+    for step, (ins, dels) in enumerate([(20, 0), (6, 6), (3, 9), (10, 2)]):
+        h.random_changes(ins, dels)
+        h.g.step()
+        failures += h.check(step)
+    assert not failures, f"seed {SEED}:\n" + "\n".join(failures)
