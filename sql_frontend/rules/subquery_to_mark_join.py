@@ -248,7 +248,9 @@ def _correlation(
                 pairs.append((b, a, type(c)))
                 continue
         raise unsupported("a correlated condition that is not an equality", c)
-    outside = [col for col in external if where is None or col.find_ancestor(exp.Where) is not where]
+    outside = [
+        col for col in external if where is None or col.find_ancestor(exp.Where) is not where
+    ]
     if outside:
         raise unsupported("a correlated reference outside the subquery's WHERE", outside[0])
     return pairs, local

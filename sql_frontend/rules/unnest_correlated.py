@@ -201,7 +201,9 @@ def _top_level_filter(node: exp.Expr, select: exp.Select) -> bool:
     return isinstance(parent, exp.Where) and parent.parent is select
 
 
-def _one_level(node: exp.Expr, q: exp.Expr, kind: str, select: exp.Select, refs) -> bool:
+def _one_level(
+    node: exp.Expr, q: exp.Expr, kind: str, select: exp.Select, refs: list[exp.Column]
+) -> bool:
     """Whether the rules after this one take ``node`` as it is."""
     if not isinstance(q, exp.Select):
         return False
@@ -210,13 +212,13 @@ def _one_level(node: exp.Expr, q: exp.Expr, kind: str, select: exp.Select, refs)
     for c in conjuncts:
         for col in c.find_all(exp.Column):
             owner[id(col)] = c
-    correlated = []
+    correlated: list[exp.Expr] = []
     for r in refs:
-        c = owner.get(id(r))
-        if c is None or c.find(exp.Select) is not None:
+        holder = owner.get(id(r))
+        if holder is None or holder.find(exp.Select) is not None:
             return False  # outside WHERE, or inside a subquery nested in q
-        if not any(c is x for x in correlated):
-            correlated.append(c)
+        if not any(holder is x for x in correlated):
+            correlated.append(holder)
     if kind == "scalar":
         # sqlglot's unnest_subqueries: an aggregate correlated by equalities
         if any(q.args.get(k) for k in _NOT_ONE_LEVEL if k != "group") or q.args.get("joins"):
@@ -282,13 +284,13 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
     # a subquery in a join's ON moves to WHERE first: the domain copies the joins
     for node, _, _, _ in todo:
         join = node.find_ancestor(exp.Join)
-        if join is not None and _nearest_select(join) is select:
-            if not move_to_where(node, join, select):
-                raise unsupported(
-                    "a correlated subquery that needs unnesting in an outer join's ON",
-                    node,
-                    "compute it in a derived table of one side first",
-                )
+        in_on = join is not None and _nearest_select(join) is select
+        if in_on and join is not None and not move_to_where(node, join, select):
+            raise unsupported(
+                "a correlated subquery that needs unnesting in an outer join's ON",
+                node,
+                "compute it in a derived table of one side first",
+            )
     # the relations the outer rows come from, before this rule adds joins to them
     base = exp.Select(
         from_=select.args["from_"].copy(), joins=[j.copy() for j in select.args.get("joins") or []]
@@ -383,7 +385,7 @@ def _unnest(
             if group is None:
                 q.set("distinct", exp.Distinct())
         else:
-            q.set("expressions", outputs + [exp.alias_(items[0], "_v0")])
+            q.set("expressions", [*outputs, exp.alias_(items[0], "_v0")])
         body = q
     derived = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
     on = exp.and_(
@@ -438,10 +440,7 @@ def _over_domain(q: exp.Select, items: list[exp.Expr], d_cols, dom: str, domain)
         return exp.Case(ifs=[exp.If(this=absent.copy(), true=empty)], default=exp.column(name, g))
 
     on = exp.and_(
-        *[
-            exp.NullSafeEQ(this=c.copy(), expression=exp.column(c.name, table=g))
-            for c in d_cols
-        ],
+        *[exp.NullSafeEQ(this=c.copy(), expression=exp.column(c.name, table=g)) for c in d_cols],
         copy=False,
     )
     out = exp.Select(

@@ -98,6 +98,48 @@ def test_refused_before_planned_now(name: str) -> None:
     plan_sql(VIEWS[name], TABLES)
 
 
+REFUSED = {
+    # Spark 4.2 refuses these too (UNSUPPORTED_IN_EXISTS_SUBQUERY, and a correlated scalar
+    # subquery neither grouped nor aggregated)
+    "SELECT k, v FROM t ORDER BY EXISTS (SELECT 1 FROM u WHERE u.k = t.k) LIMIT 3": (
+        "EXISTS in ORDER BY",
+        44,
+    ),
+    "SELECT k, count(*) FROM t GROUP BY k ORDER BY k IN (SELECT w FROM u)": (
+        "IN (subquery) in ORDER BY",
+        47,
+    ),
+    "SELECT k, count(*), (SELECT max(w) FROM u WHERE u.k < t.k) FROM t GROUP BY k": (
+        "a correlated scalar subquery outside the aggregates of a grouping query",
+        29,
+    ),
+    "SELECT k, (SELECT w FROM u WHERE u.k < t.k) FROM t": (
+        "a correlated scalar subquery that does not aggregate",
+        19,
+    ),
+    "SELECT k, v IN (SELECT w FROM u WHERE u.k < t.k LIMIT 2) FROM t": (
+        "LIMIT in a correlated IN (subquery)",
+        55,
+    ),
+    "SELECT k, EXISTS (SELECT 1 FROM u RIGHT JOIN e ON u.w = e.src WHERE e.dst > t.k) FROM t": (
+        "correlated EXISTS with a RIGHT JOIN",
+        46,
+    ),
+}
+
+
+@pytest.mark.parametrize("sql", list(REFUSED))
+def test_refused_by_name_with_position(sql: str) -> None:
+    """The position is that of the first token of the refused construct that has one."""
+    from sql_harness import TABLES
+
+    construct, column = REFUSED[sql]
+    with pytest.raises(UnsupportedSqlError) as info:
+        plan_sql(sql, TABLES)
+    assert info.value.construct == construct
+    assert (info.value.line, info.value.column) == (1, column)
+
+
 @pytest.mark.spark
 def test_unnested_views_equal_spark_after_every_step(spark: Any) -> None:
     h = Harness(spark, VIEWS, SEED)
