@@ -332,9 +332,12 @@ def _unnest(
             "Spark requires correlated scalar subqueries to be aggregated (one row)",
         )
     limit = q.args.get("limit")
+    if limit is not None and kind == "exists" and _literal_int(limit.expression) == 0:
+        node.replace(exp.false())  # no row, whatever the binding
+        return
     if limit is not None:
         n = limit.expression
-        positive = isinstance(n, exp.Literal) and n.is_int and int(n.this) > 0
+        positive = (_literal_int(n) or 0) > 0
         if not (positive and (kind == "exists" or global_aggregate)):
             raise unsupported(f"LIMIT in a correlated {what}", limit)
         q.set("limit", None)
@@ -415,6 +418,10 @@ def _unnest(
         select.append("joins", exp.Join(this=derived, side="LEFT", on=on))
         value = exp.column("_v0", table=alias)
         node.replace(value)
+
+
+def _literal_int(e: exp.Expr | None) -> int | None:
+    return int(e.this) if isinstance(e, exp.Literal) and e.is_int else None
 
 
 def _over_domain(q: exp.Select, items: list[exp.Expr], d_cols, dom: str, domain) -> exp.Select:

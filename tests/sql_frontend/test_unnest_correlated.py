@@ -70,6 +70,8 @@ VIEWS: dict[str, str] = {
     "WHERE u.k = t.k GROUP BY u.k HAVING count(*) > 1)",
     "in_distinct_join": "SELECT k, s IN (SELECT DISTINCT u.s FROM u JOIN e ON u.k = e.src "
     "WHERE e.dst = t.v) FROM t",
+    "not_exists_limit_0": "SELECT k, v FROM t WHERE NOT EXISTS (SELECT 1 FROM u "
+    "WHERE u.k = t.k LIMIT 0)",
     "exists_limit": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.k = t.k GROUP BY u.w LIMIT 1) FROM t",
 }
 
