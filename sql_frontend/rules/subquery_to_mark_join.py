@@ -22,12 +22,14 @@ The facts come from joins that keep every outer row exactly once:
 * for EXISTS, a DISTINCT marker row per correlation key (uncorrelated: ``count(*)``).
 
 Every part is an ordinary join or aggregate, so the view stays incremental. ``c = outer``
-stands for the correlation: conjuncts of ``q``'s WHERE that equate an expression of ``q``'s own
-columns with one of the enclosing query's. Anything else — correlation with a query two levels
-out, a correlated condition that is not such an equality, a correlated subquery with GROUP BY,
-LIMIT, joins or aggregates, a subquery in HAVING, ORDER BY, GROUP BY, an outer join's ON or
-the SELECT list of an aggregating query — is refused by name and position. Positive top-level
-WHERE conjuncts are left to the semi-join rules. The input must be qualified.
+stands for the correlation: conjuncts of ``q``'s WHERE that equate (``=``, or ``<=>`` as
+:mod:`.unnest_correlated` writes its join back to a domain) an expression of ``q``'s own columns
+with one of the enclosing query's. Other correlations — with a query two levels out, by a
+condition that is not such an equality, of a subquery with GROUP BY, LIMIT, joins or
+aggregates — were unnested into this form by :mod:`.unnest_correlated` before this rule runs.
+A subquery in GROUP BY or in the SELECT list of an aggregating query (which
+:mod:`.aggregate_before_subquery` did not take) is refused by name and position. Positive
+top-level WHERE conjuncts are left to the semi-join rules. The input must be qualified.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Correlated subqueries unnested by joining with the domain of their outer values
 (``sql_frontend/rules/unnest_correlated.py``), against Spark after every random change.
 
-Every view here was refused by name before the rule: a correlation that is not an equality, a
-reference two levels out, a correlated subquery that joins, groups or aggregates, IN / EXISTS
-in ORDER BY. The tables (``sql_harness.TABLES``) hold NULLs in every nullable column and
+Every view here was refused by name before: a correlation that is not an equality, a
+reference two levels out, a correlated subquery that joins, groups or aggregates, a tuple IN
+that is a value rather than a WHERE filter. The tables (``sql_harness.TABLES``) hold NULLs in every nullable column and
 duplicates; each step inserts, deletes and updates rows in all of them, and every view must
 then equal Spark's answer as a multiset — three-valued logic included.
 """
@@ -73,6 +73,11 @@ VIEWS: dict[str, str] = {
     "not_exists_limit_0": "SELECT k, v FROM t WHERE NOT EXISTS (SELECT 1 FROM u "
     "WHERE u.k = t.k LIMIT 0)",
     "exists_limit": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.k = t.k GROUP BY u.w LIMIT 1) FROM t",
+    # tuple IN as a value (not a WHERE filter)
+    "tuple_in_select": "SELECT k, v, (k, v) IN (SELECT k, w FROM u) FROM t",
+    "tuple_in_case": "SELECT k, CASE WHEN (k, s) IN (SELECT k, s FROM u WHERE w > 1) "
+    "THEN 'in' ELSE 'out' END FROM t",
+    "tuple_in_or": "SELECT k, v FROM t WHERE (k, v) IN (SELECT src, dst FROM e) OR v > 6",
 }
 
 
