@@ -13,6 +13,7 @@ order (:data:`RULES` after qualification):
    groups or aggregates) → joins with the distinct domain of their outer values;
 4. ``aggregate_before_subquery`` (ours): an aggregating query whose SELECT list or HAVING
    holds IN / EXISTS aggregates in a derived table first, the predicate reads its columns;
+   then ``unnest_correlated`` once more, for subqueries over the groups' aggregates;
 4b. ``subquery_to_semijoin`` (ours): EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
 5. ``subquery_to_mark_join`` (ours): IN / EXISTS anywhere else → boolean columns from LEFT
    JOINs (OR, CASE, the SELECT list, inner joins' ON);
@@ -210,6 +211,7 @@ RULES = (
     push_not,
     unnest_correlated,
     aggregate_before_subquery,
+    unnest_correlated,  # again: subqueries over aggregates of the groups, now columns
     subquery_to_semijoin,
     subquery_to_mark_join,
     unnest_subqueries,

@@ -120,7 +120,7 @@ def _rewrite(node: exp.Expr, select: exp.Select, scope: Scope, fresh) -> None:
             _mark_one_side(node, negation, clause, select, scope, fresh, what)
             return
     elif clause.arg_key == "expressions":
-        if select.args.get("group") or _has_aggregate(select):
+        if (select.args.get("group") or _has_aggregate(select)) and not _in_aggregate(node, select):
             raise unsupported(f"{what} in the SELECT list of an aggregating query", node)
     else:
         raise unsupported(f"{what} in {str(clause.arg_key).upper()}", node)
@@ -131,6 +131,17 @@ def _rewrite(node: exp.Expr, select: exp.Select, scope: Scope, fresh) -> None:
         assert isinstance(node, exp.Exists)
         replacement = _exists_mark(node, select, scope, n)
     node.replace(exp.paren(replacement, copy=False))
+
+
+def _in_aggregate(node: exp.Expr, select: exp.Select) -> bool:
+    """Whether ``node`` is inside an aggregate of ``select`` (its argument or FILTER): a value
+    of each input row, which the mark joins (they keep every row once) give before grouping."""
+    parent = node.parent
+    while parent is not None and parent is not select:
+        if isinstance(parent, exp.AggFunc | exp.Filter) and _enclosing_select(parent) is select:
+            return not parent.find_ancestor(exp.Window)
+        parent = parent.parent
+    return False
 
 
 def _has_aggregate(select: exp.Select) -> bool:

@@ -42,7 +42,10 @@ empty input (0 for the counts, NULL otherwise), HAVING likewise::
 
 Every part is a join, a DISTINCT or a grouped aggregate, so the view stays incremental.
 Queries are visited outermost first, so a reference two levels out is first made a reference to
-a domain column one level out, and the inner subquery is then unnested against that.
+a domain column one level out, and the inner subquery is then unnested against that. A
+subquery of a grouping query that aggregates the outer query's columns (``HAVING EXISTS (…
+WHERE x < min(outer.v))``) is left to :mod:`.aggregate_before_subquery`, which computes the
+aggregate in the groups; the rule runs again after it (see ``analyze.RULES``).
 
 Refused by name: a correlated subquery that is a set operation, has a window, LIMIT (other than
 a positive LIMIT under EXISTS or on an aggregate's single row), OFFSET, or a RIGHT / FULL join
@@ -156,6 +159,17 @@ def _outer_refs(
         if not bound:
             (refs if table in aliases else beyond).append(col)
     return refs, beyond
+
+
+def _outer_aggregate(q: exp.Expr, refs: list[exp.Column]) -> bool:
+    """Whether ``q`` holds an aggregate over outer columns only (``HAVING EXISTS (… WHERE
+    x < min(outer.v))``): Spark computes it in the outer query's groups."""
+    ids = {id(r) for r in refs}
+    for a in q.find_all(exp.AggFunc):
+        cols = list(a.find_all(exp.Column))
+        if cols and all(id(c) in ids for c in cols):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------- what the one-level rules take
@@ -272,10 +286,14 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
         refs, beyond = _outer_refs(q, select, aliases)
         if beyond:
             raise unsupported(
-                "a correlated reference to a relation that is not in scope", beyond[0]
+                f"a correlated reference to {beyond[0].sql()}, which is not in scope here",
+                beyond[0],
+                "a column of a grouping query must be grouped to be read by its subqueries",
             )
         if not refs:
             continue
+        if _outer_aggregate(q, refs) and _aggregating(select):
+            continue  # aggregate_before_subquery computes it in the groups; the next pass
         if _one_level(node, q, kind, select, refs):
             continue
         if not isinstance(q, exp.Select):

@@ -2,8 +2,8 @@
 (``sql_frontend/rules/unnest_correlated.py``), against Spark after every random change.
 
 Every view here was refused by name before: a correlation that is not an equality, a
-reference two levels out, a correlated subquery that joins, groups or aggregates, a tuple IN
-that is a value rather than a WHERE filter. The tables (``sql_harness.TABLES``) hold NULLs in every nullable column and
+reference two levels out, a correlated subquery that joins, groups or aggregates, an IN / EXISTS
+inside an aggregate of a grouping query, a tuple IN that is a value rather than a WHERE filter. The tables (``sql_harness.TABLES``) hold NULLs in every nullable column and
 duplicates; each step inserts, deletes and updates rows in all of them, and every view must
 then equal Spark's answer as a multiset — three-valued logic included.
 """
@@ -73,6 +73,13 @@ VIEWS: dict[str, str] = {
     "not_exists_limit_0": "SELECT k, v FROM t WHERE NOT EXISTS (SELECT 1 FROM u "
     "WHERE u.k = t.k LIMIT 0)",
     "exists_limit": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.k = t.k GROUP BY u.w LIMIT 1) FROM t",
+    # predicates inside an aggregate of a grouping query (a value of each input row)
+    "exists_in_agg_filter": "SELECT k, count(*) FILTER (WHERE EXISTS (SELECT 1 FROM u "
+    "WHERE u.k = t.k AND u.w > 1)), sum(v) FROM t GROUP BY k",
+    "exists_in_sum_case": "SELECT s, sum(CASE WHEN EXISTS (SELECT 1 FROM u WHERE u.w > t.v) "
+    "THEN 1 ELSE 0 END) FROM t GROUP BY s",
+    "not_in_in_global_agg": "SELECT count(*) FILTER (WHERE v NOT IN (SELECT w FROM u "
+    "WHERE u.k < t.k)), count(*) FROM t",
     # tuple IN as a value (not a WHERE filter)
     "tuple_in_select": "SELECT k, v, (k, v) IN (SELECT k, w FROM u) FROM t",
     "tuple_in_case": "SELECT k, CASE WHEN (k, s) IN (SELECT k, s FROM u WHERE w > 1) "
