@@ -131,14 +131,24 @@ def _outer_aggregate(a: exp.AggFunc, select: exp.Select, outer: set[str]) -> boo
 
 def _shadowed(node: exp.Expr, select: exp.Select) -> bool:
     """Whether a column under ``node`` names a relation of a subquery nested in ``select``
-    by an alias ``select`` also has (the same alias inside means another relation)."""
-    own = _aliases(select)
+    around ``node`` (the same alias inside means another relation); a relation of a subquery
+    inside ``node`` itself is ``node``'s own business."""
     for col in [node] if isinstance(node, exp.Column) else list(node.find_all(exp.Column)):
         scope = col.parent
         while scope is not None and scope is not select:
-            if isinstance(scope, exp.Select) and col.table in _aliases(scope) & own:
+            if isinstance(scope, exp.Select) and col.table in _aliases(scope):
+                if _within(scope, node):
+                    break
                 return True
             scope = scope.parent
+    return False
+
+
+def _within(inner: exp.Expr, node: exp.Expr) -> bool:
+    while inner is not None:
+        if inner is node:
+            return True
+        inner = inner.parent  # type: ignore[assignment]
     return False
 
 
