@@ -8,8 +8,12 @@ order (:data:`RULES` after qualification):
 2. ``qualify``: resolve tables and columns against the catalog, expand ``*``, validate;
 3. ``push_not`` (ours): NOT moved down to the IN / EXISTS subqueries beneath it (Spark's
    order: it decides which IN is NULL-aware);
+3b. ``unnest_correlated`` (ours): correlated subqueries the one-level rules below cannot take
+   (correlation not an equality, two or more levels out, a correlated subquery that joins,
+   groups or aggregates) → joins with the distinct domain of their outer values;
 4. ``aggregate_before_subquery`` (ours): an aggregating query whose SELECT list or HAVING
    holds IN / EXISTS aggregates in a derived table first, the predicate reads its columns;
+   then ``unnest_correlated`` once more, for subqueries over the groups' aggregates;
 4b. ``subquery_to_semijoin`` (ours): EXISTS / IN / NOT IN in WHERE → LEFT SEMI / ANTI joins;
 5. ``subquery_to_mark_join`` (ours): IN / EXISTS anywhere else → boolean columns from LEFT
    JOINs (OR, CASE, the SELECT list, inner joins' ON);
@@ -51,6 +55,7 @@ from sql_frontend.rules.push_not import push_not
 from sql_frontend.rules.quantified_to_exists import quantified_to_exists
 from sql_frontend.rules.subquery_to_mark_join import subquery_to_mark_join
 from sql_frontend.rules.subquery_to_semijoin import subquery_to_semijoin
+from sql_frontend.rules.unnest_correlated import unnest_correlated
 from sql_frontend.sql_types import SqlType, parse_type
 
 DIALECT = "spark"
@@ -204,7 +209,9 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
 
 RULES = (
     push_not,
+    unnest_correlated,
     aggregate_before_subquery,
+    unnest_correlated,  # again: subqueries over aggregates of the groups, now columns
     subquery_to_semijoin,
     subquery_to_mark_join,
     unnest_subqueries,

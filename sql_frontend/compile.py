@@ -414,8 +414,11 @@ class _Compiler:
             inner_node = p.Join(node.left, node.right, "inner", (), (), node.residual)
             return self.outer_like(node, left, right, left2, right2, (lw,), (rw,), inner_node)
         lkeys, rkeys = node.left_keys, node.right_keys
-        lnn = self.drop_null_keys(left, lkeys)
-        rnn = self.drop_null_keys(right, rkeys)
+        safe = node.null_safe or (False,) * len(lkeys)  # <=> keys keep their NULLs
+        lnn = self.drop_null_keys(left, tuple(k for k, s in zip(lkeys, safe, strict=True) if not s))
+        rnn = self.drop_null_keys(
+            right, tuple(k for k, s in zip(rkeys, safe, strict=True) if not s)
+        )
         return self.outer_like(node, left, right, lnn, rnn, lkeys, rkeys, node)
 
     def inner(

@@ -183,7 +183,8 @@ class Project(Node):
 @dataclass(frozen=True)
 class Join(Node):
     """``left`` joined with ``right``: equality of ``left_keys[i]`` and ``right_keys[i]`` (SQL
-    equality: NULL keys never match) and ``residual`` over the concatenated row (left columns
+    equality: NULL keys never match; ``<=>`` where ``null_safe[i]``: NULL matches NULL) and
+    ``residual`` over the concatenated row (left columns
     then right columns). semi/anti output only the left columns. ``null_aware`` (anti only,
     one key, no residual) is NOT IN: a left row is dropped when its key matches, when its key
     is NULL and the right side is not empty, or when the right side holds a NULL key."""
@@ -195,12 +196,15 @@ class Join(Node):
     right_keys: tuple[int, ...] = ()
     residual: Scalar | None = None
     null_aware: bool = False
+    null_safe: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in JOIN_KINDS:
             raise PlanError(f"unknown join kind {self.kind!r}; known: {JOIN_KINDS}")
         if len(self.left_keys) != len(self.right_keys):
             raise PlanError("Join needs as many left keys as right keys")
+        if self.null_safe and (len(self.null_safe) != len(self.left_keys) or self.null_aware):
+            raise PlanError("Join null_safe needs one flag per key, and no null-aware join")
         _check_cols("Join left key", self.left_keys, self.left.width)
         _check_cols("Join right key", self.right_keys, self.right.width)
         if self.residual is not None:
@@ -219,9 +223,10 @@ class Join(Node):
         return self.left.schema + self.right.schema
 
     def label(self) -> str:
+        safe = self.null_safe or (False,) * len(self.left_keys)
         keys = ", ".join(
-            f"#{a} = #{self.left.width + b}"
-            for a, b in zip(self.left_keys, self.right_keys, strict=True)
+            f"#{a} {'<=>' if ns else '='} #{self.left.width + b}"
+            for a, b, ns in zip(self.left_keys, self.right_keys, safe, strict=True)
         )
         parts = [f"Join {self.kind}" + (" null-aware" if self.null_aware else "")]
         if keys:

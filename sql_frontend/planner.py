@@ -129,7 +129,11 @@ def _flatten(node: p.Node) -> _Flat | None:
         if inner is not None:
             inner.residual += sc.conjuncts(node.predicate)
         return inner
-    if not (isinstance(node, p.Join) and node.kind in ("inner", "cross")) or node.null_aware:
+    if (
+        not (isinstance(node, p.Join) and node.kind in ("inner", "cross"))
+        or node.null_aware
+        or any(node.null_safe)
+    ):
         return None
     left = _flatten(node.left) or _Flat([node.left])
     right = _flatten(node.right) or _Flat([node.right])

@@ -459,6 +459,7 @@ class Translator:
         lw = left.node.width
         lkeys: list[int] = []
         rkeys: list[int] = []
+        safe: list[bool] = []  # per key: <=> (NULL matches NULL)
         residual: list[Scalar] = []
         lnode, rnode = left.node, right.node
         extra_l: list[Scalar] = []
@@ -474,7 +475,7 @@ class Translator:
             if used and min(used) >= lw and jk in ("inner", "left", "semi", "anti"):
                 right_filters.append(sc.shift(c, -lw))
                 continue
-            if isinstance(c, Call) and c.op == "eq":
+            if isinstance(c, Call) and (c.op == "eq" or (c.op == "eq_null_safe" and not arrival)):
                 a, b = c.args
                 ra, rb = sc.refs(a), sc.refs(b)
                 if ra and rb and max(ra) < lw <= min(rb):
@@ -484,6 +485,7 @@ class Translator:
                 else:
                     residual.append(c)
                     continue
+                safe.append(c.op == "eq_null_safe")
                 if isinstance(a, Ref):
                     lkeys.append(a.index)
                 else:
@@ -529,7 +531,16 @@ class Translator:
                 lnode, rnode, "left" if jk == "left" else "inner", tuple(lkeys), tuple(rkeys), res
             )
         else:
-            node = p.Join(lnode, rnode, jk, tuple(lkeys), tuple(rkeys), res, null_aware)
+            node = p.Join(
+                lnode,
+                rnode,
+                jk,
+                tuple(lkeys),
+                tuple(rkeys),
+                res,
+                null_aware,
+                tuple(safe) if any(safe) else (),
+            )
         if extra_l or extra_r:
             keep = list(range(lw))
             if jk not in ("semi", "anti"):

@@ -95,9 +95,11 @@ def _split(select: exp.Select, alias: str) -> None:
         if not a.find_ancestor(exp.Window)
         and (_own(a, select) or _outer_aggregate(a, select, outer))
     ):
-        if a.sql() not in by_sql:
-            by_sql[a.sql()] = f"_a{j}"
-            inner_items.append(exp.alias_(a.copy(), f"_a{j}"))
+        # agg(...) FILTER (WHERE ...) is computed whole, in the groups
+        whole: exp.Expr = a.parent if isinstance(a.parent, exp.Filter) else a
+        if whole.sql() not in by_sql:
+            by_sql[whole.sql()] = f"_a{j}"
+            inner_items.append(exp.alias_(whole.copy(), f"_a{j}"))
     if not inner_items:
         inner_items.append(exp.alias_(exp.Literal.number(1), "_one"))
     inner = exp.Select(expressions=inner_items, from_=select.args["from_"].copy())
@@ -129,13 +131,24 @@ def _outer_aggregate(a: exp.AggFunc, select: exp.Select, outer: set[str]) -> boo
 
 def _shadowed(node: exp.Expr, select: exp.Select) -> bool:
     """Whether a column under ``node`` names a relation of a subquery nested in ``select``
-    (the same alias inside means another relation)."""
+    around ``node`` (the same alias inside means another relation); a relation of a subquery
+    inside ``node`` itself is ``node``'s own business."""
     for col in [node] if isinstance(node, exp.Column) else list(node.find_all(exp.Column)):
         scope = col.parent
         while scope is not None and scope is not select:
             if isinstance(scope, exp.Select) and col.table in _aliases(scope):
+                if _within(scope, node):
+                    break
                 return True
             scope = scope.parent
+    return False
+
+
+def _within(inner: exp.Expr, node: exp.Expr) -> bool:
+    while inner is not None:
+        if inner is node:
+            return True
+        inner = inner.parent  # type: ignore[assignment]
     return False
 
 

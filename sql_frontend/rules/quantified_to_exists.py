@@ -12,8 +12,11 @@ apart, and each form is an EXISTS over ``q`` (whose one column is named ``_v``, 
   ``EXISTS (SELECT 1 FROM (q) AS _aN WHERE a = _aN._v0 AND b = _aN._v1)``.
 
 The semi / anti join rules (:mod:`.subquery_to_semijoin`) then take them; the comparison is
-the join condition. Other positions (under NOT or OR, the SELECT list) and ``NOT IN`` of a
-tuple are left as they are and refused by name later. Runs before qualification.
+the join condition. ``(a, b) IN (q)`` as a value with no NOT above it (the SELECT list, CASE,
+OR) is the same EXISTS — TRUE when a row of ``q`` equals the tuple, else FALSE, as Spark's
+existence join gives it — which :mod:`.subquery_to_mark_join` computes. ANY / ALL outside a
+filter (the pinned Spark cannot check their value), ``NOT IN`` of a tuple and a correlated
+``q`` are left as they are and refused by name later. Runs before qualification.
 """
 
 from __future__ import annotations
@@ -35,7 +38,11 @@ def quantified_to_exists(tree: exp.Expr) -> exp.Expr:
             target = node.parent
             if not isinstance(target, _COMPARISONS) or target.expression is not node:
                 continue
-        if target is None or not _filter_conjunct(target):
+        if target is None:
+            continue
+        if not _filter_conjunct(target) and not (
+            isinstance(node, exp.In) and _positive_value(target)
+        ):
             continue
         query = node.args["query"] if isinstance(node, exp.In) else node.this
         inner = query.this if isinstance(query, exp.Subquery) else query
@@ -83,6 +90,19 @@ def _correlated(q: exp.Query) -> bool:
     defined |= {s.alias_or_name.lower() for s in q.find_all(exp.Subquery) if s.alias}
     defined |= {c.alias_or_name.lower() for c in q.find_all(exp.CTE)}
     return any(c.table and c.table.lower() not in defined for c in q.find_all(exp.Column))
+
+
+def _positive_value(node: exp.Expr) -> bool:
+    """Whether ``node`` is a value (SELECT list, CASE, OR...) with no NOT above it in its
+    query: there ``(a, b) IN (q)`` is TRUE when a row of ``q`` equals the tuple, else FALSE,
+    as Spark's existence join computes it — EXISTS's meaning. Under NOT it would be NOT IN's
+    NULL-aware meaning, which EXISTS does not have."""
+    parent = node.parent
+    while parent is not None and not isinstance(parent, exp.Select | exp.SetOperation):
+        if isinstance(parent, exp.Not):
+            return False
+        parent = parent.parent
+    return parent is not None
 
 
 def _filter_conjunct(node: exp.Expr) -> bool:

@@ -22,12 +22,14 @@ The facts come from joins that keep every outer row exactly once:
 * for EXISTS, a DISTINCT marker row per correlation key (uncorrelated: ``count(*)``).
 
 Every part is an ordinary join or aggregate, so the view stays incremental. ``c = outer``
-stands for the correlation: conjuncts of ``q``'s WHERE that equate an expression of ``q``'s own
-columns with one of the enclosing query's. Anything else — correlation with a query two levels
-out, a correlated condition that is not such an equality, a correlated subquery with GROUP BY,
-LIMIT, joins or aggregates, a subquery in HAVING, ORDER BY, GROUP BY, an outer join's ON or
-the SELECT list of an aggregating query — is refused by name and position. Positive top-level
-WHERE conjuncts are left to the semi-join rules. The input must be qualified.
+stands for the correlation: conjuncts of ``q``'s WHERE that equate (``=``, or ``<=>`` as
+:mod:`.unnest_correlated` writes its join back to a domain) an expression of ``q``'s own columns
+with one of the enclosing query's. Other correlations — with a query two levels out, by a
+condition that is not such an equality, of a subquery with GROUP BY, LIMIT, joins or
+aggregates — were unnested into this form by :mod:`.unnest_correlated` before this rule runs.
+A subquery in GROUP BY or in the SELECT list of an aggregating query (which
+:mod:`.aggregate_before_subquery` did not take) is refused by name and position. Positive
+top-level WHERE conjuncts are left to the semi-join rules. The input must be qualified.
 """
 
 from __future__ import annotations
@@ -114,11 +116,11 @@ def _rewrite(node: exp.Expr, select: exp.Select, scope: Scope, fresh) -> None:
         if negation is None and _top_level_conjunct(node):
             return  # a filter: the semi-join rules (FALSE and NULL both drop the row)
     elif isinstance(clause, exp.Join):
-        if not _move_to_where(node, clause, select):
+        if not move_to_where(node, clause, select):
             _mark_one_side(node, negation, clause, select, scope, fresh, what)
             return
     elif clause.arg_key == "expressions":
-        if select.args.get("group") or _has_aggregate(select):
+        if (select.args.get("group") or _has_aggregate(select)) and not _in_aggregate(node, select):
             raise unsupported(f"{what} in the SELECT list of an aggregating query", node)
     else:
         raise unsupported(f"{what} in {str(clause.arg_key).upper()}", node)
@@ -131,6 +133,17 @@ def _rewrite(node: exp.Expr, select: exp.Select, scope: Scope, fresh) -> None:
     node.replace(exp.paren(replacement, copy=False))
 
 
+def _in_aggregate(node: exp.Expr, select: exp.Select) -> bool:
+    """Whether ``node`` is inside an aggregate of ``select`` (its argument or FILTER): a value
+    of each input row, which the mark joins (they keep every row once) give before grouping."""
+    parent = node.parent
+    while parent is not None and parent is not select:
+        if isinstance(parent, exp.AggFunc | exp.Filter) and _enclosing_select(parent) is select:
+            return not parent.find_ancestor(exp.Window)
+        parent = parent.parent
+    return False
+
+
 def _has_aggregate(select: exp.Select) -> bool:
     for e in select.expressions:
         for agg in e.find_all(exp.AggFunc):
@@ -139,7 +152,7 @@ def _has_aggregate(select: exp.Select) -> bool:
     return False
 
 
-def _move_to_where(node: exp.Expr, join: exp.Join, select: exp.Select) -> bool:
+def move_to_where(node: exp.Expr, join: exp.Join, select: exp.Select) -> bool:
     """An inner join's ON conjunct holding ``node`` moves to WHERE (the same rows, as long as
     no later join preserves rows of the other side); False when it cannot."""
     joins = list(select.args.get("joins") or [])
@@ -201,15 +214,19 @@ def _mark_one_side(
     _rewrite(node, derived, inner, fresh)
 
 
+_Pair = tuple[exp.Expr, exp.Expr, type[exp.EQ] | type[exp.NullSafeEQ]]
+"""A correlation equality: the inner side, the outer side, and ``=`` or ``<=>``."""
+
+
 def _sub_scope(sub: exp.Expr, scope: Scope) -> Scope | None:
     return next((s for s in scope.subquery_scopes if s.expression is sub), None)
 
 
 def _correlation(
     node: exp.Expr, sub: exp.Select, scope: Scope
-) -> tuple[list[tuple[exp.Expr, exp.Expr]], list[exp.Expr]] | None:
-    """``(inner, outer)`` pairs of the correlation equalities and the local WHERE conjuncts
-    of ``sub``; None when ``sub`` is not correlated."""
+) -> tuple[list[_Pair], list[exp.Expr]] | None:
+    """``(inner, outer, EQ or NullSafeEQ)`` of the correlation equalities and the local WHERE
+    conjuncts of ``sub``; None when ``sub`` is not correlated."""
     s = _sub_scope(sub, scope)
     external = list(s.external_columns) if s is not None else []
     if not external:
@@ -227,31 +244,25 @@ def _correlation(
         (where.this.flatten() if isinstance(where.this, exp.And) else [where.this]) if where else []
     )
     local: list[exp.Expr] = []
-    pairs: list[tuple[exp.Expr, exp.Expr]] = []
+    pairs: list[_Pair] = []
     for c in conds:
         tables = {col.table for col in c.find_all(exp.Column)}
         if not tables - inner:
             local.append(c)
             continue
-        if isinstance(c, exp.EQ):
+        if isinstance(c, exp.EQ | exp.NullSafeEQ):
             a, b = c.this, c.expression
             ta = {col.table for col in a.find_all(exp.Column)}
             tb = {col.table for col in b.find_all(exp.Column)}
             if ta and tb and ta <= inner and not tb & inner:
-                pairs.append((a, b))
+                pairs.append((a, b, type(c)))
                 continue
             if ta and tb and tb <= inner and not ta & inner:
-                pairs.append((b, a))
+                pairs.append((b, a, type(c)))
                 continue
         raise unsupported("a correlated condition that is not an equality", c)
     outside = [
-        col
-        for key in ("expressions", "from_")
-        for part in (
-            [sub.args[key]] if isinstance(sub.args.get(key), exp.Expr) else sub.args.get(key) or []
-        )
-        for col in part.find_all(exp.Column)
-        if col.table not in inner
+        col for col in external if where is None or col.find_ancestor(exp.Where) is not where
     ]
     if outside:
         raise unsupported("a correlated reference outside the subquery's WHERE", outside[0])
@@ -317,13 +328,13 @@ def _in_mark(
     if corr is None:
         base, name = _wrapped(sub, n)
         v: exp.Expr = exp.column(name, table=f"_q{n}")
-        pairs: list[tuple[exp.Expr, exp.Expr]] = []
+        pairs: list[_Pair] = []
         local: list[exp.Expr] = []
     else:
         base = sub
         v = sub.selects[0].unalias()
         pairs, local = corr
-    keys = [exp.alias_(a.copy(), f"_c{i}") for i, (a, _) in enumerate(pairs)]
+    keys = [exp.alias_(a.copy(), f"_c{i}") for i, (a, _, _) in enumerate(pairs)]
     match = _derived(
         base,
         [*keys, exp.alias_(v.copy(), "_v")],
@@ -332,8 +343,8 @@ def _in_mark(
         distinct=True,
     )
     corr_on = [
-        exp.EQ(this=exp.column(f"_c{i}", table=mk), expression=b.copy())
-        for i, (_, b) in enumerate(pairs)
+        eq(this=exp.column(f"_c{i}", table=mk), expression=b.copy())
+        for i, (_, b, eq) in enumerate(pairs)
     ]
     _join(
         select,
@@ -365,11 +376,11 @@ def _in_mark(
             exp.alias_(nulls, "_nulls"),
         ],
         local,
-        group=[a for a, _ in pairs],
+        group=[a for a, _, _ in pairs],
     )
     count_on = [
-        exp.EQ(this=exp.column(f"_c{i}", table=ma), expression=b.copy())
-        for i, (_, b) in enumerate(pairs)
+        eq(this=exp.column(f"_c{i}", table=ma), expression=b.copy())
+        for i, (_, b, eq) in enumerate(pairs)
     ]
     _join(select, counts, ma, exp.and_(*count_on, copy=False) if count_on else None)
     zero = exp.Literal.number(0)
@@ -398,11 +409,11 @@ def _exists_mark(node: exp.Exists, select: exp.Select, scope: Scope, n: int) -> 
     pairs, local = corr
     if not pairs:
         raise unsupported("a correlated condition that is not an equality", node)
-    keys = [exp.alias_(a.copy(), f"_c{i}") for i, (a, _) in enumerate(pairs)]
+    keys = [exp.alias_(a.copy(), f"_c{i}") for i, (a, _, _) in enumerate(pairs)]
     marker = _derived(sub, [*keys, exp.alias_(exp.Literal.number(1), "_e")], local, distinct=True)
     on = [
-        exp.EQ(this=exp.column(f"_c{i}", table=ma), expression=b.copy())
-        for i, (_, b) in enumerate(pairs)
+        eq(this=exp.column(f"_c{i}", table=ma), expression=b.copy())
+        for i, (_, b, eq) in enumerate(pairs)
     ]
     _join(select, marker, ma, exp.and_(*on, copy=False))
     return exp.Not(this=exp.Is(this=exp.column("_e", table=ma), expression=exp.Null()))

@@ -1,0 +1,530 @@
+"""Correlated subqueries the one-level rules cannot take → joins with the domain of their
+outer values (Neumann & Kemper, "Unnesting Arbitrary Queries", BTW 2015, §3).
+
+The rules after this one (:mod:`.subquery_to_semijoin`, :mod:`.subquery_to_mark_join`,
+sqlglot's ``unnest_subqueries``) take a subquery correlated with the query one level out by
+conjuncts ``inner = outer`` of its WHERE (a semi join takes any correlated conjunct). This rule
+takes every other correlated subquery ``q`` of a query ``s`` — a correlation that is not an
+equality, a reference to a query two or more levels out, a correlated ``q`` that joins, groups
+or aggregates — and turns it into one those rules take, as the paper's dependent join does:
+
+1. the *domain* ``D`` of ``q``'s outer references ``o₁ … oₙ`` (columns of ``s``'s relations)::
+
+       D = SELECT DISTINCT o₁ AS _d0, …, oₙ AS _d<n-1> FROM <s's FROM and joins>
+
+   a superset of the values the outer rows bind (``s``'s WHERE is not applied: extra domain
+   values find no outer row when joined back);
+2. ``q`` evaluated once per domain value, by joining it with ``D`` (the dependent join pushed
+   into ``q``): ``D`` becomes ``q``'s first relation, every ``oᵢ`` reads ``_dom._di``, and the
+   domain columns are added to ``q``'s output (and to its GROUP BY, if it groups). ``q`` is then
+   uncorrelated — ``q_D(d) = q(o := d)`` for every ``d`` in ``D``;
+3. the result joined back on the domain columns with NULL-safe equality (``<=>``: an outer row
+   whose ``oᵢ`` is NULL binds NULL, and finds its domain value):
+
+   * ``EXISTS (q)`` → ``EXISTS (SELECT 1 FROM q_D AS _dj WHERE _dj._d0 <=> o₁ AND …)``;
+   * ``x IN (q)``   → ``x IN (SELECT _dj._v0 FROM q_D AS _dj WHERE _dj._d0 <=> o₁ AND …)``;
+   * ``(q)`` scalar → ``s LEFT JOIN q_D AS _dj ON o₁ <=> _dj._d0 AND …``, the value ``_dj._v0``.
+
+   The first two are equality-correlated one level out, for the rules after this one; the
+   third is an ordinary join.
+
+A ``q`` that aggregates without GROUP BY has one row for every binding, also when no row of
+its input matches: ``count`` over no rows is 0, ``max`` is NULL. Grouping by the domain loses
+those empty groups, so ``q_D`` is the aggregate LEFT JOINed from ``D``, and a domain value
+without a group takes ``q``'s value over no rows — each aggregate replaced by its value on
+empty input (0 for the counts, NULL otherwise), HAVING likewise::
+
+    q_D = SELECT _dom._d…, CASE WHEN _g._p IS NULL THEN <item over no rows> ELSE _g._v0 END
+          FROM D AS _dom LEFT JOIN (SELECT _dom._d…, 1 AS _p, <item> AS _v0, <having> AS _h
+                                    FROM D AS _dom CROSS JOIN … GROUP BY _dom._d…) AS _g
+            ON _dom._d0 <=> _g._d0 AND …
+          WHERE CASE WHEN _g._p IS NULL THEN <having over no rows> ELSE _g._h END
+
+Every part is a join, a DISTINCT or a grouped aggregate, so the view stays incremental.
+Queries are visited outermost first, so a reference two levels out is first made a reference to
+a domain column one level out, and the inner subquery is then unnested against that. A
+subquery of a grouping query that aggregates the outer query's columns (``HAVING EXISTS (…
+WHERE x < min(outer.v))``) is left to :mod:`.aggregate_before_subquery`, which computes the
+aggregate in the groups; the rule runs again after it (see ``analyze.RULES``).
+
+Refused by name: a correlated subquery that is a set operation, has a window, LIMIT (other than
+a positive LIMIT under EXISTS or on an aggregate's single row), OFFSET, or a RIGHT / FULL join
+(the domain would be NULL-extended); a correlated scalar subquery that does not aggregate
+(Spark refuses it too) or that stands outside the aggregates of a grouping query over columns
+that are not grouped; such subqueries in an outer join's ON. The input must be qualified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sql_frontend.positions import unsupported
+from sql_frontend.rules.subquery_to_mark_join import move_to_where
+
+_NOT_ONE_LEVEL = ("group", "having", "limit", "offset", "qualify", "windows", "with_", "laterals")
+_ZERO_ON_EMPTY = (exp.Count, exp.CountIf, exp.ApproxDistinct)
+
+
+@dataclass
+class _Counter:
+    n: int = 0
+
+    def next(self) -> int:
+        self.n += 1
+        return self.n
+
+
+def unnest_correlated(expression: exp.Expr) -> exp.Expr:
+    counter = _Counter()
+    for select in _child_selects(expression, None):
+        _visit(select, counter)
+    return expression
+
+
+# ---------------------------------------------------------------- traversal
+def _nearest_select(node: exp.Expr) -> exp.Select | None:
+    parent = node.parent
+    while parent is not None and not isinstance(parent, exp.Select):
+        parent = parent.parent
+    return parent
+
+
+def _child_selects(root: exp.Expr, select: exp.Select | None) -> list[exp.Select]:
+    found = [root] if isinstance(root, exp.Select) and select is None else []
+    found += [
+        s
+        for s in root.find_all(exp.Select)
+        if s is not root and _nearest_select(s) is (select if select is not None else None)
+    ]
+    return found
+
+
+def _visit(select: exp.Select, counter: _Counter) -> None:
+    if select.args.get("from_") is not None:
+        _unnest_in(select, counter)
+    for child in _child_selects(select, select):
+        _visit(child, counter)
+
+
+def _aliases(select: exp.Select) -> set[str]:
+    out = set()
+    from_ = select.args.get("from_")
+    if from_ is not None:
+        out.add(from_.this.alias_or_name)
+    for j in select.args.get("joins") or []:
+        out.add(j.this.alias_or_name)
+    return out
+
+
+def _subqueries(select: exp.Select) -> list[tuple[exp.Expr, exp.Expr, str]]:
+    """``(node, query, kind)`` of every EXISTS, IN (subquery) and scalar subquery whose
+    nearest enclosing SELECT is ``select``."""
+    out: list[tuple[exp.Expr, exp.Expr, str]] = []
+    for node in select.find_all(exp.Exists, exp.In, exp.Subquery):
+        if _nearest_select(node) is not select:
+            continue
+        if isinstance(node, exp.Exists):
+            out.append((node, node.this, "exists"))
+        elif isinstance(node, exp.In):
+            query = node.args.get("query")
+            if query is not None:
+                out.append((node, query.this if isinstance(query, exp.Subquery) else query, "in"))
+        elif not isinstance(
+            node.parent, exp.In | exp.Exists | exp.From | exp.Join | exp.SetOperation | exp.CTE
+        ):
+            out.append((node, node.this, "scalar"))
+    return out
+
+
+def _outer_refs(
+    q: exp.Expr, select: exp.Select, aliases: set[str]
+) -> tuple[list[exp.Column], list[exp.Column]]:
+    """Columns under ``q`` that name a relation of ``select`` (not one of a query in between),
+    and those that name a relation further out."""
+    refs: list[exp.Column] = []
+    beyond: list[exp.Column] = []
+    for col in q.find_all(exp.Column):
+        table = col.table
+        if not table:
+            continue
+        parent = col.parent
+        bound = False
+        while parent is not None and parent is not select:
+            if isinstance(parent, exp.Select) and table in _aliases(parent):
+                bound = True
+                break
+            parent = parent.parent
+        if not bound:
+            (refs if table in aliases else beyond).append(col)
+    return refs, beyond
+
+
+def _outer_aggregate(q: exp.Expr, refs: list[exp.Column]) -> bool:
+    """Whether ``q`` holds an aggregate over outer columns only (``HAVING EXISTS (… WHERE
+    x < min(outer.v))``): Spark computes it in the outer query's groups."""
+    ids = {id(r) for r in refs}
+    for a in q.find_all(exp.AggFunc):
+        cols = list(a.find_all(exp.Column))
+        if cols and all(id(c) in ids for c in cols):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- what the one-level rules take
+def _conjuncts(where: exp.Expr | None) -> list[exp.Expr]:
+    if where is None:
+        return []
+    cond = where.this
+    return list(cond.flatten()) if isinstance(cond, exp.And) else [cond]
+
+
+def _own_aggregates(part: exp.Expr, q: exp.Select) -> list[exp.AggFunc]:
+    return [
+        a
+        for a in part.find_all(exp.AggFunc)
+        if _nearest_select(a) is q and not a.find_ancestor(exp.Window)
+    ]
+
+
+def _aggregating(q: exp.Select) -> bool:
+    having = q.args.get("having")
+    return bool(
+        q.args.get("group")
+        or having is not None
+        or any(_own_aggregates(e, q) for e in q.expressions)
+    )
+
+
+def _negated(node: exp.Expr) -> bool:
+    parent = node.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    return isinstance(parent, exp.Not)
+
+
+def _top_level_filter(node: exp.Expr, select: exp.Select) -> bool:
+    """Whether ``node`` (or NOT ``node``) is a conjunct of ``select``'s WHERE."""
+    target = node
+    while isinstance(target.parent, exp.Paren | exp.Not):
+        target = target.parent
+    parent = target.parent
+    while isinstance(parent, exp.And | exp.Paren):
+        parent = parent.parent
+    return isinstance(parent, exp.Where) and parent.parent is select
+
+
+def _one_level(
+    node: exp.Expr, q: exp.Expr, kind: str, select: exp.Select, refs: list[exp.Column]
+) -> bool:
+    """Whether the rules after this one take ``node`` as it is."""
+    if not isinstance(q, exp.Select):
+        return False
+    conjuncts = _conjuncts(q.args.get("where"))
+    owner: dict[int, exp.Expr] = {}
+    for c in conjuncts:
+        for col in c.find_all(exp.Column):
+            owner[id(col)] = c
+    correlated: list[exp.Expr] = []
+    for r in refs:
+        holder = owner.get(id(r))
+        if holder is None or holder.find(exp.Select) is not None:
+            return False  # outside WHERE, or inside a subquery nested in q
+        if not any(holder is x for x in correlated):
+            correlated.append(holder)
+    if kind == "scalar":
+        # sqlglot's unnest_subqueries: an aggregate correlated by equalities
+        if any(q.args.get(k) for k in _NOT_ONE_LEVEL if k != "group") or q.args.get("joins"):
+            return False
+        if q.args.get("distinct") or not any(_own_aggregates(e, q) for e in q.expressions):
+            return False
+        return all(_equality(c, q, refs) for c in correlated)
+    if any(q.args.get(k) for k in _NOT_ONE_LEVEL) or q.args.get("distinct"):
+        return False
+    if any(_own_aggregates(e, q) for e in q.expressions):
+        return False
+    if _top_level_filter(node, select) and not (kind == "in" and _negated(node)):
+        return True  # a semi / anti join: any correlated conjunct
+    if q.args.get("joins"):
+        return False
+    return all(_equality(c, q, refs) for c in correlated)
+
+
+def _equality(c: exp.Expr, q: exp.Select, refs: list[exp.Column]) -> bool:
+    if not isinstance(c, exp.EQ | exp.NullSafeEQ):
+        return False
+    ids = {id(r) for r in refs}
+
+    def side(e: exp.Expr) -> str | None:
+        cols = [e] if isinstance(e, exp.Column) else list(e.find_all(exp.Column))
+        if not cols:
+            return None
+        outer = [id(col) in ids for col in cols]
+        if all(outer):
+            return "outer"
+        if not any(outer):
+            return "inner"
+        return None
+
+    sides = {side(c.this), side(c.expression)}
+    return sides == {"inner", "outer"}
+
+
+# ---------------------------------------------------------------- the rewrite
+def _unnest_in(select: exp.Select, counter: _Counter) -> None:
+    aliases = _aliases(select)
+    todo: list[tuple[exp.Expr, exp.Select, str, list[exp.Column]]] = []
+    for node, q, kind in _subqueries(select):
+        if kind != "scalar" and _clause(node, select) == "order":
+            raise unsupported(
+                f"{'EXISTS' if kind == 'exists' else 'IN (subquery)'} in ORDER BY",
+                node,
+                "Spark refuses it too (UNSUPPORTED_IN_EXISTS_SUBQUERY); compute it in the "
+                "SELECT list",
+            )
+        refs, beyond = _outer_refs(q, select, aliases)
+        if beyond:
+            raise unsupported(
+                f"a correlated reference to {beyond[0].sql()}, which is not in scope here",
+                beyond[0],
+                "a column of a grouping query must be grouped to be read by its subqueries",
+            )
+        if not refs:
+            continue
+        if _outer_aggregate(q, refs) and _aggregating(select):
+            continue  # aggregate_before_subquery computes it in the groups; the next pass
+        if _one_level(node, q, kind, select, refs):
+            continue
+        if not isinstance(q, exp.Select):
+            raise unsupported("a correlated set operation", node)
+        todo.append((node, q, kind, refs))
+    # a subquery in a join's ON moves to WHERE first: the domain copies the joins
+    for node, _, _, _ in todo:
+        join = node.find_ancestor(exp.Join)
+        in_on = join is not None and _nearest_select(join) is select
+        if in_on and join is not None and not move_to_where(node, join, select):
+            raise unsupported(
+                "a correlated subquery that needs unnesting in an outer join's ON",
+                node,
+                "compute it in a derived table of one side first",
+            )
+    # the relations the outer rows come from, before this rule adds joins to them
+    base = exp.Select(
+        from_=select.args["from_"].copy(), joins=[j.copy() for j in select.args.get("joins") or []]
+    )
+    for node, q, kind, refs in todo:
+        _unnest(node, q, kind, refs, select, base, counter)
+
+
+def _unnest(
+    node: exp.Expr,
+    q: exp.Select,
+    kind: str,
+    refs: list[exp.Column],
+    select: exp.Select,
+    base: exp.Select,
+    counter: _Counter,
+) -> None:
+    what = {"exists": "EXISTS", "in": "IN (subquery)", "scalar": "scalar subquery"}[kind]
+    for key in ("windows", "qualify", "with_", "laterals", "offset"):
+        if q.args.get(key):
+            raise unsupported(f"correlated {what} with {key.rstrip('_').upper()}", node)
+    if any(w for e in q.expressions for w in e.find_all(exp.Window) if _nearest_select(w) is q):
+        raise unsupported(f"correlated {what} with a window function", node)
+    for j in q.args.get("joins") or []:
+        if j.side in ("RIGHT", "FULL"):
+            raise unsupported(f"correlated {what} with a {j.side} JOIN", j)
+    if kind == "in" and len(q.expressions) != 1:
+        raise unsupported("IN (subquery) of several columns", node)
+    group = q.args.get("group")
+    if group is not None and any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")):
+        raise unsupported(f"correlated {what} with grouping sets", node)
+    if group is not None and group.args.get("all"):
+        raise unsupported(f"correlated {what} with GROUP BY ALL", node)
+    global_aggregate = _aggregating(q) and group is None
+    if kind == "scalar" and not global_aggregate:
+        raise unsupported(
+            "a correlated scalar subquery that does not aggregate",
+            node,
+            "Spark requires correlated scalar subqueries to be aggregated (one row)",
+        )
+    limit = q.args.get("limit")
+    if limit is not None and kind == "exists" and _literal_int(limit.expression) == 0:
+        node.replace(exp.false())  # no row, whatever the binding
+        return
+    if limit is not None:
+        n = limit.expression
+        positive = (_literal_int(n) or 0) > 0
+        if not (positive and (kind == "exists" or global_aggregate)):
+            raise unsupported(f"LIMIT in a correlated {what}", limit)
+        q.set("limit", None)
+    q.set("order", None)  # without LIMIT, the order of a subquery's rows has no effect
+    if kind == "scalar" and _grouped_position(node, select):
+        raise unsupported(
+            "a correlated scalar subquery outside the aggregates of a grouping query",
+            node,
+            "Spark refuses it too: use it inside an aggregate, or group a derived table",
+        )
+
+    n = counter.next()
+    dom, alias = f"_dom{n}", f"_dj{n}"
+    keys: list[exp.Column] = []
+    index: dict[str, int] = {}
+    for r in refs:
+        if r.sql() not in index:
+            index[r.sql()] = len(keys)
+            keys.append(r.copy())
+
+    def domain() -> exp.Subquery:
+        d = exp.Select(
+            expressions=[exp.alias_(k.copy(), f"_d{i}") for i, k in enumerate(keys)],
+            from_=base.args["from_"].copy(),
+        )
+        if base.args.get("joins"):
+            d.set("joins", [j.copy() for j in base.args["joins"]])
+        d.set("distinct", exp.Distinct())
+        return exp.Subquery(this=d, alias=exp.TableAlias(this=exp.to_identifier(dom)))
+
+    d_cols = [exp.column(f"_d{i}", table=dom) for i in range(len(keys))]
+    for r in refs:
+        r.replace(exp.column(f"_d{index[r.sql()]}", table=dom))
+    # the dependent join pushed into q: D is q's first relation
+    joins = [exp.Join(this=q.args["from_"].this, kind="CROSS")] if q.args.get("from_") else []
+    joins += list(q.args.get("joins") or [])
+    q.set("from_", exp.From(this=domain()))
+    q.set("joins", joins)
+    items = [e.unalias() for e in q.expressions]
+    outputs = [exp.alias_(c.copy(), c.name) for c in d_cols]
+    if global_aggregate:
+        body = _over_domain(q, items, d_cols, dom, domain)
+    else:
+        if group is not None:
+            group.set("expressions", [c.copy() for c in d_cols] + list(group.expressions))
+        if kind == "exists":
+            q.set("expressions", outputs)
+            if group is None:
+                q.set("distinct", exp.Distinct())
+        else:
+            q.set("expressions", [*outputs, exp.alias_(items[0], "_v0")])
+        body = q
+    derived = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    on = exp.and_(
+        *[
+            exp.NullSafeEQ(this=exp.column(f"_d{i}", table=alias), expression=k.copy())
+            for i, k in enumerate(keys)
+        ],
+        copy=False,
+    )
+    if kind == "exists":
+        new = exp.Exists(
+            this=exp.Select(
+                expressions=[exp.Literal.number(1)],
+                from_=exp.From(this=derived),
+                where=exp.Where(this=on),
+            )
+        )
+        node.replace(new)
+    elif kind == "in":
+        sub = exp.Select(
+            expressions=[exp.column("_v0", table=alias)],
+            from_=exp.From(this=derived),
+            where=exp.Where(this=on),
+        )
+        node.set("query", exp.Subquery(this=sub))
+    else:
+        select.append("joins", exp.Join(this=derived, side="LEFT", on=on))
+        value = exp.column("_v0", table=alias)
+        node.replace(value)
+
+
+def _literal_int(e: exp.Expr | None) -> int | None:
+    return int(e.this) if isinstance(e, exp.Literal) and e.is_int else None
+
+
+def _over_domain(q: exp.Select, items: list[exp.Expr], d_cols, dom: str, domain) -> exp.Select:
+    """``q`` (a global aggregate bound to the domain ``dom``) with one row per domain value,
+    that of an empty group taking the aggregate's value over no rows."""
+    having = q.args.get("having")
+    empty_items = [_over_no_rows(e, q) for e in items]
+    empty_having = _over_no_rows(having.this, q) if having is not None else None
+    g = "_g"
+    q.set(
+        "expressions",
+        [exp.alias_(c.copy(), c.name) for c in d_cols]
+        + [exp.alias_(exp.Literal.number(1), "_p")]
+        + [exp.alias_(e, f"_v{i}") for i, e in enumerate(items)]
+        + ([exp.alias_(having.this, "_h")] if having is not None else []),
+    )
+    q.set("having", None)
+    q.set("group", exp.Group(expressions=[c.copy() for c in d_cols]))
+    q.set("distinct", None)
+    absent = exp.Is(this=exp.column("_p", table=g), expression=exp.Null())
+
+    def pick(empty: exp.Expr, name: str) -> exp.Expr:
+        return exp.Case(ifs=[exp.If(this=absent.copy(), true=empty)], default=exp.column(name, g))
+
+    on = exp.and_(
+        *[exp.NullSafeEQ(this=c.copy(), expression=exp.column(c.name, table=g)) for c in d_cols],
+        copy=False,
+    )
+    out = exp.Select(
+        expressions=[exp.alias_(c.copy(), c.name) for c in d_cols]
+        + [exp.alias_(pick(e, f"_v{i}"), f"_v{i}") for i, e in enumerate(empty_items)],
+        from_=exp.From(this=domain()),
+        joins=[
+            exp.Join(
+                this=exp.Subquery(this=q, alias=exp.TableAlias(this=exp.to_identifier(g))),
+                side="LEFT",
+                on=on,
+            )
+        ],
+    )
+    if empty_having is not None:
+        out.set("where", exp.Where(this=pick(empty_having, "_h")))
+    return out
+
+
+def _over_no_rows(e: exp.Expr, q: exp.Select) -> exp.Expr:
+    """``e`` (an expression of the aggregate ``q``) evaluated over no rows: each of ``q``'s own
+    aggregates replaced by its value on empty input."""
+    out = e.copy()
+    if isinstance(out, exp.AggFunc):
+        return _empty_value(out)
+    for a in list(out.find_all(exp.AggFunc)):
+        if not a.find_ancestor(exp.Window) and not _inside_select(a, out):
+            a.replace(_empty_value(a))
+    return out
+
+
+def _empty_value(a: exp.AggFunc) -> exp.Expr:
+    return exp.Literal.number(0) if isinstance(a, _ZERO_ON_EMPTY) else exp.Null()
+
+
+def _inside_select(node: exp.Expr, root: exp.Expr) -> bool:
+    parent = node.parent
+    while parent is not None and parent is not root:
+        if isinstance(parent, exp.Select):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _clause(node: exp.Expr, select: exp.Select) -> str:
+    """The argument of ``select`` that holds ``node``."""
+    child = node
+    while child.parent is not select:
+        assert child.parent is not None
+        child = child.parent
+    return str(child.arg_key)
+
+
+def _grouped_position(node: exp.Expr, select: exp.Select) -> bool:
+    """Whether ``node`` is evaluated per group of an aggregating ``select`` (its SELECT list,
+    HAVING or ORDER BY, outside an aggregate)."""
+    if not _aggregating(select):
+        return False
+    agg = node.find_ancestor(exp.AggFunc)
+    if agg is not None and _nearest_select(agg) is select:
+        return False
+    return _clause(node, select) in ("expressions", "having", "order")
