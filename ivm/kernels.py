@@ -403,3 +403,238 @@ def radix_order(keys: np.ndarray) -> np.ndarray:
         k, tk = tk, k
         idx, ti = ti, idx
     return idx
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _match_block(
+    rh_a: np.ndarray,
+    t_a: np.ndarray,
+    d_a: np.ndarray,
+    rh_b: np.ndarray,
+    t_b: np.ndarray,
+    d_b: np.ndarray,
+    oa: np.ndarray,
+    ob: np.ndarray,
+    na: int,
+    src: np.ndarray,
+    dif: np.ndarray,
+    k: int,
+    ia: np.ndarray,
+    ib: np.ndarray,
+    m: int,
+    used: np.ndarray,
+) -> tuple[int, int]:
+    """Merge one block of equal sort keys, given as the rows ``oa`` of ``a`` and ``ob`` of
+    ``b`` each ordered by row hash: a linear walk over row hashes, and pairwise matching
+    of times among the (few) rows of one row hash."""
+    depth = t_a.shape[1]
+    p = 0
+    q = 0
+    while p < oa.shape[0] or q < ob.shape[0]:
+        if q >= ob.shape[0] or (p < oa.shape[0] and rh_a[oa[p]] < rh_b[ob[q]]):
+            x = oa[p]
+            src[k] = x
+            dif[k] = d_a[x]
+            k += 1
+            p += 1
+        elif p >= oa.shape[0] or rh_b[ob[q]] < rh_a[oa[p]]:
+            y = ob[q]
+            src[k] = na + y
+            dif[k] = d_b[y]
+            k += 1
+            q += 1
+        else:
+            r = rh_a[oa[p]]
+            p1 = p
+            while p1 < oa.shape[0] and rh_a[oa[p1]] == r:
+                p1 += 1
+            q1 = q
+            while q1 < ob.shape[0] and rh_b[ob[q1]] == r:
+                q1 += 1
+            for u in range(p, p1):
+                x = oa[u]
+                d = d_a[x]
+                for v in range(q, q1):
+                    y = ob[v]
+                    if used[y]:
+                        continue
+                    same = True
+                    for c in range(depth):
+                        if t_a[x, c] != t_b[y, c]:
+                            same = False
+                            break
+                    if same:
+                        used[y] = True
+                        d = add(d, d_b[y])
+                        ia[m] = x
+                        ib[m] = y
+                        m += 1
+                        break
+                if d != 0:
+                    src[k] = x
+                    dif[k] = d
+                    k += 1
+            for v in range(q, q1):
+                y = ob[v]
+                if not used[y]:
+                    src[k] = na + y
+                    dif[k] = d_b[y]
+                    k += 1
+            p = p1
+            q = q1
+    return k, m
+
+
+@njit(cache=True, nogil=True)
+def merge_runs(
+    sk_a: np.ndarray,
+    kh_a: np.ndarray,
+    rh_a: np.ndarray,
+    t_a: np.ndarray,
+    d_a: np.ndarray,
+    sk_b: np.ndarray,
+    kh_b: np.ndarray,
+    rh_b: np.ndarray,
+    t_b: np.ndarray,
+    d_b: np.ndarray,
+) -> tuple[
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    int,
+]:
+    """Merge two consolidated runs sorted by sort key in one linear pass (a spine's merge):
+    no hashing of every row and no sort, unlike consolidating their concatenation.
+
+    Updates with equal sort key, row hash and times are summed (checked) and dropped when
+    the sum is zero.  Within a block of equal sort keys the rows of each side are ordered
+    by row hash and walked together, so the cost stays near linear even for blocks of
+    many rows (a hub's updates).  Returns what :func:`merge_pair` returns: ``(src,
+    sortkey, keyhash, rowhash, times, diff, ia, ib, largest |diff|)``.
+    """
+    na = sk_a.shape[0]
+    nb = sk_b.shape[0]
+    src = np.empty(na + nb, dtype=np.int64)
+    dif = np.empty(na + nb, dtype=np.int64)
+    cap = min(na, nb)
+    ia = np.empty(cap, dtype=np.int64)
+    ib = np.empty(cap, dtype=np.int64)
+    used = np.zeros(nb, dtype=np.bool_)
+    i = 0
+    j = 0
+    k = 0
+    m = 0
+    while i < na or j < nb:
+        if j >= nb or (i < na and sk_a[i] < sk_b[j]):
+            # a stretch of a below b's next key: copied without comparing row hashes
+            while i < na and (j >= nb or sk_a[i] < sk_b[j]):
+                src[k] = i
+                dif[k] = d_a[i]
+                k += 1
+                i += 1
+        elif i >= na or sk_b[j] < sk_a[i]:
+            while j < nb and (i >= na or sk_b[j] < sk_a[i]):
+                src[k] = na + j
+                dif[k] = d_b[j]
+                k += 1
+                j += 1
+        else:
+            s = sk_a[i]
+            i1 = i
+            while i1 < na and sk_a[i1] == s:
+                i1 += 1
+            j1 = j
+            while j1 < nb and sk_b[j1] == s:
+                j1 += 1
+            oa = np.arange(i, i1)
+            ob = np.arange(j, j1)
+            if i1 - i > 1:
+                oa = oa[np.argsort(rh_a[i:i1])]
+            if j1 - j > 1:
+                ob = ob[np.argsort(rh_b[j:j1])]
+            k, m = _match_block(
+                rh_a, t_a, d_a, rh_b, t_b, d_b, oa, ob, na, src, dif, k, ia, ib, m, used
+            )
+            i = i1
+            j = j1
+    depth = t_a.shape[1]
+    big = 0
+    sk = np.empty(k, dtype=np.uint64)
+    kh = np.empty(k, dtype=np.uint64)
+    rh = np.empty(k, dtype=np.uint64)
+    times = np.empty((k, depth), dtype=np.int64)
+    for r in range(k):
+        d = dif[r]
+        if d < 0:
+            d = -d
+        if d > big:
+            big = d
+        x = src[r]
+        if x < na:
+            sk[r] = sk_a[x]
+            kh[r] = kh_a[x]
+            rh[r] = rh_a[x]
+            for c in range(depth):
+                times[r, c] = t_a[x, c]
+        else:
+            x -= na
+            sk[r] = sk_b[x]
+            kh[r] = kh_b[x]
+            rh[r] = rh_b[x]
+            for c in range(depth):
+                times[r, c] = t_b[x, c]
+    return src[:k], sk, kh, rh, times, dif[:k], ia[:m], ib[:m], big
+
+
+@njit(cache=True, nogil=True)
+def consolidate_sorted(
+    sk: np.ndarray, rh: np.ndarray, diff: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Consolidate updates of one time already sorted by sort key: equal rows have equal
+    sort keys, so only the rows of a block of equal sort keys are compared (by row hash,
+    the block ordered by it when it has several rows).  Returns ``(keep, sums, pa, pb)``:
+    the positions of the rows kept (still in sort-key order) with their summed diffs (none
+    zero), and the pairs ``(pa[i], pb[i])`` whose diffs were summed on equal row hashes,
+    for the caller to check that their columns are equal."""
+    n = sk.shape[0]
+    keep = np.empty(n, dtype=np.int64)
+    sums = np.empty(n, dtype=np.int64)
+    pa = np.empty(n, dtype=np.int64)
+    pb = np.empty(n, dtype=np.int64)
+    k = 0
+    m = 0
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and sk[j] == sk[i]:
+            j += 1
+        if j - i == 1:
+            if diff[i] != 0:
+                keep[k] = i
+                sums[k] = diff[i]
+                k += 1
+        else:
+            o = i + np.argsort(rh[i:j])
+            p = 0
+            while p < j - i:
+                first = o[p]
+                s = diff[first]
+                q = p + 1
+                while q < j - i and rh[o[q]] == rh[first]:
+                    s = add(s, diff[o[q]])
+                    pa[m] = first
+                    pb[m] = o[q]
+                    m += 1
+                    q += 1
+                if s != 0:
+                    keep[k] = first
+                    sums[k] = s
+                    k += 1
+                p = q
+        i = j
+    return keep[:k], sums[:k], pa[:m], pb[:m]
