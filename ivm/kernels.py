@@ -152,7 +152,9 @@ def group_hashes(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.ndarra
     while cap < 2 * n:
         cap *= 2
     mask = np.uint64(cap - 1)
-    table = np.full(cap, -1, dtype=np.int64)
+    # slot s: table[2s] the hash, table[2s + 1] its group + 1 (0: empty) — one cache line
+    # per probe instead of a slot, then the group's first row, then that row's hash
+    table = np.zeros(2 * cap, dtype=np.uint64)
     gid = np.empty(n, dtype=np.int64)
     rep = np.empty(n, dtype=np.int64)
     sums = np.empty(n, dtype=np.int64)
@@ -161,15 +163,16 @@ def group_hashes(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.ndarra
         x = h[i]
         s = np.int64(x & mask)
         while True:
-            g = table[s]
+            g = np.int64(table[2 * s + 1]) - 1
             if g < 0:
-                table[s] = ng
+                table[2 * s] = x
+                table[2 * s + 1] = np.uint64(ng + 1)
                 rep[ng] = i
                 gid[i] = ng
                 sums[ng] = diff[i]
                 ng += 1
                 break
-            if h[rep[g]] == x:
+            if table[2 * s] == x:
                 gid[i] = g
                 sums[g] = add(sums[g], diff[i])
                 break
@@ -406,6 +409,57 @@ def radix_order(keys: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _match_pairwise(
+    rh_a: np.ndarray,
+    t_a: np.ndarray,
+    d_a: np.ndarray,
+    rh_b: np.ndarray,
+    t_b: np.ndarray,
+    d_b: np.ndarray,
+    oa: np.ndarray,
+    ob: np.ndarray,
+    na: int,
+    src: np.ndarray,
+    dif: np.ndarray,
+    k: int,
+    ia: np.ndarray,
+    ib: np.ndarray,
+    m: int,
+    used: np.ndarray,
+) -> tuple[int, int]:
+    """Merge a small block of equal sort keys (rows ``oa`` of ``a``, ``ob`` of ``b``) by
+    comparing every pair: row hash and times equal means the same update."""
+    depth = t_a.shape[1]
+    for x in oa:
+        d = d_a[x]
+        for y in ob:
+            if used[y] or rh_b[y] != rh_a[x]:
+                continue
+            same = True
+            for c in range(depth):
+                if t_a[x, c] != t_b[y, c]:
+                    same = False
+                    break
+            if same:
+                used[y] = True
+                d = add(d, d_b[y])
+                ia[m] = x
+                ib[m] = y
+                m += 1
+                break
+        if d != 0:
+            src[k] = x
+            dif[k] = d
+            k += 1
+    for y in ob:
+        if not used[y]:
+            src[k] = na + y
+            dif[k] = d_b[y]
+            k += 1
+    return k, m
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _match_block(
     rh_a: np.ndarray,
     t_a: np.ndarray,
@@ -525,6 +579,8 @@ def merge_runs(
     ia = np.empty(cap, dtype=np.int64)
     ib = np.empty(cap, dtype=np.int64)
     used = np.zeros(nb, dtype=np.bool_)
+    small_a = np.empty(64, dtype=np.int64)
+    small_b = np.empty(64, dtype=np.int64)
     i = 0
     j = 0
     k = 0
@@ -551,12 +607,24 @@ def merge_runs(
             j1 = j
             while j1 < nb and sk_b[j1] == s:
                 j1 += 1
+            if (i1 - i) * (j1 - j) <= 64:
+                # a small block: match pairwise, no sorting
+                oa = small_a[: i1 - i]
+                ob = small_b[: j1 - j]
+                for u in range(i1 - i):
+                    oa[u] = i + u
+                for u in range(j1 - j):
+                    ob[u] = j + u
+                k, m = _match_pairwise(
+                    rh_a, t_a, d_a, rh_b, t_b, d_b, oa, ob, na, src, dif, k, ia, ib, m, used
+                )
+                i = i1
+                j = j1
+                continue
             oa = np.arange(i, i1)
             ob = np.arange(j, j1)
-            if i1 - i > 1:
-                oa = oa[np.argsort(rh_a[i:i1])]
-            if j1 - j > 1:
-                ob = ob[np.argsort(rh_b[j:j1])]
+            oa = oa[np.argsort(rh_a[i:i1])]
+            ob = ob[np.argsort(rh_b[j:j1])]
             k, m = _match_block(
                 rh_a, t_a, d_a, rh_b, t_b, d_b, oa, ob, na, src, dif, k, ia, ib, m, used
             )
@@ -606,6 +674,7 @@ def consolidate_sorted(
     sums = np.empty(n, dtype=np.int64)
     pa = np.empty(n, dtype=np.int64)
     pb = np.empty(n, dtype=np.int64)
+    scratch = np.empty(16, dtype=np.int64)
     k = 0
     m = 0
     i = 0
@@ -619,7 +688,18 @@ def consolidate_sorted(
                 sums[k] = diff[i]
                 k += 1
         else:
-            o = i + np.argsort(rh[i:j])
+            if j - i <= 16:
+                # insertion sort of the block's positions by row hash (no allocation)
+                o = scratch[: j - i]
+                for u in range(j - i):
+                    x = i + u
+                    v = u
+                    while v > 0 and rh[o[v - 1]] > rh[x]:
+                        o[v] = o[v - 1]
+                        v -= 1
+                    o[v] = x
+            else:
+                o = i + np.argsort(rh[i:j])
             p = 0
             while p < j - i:
                 first = o[p]
