@@ -674,7 +674,7 @@ def consolidate_sorted(
     sums = np.empty(n, dtype=np.int64)
     pa = np.empty(n, dtype=np.int64)
     pb = np.empty(n, dtype=np.int64)
-    scratch = np.empty(16, dtype=np.int64)
+    scratch = np.empty(32, dtype=np.int64)
     k = 0
     m = 0
     i = 0
@@ -688,7 +688,7 @@ def consolidate_sorted(
                 sums[k] = diff[i]
                 k += 1
         else:
-            if j - i <= 16:
+            if j - i <= 32:
                 # insertion sort of the block's positions by row hash (no allocation)
                 o = scratch[: j - i]
                 for u in range(j - i):
