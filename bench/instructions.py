@@ -36,6 +36,8 @@ def _child(workload: str, scale: str, generated: int, steps: int) -> None:
 
     e = engine_setup(workload, scale, 42, generated)
     e.load()
+    if steps < 0:
+        return  # set-up and pushing the initial data only (see --initial)
     e.g.step()
     e.out.changes()
     for i in range(1, steps + 1):
@@ -66,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workload", default="w2", choices=["w1", "w2", "w3"])
     ap.add_argument("--scale", default="small", choices=sorted(W.SCALES))
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument(
+        "--initial",
+        action="store_true",
+        help="count the initial computation (step() over the initial data) instead",
+    )
     a = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
@@ -73,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         _valgrind([a.workload, a.scale, str(a.steps), "1"], "none")
         counts = []
-        for n in (0, a.steps):
+        for n in (-1, 0) if a.initial else (0, a.steps):
             got = _valgrind(
                 [a.workload, a.scale, str(a.steps), str(n)], "callgrind", f"{tmp}/cg.{n}"
             )
@@ -81,6 +88,12 @@ def main(argv: list[str] | None = None) -> int:
                 print("could not read callgrind's instruction count", file=sys.stderr)
                 return 1
             counts.append(got)
+    if a.initial:
+        print(
+            f"{a.workload} {a.scale}: {(counts[1] - counts[0]) / 1e6:.1f} M instructions for "
+            f"the initial computation (set-up and data: {counts[0] / 1e9:.2f} G)"
+        )
+        return 0
     per_step = (counts[1] - counts[0]) / a.steps
     print(
         f"{a.workload} {a.scale}: {per_step / 1e6:.2f} M instructions per step "

@@ -152,7 +152,9 @@ def group_hashes(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.ndarra
     while cap < 2 * n:
         cap *= 2
     mask = np.uint64(cap - 1)
-    table = np.full(cap, -1, dtype=np.int64)
+    # slot s: table[2s] the hash, table[2s + 1] its group + 1 (0: empty) — one cache line
+    # per probe instead of a slot, then the group's first row, then that row's hash
+    table = np.zeros(2 * cap, dtype=np.uint64)
     gid = np.empty(n, dtype=np.int64)
     rep = np.empty(n, dtype=np.int64)
     sums = np.empty(n, dtype=np.int64)
@@ -161,15 +163,16 @@ def group_hashes(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.ndarra
         x = h[i]
         s = np.int64(x & mask)
         while True:
-            g = table[s]
+            g = np.int64(table[2 * s + 1]) - 1
             if g < 0:
-                table[s] = ng
+                table[2 * s] = x
+                table[2 * s + 1] = np.uint64(ng + 1)
                 rep[ng] = i
                 gid[i] = ng
                 sums[ng] = diff[i]
                 ng += 1
                 break
-            if h[rep[g]] == x:
+            if table[2 * s] == x:
                 gid[i] = g
                 sums[g] = add(sums[g], diff[i])
                 break
@@ -403,3 +406,315 @@ def radix_order(keys: np.ndarray) -> np.ndarray:
         k, tk = tk, k
         idx, ti = ti, idx
     return idx
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _match_pairwise(
+    rh_a: np.ndarray,
+    t_a: np.ndarray,
+    d_a: np.ndarray,
+    rh_b: np.ndarray,
+    t_b: np.ndarray,
+    d_b: np.ndarray,
+    oa: np.ndarray,
+    ob: np.ndarray,
+    na: int,
+    src: np.ndarray,
+    dif: np.ndarray,
+    k: int,
+    ia: np.ndarray,
+    ib: np.ndarray,
+    m: int,
+    used: np.ndarray,
+) -> tuple[int, int]:
+    """Merge a small block of equal sort keys (rows ``oa`` of ``a``, ``ob`` of ``b``) by
+    comparing every pair: row hash and times equal means the same update."""
+    depth = t_a.shape[1]
+    for x in oa:
+        d = d_a[x]
+        for y in ob:
+            if used[y] or rh_b[y] != rh_a[x]:
+                continue
+            same = True
+            for c in range(depth):
+                if t_a[x, c] != t_b[y, c]:
+                    same = False
+                    break
+            if same:
+                used[y] = True
+                d = add(d, d_b[y])
+                ia[m] = x
+                ib[m] = y
+                m += 1
+                break
+        if d != 0:
+            src[k] = x
+            dif[k] = d
+            k += 1
+    for y in ob:
+        if not used[y]:
+            src[k] = na + y
+            dif[k] = d_b[y]
+            k += 1
+    return k, m
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _match_block(
+    rh_a: np.ndarray,
+    t_a: np.ndarray,
+    d_a: np.ndarray,
+    rh_b: np.ndarray,
+    t_b: np.ndarray,
+    d_b: np.ndarray,
+    oa: np.ndarray,
+    ob: np.ndarray,
+    na: int,
+    src: np.ndarray,
+    dif: np.ndarray,
+    k: int,
+    ia: np.ndarray,
+    ib: np.ndarray,
+    m: int,
+    used: np.ndarray,
+) -> tuple[int, int]:
+    """Merge one block of equal sort keys, given as the rows ``oa`` of ``a`` and ``ob`` of
+    ``b`` each ordered by row hash: a linear walk over row hashes, and pairwise matching
+    of times among the (few) rows of one row hash."""
+    depth = t_a.shape[1]
+    p = 0
+    q = 0
+    while p < oa.shape[0] or q < ob.shape[0]:
+        if q >= ob.shape[0] or (p < oa.shape[0] and rh_a[oa[p]] < rh_b[ob[q]]):
+            x = oa[p]
+            src[k] = x
+            dif[k] = d_a[x]
+            k += 1
+            p += 1
+        elif p >= oa.shape[0] or rh_b[ob[q]] < rh_a[oa[p]]:
+            y = ob[q]
+            src[k] = na + y
+            dif[k] = d_b[y]
+            k += 1
+            q += 1
+        else:
+            r = rh_a[oa[p]]
+            p1 = p
+            while p1 < oa.shape[0] and rh_a[oa[p1]] == r:
+                p1 += 1
+            q1 = q
+            while q1 < ob.shape[0] and rh_b[ob[q1]] == r:
+                q1 += 1
+            for u in range(p, p1):
+                x = oa[u]
+                d = d_a[x]
+                for v in range(q, q1):
+                    y = ob[v]
+                    if used[y]:
+                        continue
+                    same = True
+                    for c in range(depth):
+                        if t_a[x, c] != t_b[y, c]:
+                            same = False
+                            break
+                    if same:
+                        used[y] = True
+                        d = add(d, d_b[y])
+                        ia[m] = x
+                        ib[m] = y
+                        m += 1
+                        break
+                if d != 0:
+                    src[k] = x
+                    dif[k] = d
+                    k += 1
+            for v in range(q, q1):
+                y = ob[v]
+                if not used[y]:
+                    src[k] = na + y
+                    dif[k] = d_b[y]
+                    k += 1
+            p = p1
+            q = q1
+    return k, m
+
+
+@njit(cache=True, nogil=True)
+def merge_runs(
+    sk_a: np.ndarray,
+    kh_a: np.ndarray,
+    rh_a: np.ndarray,
+    t_a: np.ndarray,
+    d_a: np.ndarray,
+    sk_b: np.ndarray,
+    kh_b: np.ndarray,
+    rh_b: np.ndarray,
+    t_b: np.ndarray,
+    d_b: np.ndarray,
+) -> tuple[
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    int,
+]:
+    """Merge two consolidated runs sorted by sort key in one linear pass (a spine's merge):
+    no hashing of every row and no sort, unlike consolidating their concatenation.
+
+    Updates with equal sort key, row hash and times are summed (checked) and dropped when
+    the sum is zero.  Within a block of equal sort keys the rows of each side are ordered
+    by row hash and walked together, so the cost stays near linear even for blocks of
+    many rows (a hub's updates).  Returns what :func:`merge_pair` returns: ``(src,
+    sortkey, keyhash, rowhash, times, diff, ia, ib, largest |diff|)``.
+    """
+    na = sk_a.shape[0]
+    nb = sk_b.shape[0]
+    src = np.empty(na + nb, dtype=np.int64)
+    dif = np.empty(na + nb, dtype=np.int64)
+    cap = min(na, nb)
+    ia = np.empty(cap, dtype=np.int64)
+    ib = np.empty(cap, dtype=np.int64)
+    used = np.zeros(nb, dtype=np.bool_)
+    small_a = np.empty(64, dtype=np.int64)
+    small_b = np.empty(64, dtype=np.int64)
+    i = 0
+    j = 0
+    k = 0
+    m = 0
+    while i < na or j < nb:
+        if j >= nb or (i < na and sk_a[i] < sk_b[j]):
+            # a stretch of a below b's next key: copied without comparing row hashes
+            while i < na and (j >= nb or sk_a[i] < sk_b[j]):
+                src[k] = i
+                dif[k] = d_a[i]
+                k += 1
+                i += 1
+        elif i >= na or sk_b[j] < sk_a[i]:
+            while j < nb and (i >= na or sk_b[j] < sk_a[i]):
+                src[k] = na + j
+                dif[k] = d_b[j]
+                k += 1
+                j += 1
+        else:
+            s = sk_a[i]
+            i1 = i
+            while i1 < na and sk_a[i1] == s:
+                i1 += 1
+            j1 = j
+            while j1 < nb and sk_b[j1] == s:
+                j1 += 1
+            if (i1 - i) * (j1 - j) <= 64:
+                # a small block: match pairwise, no sorting
+                oa = small_a[: i1 - i]
+                ob = small_b[: j1 - j]
+                for u in range(i1 - i):
+                    oa[u] = i + u
+                for u in range(j1 - j):
+                    ob[u] = j + u
+                k, m = _match_pairwise(
+                    rh_a, t_a, d_a, rh_b, t_b, d_b, oa, ob, na, src, dif, k, ia, ib, m, used
+                )
+                i = i1
+                j = j1
+                continue
+            oa = np.arange(i, i1)
+            ob = np.arange(j, j1)
+            oa = oa[np.argsort(rh_a[i:i1])]
+            ob = ob[np.argsort(rh_b[j:j1])]
+            k, m = _match_block(
+                rh_a, t_a, d_a, rh_b, t_b, d_b, oa, ob, na, src, dif, k, ia, ib, m, used
+            )
+            i = i1
+            j = j1
+    depth = t_a.shape[1]
+    big = 0
+    sk = np.empty(k, dtype=np.uint64)
+    kh = np.empty(k, dtype=np.uint64)
+    rh = np.empty(k, dtype=np.uint64)
+    times = np.empty((k, depth), dtype=np.int64)
+    for r in range(k):
+        d = dif[r]
+        if d < 0:
+            d = -d
+        if d > big:
+            big = d
+        x = src[r]
+        if x < na:
+            sk[r] = sk_a[x]
+            kh[r] = kh_a[x]
+            rh[r] = rh_a[x]
+            for c in range(depth):
+                times[r, c] = t_a[x, c]
+        else:
+            x -= na
+            sk[r] = sk_b[x]
+            kh[r] = kh_b[x]
+            rh[r] = rh_b[x]
+            for c in range(depth):
+                times[r, c] = t_b[x, c]
+    return src[:k], sk, kh, rh, times, dif[:k], ia[:m], ib[:m], big
+
+
+@njit(cache=True, nogil=True)
+def consolidate_sorted(
+    sk: np.ndarray, rh: np.ndarray, diff: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Consolidate updates of one time already sorted by sort key: equal rows have equal
+    sort keys, so only the rows of a block of equal sort keys are compared (by row hash,
+    the block ordered by it when it has several rows).  Returns ``(keep, sums, pa, pb)``:
+    the positions of the rows kept (still in sort-key order) with their summed diffs (none
+    zero), and the pairs ``(pa[i], pb[i])`` whose diffs were summed on equal row hashes,
+    for the caller to check that their columns are equal."""
+    n = sk.shape[0]
+    keep = np.empty(n, dtype=np.int64)
+    sums = np.empty(n, dtype=np.int64)
+    pa = np.empty(n, dtype=np.int64)
+    pb = np.empty(n, dtype=np.int64)
+    scratch = np.empty(32, dtype=np.int64)
+    k = 0
+    m = 0
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and sk[j] == sk[i]:
+            j += 1
+        if j - i == 1:
+            if diff[i] != 0:
+                keep[k] = i
+                sums[k] = diff[i]
+                k += 1
+        else:
+            if j - i <= 32:
+                # insertion sort of the block's positions by row hash (no allocation)
+                o = scratch[: j - i]
+                for u in range(j - i):
+                    x = i + u
+                    v = u
+                    while v > 0 and rh[o[v - 1]] > rh[x]:
+                        o[v] = o[v - 1]
+                        v -= 1
+                    o[v] = x
+            else:
+                o = i + np.argsort(rh[i:j])
+            p = 0
+            while p < j - i:
+                first = o[p]
+                s = diff[first]
+                q = p + 1
+                while q < j - i and rh[o[q]] == rh[first]:
+                    s = add(s, diff[o[q]])
+                    pa[m] = first
+                    pb[m] = o[q]
+                    m += 1
+                    q += 1
+                if s != 0:
+                    keep[k] = first
+                    sums[k] = s
+                    k += 1
+                p = q
+        i = j
+    return keep[:k], sums[:k], pa[:m], pb[:m]

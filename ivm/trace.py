@@ -41,11 +41,22 @@ from ivm.batch import (
     take,
 )
 from ivm.difference import DIFF_MAX, abs_max, add_at
-from ivm.kernels import merge_pair, probe_run, radix_order, sort_run, sum_run
+from ivm.kernels import (
+    consolidate_sorted,
+    merge_pair,
+    merge_runs,
+    probe_run,
+    radix_order,
+    sort_run,
+    sum_run,
+)
 from ivm.lattice import ALTNEU, Kinds, advance_rows
 
 #: runs smaller than this are merged eagerly, so lookups visit few runs
 SMALL_RUN = 256
+
+#: batches from this size on are consolidated by sorting them (:meth:`Trace.stage_batch`)
+BULK_ROWS = 4096
 
 #: bits of the sort key that hold the loop counter in single-loop traces
 ITER_BITS = 20
@@ -238,6 +249,61 @@ class Trace:
         self.staged = self.make_run(batch.cols, times, batch.diff, rowhash)
         self.staged_time = time
 
+    def stage_batch(self, batch: Batch, time: tuple[int, ...], rowhash: np.ndarray) -> Batch:
+        """Consolidate the updates of ``time`` (row hashes ``rowhash``), stage them, and
+        return them consolidated (with their row hashes: an arrangement's output batch).
+
+        Large batches (an initial load's) are consolidated in bulk: sorted once by sort
+        key (a radix sort) and summed within blocks of equal sort keys
+        (:func:`ivm.kernels.consolidate_sorted`) — the sort the run needs anyway, with no
+        hash table and one gather of the columns.  Small ones are grouped by hash.  Both
+        give the same updates (tests/engine/test_bulk_paths.py).
+        """
+        n = len(batch)
+        if n >= BULK_ROWS:
+            staged = self._stage_sorted(batch, time, rowhash)
+            if staged is not None:
+                return staged
+        keep, sums = consolidate_hashed(rowhash, batch.cols, batch.diff)
+        h = rowhash[keep]
+        out = Batch(take(batch.cols, keep), sums, h)
+        self.stage(out, time, h)
+        return out
+
+    def _stage_sorted(
+        self, batch: Batch, time: tuple[int, ...], rowhash: np.ndarray
+    ) -> Batch | None:
+        """:meth:`stage_batch` by one sort; None on a hash collision (two different rows
+        with one row hash), for the caller to consolidate by comparing rows."""
+        cols = batch.cols
+        n = len(batch)
+        whole = self.key_idx == tuple(range(len(cols)))
+        kh = rowhash if whole else hash_rows([cols[i] for i in self.key_idx], n)
+        sk = self._sortkey(kh, constant_times(time[1:], n))
+        order = argsort_u64(sk)
+        sk_o = sk[order]
+        rh_o = rowhash[order]
+        keep, sums, pa, pb = consolidate_sorted(sk_o, rh_o, batch.diff[order])
+        if (
+            len(pa)
+            and not hash_is_injective(cols)
+            and not rows_equal(cols, order[pa], cols, order[pb]).all()
+        ):
+            return None
+        self.commit()
+        idx = order[keep]
+        out_cols = take(cols, idx)
+        sk_k = sk_o[keep]
+        kh_k = sk_k if kh is sk else kh[idx]
+        rh_k = kh_k if whole else rh_o[keep]
+        if len(keep):
+            self.staged = Run(
+                sk_k, kh_k, rh_k, out_cols, constant_times(time[1:], len(keep)), sums,
+                abs_max(sums),
+            )  # fmt: skip
+            self.staged_time = time
+        return Batch(out_cols, sums, rh_k)
+
     def insert(self, cols: Columns, times: np.ndarray, diff: np.ndarray) -> None:
         """Add committed updates at arbitrary inner times."""
         if len(diff):
@@ -266,11 +332,24 @@ class Trace:
             runs[-2:] = [self._merge(runs[-2:])]
         self.runs = runs
 
-    def _merge(self, parts: list[Run]) -> Run:
+    def _merge(self, parts: list[Run], sorted_keys: bool = True) -> Run:
+        """One run holding the consolidated sum of ``parts``.  ``sorted_keys``: each part
+        is sorted by its (valid) sort keys, so sorted runs are merged pairwise by linear
+        passes (:func:`ivm.kernels.merge_runs`), the smallest first; otherwise (times
+        advanced by a compaction) the concatenation is consolidated and sorted again."""
         if len(parts) == 2 and len(parts[0]) + len(parts[1]) <= SMALL_RUN:
             merged = self._merge_pair(parts[0], parts[1])
             if merged is not None:
                 return merged
+        if sorted_keys and len(parts) >= 2:
+            acc: Run | None = parts[-1]
+            for part in reversed(parts[:-1]):
+                assert acc is not None
+                acc = self._merge_sorted(part, acc)
+                if acc is None:
+                    break
+            if acc is not None:
+                return acc
         cols = tuple(np.concatenate([p.cols[i] for p in parts]) for i in range(len(self.dtypes)))
         rowhash = np.concatenate([p.rowhash for p in parts])
         shared = all(p.keyhash is p.rowhash for p in parts)
@@ -282,6 +361,31 @@ class Trace:
             rowhash if shared else np.concatenate([p.keyhash for p in parts]),
             merged=True,
         )
+
+    def _merge_sorted(self, a: Run, b: Run) -> Run | None:
+        """Two sorted runs merged by one linear compiled pass; None if two summed updates
+        turn out to be different rows (a hash collision: the caller consolidates by
+        comparing rows instead)."""
+        if len(a) == 0 or len(b) == 0:
+            return b if len(a) == 0 else a
+        src, sk, kh, rh, times, diff, ia, ib, big = merge_runs(
+            a.sortkey, a.keyhash, a.rowhash, a.times, a.diff,
+            b.sortkey, b.keyhash, b.rowhash, b.times, b.diff,
+        )  # fmt: skip
+        if (
+            len(ia)
+            and not hash_is_injective(a.cols)
+            and not rows_equal(a.cols, ia, b.cols, ib).all()
+        ):
+            return None
+        # keep the arrays the inputs share shared (sort key = key hash outside loops,
+        # key hash = row hash when the key is the whole row)
+        if a.keyhash is a.sortkey and b.keyhash is b.sortkey:
+            kh = sk
+        if a.rowhash is a.keyhash and b.rowhash is b.keyhash:
+            rh = kh
+        cols = tuple(np.concatenate([x, y])[src] for x, y in zip(a.cols, b.cols, strict=True))
+        return Run(sk, kh, rh, cols, times, diff, big)
 
     def _merge_pair(self, a: Run, b: Run) -> Run | None:
         """Two small runs merged by one compiled pass (:func:`ivm.kernels.merge_pair`);
@@ -325,7 +429,7 @@ class Trace:
                 )
                 for r in self.runs
             ]
-            self.runs = [self._merge(advanced)]
+            self.runs = [self._merge(advanced, sorted_keys=False)]
         elif len(self.runs) > 1:
             small = sum(len(r) for r in self.runs[1:])
             if small * 2 > len(self.runs[0]):

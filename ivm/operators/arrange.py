@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ivm.batch import Batch, consolidate_hashed, hash_rows, take
+from ivm.batch import Batch, hash_rows
 from ivm.lattice import Time
 from ivm.operators.base import Operator
 from ivm.trace import Trace
@@ -28,12 +28,7 @@ class Arrange(Operator):
         b = inputs[0]
         if b is None:
             return
-        h = hash_rows(b.cols, len(b))
-        keep, sums = consolidate_hashed(h, b.cols, b.diff)
-        h = h[keep]
-        b = Batch(take(b.cols, keep), sums, h)
-        self.trace.stage(b, time, h)
-        self.emit(time, b)
+        self.emit(time, self.trace.stage_batch(b, time, hash_rows(b.cols, len(b))))
 
     def end_epoch(self) -> None:
         self.trace.compact()

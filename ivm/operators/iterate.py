@@ -30,6 +30,7 @@ class Enter(Operator):
     """Moves a collection from the parent scope into this one (time t -> (t, 0))."""
 
     kind = "enter"
+    forwards = True
 
     def __init__(self, *args: Any, entry: Callable[..., Any] | None = None, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -47,6 +48,9 @@ class Enter(Operator):
         for it in np.unique(at):
             super().push(port, (*time, int(it)), batch.take(np.flatnonzero(at == it)))
 
+    def forward(self, port: int, time: Time, batch: Batch) -> None:
+        self.emit(time, batch)
+
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         if inputs[0] is not None:
             self.emit(time, inputs[0])
@@ -56,6 +60,10 @@ class Variable(Operator):
     """The loop variable: initial updates (port 0) plus feedback (port 1)."""
 
     kind = "variable"
+    forwards = True
+
+    def forward(self, port: int, time: Time, batch: Batch) -> None:
+        self.emit(time, batch)
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         parts = [b for b in inputs if b is not None]

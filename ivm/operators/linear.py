@@ -47,12 +47,18 @@ def _check_outputs(op: Operator, out: Any, n: int) -> tuple[np.ndarray, ...]:
 
 
 class _PerBatch(Operator):
-    """A one-input linear operator: the output at a time is :meth:`apply` of the input batch."""
+    """A one-input linear operator: the output at a time is :meth:`apply` of the input batch
+    (applied to each batch as it arrives: ``apply`` commutes with concatenation)."""
+
+    forwards = True
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         b = inputs[0]
         if b is not None:
             self.emit(time, self.apply(b))
+
+    def forward(self, port: int, time: Time, batch: Batch) -> None:
+        self.emit(time, self.apply(batch))
 
     def apply(self, b: Batch) -> Batch:
         raise NotImplementedError
@@ -117,6 +123,12 @@ class Project(_PerBatch):
 
 class Concat(Operator):
     kind = "concat"
+    forwards = True
+
+    def forward(self, port: int, time: Time, batch: Batch) -> None:
+        if len(batch.cols) != len(self.schema):
+            raise PlanError(f"{self.name}: inputs of different arity")
+        self.emit(time, batch)
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         parts = [b for b in inputs if b is not None]
@@ -137,6 +149,7 @@ class Negate(_PerBatch):
 
 class Consolidate(_PerBatch):
     kind = "consolidate"
+    forwards = False  # consolidates all of a time's updates together
 
     def apply(self, b: Batch) -> Batch:
         return b.consolidate()

@@ -27,11 +27,13 @@ from ivm.batch import (
     combine_hash,
     concat_columns,
     consolidate_hashed,
+    hash_is_injective,
     hash_rows,
+    rows_equal,
     take,
     unique_int_rows,
 )
-from ivm.kernels import counting_order
+from ivm.kernels import consolidate_sorted, counting_order
 from ivm.lattice import Time, join_rows, less_equal_rows
 from ivm.operators.aggregates import DistinctKernel, Kernel
 from ivm.operators.arrange import Arrange
@@ -79,6 +81,33 @@ def group_order(owner: np.ndarray) -> np.ndarray:
     if lo < 0 or hi >= 4 * n + 1024:
         return np.argsort(owner)
     return counting_order(owner, hi + 1)
+
+
+def consolidate_groups(acc: Gathered) -> tuple[np.ndarray, np.ndarray]:
+    """The accumulated rows consolidated per (probe, row) and grouped by probe: the
+    positions in ``acc`` of one row per distinct (probe, row) with a non-zero sum, in
+    probe order, and those sums.
+
+    One counting sort by probe (:func:`group_order`), then the rows of each probe are
+    summed by row hash (:func:`ivm.kernels.consolidate_sorted`); should two different rows
+    of a probe share a row hash, the rows are grouped by hash and compared instead."""
+    owner = acc.owner
+    if len(owner) > 1:
+        order = group_order(owner)
+        keep, sums, pa, pb = consolidate_sorted(
+            owner[order].view(np.uint64), acc.rowhash[order], acc.diff[order]
+        )
+        if (
+            len(pa) == 0
+            or hash_is_injective(acc.cols)
+            or rows_equal(acc.cols, order[pa], acc.cols, order[pb]).all()
+        ):
+            return order[keep], sums
+    keep_in, counts = consolidate_hashed(
+        combine_hash(acc.rowhash, owner), (owner, *acc.cols), acc.diff
+    )
+    order = group_order(owner[keep_in])
+    return keep_in[order], counts[order]
 
 
 class Reduce(Operator):
@@ -182,15 +211,10 @@ class Reduce(Operator):
             old_acc = self._accumulate(
                 self.out.lookup(probe_h, probe_cols, None, tf, hist), t_inner
             )
-        # consolidate the accumulation per (key, row) and sort by key
-        keep_in, counts = consolidate_hashed(
-            combine_hash(acc.rowhash, acc.owner), (acc.owner, *acc.cols), acc.diff
-        )
-        owner = acc.owner[keep_in]
-        order = group_order(owner)
-        group = owner[order]
-        rows = take(acc.cols, keep_in[order])
-        counts = counts[order]
+        # consolidate the accumulation per (key, row), grouped by key
+        sel, counts = consolidate_groups(acc)
+        group = acc.owner[sel]
+        rows = take(acc.cols, sel)
         g_out, extra, mult = self.kernel.evaluate(group, rows, counts)
         new_out = Batch(take(probe_cols, g_out) + extra, mult)
         new_h = hash_rows(new_out.cols, len(new_out))
@@ -217,7 +241,7 @@ class Reduce(Operator):
                 it,
                 after,
                 np.bincount(acc.owner, minlength=len(probe_h)),
-                Gathered(group, rows, _NO_TIMES, counts, acc.rowhash[keep_in[order]]),
+                Gathered(group, rows, _NO_TIMES, counts, acc.rowhash[sel]),
                 Gathered(g_out, new_out.cols, _NO_TIMES, new_out.diff, new_h),
             )
 
