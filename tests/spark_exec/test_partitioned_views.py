@@ -139,7 +139,7 @@ def test_partitioned_view_stays_exact_under_random_changes(
         change: Counter[tuple[Any, ...]] = Counter()
         for r in feed.to_pylist():
             added = r["_change_type"] in ("insert", "update_postimage")
-                change[tuple(r[c] for c in COLS)] += 1 if added else -1
+            change[tuple(r[c] for c in COLS)] += 1 if added else -1
         assert +change == +(want - before) and -change == +(before - want)
         big = bag(s.read("big").to_pylist(), ["region", "k", "s"])
         assert big == Counter(
