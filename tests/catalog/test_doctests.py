@@ -18,6 +18,7 @@ MODULES = [
     "catalog.delta_commit",
     "catalog.locks",
     "catalog.view_table",
+    "catalog.view_partitions",
     "catalog.deletion_vectors",
     "catalog.manager",
     "catalog.view_options",
