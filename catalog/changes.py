@@ -25,7 +25,7 @@ means "from nothing": the snapshot at ``upto`` as insertions.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -103,6 +103,7 @@ def read_changes(
     with_version: bool = False,
     multiplicity: str | None = None,
     table_id: str | None = None,
+    on_rows: Callable[[int], None] | None = None,
 ) -> pa.Table:
     """The table's changes in versions ``(after, upto]`` as rows plus an int64 ``__diff__``.
 
@@ -115,7 +116,8 @@ def read_changes(
     catalog.view_table): it scales the diffs and is not a row column.  ``table_id``: the
     Delta table id the caller read before (:func:`catalog.capture.table_id`); another id, or a
     version before ``after``, raises :class:`TableReplacedError`.  Changes are captured and
-    verified commit by commit (catalog.capture).
+    verified commit by commit (catalog.capture).  ``on_rows(n)``: told the rows of a snapshot
+    (``after=None``) as they are read (:func:`catalog.delta.read_snapshot`).
     """
     p = os.fspath(path)
     label = name or p
@@ -150,7 +152,7 @@ def read_changes(
     extra = [DIFF, VERSION] if with_version else [DIFF]
 
     if after is None:
-        rows = delta.read_snapshot(p, upto, columns=[*schema.names, *mult_cols])
+        rows = delta.read_snapshot(p, upto, columns=[*schema.names, *mult_cols], on_rows=on_rows)
         ones = pa.array(np.ones(rows.num_rows, np.int64))
         out = rows.select(schema.names).append_column(
             DIFF, rows.column(multiplicity) if multiplicity is not None else ones

@@ -237,15 +237,26 @@ def transaction_version(path: str | os.PathLike[str], app_id: str) -> int | None
 
 
 def read_snapshot(
-    path: str | os.PathLike[str], version: int | None = None, columns: Sequence[str] | None = None
+    path: str | os.PathLike[str],
+    version: int | None = None,
+    columns: Sequence[str] | None = None,
+    *,
+    on_rows: Callable[[int], None] | None = None,
 ) -> pa.Table:
-    """The table's rows at ``version`` (latest if ``None``), typed as its Delta schema."""
+    """The table's rows at ``version`` (latest if ``None``), typed as its Delta schema.
+
+    ``on_rows(n)`` is called as rows are read (per Arrow batch of the scan; a progress
+    display's feed), ``n`` rows each time."""
     p = os.fspath(path)
     dt = open_table(p, version)
     schema = pa.schema(dt.schema().to_arrow())
     cols = list(columns) if columns is not None else None
     if delta_features.needs_scan(dt):  # deletion vectors, column mapping (delta-spark writes)
         table = _guard("read", p, lambda: delta_features.read_rows(dt, cols))
+        if on_rows is not None:
+            on_rows(table.num_rows)
+    elif on_rows is not None:  # what to_pyarrow_table does, batch by batch
+        table = _guard("read", p, lambda: _scan_counting(dt, p, cols, on_rows))
     else:
         table = _guard(
             "read", p, lambda: dt.to_pyarrow_table(columns=cols, filesystem=arrow_filesystem(p))
@@ -253,6 +264,20 @@ def read_snapshot(
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
     return conform(table, storage_schema(schema), name=p)
+
+
+def _scan_counting(
+    dt: DeltaTable, p: str, columns: list[str] | None, on_rows: Callable[[int], None]
+) -> pa.Table:
+    """``dt.to_pyarrow_table(columns)`` (a thin wrapper of this dataset's ``to_table``), read
+    batch by batch, calling ``on_rows`` with each batch's rows."""
+    ds = dt.to_pyarrow_dataset(filesystem=arrow_filesystem(p))
+    schema = ds.schema if columns is None else pa.schema([ds.schema.field(c) for c in columns])
+    batches = []
+    for batch in ds.to_batches(columns=columns):
+        batches.append(batch)
+        on_rows(batch.num_rows)
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 # -- writes ------------------------------------------------------------------------------

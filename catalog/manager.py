@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -280,6 +280,7 @@ class Catalog:
         upto: int,
         *,
         table_id: str | None = None,
+        on_rows: Callable[[int], None] | None = None,
     ) -> pa.Table:
         """Changes of a table or view in Delta versions ``(after, upto]``: rows + ``__diff__``.
 
@@ -287,12 +288,23 @@ class Catalog:
         ``table_id``: the id the input had at ``after``; a replaced table raises
         :class:`TableReplacedError`, changes that cannot be read (vacuumed files)
         :class:`ChangesUnavailableError` — both mean "recompute from the snapshot".
+        ``on_rows(n)``: told the rows of a table's snapshot as they are read (``after=None``;
+        a view's rows at once).
         """
         entry = self.check_input(name)
         if isinstance(entry, ViewEntry):
-            return view_table.read_view_changes(entry.path, after, upto, name=entry.name)
+            out = view_table.read_view_changes(entry.path, after, upto, name=entry.name)
+            if on_rows is not None:
+                on_rows(out.num_rows)
+            return out
         return read_changes(
-            entry.path, after, upto, schema=entry.schema, name=entry.name, table_id=table_id
+            entry.path,
+            after,
+            upto,
+            schema=entry.schema,
+            name=entry.name,
+            table_id=table_id,
+            on_rows=on_rows,
         )
 
     def read(self, name: str | Identifier, version: int | None = None) -> pa.Table:

@@ -121,10 +121,15 @@ def read_snapshots(
     total = sum(n or 0 for n in sizes.values())
     meter.report("read", 0, total, "rows")
     out, done = {}, 0
-    for t, (v, _) in pins.items():
-        out[t] = catalog.read_changes(t, None, v)
-        done += sizes[t] or 0
+
+    def read(n: int) -> None:
+        nonlocal done
+        done += n
         meter.report("read", done, total, "rows")
+
+    for t, (v, _) in pins.items():
+        out[t] = catalog.read_changes(t, None, v, on_rows=read)
+    meter.report("read", total, total, "rows")
     return out
 
 

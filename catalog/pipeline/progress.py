@@ -6,9 +6,9 @@ that do work; each reports ``done`` of ``total`` units as the units are finished
 ==========  =========================================================================  ==========
 phase       counted                                                                     unit
 ==========  =========================================================================  ==========
-``read``    rows of the inputs read (a recomputation: the pinned snapshots' row counts  ``rows``
-            from the Delta log are the total; an incremental refresh: the inputs whose
-            changes were read, as one unit per input)                                  ``inputs``
+``read``    rows of the inputs read (a recomputation: counted per Arrow batch of the    ``rows``
+            scan, the pinned snapshots' row counts from the Delta logs are the total;
+            an incremental refresh: the inputs whose changes were read, one unit each) ``inputs``
 ``engine``  operators of the group's dataflow that have started (in topological order;  ``operators``
             an operator starts only once those before it have processed their input)
 ``commit``  views written (the checkpoint, then each view table's commit)              ``views``
@@ -18,8 +18,8 @@ Every :class:`Progress` also carries ``fraction``, the whole refresh's share don
 ``[0, 1]``, never decreasing, and exactly ``1.0`` in the last report: the phases take the
 spans :data:`PHASE_SPANS` of it (what a first load of a GROUP BY over 1M rows spends in each,
 measured: read 10 %, engine 84 %, write and commit 6 %) and a phase's own ``done / total``
-places it inside its span.  Reports are throttled to one per :data:`MIN_STEP` of fraction
-(plus the first and last of each phase).
+places it inside its span.  Reports are throttled to one per :data:`MIN_STEP` of a phase's
+own ``done / total`` (plus the first and last of each phase and unit).
 
 The engine's operators are observed through the dataflow's public work counters
 (:attr:`ivm.Dataflow.metrics`, which every operator updates as it starts on its input for a
@@ -78,21 +78,24 @@ class ProgressReporter:
         self.group = group
         self.callback = callback
         self._last = -1.0
+        self._share = 0.0  # the phase's own done / total at the last report
         self._phase: Phase | None = None
         self._unit: Unit | None = None
 
     def report(self, phase: Phase, done: int, total: int, unit: Unit) -> None:
         """``done`` of ``total`` units of ``phase`` are finished (reported if it is the first
-        or last report of the phase or unit, or the fraction moved by :data:`MIN_STEP`)."""
+        or last report of the phase or unit, or the phase's ``done / total`` moved by
+        :data:`MIN_STEP`)."""
         total = max(int(total), 1)
         done = min(max(int(done), 0), total)
         lo, hi = PHASE_SPANS[phase]
-        fraction = max(self._last, lo + (hi - lo) * done / total)
+        share = done / total
+        fraction = max(self._last, lo + (hi - lo) * share)
         edge = (phase, unit) != (self._phase, self._unit) or done == total
-        if not edge and fraction - self._last < MIN_STEP:
+        if not edge and share - self._share < MIN_STEP:
             return
         self._phase, self._unit = phase, unit
-        self._last = fraction
+        self._last, self._share = fraction, share
         self.callback(Progress(self.group, phase, done, total, unit, round(fraction, 6)))
 
     def finish(self) -> None:

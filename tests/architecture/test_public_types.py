@@ -144,3 +144,11 @@ def test_named_aliases_exist(module: str) -> None:
     names = {"ivm.types": ("Rows", "Diffs", "SchemaSpec", "Row"), "spark_exec.events": ("Event",)}
     for n in names[module]:
         assert not contains_any(getattr(m, n)), n
+
+
+def test_types_docstring_example() -> None:
+    import doctest
+
+    import ivm.types
+
+    assert doctest.testmod(ivm.types).failed == 0

@@ -20,6 +20,7 @@ MODULES = [
     "catalog.view_table",
     "catalog.view_key",
     "catalog.change_feed",
+    "catalog.view_partitions",
     "catalog.deletion_vectors",
     "catalog.manager",
     "catalog.view_options",

@@ -61,7 +61,9 @@ def test_first_load_reports_rows_read_operators_and_commits(tmp_path: Path) -> N
     rows = [e for e in p if e["unit"] == "rows"]
     total = FILES * ROWS_PER_FILE + 300
     assert rows[0]["done"] == 0 and {e["total"] for e in rows} == {total}  # from the Delta logs
-    assert rows[-1]["done"] == total and len(rows) >= 3  # per input read
+    assert rows[-1]["done"] == total
+    inside = [e["done"] for e in rows if 0 < e["done"] < total]
+    assert len(inside) >= FILES  # counted as the scan reads t's files, not per input
     engine = [e for e in p if e["phase"] == "engine"]
     ops = len(s._runtime.built["m"].g.ops)
     assert {e["total"] for e in engine} == {ops} and engine[-1]["done"] == ops

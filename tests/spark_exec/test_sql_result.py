@@ -108,6 +108,14 @@ def test_to_pandas_without_pandas_is_a_typed_error(
     assert isinstance(e.value, ImportError) and e.value.package == "pandas"
 
 
+@pytest.mark.parametrize("module", ["spark_exec.result", "spark_exec.statements"])
+def test_docstring_examples(module: str) -> None:
+    import doctest
+    import importlib
+
+    assert doctest.testmod(importlib.import_module(module)).failed == 0
+
+
 def test_to_df_without_a_session_says_what_to_do() -> None:
     r = SqlResult("INSERT", "dml", "done", affected_rows=1)
     with pytest.raises(NoSparkSessionError, match="to_arrow"):
