@@ -42,6 +42,13 @@ SPARK_WRITES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def no_temp_view_t(spark: SparkSession) -> None:
+    """The tests name the table ``t``; a temporary view ``t`` left in the shared session by
+    another test (the SQL harness registers its inputs so) would shadow it."""
+    spark.catalog.dropTempView("t")
+
+
 def bag(rows: Any) -> Counter[tuple[object, ...]]:
     return Counter(tuple(r) for r in rows)
 

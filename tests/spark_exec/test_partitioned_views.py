@@ -238,10 +238,11 @@ def test_delta_spark_reads_the_partitions(spark: SparkSession, tmp_path: Path) -
     )
     assert Counter((r["r"], r["k"], r["s"], r["_change_type"]) for r in feed) == Counter(
         {
-            ("n", 1, 10, "delete"): 1,
-            ("n", 5, 1, "delete"): 1,
-            ("n", 1, 100, "insert"): 1,
-            ("n", 5, 100, "insert"): 1,
+            # (r, k) is the view's key: a changed sum is an update, pre- and post-image
+            ("n", 1, 10, "update_preimage"): 1,
+            ("n", 5, 1, "update_preimage"): 1,
+            ("n", 1, 100, "update_postimage"): 1,
+            ("n", 5, 100, "update_postimage"): 1,
             ("s", 2, 5, "delete"): 1,
         }
     )
