@@ -7,7 +7,10 @@ per epoch) and checks, with a plain ``deltalake`` reader and nothing from this p
 * the table holds exactly the output's rows (a multiset), with the view's column names and
   no internal column;
 * time travel to the version before the commit gives the previous rows;
-* the commit's change data feed equals the epoch's change.
+* the commit's change data feed equals the epoch's change; for an output given a key
+  (``keys``, as catalog.view_key reads it off the view's SQL) the feed's change types are
+  checked too: a changed row of a key is an ``update_preimage`` / ``update_postimage``
+  pair, exactly as tests/feed_oracle.py derives them from the rows before and after.
 
 ``cow_max_bytes=0`` forces deletion vectors from the first retraction on (the path large
 views take).  Import as ``from delta_mirror import DeltaMirror`` (like ``spark_fixture``).
@@ -22,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable
+from feed_oracle import expected_feed
 
 from catalog import view_table
 from catalog.changes import DIFF
@@ -45,8 +49,10 @@ class DeltaMirror:
         outputs: Mapping[str, tuple[Any, pa.Schema]],
         normalize: Callable[[Any], Any] = lambda v: v,
         cow_max_bytes: int | None = None,
+        keys: Mapping[str, tuple[str, ...] | None] | None = None,
     ) -> None:
         self.outputs = dict(outputs)
+        self.keys = dict(keys or {})
         self.norm = normalize
         self.cow_max_bytes = cow_max_bytes
         self.paths: dict[str, str] = {}
@@ -80,8 +86,14 @@ class DeltaMirror:
         b = out.last_changes
         change = from_engine_columns(dict(zip(schema.names, b.cols, strict=True)), schema)
         change = change.append_column(pa.field(DIFF, pa.int64(), False), pa.array(b.diff))
+        key = self.keys.get(name)
         r = view_table.commit_view_changes(
-            path, change, view=name, epoch=self.epoch, input_versions={"step": self.epoch}
+            path,
+            change,
+            view=name,
+            epoch=self.epoch,
+            input_versions={"step": self.epoch},
+            key=key,
         )
         now = plain_table(path)
         where = f"view {name}, epoch {self.epoch}"
@@ -109,13 +121,23 @@ class DeltaMirror:
                 DeltaTable(path).load_cdf(starting_version=r.version, ending_version=r.version)
             )
             feed: Counter[tuple[Any, ...]] = Counter()
+            kinds: Counter[tuple[tuple[Any, ...], str]] = Counter()
             for row in cdf.to_pylist():
-                sign = _SIGN[row.pop("_change_type")]
+                kind = row.pop("_change_type")
                 row.pop("_commit_version")
                 row.pop("_commit_timestamp")
-                feed[tuple(self.norm(v) for v in row.values())] += sign
+                values = tuple(self.norm(v) for v in row.values())
+                feed[values] += _SIGN[kind]
+                kinds[(values, kind)] += 1
             feed = Counter({k: v for k, v in feed.items() if v})
             if feed != diff:
                 bad.append(f"{where}: change feed {dict(feed)} != change {dict(diff)}")
+            positions = None if key is None else [schema.names.index(c) for c in key]
+            want_kinds = expected_feed(self.previous[name], got, positions)
+            if kinds != want_kinds:
+                bad.append(
+                    f"{where} (key {key}): feed rows {dict(kinds - want_kinds)} extra, "
+                    f"{dict(want_kinds - kinds)} missing"
+                )
         self.previous[name] = got
         return bad

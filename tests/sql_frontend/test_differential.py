@@ -11,6 +11,7 @@ from sql_harness import Harness, normalize
 from sql_views import MATERIALIZED, VIEWS
 
 from catalog.sql_types import view_schema
+from catalog.view_key import view_key
 
 SEED = int(os.environ.get("IVM_SQL_SEED", "1234"))
 
@@ -50,11 +51,15 @@ def _delta_run(tmp_path: Path, every: int, cow_max_bytes: int | None) -> None:
         return len(set(cols)) == len(cols)
 
     names = [n for n in [*MATERIALIZED, *list(VIEWS)[::every]] if storable(n)]
+    schemas = {n: view_schema(h.schemas[n]) for n in names}
+    keys = {n: view_key({**VIEWS, **MATERIALIZED}[n], schemas[n].names) for n in names}
+    assert any(k is not None for k in keys.values())  # the update pre/post-images are tested
     mirror = DeltaMirror(
         tmp_path,
-        {n: (h.outputs[n], view_schema(h.schemas[n])) for n in names},
+        {n: (h.outputs[n], schemas[n]) for n in names},
         normalize,
         cow_max_bytes,
+        keys,
     )
     failures: list[str] = []
     for ins, dels in [(25, 0), (6, 8), (4, 12)]:
