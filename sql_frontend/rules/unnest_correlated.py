@@ -275,7 +275,22 @@ def _equality(c: exp.Expr, q: exp.Select, refs: list[exp.Column]) -> bool:
 def _unnest_in(select: exp.Select, counter: _Counter) -> None:
     aliases = _aliases(select)
     todo: list[tuple[exp.Expr, exp.Select, str, list[exp.Column]]] = []
-    for node, q, kind in _subqueries(select):
+    work = _subqueries(select)
+    while work:
+        node, q, kind = work.pop(0)
+        if kind == "exists" and isinstance(q, exp.Select) and q.args.get("offset") is not None:
+            correlated = bool(_outer_refs(q, select, aliases)[0])
+            work.append(_exists_past_offset(node, q, correlated))  # count(q) > n
+            continue
+        limit = q.args.get("limit") if isinstance(q, exp.Select) else None
+        if kind == "exists" and limit is not None:
+            k = _literal_int(limit.expression)
+            if k == 0:
+                node.replace(exp.false())  # no row, whatever the binding
+                continue
+            if k is not None and k > 0:  # a positive LIMIT does not change whether a row exists
+                q.set("limit", None)
+                q.set("order", None)
         if kind != "scalar" and _clause(node, select) == "order":
             raise unsupported(
                 f"{'EXISTS' if kind == 'exists' else 'IN (subquery)'} in ORDER BY",
@@ -315,6 +330,43 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
     )
     for node, q, kind, refs in todo:
         _unnest(node, q, kind, refs, select, base, counter)
+
+
+def _exists_past_offset(
+    node: exp.Expr, q: exp.Select, correlated: bool
+) -> tuple[exp.Expr, exp.Expr, str]:
+    """``EXISTS (q [LIMIT k] OFFSET n)`` (``k > 0``) is ``(SELECT count(*) FROM q') > n``, ``q'``
+    being ``q`` without ORDER BY / LIMIT / OFFSET: the offset leaves a row iff ``q`` has more
+    than ``n``. Returns the new scalar subquery, to be unnested like any other."""
+    n = _literal_int(q.args["offset"].expression)
+    limit = q.args.get("limit")
+    k = _literal_int(limit.expression) if limit is not None else 1
+    if n is None or k is None:
+        raise unsupported("EXISTS with a LIMIT or OFFSET that is not a number", q.args["offset"])
+    for key in ("offset", "limit", "order"):
+        q.set(key, None)
+    if _aggregating(q) or q.args.get("distinct"):
+        # the rows of a grouping or DISTINCT q: counted over it as a derived table (which
+        # must then be uncorrelated, as a derived table cannot see the outer row)
+        if correlated:
+            raise unsupported(
+                "EXISTS over a correlated subquery that groups or is DISTINCT, with OFFSET", node
+            )
+        body = exp.Select(
+            expressions=[exp.Count(this=exp.Star())],
+            from_=exp.From(
+                this=exp.Subquery(
+                    this=q.copy(), alias=exp.TableAlias(this=exp.to_identifier("_off"))
+                )
+            ),
+        )
+    else:
+        body = q.copy()
+        body.set("expressions", [exp.Count(this=exp.Star())])
+    sub = exp.Subquery(this=body)
+    value = exp.GT(this=sub, expression=exp.Literal.number(n)) if k > 0 else exp.false()
+    node.replace(exp.paren(value, copy=False))
+    return sub, body, "scalar"
 
 
 def _unnest(
