@@ -275,12 +275,12 @@ def _equality(c: exp.Expr, q: exp.Select, refs: list[exp.Column]) -> bool:
 def _unnest_in(select: exp.Select, counter: _Counter) -> None:
     aliases = _aliases(select)
     todo: list[tuple[exp.Expr, exp.Select, str, list[exp.Column]]] = []
-    work = _subqueries(select)
+    work = [(node, q, kind, False) for node, q, kind in _subqueries(select)]
     while work:
-        node, q, kind = work.pop(0)
+        node, q, kind, ours = work.pop(0)  # ours: made by this rule, unnested here
         if kind == "exists" and isinstance(q, exp.Select) and q.args.get("offset") is not None:
             correlated = bool(_outer_refs(q, select, aliases)[0])
-            work.append(_exists_past_offset(node, q, correlated))  # count(q) > n
+            work.append((*_exists_past_offset(node, q, correlated), True))  # count(q) > n
             continue
         limit = q.args.get("limit") if isinstance(q, exp.Select) else None
         if kind == "exists" and limit is not None:
@@ -309,7 +309,7 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
             continue
         if _outer_aggregate(q, refs) and _aggregating(select):
             continue  # aggregate_before_subquery computes it in the groups; the next pass
-        if _one_level(node, q, kind, select, refs):
+        if not ours and _one_level(node, q, kind, select, refs):
             continue
         if not isinstance(q, exp.Select):
             raise unsupported("a correlated set operation", node)
