@@ -11,9 +11,11 @@ or aggregates — and turns it into one those rules take, as the paper's depende
 1. the *domain* ``D`` of ``q``'s outer references ``o₁ … oₙ`` (columns of ``s``'s relations)::
 
        D = SELECT DISTINCT o₁ AS _d0, …, oₙ AS _d<n-1> FROM <s's FROM and joins>
+           WHERE <the conjuncts of s's WHERE over s's own relations, without subqueries>
 
-   a superset of the values the outer rows bind (``s``'s WHERE is not applied: extra domain
-   values find no outer row when joined back);
+   a superset of the values the surviving outer rows bind (a row that fails one of those
+   conjuncts is dropped whatever ``q`` gives; extra domain values find no outer row when
+   joined back);
 2. ``q`` evaluated once per domain value, by joining it with ``D`` (the dependent join pushed
    into ``q``): ``D`` becomes ``q``'s first relation, every ``oᵢ`` reads ``_dom._di``, and the
    domain columns are added to ``q``'s output (and to its GROUP BY, if it groups). ``q`` is then
@@ -235,7 +237,7 @@ def _one_level(
             correlated.append(holder)
     if kind == "scalar":
         # sqlglot's unnest_subqueries: an aggregate correlated by equalities
-        if any(q.args.get(k) for k in _NOT_ONE_LEVEL if k != "group") or q.args.get("joins"):
+        if any(q.args.get(k) for k in _NOT_ONE_LEVEL if k != "group"):
             return False
         if q.args.get("distinct") or not any(_own_aggregates(e, q) for e in q.expressions):
             return False
@@ -324,10 +326,20 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
                 node,
                 "compute it in a derived table of one side first",
             )
-    # the relations the outer rows come from, before this rule adds joins to them
+    # the relations the outer rows come from, before this rule adds joins to them, and the
+    # conjuncts of WHERE without subqueries (a row that fails one is dropped whatever the
+    # subquery gives; applying them keeps D small when the joins' conditions are in WHERE)
     base = exp.Select(
         from_=select.args["from_"].copy(), joins=[j.copy() for j in select.args.get("joins") or []]
     )
+    kept = [
+        c
+        for c in _conjuncts(select.args.get("where"))
+        if c.find(exp.Select) is None
+        and all(col.table in aliases for col in c.find_all(exp.Column))
+    ]
+    if kept:
+        base.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept], copy=False)))
     for node, q, kind, refs in todo:
         _unnest(node, q, kind, refs, select, base, counter)
 
@@ -435,6 +447,8 @@ def _unnest(
         )
         if base.args.get("joins"):
             d.set("joins", [j.copy() for j in base.args["joins"]])
+        if base.args.get("where"):
+            d.set("where", base.args["where"].copy())
         d.set("distinct", exp.Distinct())
         return exp.Subquery(this=d, alias=exp.TableAlias(this=exp.to_identifier(dom)))
 
