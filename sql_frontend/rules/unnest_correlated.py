@@ -11,9 +11,11 @@ or aggregates — and turns it into one those rules take, as the paper's depende
 1. the *domain* ``D`` of ``q``'s outer references ``o₁ … oₙ`` (columns of ``s``'s relations)::
 
        D = SELECT DISTINCT o₁ AS _d0, …, oₙ AS _d<n-1> FROM <s's FROM and joins>
+           WHERE <the conjuncts of s's WHERE over s's own relations, without subqueries>
 
-   a superset of the values the outer rows bind (``s``'s WHERE is not applied: extra domain
-   values find no outer row when joined back);
+   a superset of the values the surviving outer rows bind (a row that fails one of those
+   conjuncts is dropped whatever ``q`` gives; extra domain values find no outer row when
+   joined back);
 2. ``q`` evaluated once per domain value, by joining it with ``D`` (the dependent join pushed
    into ``q``): ``D`` becomes ``q``'s first relation, every ``oᵢ`` reads ``_dom._di``, and the
    domain columns are added to ``q``'s output (and to its GROUP BY, if it groups). ``q`` is then
@@ -235,7 +237,7 @@ def _one_level(
             correlated.append(holder)
     if kind == "scalar":
         # sqlglot's unnest_subqueries: an aggregate correlated by equalities
-        if any(q.args.get(k) for k in _NOT_ONE_LEVEL if k != "group") or q.args.get("joins"):
+        if any(q.args.get(k) for k in _NOT_ONE_LEVEL if k != "group"):
             return False
         if q.args.get("distinct") or not any(_own_aggregates(e, q) for e in q.expressions):
             return False
@@ -275,7 +277,22 @@ def _equality(c: exp.Expr, q: exp.Select, refs: list[exp.Column]) -> bool:
 def _unnest_in(select: exp.Select, counter: _Counter) -> None:
     aliases = _aliases(select)
     todo: list[tuple[exp.Expr, exp.Select, str, list[exp.Column]]] = []
-    for node, q, kind in _subqueries(select):
+    work = [(node, q, kind, False) for node, q, kind in _subqueries(select)]
+    while work:
+        node, q, kind, ours = work.pop(0)  # ours: made by this rule, unnested here
+        if kind == "exists" and isinstance(q, exp.Select) and q.args.get("offset") is not None:
+            correlated = bool(_outer_refs(q, select, aliases)[0])
+            work.append((*_exists_past_offset(node, q, correlated), True))  # count(q) > n
+            continue
+        limit = q.args.get("limit") if isinstance(q, exp.Select) else None
+        if kind == "exists" and limit is not None:
+            k = _literal_int(limit.expression)
+            if k == 0:
+                node.replace(exp.false())  # no row, whatever the binding
+                continue
+            if k is not None and k > 0:  # a positive LIMIT does not change whether a row exists
+                q.set("limit", None)
+                q.set("order", None)
         if kind != "scalar" and _clause(node, select) == "order":
             raise unsupported(
                 f"{'EXISTS' if kind == 'exists' else 'IN (subquery)'} in ORDER BY",
@@ -294,7 +311,7 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
             continue
         if _outer_aggregate(q, refs) and _aggregating(select):
             continue  # aggregate_before_subquery computes it in the groups; the next pass
-        if _one_level(node, q, kind, select, refs):
+        if not ours and _one_level(node, q, kind, select, refs):
             continue
         if not isinstance(q, exp.Select):
             raise unsupported("a correlated set operation", node)
@@ -309,12 +326,59 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
                 node,
                 "compute it in a derived table of one side first",
             )
-    # the relations the outer rows come from, before this rule adds joins to them
+    # the relations the outer rows come from, before this rule adds joins to them, and the
+    # conjuncts of WHERE without subqueries (a row that fails one is dropped whatever the
+    # subquery gives; applying them keeps D small when the joins' conditions are in WHERE)
     base = exp.Select(
         from_=select.args["from_"].copy(), joins=[j.copy() for j in select.args.get("joins") or []]
     )
+    kept = [
+        c
+        for c in _conjuncts(select.args.get("where"))
+        if c.find(exp.Select) is None
+        and all(col.table in aliases for col in c.find_all(exp.Column))
+    ]
+    if kept:
+        base.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept], copy=False)))
     for node, q, kind, refs in todo:
         _unnest(node, q, kind, refs, select, base, counter)
+
+
+def _exists_past_offset(
+    node: exp.Expr, q: exp.Select, correlated: bool
+) -> tuple[exp.Expr, exp.Expr, str]:
+    """``EXISTS (q [LIMIT k] OFFSET n)`` (``k > 0``) is ``(SELECT count(*) FROM q') > n``, ``q'``
+    being ``q`` without ORDER BY / LIMIT / OFFSET: the offset leaves a row iff ``q`` has more
+    than ``n``. Returns the new scalar subquery, to be unnested like any other."""
+    n = _literal_int(q.args["offset"].expression)
+    limit = q.args.get("limit")
+    k = _literal_int(limit.expression) if limit is not None else 1
+    if n is None or k is None:
+        raise unsupported("EXISTS with a LIMIT or OFFSET that is not a number", q.args["offset"])
+    for key in ("offset", "limit", "order"):
+        q.set(key, None)
+    if _aggregating(q) or q.args.get("distinct"):
+        # the rows of a grouping or DISTINCT q: counted over it as a derived table (which
+        # must then be uncorrelated, as a derived table cannot see the outer row)
+        if correlated:
+            raise unsupported(
+                "EXISTS over a correlated subquery that groups or is DISTINCT, with OFFSET", node
+            )
+        body = exp.Select(
+            expressions=[exp.Count(this=exp.Star())],
+            from_=exp.From(
+                this=exp.Subquery(
+                    this=q.copy(), alias=exp.TableAlias(this=exp.to_identifier("_off"))
+                )
+            ),
+        )
+    else:
+        body = q.copy()
+        body.set("expressions", [exp.Count(this=exp.Star())])
+    sub = exp.Subquery(this=body)
+    value = exp.GT(this=sub, expression=exp.Literal.number(n)) if k > 0 else exp.false()
+    node.replace(exp.paren(value, copy=False))
+    return sub, body, "scalar"
 
 
 def _unnest(
@@ -383,6 +447,8 @@ def _unnest(
         )
         if base.args.get("joins"):
             d.set("joins", [j.copy() for j in base.args["joins"]])
+        if base.args.get("where"):
+            d.set("where", base.args["where"].copy())
         d.set("distinct", exp.Distinct())
         return exp.Subquery(this=d, alias=exp.TableAlias(this=exp.to_identifier(dom)))
 

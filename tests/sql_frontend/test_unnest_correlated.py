@@ -3,7 +3,7 @@
 
 Every view here was refused by name before: a correlation that is not an equality, a
 reference two levels out, a correlated subquery that joins, groups or aggregates, an IN / EXISTS
-inside an aggregate of a grouping query, a tuple IN that is a value rather than a WHERE filter. The tables (``sql_harness.TABLES``) hold NULLs in every nullable column and
+inside an aggregate of a grouping query, EXISTS over a subquery with LIMIT or OFFSET, a tuple IN that is a value rather than a WHERE filter. The tables (``sql_harness.TABLES``) hold NULLs in every nullable column and
 duplicates; each step inserts, deletes and updates rows in all of them, and every view must
 then equal Spark's answer as a multiset — three-valued logic included.
 """
@@ -43,6 +43,9 @@ VIEWS: dict[str, str] = {
     "scalar_in_sum": "SELECT k, sum((SELECT count(*) FROM u WHERE u.w < t.v)) FROM t GROUP BY k",
     "scalar_no_from": "SELECT k, v, (SELECT count(*) FROM e WHERE e.src = t.k OR e.dst = t.v) "
     "FROM t",
+    # (accepted before too: a guard that the domain of the inner subquery does not read t)
+    "nested_in_correlated_filter": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u "
+    "WHERE u.k = t.k AND u.s <> 'a' AND EXISTS (SELECT 1 FROM e WHERE e.src > u.w))",
     # (b) a reference two levels out
     "two_levels_exists": "SELECT k, v, EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND "
     "EXISTS (SELECT 1 FROM e WHERE e.src = t.v AND e.dst = u.w)) FROM t",
@@ -73,6 +76,13 @@ VIEWS: dict[str, str] = {
     "not_exists_limit_0": "SELECT k, v FROM t WHERE NOT EXISTS (SELECT 1 FROM u "
     "WHERE u.k = t.k LIMIT 0)",
     "exists_limit": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.k = t.k GROUP BY u.w LIMIT 1) FROM t",
+    # EXISTS over a subquery with LIMIT / OFFSET: count(q) > n
+    "exists_offset_corr": "SELECT k, v FROM t WHERE EXISTS (SELECT u.w FROM u "
+    "WHERE u.w <> t.v LIMIT 1 OFFSET 2)",
+    "not_exists_offset_grouped": "SELECT k FROM t WHERE NOT EXISTS (SELECT max(w) FROM u "
+    "WHERE w > 1 GROUP BY s OFFSET 1)",
+    "exists_offset_value": "SELECT k, v, EXISTS (SELECT 1 FROM u WHERE u.k = t.k OFFSET 1) FROM t",
+    "exists_limit_filter": "SELECT k FROM t WHERE EXISTS (SELECT s FROM u WHERE w > 2 LIMIT 1)",
     # predicates inside an aggregate of a grouping query (a value of each input row)
     "exists_in_agg_filter": "SELECT k, count(*) FILTER (WHERE EXISTS (SELECT 1 FROM u "
     "WHERE u.k = t.k AND u.w > 1)), sum(v) FROM t GROUP BY k",
