@@ -4,9 +4,9 @@ This machine is shared and its speed moves by up to 2x minutes apart, so wall-cl
 comparisons of small engine changes are noise.  Instruction counts are repeatable: the
 same code on the same inputs gives the same count whatever else the machine does.
 
-``python -m bench instructions [--workload w2] [--scale small] [--steps 20]`` runs the
-workload's engine part (no baseline) under callgrind twice — with 0 and with N steps after
-the initial computation — and prints ``(I(N) − I(0)) / N``, the instructions of one step
+``python -m bench instructions [--workload w2] [--scale small] [--steps 20] [--warm 2]`` runs
+the workload's engine part (no baseline) under callgrind twice — with W and with W + N steps
+after the initial computation — and prints ``(I(W + N) − I(W)) / N``, the instructions of one step
 (Python interpreter, numpy and compiled kernels alike).  It first runs once under
 valgrind without instrumentation, so numba's cache holds kernels for the CPU model
 valgrind presents (numba keys its cache by CPU).  Slow: W2 at small scale takes minutes.
@@ -73,16 +73,22 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="count the initial computation (step() over the initial data) instead",
     )
+    ap.add_argument(
+        "--warm", type=int, default=2, help="steps run before the counted ones (default 2)"
+    )
     a = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
+    # per step: I(warm + N) − I(warm), so that compiled kernels first called (and loaded
+    # from numba's cache) in the first steps are not counted as a step's work
+    warm = 0 if a.initial else a.warm
     with tempfile.TemporaryDirectory() as tmp:
-        _valgrind([a.workload, a.scale, str(a.steps), "1"], "none")
+        _valgrind([a.workload, a.scale, str(warm + a.steps), str(warm + a.steps)], "none")
         counts = []
-        for n in (-1, 0) if a.initial else (0, a.steps):
+        for n in (-1, 0) if a.initial else (warm, warm + a.steps):
             got = _valgrind(
-                [a.workload, a.scale, str(a.steps), str(n)], "callgrind", f"{tmp}/cg.{n}"
+                [a.workload, a.scale, str(warm + a.steps), str(n)], "callgrind", f"{tmp}/cg.{n}"
             )
             if got is None:
                 print("could not read callgrind's instruction count", file=sys.stderr)

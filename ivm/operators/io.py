@@ -109,6 +109,7 @@ class Input(Operator):
     """A collection users change; changes wait here until the next epoch."""
 
     kind = "input"
+    forwards = True
 
     def __init__(self, *args: Any, constant: bool = False, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -142,6 +143,9 @@ class Input(Operator):
         # not consolidated here: every stateful consumer consolidates what it keeps
         if inputs[0] is not None:
             self.emit(time, inputs[0])
+
+    def forward(self, port: int, time: Time, batch: Batch) -> None:
+        self.emit(time, batch)
 
 
 class Output(Operator):
