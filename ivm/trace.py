@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -364,45 +365,17 @@ class Trace:
         )
 
     def _merge_sorted(self, a: Run, b: Run) -> Run | None:
-        """Two sorted runs merged by one linear compiled pass; None if two summed updates
-        turn out to be different rows (a hash collision: the caller consolidates by
-        comparing rows instead)."""
+        """Two sorted runs merged by one linear compiled pass (:func:`ivm.kernels.merge_runs`);
+        None if two summed updates turn out to be different rows (a hash collision: the
+        caller consolidates by comparing rows instead)."""
         if len(a) == 0 or len(b) == 0:
             return b if len(a) == 0 else a
-        src, sk, kh, rh, times, diff, ia, ib, big = merge_runs(
-            a.sortkey, a.keyhash, a.rowhash, a.times, a.diff,
-            b.sortkey, b.keyhash, b.rowhash, b.times, b.diff,
-        )  # fmt: skip
-        if (
-            len(ia)
-            and not hash_is_injective(a.cols)
-            and not rows_equal(a.cols, ia, b.cols, ib).all()
-        ):
-            return None
-        # keep the arrays the inputs share shared (sort key = key hash outside loops,
-        # key hash = row hash when the key is the whole row)
-        if a.keyhash is a.sortkey and b.keyhash is b.sortkey:
-            kh = sk
-        if a.rowhash is a.keyhash and b.rowhash is b.keyhash:
-            rh = kh
-        cols = tuple(np.concatenate([x, y])[src] for x, y in zip(a.cols, b.cols, strict=True))
-        return Run(sk, kh, rh, cols, times, diff, big)
+        return _merged(merge_runs, a, b, share=True)
 
     def _merge_pair(self, a: Run, b: Run) -> Run | None:
         """Two small runs merged by one compiled pass (:func:`ivm.kernels.merge_pair`);
         None if two summed updates turn out to be different rows (a hash collision)."""
-        src, sk, kh, rh, times, diff, ia, ib, big = merge_pair(
-            a.sortkey, a.keyhash, a.rowhash, a.times, a.diff,
-            b.sortkey, b.keyhash, b.rowhash, b.times, b.diff,
-        )  # fmt: skip
-        if (
-            len(ia)
-            and not hash_is_injective(a.cols)
-            and not rows_equal(a.cols, ia, b.cols, ib).all()
-        ):
-            return None
-        cols = tuple(np.concatenate([x, y])[src] for x, y in zip(a.cols, b.cols, strict=True))
-        return Run(sk, kh, rh, cols, times, diff, big)
+        return _merged(merge_pair, a, b, share=False)
 
     def compact(self) -> None:
         """End of epoch: advance times to the next epoch's frontier and consolidate.
@@ -655,3 +628,21 @@ class Trace:
     def rows_held(self) -> int:
         n = sum(len(r) for r in self.runs)
         return n + (len(self.staged) if self.staged is not None else 0)
+
+
+def _merged(kernel: Callable[..., Any], a: Run, b: Run, *, share: bool) -> Run | None:
+    """The run ``kernel`` merges from ``a`` and ``b``; None on a hash collision (two summed
+    updates that are different rows).  With ``share``, arrays the inputs share (sort key =
+    key hash outside loops, key hash = row hash when the key is the whole row) stay shared."""
+    src, sk, kh, rh, times, diff, ia, ib, big = kernel(
+        a.sortkey, a.keyhash, a.rowhash, a.times, a.diff,
+        b.sortkey, b.keyhash, b.rowhash, b.times, b.diff,
+    )  # fmt: skip
+    if len(ia) and not hash_is_injective(a.cols) and not rows_equal(a.cols, ia, b.cols, ib).all():
+        return None
+    if share and a.keyhash is a.sortkey and b.keyhash is b.sortkey:
+        kh = sk
+    if share and a.rowhash is a.keyhash and b.rowhash is b.keyhash:
+        rh = kh
+    cols = tuple(np.concatenate([x, y])[src] for x, y in zip(a.cols, b.cols, strict=True))
+    return Run(sk, kh, rh, cols, times, diff, big)
