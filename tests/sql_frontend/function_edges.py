@@ -343,6 +343,15 @@ EDGES: dict[str, list[str]] = {
 }
 
 BUILT_IN: dict[str, list[str]] = {
+    "div": ["div(7, 2)", "div(-7, 2)", "div(7, 0)", "div(NULL, 2)"],
+    "and": ["and(true, NULL)", "and(false, NULL)"],
+    "or": ["or(true, NULL)", "or(false, NULL)"],
+    "not": ["not(NULL)", "not(true)"],
+    "in": ["2 IN (1, 2)", "3 IN (1, NULL)"],
+    "between": ["5 BETWEEN 1 AND 3", "NULL BETWEEN 1 AND 3"],
+    "case": ["CASE 1 WHEN 1 THEN 'a' ELSE 'b' END", "CASE WHEN CAST(NULL AS BOOLEAN) THEN 1 END"],
+    "when": ["CASE WHEN 1 > 0 THEN 1 / 0 ELSE 2 END", "CASE WHEN 1 < 0 THEN 1 / 0 ELSE 2 END"],
+    "cast": ["cast('1' AS INT)", "cast('x' AS INT)", "cast(NULL AS DATE)"],
     "char_length": ["char_length('héllo')", "char_length('')"],
     "character_length": ["character_length('ab')"],
     "len": ["len('héllo')", "len(NULL)"],
