@@ -467,7 +467,7 @@ class ExprTranslator(FunctionTyping):
                 v: dt.date = (_to_date if t == DATE else _to_timestamp)(a.value, t)
             except Exception:
                 raise SqlAnalysisError(
-                    f"invalid {t} literal {a.value!r}",
+                    f"[CAST_INVALID_INPUT] invalid {t} literal {a.value!r}",
                     line=position(node)[0],
                     column=position(node)[1],
                 ) from None
@@ -479,7 +479,7 @@ class ExprTranslator(FunctionTyping):
 
     def _TsOrDsToDate(self, node: exp.TsOrDsToDate) -> Scalar:
         if node.args.get("format"):
-            raise unsupported("TO_DATE with a format", node)
+            return self.to_datetime(node, "to_date", "parse_date", [self(node.this)])
         return self.date_arg(node.this)
 
     @staticmethod
@@ -740,8 +740,8 @@ class ExprTranslator(FunctionTyping):
 
     def _StrToUnix(self, node: exp.StrToUnix) -> Scalar:
         x = self(node.this)
-        if x.type == STRING:
-            raise unsupported("unix_timestamp of a string", node, "cast it to TIMESTAMP first")
+        if x.type in (STRING, NULL):
+            return self.to_datetime(node, "unix_timestamp", "parse_unix", [x])
         return Call("unix_timestamp", (cast_to(x, TIMESTAMP),), BIGINT)
 
     # ------------------------------------------------------------ math

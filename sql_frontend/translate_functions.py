@@ -15,6 +15,7 @@ from sql_frontend.sql_types import (
     BIGINT,
     BINARY,
     BOOLEAN,
+    DATE,
     DOUBLE,
     INT,
     NULL,
@@ -167,3 +168,64 @@ class FunctionTyping:
         self._arity(node, name, args, 2, 3)
         r = _cast(args[2], BOOLEAN) if len(args) > 2 else Lit(True, BOOLEAN)
         return Call(fn.op, (_cast(args[0], TIMESTAMP), _cast(args[1], TIMESTAMP), r), DOUBLE)
+
+    def typing_to_datetime(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
+        """to_timestamp / try_to_timestamp / try_to_date / to_unix_timestamp(source[, format])."""
+        self._arity(node, name, args, 1, 2)
+        return self.to_datetime(node, name, fn.op, args)
+
+    def to_datetime(self, node: exp.Expr, name: str, op: str, args: list[Scalar]) -> Scalar:
+        """A string read with a Java datetime pattern (``parse_timestamp``, ``parse_date``,
+        ``parse_unix``, each with a ``try_`` form that gives NULL where Spark fails); a DATE
+        or TIMESTAMP source is converted and the pattern ignored, as Spark does."""
+        from sql_frontend.analyze import unsupported
+        from sql_frontend.expressions.datetime_functions import java_pattern
+
+        safe = op.startswith("try_")
+        kind = {"parse_timestamp": TIMESTAMP, "parse_date": DATE, "parse_unix": BIGINT}[
+            op.removeprefix("try_")
+        ]
+        src = args[0]
+        if src.type in (DATE, TIMESTAMP):
+            if kind == BIGINT:
+                return Call("unix_timestamp", (_cast(src, TIMESTAMP),), BIGINT)
+            return _cast(src, kind)
+        if src.type not in (STRING, NULL):
+            raise coercion.mismatch(name, [src.type])
+        src = _cast(src, STRING)
+        fmt = self._java_format(node, args)
+        if fmt is None:
+            if kind != BIGINT:
+                return Call("try_cast" if safe else "cast", (src,), kind)
+            fmt = "yyyy-MM-dd HH:mm:ss"
+        try:
+            java_pattern(fmt)
+        except ValueError as e:
+            raise unsupported(f"{name} with {e}", node) from None
+        return Call(op, (src, Lit(fmt, STRING)), kind)
+
+    @staticmethod
+    def _java_format(node: exp.Expr, args: list[Scalar]) -> str | None:
+        """The Java pattern as written: sqlglot rewrites the formats of its typed nodes to
+        strftime, so those are written back in Spark's spelling."""
+        from sql_frontend.analyze import unsupported
+
+        if isinstance(node, exp.Anonymous):
+            if len(args) < 2:
+                return None
+            f = args[1]
+            if not (isinstance(f, Lit) and isinstance(f.value, str)):
+                raise unsupported("a datetime pattern that is not a constant string", node)
+            return f.value
+        f_node = node.args.get("format")
+        if f_node is None:
+            return None
+        if not (isinstance(f_node, exp.Literal) and f_node.is_string):
+            raise unsupported("a datetime pattern that is not a constant string", node)
+        import sqlglot
+        from sqlglot.dialects.spark import Spark
+
+        text = Spark().generator().format_time(node)
+        assert text is not None
+        back = sqlglot.parse_one(text, read="spark")
+        return str(back.this)

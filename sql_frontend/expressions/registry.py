@@ -167,6 +167,11 @@ FUNCTIONS: dict[str, Fn] = {
     "datepart": Fn("date_part", (S, None), None, "numpy / built in", typing="datepart"),
     # hashes and types
     "xxhash64": Fn("xxhash64", (), BIGINT, "python", typing="variadic"),
+    "to_timestamp": Fn("parse_timestamp", (), TIMESTAMP, "python", typing="to_datetime"),
+    "to_timestamp_ltz": Fn("parse_timestamp", (), TIMESTAMP, "python", typing="to_datetime"),
+    "try_to_timestamp": Fn("try_parse_timestamp", (), TIMESTAMP, "python", typing="to_datetime"),
+    "try_to_date": Fn("try_parse_date", (), DATE, "python", typing="to_datetime"),
+    "to_unix_timestamp": Fn("parse_unix", (), BIGINT, "python", typing="to_datetime"),
     "typeof": Fn("typeof", (None,), S, "constant (the argument's type)", typing="typeof"),
 }
 """Spark name → its evaluation in the engine."""
@@ -274,6 +279,7 @@ NODES: dict[type[exp.Expr], tuple[str, tuple[str, ...]]] = {
     exp.AtTimeZone: ("from_utc_timestamp", ("this", "zone")),
     exp.FromTimeZone: ("to_utc_timestamp", ("this", "zone")),
     exp.Typeof: ("typeof", ("this",)),
+    exp.StrToTime: ("to_timestamp", ("this", "format")),
 }
 """sqlglot's typed nodes for registry functions: the Spark name and the argument keys in
 Spark's argument order."""

@@ -299,11 +299,24 @@ _reg("decode", _decode)
 
 
 def _unbase64(s: str) -> bytes:
-    """Lenient, as Spark's MIME decoder: characters outside the alphabet are skipped, the
-    first '=' ends the input, and a last lone character is dropped."""
-    text = re.sub(r"[^A-Za-z0-9+/]", "", s.split("=", 1)[0])
+    """Lenient, as Spark's MIME decoder: characters outside the alphabet are skipped and the
+    first '=' ends the input; a last lone character fails (Java: "Last unit does not have
+    enough valid bits", an error Spark leaves without a class)."""
+    head, pad, tail = s.partition("=")
+    text = re.sub(r"[^A-Za-z0-9+/]", "", head)
+    if pad and (len(text) % 4 in (0, 1) or (len(text) % 4 == 2 and not tail.startswith("="))):
+        raise runtime_error(
+            f"[CONVERSION_INVALID_INPUT] unbase64({s!r}): the input has a wrong 4-byte ending unit"
+        )
+    if re.search(r"[A-Za-z0-9+/]", tail):
+        raise runtime_error(
+            f"[CONVERSION_INVALID_INPUT] unbase64({s!r}): the input has an incorrect ending byte"
+        )
     if len(text) % 4 == 1:
-        text = text[:-1]
+        raise runtime_error(
+            f"[CONVERSION_INVALID_INPUT] unbase64({s!r}): the last unit does not have enough "
+            "valid bits"
+        )
     return base64.b64decode(text + "=" * (-len(text) % 4))
 
 

@@ -108,7 +108,7 @@ T_CASES: dict[str, list[str]] = {
     # functions of the second registry batch (function_edges.py holds their edge values)
     "bround": ["bround(x)", "bround(m, 1)", "bround(v, -1)"],
     "pmod": ["pmod(v, 4)", "pmod(m, 3)", "pmod(x, 2)"],
-    "try_add": ["try_add(v, k)", "try_add(d, v)"],
+    "try_add": ["try_add(v, k)", "try_add(d, int(v))"],
     "try_subtract": ["try_subtract(v, 9223372036854775807)"],
     "try_multiply": ["try_multiply(v, 4611686018427387904)"],
     "try_divide": ["try_divide(v, k)", "try_divide(m, k)"],
@@ -127,7 +127,7 @@ T_CASES: dict[str, list[str]] = {
     "printf": ["printf('%5s|', s)"],
     "encode": ["hex(encode(s, 'UTF-16LE'))"],
     "decode": ["decode(encode(s, 'utf-8'), 'utf-8')"],
-    "unbase64": ["hex(unbase64(s))"],
+    "unbase64": ["hex(unbase64(concat(s, s, s, s)))"],
     "to_binary": ["hex(to_binary(s, 'utf-8'))"],
     "try_to_binary": ["hex(try_to_binary(s, 'hex'))"],
     "url_decode": ["url_decode(concat(s, '%20', v))"],
