@@ -671,6 +671,10 @@ class ExprTranslator(FunctionTyping):
         t = a.type
         if op in ("is_null", "is_not_null"):
             return a
+        if op == "bitmap_count":  # a BINARY bitmap only (not even NULL)
+            if t == BINARY:
+                return a
+            raise coercion.mismatch(name, [t])
         if op == "hex":
             if t.is_integral:
                 return cast_to(a, BIGINT)

@@ -114,6 +114,18 @@ class FunctionTyping:
                 raise coercion.mismatch(f"{name} replacement (one constant character)", [r.type])
         return Call("mask", tuple(_cast(a, STRING) for a in full), STRING)
 
+    def typing_assert(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
+        """assert_true(cond[, message]) and raise_error(message): NULL, or Spark's
+        USER_RAISED_EXCEPTION (a condition must be BOOLEAN)."""
+        if fn.op == "raise_error":
+            self._arity(node, name, args, 1, 1)
+            return Call("raise_error", (_cast(args[0], STRING),), NULL)
+        self._arity(node, name, args, 1, 2)
+        if args[0].type not in (BOOLEAN, NULL):
+            raise coercion.mismatch(name, [args[0].type])
+        msg = [_cast(args[1], STRING)] if len(args) > 1 else []
+        return Call("assert_true", (_cast(args[0], BOOLEAN), *msg), NULL)
+
     def typing_typeof(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         self._arity(node, name, args, 1, 1)
         t = args[0].type

@@ -176,3 +176,44 @@ TRIED = ("add", "sub", "mul", "div", "mod", "cast", "date_add", "date_sub", "ts_
 for _op in TRIED:
     if _op != "cast":
         OPS[f"try_{_op}"] = tried(_op)
+
+# ---------------------------------------------------------------- bitmaps (Spark's 32768-bit)
+
+_BITMAP_BITS = 4096 * 8
+
+
+def _bit_position(v: int) -> int:
+    return (v - 1) % _BITMAP_BITS if v > 0 else (-v) % _BITMAP_BITS
+
+
+def _bucket_number(v: int) -> int:
+    return 1 + (v - 1) // _BITMAP_BITS if v > 0 else -((-v) // _BITMAP_BITS)
+
+
+OPS["bitmap_bit_position"] = lambda args, t: elementwise(_bit_position, args, t)
+OPS["bitmap_bucket_number"] = lambda args, t: elementwise(_bucket_number, args, t)
+OPS["bitmap_count"] = lambda args, t: elementwise(
+    lambda b: sum(bin(x).count("1") for x in bytes(b)), args, t
+)
+
+
+def _assert_true(args: list[Vec], t: SqlType) -> Vec:
+    cond = args[0]
+    msgs = objects(args[1]) if len(args) > 1 else None
+    bad = cond.null | ~cond.data.astype(bool)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        text = msgs[i] if msgs is not None else "assert_true: the condition is not true"
+        raise runtime_error(f"[USER_RAISED_EXCEPTION] {text}")
+    return Vec(np.empty(len(cond), dtype=object), np.ones(len(cond), dtype=bool), t)
+
+
+def _raise_error(args: list[Vec], t: SqlType) -> Vec:
+    (msg,) = args
+    if len(msg):
+        raise runtime_error(f"[USER_RAISED_EXCEPTION] {objects(msg)[0]}")
+    return Vec(np.empty(0, dtype=object), np.zeros(0, dtype=bool), t)
+
+
+OPS["assert_true"] = _assert_true
+OPS["raise_error"] = _raise_error

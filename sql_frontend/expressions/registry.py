@@ -172,6 +172,14 @@ FUNCTIONS: dict[str, Fn] = {
     "try_to_timestamp": Fn("try_parse_timestamp", (), TIMESTAMP, "python", typing="to_datetime"),
     "try_to_date": Fn("try_parse_date", (), DATE, "python", typing="to_datetime"),
     "to_unix_timestamp": Fn("parse_unix", (), BIGINT, "python", typing="to_datetime"),
+    "try_make_timestamp_ltz": Fn(
+        "try_make_timestamp", (), TIMESTAMP, "python", typing="timestamp_parts"
+    ),
+    "bitmap_bit_position": Fn("bitmap_bit_position", (BIGINT,), BIGINT, "python"),
+    "bitmap_bucket_number": Fn("bitmap_bucket_number", (BIGINT,), BIGINT, "python"),
+    "bitmap_count": Fn("bitmap_count", (None,), BIGINT, "python"),
+    "assert_true": Fn("assert_true", (BOOLEAN, S), SqlType("NULL"), "numpy", typing="assert"),
+    "raise_error": Fn("raise_error", (S,), SqlType("NULL"), "numpy", typing="assert"),
     "typeof": Fn("typeof", (None,), S, "constant (the argument's type)", typing="typeof"),
 }
 """Spark name → its evaluation in the engine."""
@@ -280,6 +288,9 @@ NODES: dict[type[exp.Expr], tuple[str, tuple[str, ...]]] = {
     exp.FromTimeZone: ("to_utc_timestamp", ("this", "zone")),
     exp.Typeof: ("typeof", ("this",)),
     exp.StrToTime: ("to_timestamp", ("this", "format")),
+    exp.BitmapBitPosition: ("bitmap_bit_position", ("this",)),
+    exp.BitmapBucketNumber: ("bitmap_bucket_number", ("this",)),
+    exp.BitmapCount: ("bitmap_count", ("this",)),
 }
 """sqlglot's typed nodes for registry functions: the Spark name and the argument keys in
 Spark's argument order."""

@@ -162,13 +162,18 @@ def _one(
     """One conversion; ``bits``: the width of an integral argument (its two's complement is
     what %x and %o show of a negative number)."""
     c = conv.lower()
+    if prec is not None and c in ("d", "x", "o", "c"):
+        raise runtime_error(
+            f"[INVALID_PARAMETER_VALUE] format_string: {spec} may not have a precision (Java's "
+            "IllegalFormatPrecisionException)"
+        )
     if c in ("s", "b"):
         text = ("false" if v is None else "true") if c == "b" and not isinstance(v, bool) else v
         text = "null" if text is None else _java_str(text)
         if prec is not None:
             text = text[: int(prec)]
-    elif v is None:
-        text = "null"
+    elif v is None:  # Java shows "null", cut to the precision, for every conversion
+        text = "null" if prec is None else "null"[: int(prec)]
     elif c in ("d", "x", "o") and isinstance(v, int) and not isinstance(v, bool):
         if c == "d":
             text = format(abs(v), "," if "," in flags else "d")
