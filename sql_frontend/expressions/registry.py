@@ -180,6 +180,7 @@ FUNCTIONS: dict[str, Fn] = {
     "bitmap_count": Fn("bitmap_count", (None,), BIGINT, "python"),
     "assert_true": Fn("assert_true", (BOOLEAN, S), SqlType("NULL"), "numpy", typing="assert"),
     "raise_error": Fn("raise_error", (S,), SqlType("NULL"), "numpy", typing="assert"),
+    "json_array_length": Fn("json_array_length", (S,), I, "python"),
     "typeof": Fn("typeof", (None,), S, "constant (the argument's type)", typing="typeof"),
 }
 """Spark name → its evaluation in the engine."""

@@ -450,3 +450,21 @@ _reg("ltrim_chars", lambda s, c: s.lstrip(c))
 _reg("rtrim_chars", lambda s, c: s.rstrip(c))
 OPS["parse_url_key"] = OPS["parse_url"]
 OPS["try_parse_url_key"] = OPS["try_parse_url"]
+
+
+def _json_array_length(s: str) -> int | None:
+    """The number of elements of the JSON array that starts ``s`` (text after it is not
+    read, as Spark's streaming parser stops there); NULL for anything else or bad JSON."""
+    import json
+
+    def no_constants(name: str) -> object:
+        raise ValueError(name)
+
+    try:
+        value, _ = json.JSONDecoder(parse_constant=no_constants).raw_decode(s.lstrip())
+    except ValueError:
+        return None
+    return len(value) if isinstance(value, list) else None
+
+
+_reg("json_array_length", _json_array_length)

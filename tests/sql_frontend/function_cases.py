@@ -150,6 +150,7 @@ T_CASES: dict[str, list[str]] = {
     "datepart": ["datepart('quarter', d)"],
     "xxhash64": ["xxhash64(v)", "xxhash64(s, x, d, m)"],
     "typeof": ["typeof(m)"],
+    "json_array_length": ["json_array_length(concat('[', s, ']'))", "json_array_length(string(v))"],
     "try_make_timestamp_ltz": ["try_make_timestamp_ltz(2024, 2, v + 25, k, 0, 0)"],
     "bitmap_bit_position": ["bitmap_bit_position(v * 10000)"],
     "bitmap_bucket_number": ["bitmap_bucket_number(v * 10000)"],
