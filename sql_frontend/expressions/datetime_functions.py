@@ -43,12 +43,12 @@ def _zone(name: str) -> dt.tzinfo:
     try:
         if name.upper() in ("UTC", "Z", "GMT"):
             return dt.UTC
-        if name[:1] in "+-":
+        if name[:1] and name[0] in "+-":
             sign = -1 if name[0] == "-" else 1
             h, _, m = name[1:].partition(":")
             return dt.timezone(sign * dt.timedelta(hours=int(h), minutes=int(m or 0)))
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, IndexError):
         raise runtime_error(f"[INVALID_TIMEZONE] The timezone {name!r} is invalid") from None
 
 

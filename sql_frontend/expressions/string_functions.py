@@ -114,6 +114,8 @@ def _format_number(x: object, d: int) -> str | None:
     """Java's DecimalFormat ``#,###,##0.00...``: HALF_EVEN on the exact value."""
     if d < 0:
         return None
+    if d > 340:  # Java's DecimalFormat shows at most 340 fraction digits
+        raise runtime_error(f"[INVALID_PARAMETER_VALUE] format_number: {d} decimal places")
     if isinstance(x, float):
         if math.isnan(x):
             return "NaN"
