@@ -1,6 +1,8 @@
 """Date and time functions of Spark 4 (ANSI mode, session time zone UTC as the engine's
 TIMESTAMP values are UTC) beyond :mod:`functions`: ``months_between``, ``make_timestamp``
-(and ``try_``), ``from_utc_timestamp`` / ``to_utc_timestamp``; per row in Python."""
+(and ``try_``), ``from_utc_timestamp`` / ``to_utc_timestamp``, seconds with their fraction for
+EXTRACT, and strings read with a Java datetime pattern (``to_timestamp`` and its family:
+:func:`java_pattern` tokenizes, :func:`parse_java` reads); per row in Python."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """Math functions of Spark 4 (ANSI mode) beyond :mod:`more_functions`: ``bround``, ``pmod``,
 ``width_bucket``, ``getbit``, ``conv`` and the ``try_`` arithmetic (``try_add`` ...), which
 runs the operation over the whole column and, only when it raises, again row by row with NULL
-for the rows that raise."""
+for the rows that raise; the bitmap position functions; and ``assert_true`` / ``raise_error``,
+which fail with Spark's USER_RAISED_EXCEPTION (inside CASE only on the rows that take them,
+as CASE evaluates its branches lazily)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 per row in Python (no columnar kernel here; the registry says so): ``soundex``, ``overlay``,
 ``elt``, ``mask``, ``quote``, ``format_number``, ``format_string``, ``encode``/``decode``,
 ``unbase64``, ``to_binary``, ``url_decode``, ``parse_url``, ``locate`` from a position,
-``levenshtein`` with a threshold and trimming of given characters."""
+``levenshtein`` with a threshold, trimming of given characters and ``json_array_length``."""
 
 from __future__ import annotations
 
