@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from sql_frontend import coercion
+from sql_frontend.analyze import position
+from sql_frontend.errors import SqlAnalysisError
 from sql_frontend.scalar import Call, Lit, Scalar
 from sql_frontend.sql_types import (
     BIGINT,
@@ -125,6 +127,26 @@ class FunctionTyping:
             raise coercion.mismatch(name, [args[0].type])
         msg = [_cast(args[1], STRING)] if len(args) > 1 else []
         return Call("assert_true", (_cast(args[0], BOOLEAN), *msg), NULL)
+
+    def typing_number_format(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
+        """to_number / try_to_number(s, format): a constant format; DECIMAL(digits, scale)."""
+        from sql_frontend.expressions.string_functions import number_format
+
+        self._arity(node, name, args, 2, 2)
+        f = args[1]
+        if not (isinstance(f, Lit) and isinstance(f.value, str)):
+            raise coercion.mismatch(f"{name} format (a constant string)", [f.type])
+        try:
+            _, precision, scale, _ = number_format(f.value)
+        except ValueError as e:
+            line, column = position(node)
+            raise SqlAnalysisError(
+                f"[INVALID_FORMAT] {name}: the format {f.value!r} has {e}",
+                line=line,
+                column=column,
+                construct=name,
+            ) from None
+        return Call(fn.op, (_cast(args[0], STRING), f), decimal(precision, scale))
 
     def typing_typeof(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         self._arity(node, name, args, 1, 1)

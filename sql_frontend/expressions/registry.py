@@ -181,6 +181,8 @@ FUNCTIONS: dict[str, Fn] = {
     "assert_true": Fn("assert_true", (BOOLEAN, S), SqlType("NULL"), "numpy", typing="assert"),
     "raise_error": Fn("raise_error", (S,), SqlType("NULL"), "numpy", typing="assert"),
     "json_array_length": Fn("json_array_length", (S,), I, "python"),
+    "to_number": Fn("to_number", (S, S), None, "python", typing="number_format"),
+    "try_to_number": Fn("try_to_number", (S, S), None, "python", typing="number_format"),
     "typeof": Fn("typeof", (None,), S, "constant (the argument's type)", typing="typeof"),
 }
 """Spark name → its evaluation in the engine."""
@@ -288,6 +290,7 @@ NODES: dict[type[exp.Expr], tuple[str, tuple[str, ...]]] = {
     exp.AtTimeZone: ("from_utc_timestamp", ("this", "zone")),
     exp.FromTimeZone: ("to_utc_timestamp", ("this", "zone")),
     exp.Typeof: ("typeof", ("this",)),
+    exp.ToNumber: ("to_number", ("this", "format")),
     exp.StrToTime: ("to_timestamp", ("this", "format")),
     exp.BitmapBitPosition: ("bitmap_bit_position", ("this",)),
     exp.BitmapBucketNumber: ("bitmap_bucket_number", ("this",)),

@@ -10,7 +10,7 @@ import base64
 import binascii
 import math
 import re
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 from urllib.parse import unquote_plus, urlsplit
 
 from sql_frontend.expressions.evaluate import OPS, elementwise, runtime_error
@@ -110,6 +110,9 @@ OPS["mask"] = _mask
 _reg("quote", lambda s: "'" + s.replace("'", "\\'") + "'")
 
 
+_WIDE = Context(prec=1000, rounding=ROUND_HALF_EVEN, Emax=10**6, Emin=-(10**6))
+
+
 def _format_number(x: object, d: int) -> str | None:
     """Java's DecimalFormat ``#,###,##0.00...``: HALF_EVEN on the exact value."""
     if d < 0:
@@ -121,9 +124,10 @@ def _format_number(x: object, d: int) -> str | None:
             return "NaN"
         if math.isinf(x):
             return ("-" if x < 0 else "") + "\u221e"
-        return format(Decimal(x).quantize(Decimal(1).scaleb(-d), ROUND_HALF_EVEN), f",.{d}f")
-    exact = x if isinstance(x, Decimal) else Decimal(int(x))  # type: ignore[call-overload]
-    return format(exact.quantize(Decimal(1).scaleb(-d), ROUND_HALF_EVEN), f",.{d}f")
+        exact = Decimal(x)
+    else:
+        exact = x if isinstance(x, Decimal) else Decimal(int(x))  # type: ignore[call-overload]
+    return format(exact.quantize(Decimal(1).scaleb(-d), context=_WIDE), f",.{d}f")
 
 
 _reg("format_number", _format_number)
@@ -470,3 +474,136 @@ def _json_array_length(s: str) -> int | None:
 
 
 _reg("json_array_length", _json_array_length)
+
+
+def number_format(fmt: str) -> tuple[str, int, int, bool]:
+    """Spark's number format (``to_number``): the regular expression its input must match,
+    the precision and scale of the DECIMAL it gives, and whether the leading digit group is
+    fixed (starts with 0). Raises :class:`ValueError` naming what is wrong."""
+    f = fmt.upper()
+    i, parts, digits, scale = 0, [], 0, 0
+    seen_point = seen_dollar = seen_sign = False
+    while i < len(f):
+        c = f[i]
+        if c in "09":
+            j = i
+            while j < len(f) and f[j] in "09":
+                j += 1
+            n = j - i
+            digits += n
+            if seen_point:
+                scale += n
+                parts.append(("frac", n, False))
+            else:
+                parts.append(("int", n, c == "0"))
+            i = j
+        elif c in ".D":
+            if seen_point:
+                raise ValueError("more than one decimal point")
+            seen_point = True
+            parts.append(("point", 0, False))
+            i += 1
+        elif c in ",G":
+            if seen_point or not parts or parts[-1][0] != "int":
+                raise ValueError("a grouping separator not between digits")
+            parts.append(("group", 0, False))
+            i += 1
+        elif c == "$":
+            if seen_dollar:
+                raise ValueError("more than one '$'")
+            seen_dollar = True
+            parts.append(("dollar", 0, False))
+            i += 1
+        elif c == "S" or f.startswith("MI", i) or f.startswith("PR", i):
+            n = 1 if c == "S" else 2
+            if seen_sign or (i != 0 and i + n != len(f)):
+                raise ValueError(f"the sign {f[i : i + n]!r} not at the start or end")
+            seen_sign = True
+            parts.append((f[i : i + n], 0, False))
+            i += n
+        else:
+            raise ValueError(f"the character {fmt[i]!r}")
+    if digits == 0:
+        raise ValueError("no digits")
+    if parts[-1][0] == "group":
+        raise ValueError("a grouping separator not between digits")
+    return fmt, digits, scale, False
+
+
+def _to_number(s: str, fmt: str, safe: bool) -> Decimal | None:
+    """``s`` read with the number format ``fmt``; None (try_) or INVALID_FORMAT where the
+    text does not fit."""
+    f = fmt.upper()
+    text = s.replace(" ", "")  # Spark's parser skips spaces
+    negative = False
+    if f.startswith("S"):
+        if text[:1] in "+-":
+            negative, text = text[0] == "-", text[1:]
+        f = f[1:]
+    elif f.endswith("S"):
+        if text[-1:] in "+-":
+            negative, text = text[-1] == "-", text[:-1]
+        f = f[:-1]
+    elif f.endswith("MI"):
+        if text.endswith("-"):
+            negative, text = True, text[:-1]
+        f = f[:-2]
+    elif f.startswith("MI"):
+        if text.startswith("-"):
+            negative, text = True, text[1:]
+        f = f[2:]
+    elif f.endswith("PR"):
+        if text.startswith("<") and text.endswith(">"):
+            negative, text = True, text[1:-1]
+        f = f[:-2]
+    if "$" in f:
+        k = f.index("$")
+        if k == 0:
+            ok = text.startswith("$")
+            text = text[1:]
+        else:
+            ok = text.endswith("$")
+            text = text[:-1]
+        f = f.replace("$", "")
+        if not ok:
+            return _number_mismatch(s, fmt, safe)
+    fi, _, ff = f.replace("D", ".").replace("G", ",").partition(".")
+    ti, point, tf = text.partition(".")
+    if point and "." not in f.replace("D", "."):
+        return _number_mismatch(s, fmt, safe)
+    if len(tf) > len(ff) or (tf and not tf.isdigit()):
+        return _number_mismatch(s, fmt, safe)
+    # the integer part: digits with separators where the format has them (counted from the
+    # right); a format digit sequence starting with 0 needs all its digits
+    groups_f = fi.split(",")
+    groups_t = ti.split(",")
+    if ti == "" and not tf:
+        return _number_mismatch(s, fmt, safe)
+    if len(groups_t) > len(groups_f) or not all(g.isdigit() for g in groups_t if ti):
+        return _number_mismatch(s, fmt, safe)
+    if ti:
+        for k, g in enumerate(reversed(groups_t)):
+            want = list(reversed(groups_f))[k]
+            last = k == len(groups_t) - 1
+            if len(g) > len(want) or (not last and len(g) != len(want)):
+                return _number_mismatch(s, fmt, safe)
+            if last and want.startswith("0") and len(g) != len(want):
+                return _number_mismatch(s, fmt, safe)
+    if fi.startswith("0") and len("".join(groups_t)) != len(fi.replace(",", "")):
+        return _number_mismatch(s, fmt, safe)
+    value = Decimal(("".join(groups_t) or "0") + "." + (tf or "0"))
+    scale = len(ff)
+    value = value.quantize(Decimal(1).scaleb(-scale))
+    return -value if negative else value
+
+
+def _number_mismatch(s: str, fmt: str, safe: bool) -> Decimal | None:
+    if safe:
+        return None
+    raise runtime_error(
+        f"[INVALID_FORMAT.MISMATCH_INPUT] The input {s!r} does not match the format {fmt!r}"
+    )
+
+
+_reg("to_number", lambda s, f: _to_number(s, f, False))
+_reg("try_to_number", lambda s, f: _to_number(s, f, True))

@@ -150,6 +150,8 @@ T_CASES: dict[str, list[str]] = {
     "datepart": ["datepart('quarter', d)"],
     "xxhash64": ["xxhash64(v)", "xxhash64(s, x, d, m)"],
     "typeof": ["typeof(m)"],
+    "to_number": ["to_number(string(k), '9')", "to_number(string(m), 'S9999.99')"],
+    "try_to_number": ["try_to_number(string(v), '9')", "try_to_number(s, '99')"],
     "json_array_length": ["json_array_length(concat('[', s, ']'))", "json_array_length(string(v))"],
     "try_make_timestamp_ltz": ["try_make_timestamp_ltz(2024, 2, v + 25, k, 0, 0)"],
     "bitmap_bit_position": ["bitmap_bit_position(v * 10000)"],
