@@ -33,6 +33,7 @@ from sql_frontend.sql_types import (
     decimal,
     parse_type,
 )
+from sql_frontend.translate_functions import FunctionTyping
 
 Lookup = Callable[[exp.Expr], Scalar | None]
 
@@ -83,7 +84,24 @@ _ANON = {  # functions sqlglot leaves anonymous: name -> (op, result type or Non
 }
 
 
-class ExprTranslator:
+_FIELD_ALIASES = {
+    **dict.fromkeys(("Y", "YEARS", "YR", "YRS"), "YEAR"),
+    **dict.fromkeys(("QTR",), "QUARTER"),
+    **dict.fromkeys(("MON", "MONS", "MONTHS"), "MONTH"),
+    **dict.fromkeys(("W", "WEEKS"), "WEEK"),
+    **dict.fromkeys(("D", "DAYS"), "DAY"),
+    **dict.fromkeys(("H", "HOURS", "HR", "HRS"), "HOUR"),
+    **dict.fromkeys(("M", "MIN", "MINS", "MINUTES"), "MINUTE"),
+    **dict.fromkeys(("S", "SEC", "SECONDS", "SECS"), "SECOND"),
+}
+_SPARK_FIELDS = {
+    *_FIELD_ALIASES.values(),
+    *("YEAROFWEEK", "DAYOFWEEK", "DOW", "DAYOFWEEK_ISO", "DOW_ISO", "DOY"),
+}
+"""EXTRACT / date_part fields Spark knows (others are its INVALID_EXTRACT_FIELD)."""
+
+
+class ExprTranslator(FunctionTyping):
     """Translates expressions of one scope; ``column`` resolves a column reference and
     ``lookup`` (tried first, on every node) maps already computed expressions — grouping
     keys, aggregates, window functions, scalar subqueries — to columns."""
@@ -273,7 +291,15 @@ class ExprTranslator:
         a = self(node.this)
         t = coercion.unary_numeric(a.type, "unary -")
         if isinstance(a, Lit) and a.value is not None and a.type.is_numeric:
-            return Lit(-a.value, a.type)  # type: ignore[operator]
+            v = -a.value  # type: ignore[operator]
+            if (a.type, a.value) in ((BIGINT, 2**31), (decimal(19, 0), 2**63)):
+                # Spark reads -2147483648 as an INT and -9223372036854775808 as a BIGINT
+                return Lit(int(v), INT if a.type == BIGINT else BIGINT)
+            bound = {"TINYINT": 2**7, "SMALLINT": 2**15, "INT": 2**31, "BIGINT": 2**63}
+            if not (
+                a.type.name in bound and v == bound[a.type.name]
+            ):  # else: overflows at run time
+                return Lit(v, a.type)
         return Call("neg", (cast_to(a, t),), t)
 
     def _Abs(self, node: exp.Abs) -> Scalar:
@@ -441,7 +467,7 @@ class ExprTranslator:
                 v: dt.date = (_to_date if t == DATE else _to_timestamp)(a.value, t)
             except Exception:
                 raise SqlAnalysisError(
-                    f"invalid {t} literal {a.value!r}",
+                    f"[CAST_INVALID_INPUT] invalid {t} literal {a.value!r}",
                     line=position(node)[0],
                     column=position(node)[1],
                 ) from None
@@ -453,7 +479,7 @@ class ExprTranslator:
 
     def _TsOrDsToDate(self, node: exp.TsOrDsToDate) -> Scalar:
         if node.args.get("format"):
-            raise unsupported("TO_DATE with a format", node)
+            return self.to_datetime(node, "to_date", "parse_date", [self(node.this)])
         return self.date_arg(node.this)
 
     @staticmethod
@@ -515,9 +541,8 @@ class ExprTranslator:
         pos = str(node.args.get("position") or "").upper()
         s = cast_to(self(node.this), STRING)
         if node.expression is not None:
-            if pos:
-                raise unsupported(f"TRIM({pos} chars FROM ...)", node)
-            return Call("trim_chars", (s, cast_to(self(node.expression), STRING)), STRING)
+            op = {"LEADING": "ltrim_chars", "TRAILING": "rtrim_chars"}.get(pos, "trim_chars")
+            return Call(op, (s, cast_to(self(node.expression), STRING)), STRING)
         return Call({"LEADING": "ltrim", "TRAILING": "rtrim"}.get(pos, "trim"), (s,), STRING)
 
     def _Replace(self, node: exp.Replace) -> Scalar:
@@ -534,7 +559,9 @@ class ExprTranslator:
 
     def _StrPosition(self, node: exp.StrPosition) -> Scalar:
         if node.args.get("position") is not None:
-            raise unsupported("LOCATE with a start position", node)
+            sub, text = self(node.args["substr"]), self(node.this)
+            start = cast_to(self(node.args["position"]), INT)
+            return Call("locate", (cast_to(sub, STRING), cast_to(text, STRING), start), INT)
         return Call(
             "instr",
             (cast_to(self(node.this), STRING), cast_to(self(node.args["substr"]), STRING)),
@@ -615,6 +642,9 @@ class ExprTranslator:
                 return Call("coalesce", (cast_to(a, t), cast_to(Lit(0, INT), t)), t)
             return Call("case", (Call("eq", (a, zero), BOOLEAN), Lit(None, a.type), a), a.type)
         fn = registry.FUNCTIONS[name]
+        if fn.typing is not None:
+            rule = getattr(self, f"typing_{fn.typing}")
+            return rule(node, name, fn, args)
         if fn.op == "murmur3":  # variadic, any types
             if not args:
                 raise self.arity(node, name, "1 or more")
@@ -641,13 +671,17 @@ class ExprTranslator:
         t = a.type
         if op in ("is_null", "is_not_null"):
             return a
+        if op == "bitmap_count":  # a BINARY bitmap only (not even NULL)
+            if t == BINARY:
+                return a
+            raise coercion.mismatch(name, [t])
         if op == "hex":
             if t.is_integral:
                 return cast_to(a, BIGINT)
             if t in (STRING, BINARY):
                 return a
-        elif op == "identity":
-            if t.is_numeric:
+        elif op in ("identity", "format_number"):
+            if t.is_numeric or (op == "format_number" and t == NULL):
                 return a
         elif t.is_integral:
             return a if t.name == "BIGINT" else cast_to(a, INT)
@@ -710,8 +744,8 @@ class ExprTranslator:
 
     def _StrToUnix(self, node: exp.StrToUnix) -> Scalar:
         x = self(node.this)
-        if x.type == STRING:
-            raise unsupported("unix_timestamp of a string", node, "cast it to TIMESTAMP first")
+        if x.type in (STRING, NULL):
+            return self.to_datetime(node, "unix_timestamp", "parse_unix", [x])
         return Call("unix_timestamp", (cast_to(x, TIMESTAMP),), BIGINT)
 
     # ------------------------------------------------------------ math
@@ -803,7 +837,17 @@ class ExprTranslator:
 
     def _Extract(self, node: exp.Extract) -> Scalar:
         part = str(node.this.name).upper()
+        part = _FIELD_ALIASES.get(part, part)
+        if part not in _SPARK_FIELDS:
+            line, column = position(node)
+            raise SqlAnalysisError(
+                f"[INVALID_EXTRACT_FIELD] Cannot extract {part} from a date or timestamp",
+                line=line,
+                column=column,
+                construct="EXTRACT",
+            )
         ops = {
+            "WEEK": "weekofyear",
             "YEAR": "year",
             "MONTH": "month",
             "DAY": "day",
@@ -818,6 +862,8 @@ class ExprTranslator:
         if part not in ops:
             raise unsupported(f"EXTRACT({part})", node)
         arg = self(node.expression)
+        if part == "SECOND":  # seconds with their fraction, as DECIMAL(8,6)
+            return Call("second_fraction", (self.time_arg(arg),), decimal(8, 6))
         if ops[part] in ("hour", "minute", "second"):
             return Call(ops[part], (self.time_arg(arg),), INT)
         return Call(ops[part], (cast_to(arg, DATE) if arg.type != TIMESTAMP else arg,), INT)

@@ -23,5 +23,9 @@ from sql_frontend.expressions import casts as _casts  # noqa: F401  isort: skip
 from sql_frontend.expressions import functions as _functions  # noqa: F401  isort: skip
 from sql_frontend.expressions import more_functions as _more_functions  # noqa: F401  isort: skip
 from sql_frontend.expressions import murmur3 as _murmur3  # noqa: F401  isort: skip
+from sql_frontend.expressions import math_functions as _math  # noqa: F401  isort: skip
+from sql_frontend.expressions import string_functions as _strings  # noqa: F401  isort: skip
+from sql_frontend.expressions import datetime_functions as _datetimes  # noqa: F401  isort: skip
+from sql_frontend.expressions import xxhash64 as _xxhash64  # noqa: F401  isort: skip
 
 __all__ = ["OPS", "compile_scalar", "from_column", "to_column"]

@@ -153,6 +153,13 @@ def _check_int_range(data: np.ndarray, null: np.ndarray, t: SqlType, what: str) 
         raise runtime_error(f"[ARITHMETIC_OVERFLOW] {what} overflows {t}")
 
 
+def by_zero(name: str) -> SqlRuntimeError:
+    """Spark's error for a zero divisor: ``%`` and ``pmod`` have their own class."""
+    if name == "mod":
+        return runtime_error("[REMAINDER_BY_ZERO] Remainder by zero")
+    return runtime_error("[DIVIDE_BY_ZERO] Division by zero")
+
+
 def _int_binary(name: str, a: Vec, b: Vec, t: SqlType) -> Vec:
     x, y = a.data.astype(np.int64), b.data.astype(np.int64)
     null = a.null | b.null
@@ -174,7 +181,7 @@ def _int_binary(name: str, a: Vec, b: Vec, t: SqlType) -> Vec:
         elif name in ("mod", "intdiv"):
             zero = (y == 0) & live
             if zero.any():
-                raise runtime_error("[DIVIDE_BY_ZERO] Division by zero")
+                raise by_zero(name)
             ys = np.where(y == 0, 1, y)
             q = np.abs(x) // np.abs(ys)  # truncating division, as Java
             q = np.where((x < 0) != (ys < 0), -q, q)
@@ -225,7 +232,7 @@ def _make_arith(name: str) -> Op:
             x, y = a.data.astype(np.float64), b.data.astype(np.float64)
             null = a.null | b.null
             if name in ("div", "mod") and ((y == 0) & ~null).any():
-                raise runtime_error("[DIVIDE_BY_ZERO] Division by zero")
+                raise by_zero(name)
             with np.errstate(all="ignore"):
                 r = {
                     "add": np.add,
@@ -248,7 +255,7 @@ def _make_arith(name: str) -> Op:
                     r = c.multiply(dx, dy)
                 else:
                     if dy == 0:
-                        raise runtime_error("[DIVIDE_BY_ZERO] Division by zero")
+                        raise by_zero(name)
                     r = c.divide(dx, dy) if name == "div" else c.remainder(dx, dy)
                 return _decimal_result(r, t)
 

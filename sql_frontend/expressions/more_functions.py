@@ -271,7 +271,10 @@ def _trunc_date(v: object, unit: str) -> dt.date | None:
 
 _reg("trunc", _trunc_date)
 _reg("date_format", lambda v, f: _ts(v).strftime(f))
-_reg("from_unixtime", lambda n, f: (_EPOCH + dt.timedelta(seconds=int(n))).strftime(f))
+_reg(
+    "from_unixtime",
+    lambda n, f: _in_range(lambda s: _EPOCH + dt.timedelta(seconds=s))(int(n)).strftime(f),
+)
 _reg("unix_timestamp", lambda v: int((_ts(v) - _EPOCH).total_seconds() // 1))
 _reg("weekofyear", lambda v: (v.date() if isinstance(v, dt.datetime) else v).isocalendar()[1])
 
@@ -369,10 +372,24 @@ _reg("unix_date", lambda d: (_date_of(d) - _EPOCH.date()).days)
 _reg("unix_seconds", lambda v: (_ts(v) - _EPOCH) // dt.timedelta(seconds=1))
 _reg("unix_millis", lambda v: (_ts(v) - _EPOCH) // dt.timedelta(milliseconds=1))
 _reg("unix_micros", lambda v: (_ts(v) - _EPOCH) // dt.timedelta(microseconds=1))
-_reg("timestamp_seconds", lambda n: _EPOCH + dt.timedelta(seconds=int(n)))
-_reg("timestamp_millis", lambda n: _EPOCH + dt.timedelta(milliseconds=int(n)))
-_reg("timestamp_micros", lambda n: _EPOCH + dt.timedelta(microseconds=int(n)))
-_reg("date_from_unix_date", lambda n: _EPOCH.date() + dt.timedelta(days=int(n)))
+
+
+def _in_range(fn):
+    """``fn`` with Python's date range errors as Spark's DATETIME_OVERFLOW."""
+
+    def run(n: int) -> object:
+        try:
+            return fn(n)
+        except OverflowError:
+            raise runtime_error(f"[DATETIME_OVERFLOW] {n} is out of the date range") from None
+
+    return run
+
+
+_reg("timestamp_seconds", _in_range(lambda n: _EPOCH + dt.timedelta(seconds=int(n))))
+_reg("timestamp_millis", _in_range(lambda n: _EPOCH + dt.timedelta(milliseconds=int(n))))
+_reg("timestamp_micros", _in_range(lambda n: _EPOCH + dt.timedelta(microseconds=int(n))))
+_reg("date_from_unix_date", _in_range(lambda n: _EPOCH.date() + dt.timedelta(days=int(n))))
 
 
 def _date_of(v: object) -> dt.date:

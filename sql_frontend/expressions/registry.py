@@ -20,6 +20,7 @@ from sql_frontend.sql_types import (
     SqlType,
 )
 
+BINARY = SqlType("BINARY")
 SMALLINT = SqlType("SMALLINT")
 TINYINT = SqlType("TINYINT")
 FLOAT = SqlType("FLOAT")
@@ -36,6 +37,10 @@ class Fn:
     """None: the type of the first argument."""
     kernel: str = "numpy"
     defaults: tuple[object, ...] = ()
+    typing: str | None = None
+    """A typing rule of the translator (``typing_<rule>`` of
+    :class:`sql_frontend.translate_functions.FunctionTyping`) for functions whose argument and
+    result types depend on the arguments (``bround``, ``pmod``, ``try_add`` ...)."""
 
 
 D, S, I = DOUBLE, STRING, INT  # noqa: E741
@@ -60,7 +65,7 @@ FUNCTIONS: dict[str, Fn] = {
     "translate": Fn("translate", (S, S, S), S, "python"),
     "split_part": Fn("split_part", (S, S, I), S, "python"),
     "substring_index": Fn("substring_index", (S, S, I), S, "python"),
-    "levenshtein": Fn("levenshtein", (S, S), I, "python"),
+    "levenshtein": Fn("levenshtein", (S, S), I, "python", typing="optional"),
     "md5": Fn("md5", (S,), S, "python"),
     "sha1": Fn("sha1", (S,), S, "python"),
     "sha": Fn("sha1", (S,), S, "python"),
@@ -105,7 +110,80 @@ FUNCTIONS: dict[str, Fn] = {
     "unhex": Fn("unhex", (S,), SqlType("BINARY"), "python"),
     "url_encode": Fn("url_encode", (S,), S, "python"),
     "luhn_check": Fn("luhn_check", (S,), BOOLEAN, "python"),
-    "btrim": Fn("trim", (S,), S, "python"),
+    "btrim": Fn("trim", (S,), S, "python", typing="optional"),
+    # math
+    "bround": Fn("bround", (None, I), None, "python", typing="round"),
+    "pmod": Fn("pmod", (None, None), None, "numpy, negative remainders per row", typing="arith"),
+    **{
+        f"try_{n}": Fn(
+            f"try_{op}",
+            (None, None),
+            None,
+            "numpy; rows that raise retried one by one",
+            typing="arith",
+        )
+        for n, op in (
+            ("add", "add"),
+            ("subtract", "sub"),
+            ("multiply", "mul"),
+            ("divide", "div"),
+            ("mod", "mod"),
+        )
+    },
+    "width_bucket": Fn("width_bucket", (D, D, D, BIGINT), BIGINT, "python"),
+    "getbit": Fn("getbit", (None, I), TINYINT, "python", typing="getbit"),
+    "bit_get": Fn("getbit", (None, I), TINYINT, "python", typing="getbit"),
+    "conv": Fn("conv", (S, I, I), S, "python"),
+    # strings
+    "soundex": Fn("soundex", (S,), S, "python"),
+    "overlay": Fn("overlay", (S, S, I, I), S, "python", (-1,)),
+    "elt": Fn("elt", (), S, "python", typing="variadic"),
+    "mask": Fn("mask", (S, S, S, S, S), S, "python", typing="mask"),
+    "quote": Fn("quote", (S,), S, "python"),
+    "format_number": Fn("format_number", (None, I), S, "python"),
+    "format_string": Fn("format_string", (), S, "python", typing="variadic"),
+    "printf": Fn("format_string", (), S, "python", typing="variadic"),
+    "encode": Fn("encode", (S, S), BINARY, "python"),
+    "decode": Fn("decode", (BINARY, S), S, "python", typing="binary_args"),
+    "unbase64": Fn("unbase64", (S,), BINARY, "python"),
+    "to_binary": Fn("to_binary", (S, S), BINARY, "python", typing="binary_args"),
+    "try_to_binary": Fn("try_to_binary", (S, S), BINARY, "python", typing="binary_args"),
+    "url_decode": Fn("url_decode", (S,), S, "python"),
+    "try_url_decode": Fn("try_url_decode", (S,), S, "python"),
+    "parse_url": Fn("parse_url", (S, S), S, "python", typing="optional"),
+    "try_parse_url": Fn("try_parse_url", (S, S), S, "python", typing="optional"),
+    # dates and times
+    "months_between": Fn(
+        "months_between", (TIMESTAMP, TIMESTAMP, BOOLEAN), D, "python", typing="bool_default"
+    ),
+    "make_timestamp": Fn("make_timestamp", (), TIMESTAMP, "python", typing="timestamp_parts"),
+    "make_timestamp_ltz": Fn("make_timestamp", (), TIMESTAMP, "python", typing="timestamp_parts"),
+    "try_make_timestamp": Fn(
+        "try_make_timestamp", (), TIMESTAMP, "python", typing="timestamp_parts"
+    ),
+    "from_utc_timestamp": Fn("from_utc_timestamp", (TIMESTAMP, S), TIMESTAMP, "python"),
+    "to_utc_timestamp": Fn("to_utc_timestamp", (TIMESTAMP, S), TIMESTAMP, "python"),
+    "date_part": Fn("date_part", (S, None), None, "numpy / built in", typing="datepart"),
+    "datepart": Fn("date_part", (S, None), None, "numpy / built in", typing="datepart"),
+    # hashes and types
+    "xxhash64": Fn("xxhash64", (), BIGINT, "python", typing="variadic"),
+    "to_timestamp": Fn("parse_timestamp", (), TIMESTAMP, "python", typing="to_datetime"),
+    "to_timestamp_ltz": Fn("parse_timestamp", (), TIMESTAMP, "python", typing="to_datetime"),
+    "try_to_timestamp": Fn("try_parse_timestamp", (), TIMESTAMP, "python", typing="to_datetime"),
+    "try_to_date": Fn("try_parse_date", (), DATE, "python", typing="to_datetime"),
+    "to_unix_timestamp": Fn("parse_unix", (), BIGINT, "python", typing="to_datetime"),
+    "try_make_timestamp_ltz": Fn(
+        "try_make_timestamp", (), TIMESTAMP, "python", typing="timestamp_parts"
+    ),
+    "bitmap_bit_position": Fn("bitmap_bit_position", (BIGINT,), BIGINT, "python"),
+    "bitmap_bucket_number": Fn("bitmap_bucket_number", (BIGINT,), BIGINT, "python"),
+    "bitmap_count": Fn("bitmap_count", (None,), BIGINT, "python"),
+    "assert_true": Fn("assert_true", (BOOLEAN, S), SqlType("NULL"), "numpy", typing="assert"),
+    "raise_error": Fn("raise_error", (S,), SqlType("NULL"), "numpy", typing="assert"),
+    "json_array_length": Fn("json_array_length", (S,), I, "python"),
+    "to_number": Fn("to_number", (S, S), None, "python", typing="number_format"),
+    "try_to_number": Fn("try_to_number", (S, S), None, "python", typing="number_format"),
+    "typeof": Fn("typeof", (None,), S, "constant (the argument's type)", typing="typeof"),
 }
 """Spark name → its evaluation in the engine."""
 
@@ -120,6 +198,8 @@ CASTS: dict[str, SqlType] = {
     "boolean": BOOLEAN,
     "date": DATE,
     "timestamp": TIMESTAMP,
+    "decimal": SqlType("DECIMAL", 10, 0),
+    "binary": SqlType("BINARY"),
 }
 """Spark's cast functions (``int(x)`` is ``CAST(x AS INT)``)."""
 
@@ -186,6 +266,35 @@ NODES: dict[type[exp.Expr], tuple[str, tuple[str, ...]]] = {
     exp.RegexpSubstr: ("regexp_substr", ("this", "expression")),
     exp.RegexpInstr: ("regexp_instr", ("this", "expression")),
     exp.Unhex: ("unhex", ("this",)),
+    exp.Levenshtein: ("levenshtein", ("this", "expression", "ins_cost")),
+    exp.SafeAdd: ("try_add", ("this", "expression")),
+    exp.SafeSubtract: ("try_subtract", ("this", "expression")),
+    exp.SafeMultiply: ("try_multiply", ("this", "expression")),
+    exp.SafeDivide: ("try_divide", ("this", "expression")),
+    exp.WidthBucket: ("width_bucket", ("this", "min_value", "max_value", "num_buckets")),
+    exp.Getbit: ("getbit", ("this", "expression")),
+    exp.Soundex: ("soundex", ("this",)),
+    exp.Overlay: ("overlay", ("this", "expression", "from_", "for_")),
+    exp.Elt: ("elt", ("this", "expressions")),
+    exp.Format: ("format_string", ("this", "expressions")),
+    exp.Encode: ("encode", ("this", "charset")),
+    exp.Decode: ("decode", ("this", "charset")),
+    exp.FromBase64: ("unbase64", ("this",)),
+    exp.ToBinary: ("to_binary", ("this", "format")),
+    exp.ParseUrl: ("parse_url", ("this", "part_to_extract", "key")),
+    exp.MonthsBetween: ("months_between", ("this", "expression", "roundoff")),
+    exp.TimestampFromParts: (
+        "make_timestamp",
+        ("year", "month", "day", "hour", "min", "sec", "nano"),
+    ),
+    exp.AtTimeZone: ("from_utc_timestamp", ("this", "zone")),
+    exp.FromTimeZone: ("to_utc_timestamp", ("this", "zone")),
+    exp.Typeof: ("typeof", ("this",)),
+    exp.ToNumber: ("to_number", ("this", "format")),
+    exp.StrToTime: ("to_timestamp", ("this", "format")),
+    exp.BitmapBitPosition: ("bitmap_bit_position", ("this",)),
+    exp.BitmapBucketNumber: ("bitmap_bucket_number", ("this",)),
+    exp.BitmapCount: ("bitmap_count", ("this",)),
 }
 """sqlglot's typed nodes for registry functions: the Spark name and the argument keys in
 Spark's argument order."""
@@ -245,31 +354,45 @@ WINDOWS: dict[str, str] = {
 TRANSLATOR_FUNCTIONS = [
     "abs",
     "add_months",
+    "and",
+    "between",
+    "case",
+    "cast",
     "ceil",
+    "ceiling",
+    "char_length",
+    "character_length",
     "coalesce",
     "concat",
     "concat_ws",
     "contains",
     "date_add",
+    "date_diff",
     "date_sub",
+    "dateadd",
     "datediff",
     "day",
     "dayofmonth",
     "dayofweek",
     "dayofyear",
+    "div",
     "endswith",
     "exp",
+    "extract",
     "floor",
     "greatest",
     "hour",
     "if",
     "ifnull",
     "ilike",
+    "in",
     "initcap",
     "instr",
+    "last_day",
     "lcase",
     "least",
     "left",
+    "len",
     "length",
     "like",
     "ln",
@@ -278,10 +401,14 @@ TRANSLATOR_FUNCTIONS = [
     "lpad",
     "ltrim",
     "minute",
+    "mod",
     "month",
+    "negative",
+    "not",
     "nullif",
     "nvl",
     "nvl2",
+    "or",
     "position",
     "pow",
     "power",
@@ -306,9 +433,12 @@ TRANSLATOR_FUNCTIONS = [
     "trim",
     "ucase",
     "upper",
+    "when",
     "year",
 ]
-"""Functions the expression translator maps itself (methods of ``ExprTranslator``)."""
+"""Functions the expression translator maps itself (methods of ``ExprTranslator``); ``and``,
+``or``, ``not``, ``in``, ``between``, ``case``, ``when``, ``cast`` and ``div`` are the SQL
+operators and keywords Spark also lists as functions."""
 
 
 def support_table() -> str:

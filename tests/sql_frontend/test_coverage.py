@@ -136,3 +136,15 @@ def test_refusals_name_the_function_and_what_to_write(sql: str, name: str, hint:
     with pytest.raises(SqlError) as e:
         _compile(sql)
     assert name in str(e.value) and hint in str(e.value)
+
+
+def test_readme_cites_the_measured_function_coverage() -> None:
+    """The README's figure is what ``function_coverage.py`` measures against Spark's list."""
+    from function_coverage import measure, spark_functions
+
+    have, total, missing = measure()
+    assert total == sum(len(v) for v in missing.values()) + have
+    assert {"abs", "xxhash64", "format_string"} <= {f["name"] for f in spark_functions()}
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    figure = f"{have} of {total} deterministic scalar functions"
+    assert " ".join(readme.split()).count(figure) == 2, figure

@@ -37,6 +37,12 @@ FOUND = [
     "date_sub(DATE'2024-02-29', 2147483647)",
     "substring('abc')",
     "CAST(-1.5 AS DECIMAL(38,37)) div 0.00000000000000000000000000000000000001",
+    "to_utc_timestamp(TIMESTAMP'2024-02-29 23:59:59.999999', '')",
+    "format_number(-0.0D, 2147483647)",
+    "format_number(99999999999999999999999999999999999999, ' 7 ')",
+    "timestamp_seconds(9223372036854775807)",
+    "date_from_unix_date(2147483647)",
+    "from_unixtime(9223372036854775807)",
 ]
 
 
