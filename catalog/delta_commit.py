@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.compute as _pc
@@ -231,18 +232,32 @@ def file_stats(data: pa.Table) -> dict[str, Any]:
     }
 
 
-def write_data_file(table: str, data: pa.Table, *, cdc: bool = False) -> dict[str, Any]:
+def write_data_file(
+    table: str,
+    data: pa.Table,
+    *,
+    cdc: bool = False,
+    directory: str = "",
+    partition_values: Mapping[str, str | None] | None = None,
+) -> dict[str, Any]:
     """Write ``data`` as one Parquet file of the table; returns its ``add`` (or ``cdc``) action.
 
-    ``cdc`` files go under ``_change_data/`` and carry no statistics.
+    ``cdc`` files go under ``_change_data/`` and carry no statistics; data files go under
+    ``directory`` (a partition's, with its ``partition_values``) or the table's root.
     """
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    rel = f"{CDC_DIR}/cdc-{name[len('part-') :]}" if cdc else name
+    if cdc:
+        rel = f"{CDC_DIR}/cdc-{name[len('part-') :]}"
+    else:
+        rel = f"{directory}/{name}" if directory else name
     full = os.path.join(table, rel)
     os.makedirs(os.path.dirname(full), exist_ok=True)
     pq.write_table(data, full, compression="snappy", row_group_size=ROW_GROUP_ROWS)
-    size = os.path.getsize(full)
-    action: dict[str, Any] = {"path": rel, "partitionValues": {}, "size": size}
+    action: dict[str, Any] = {
+        "path": quote(rel, safe="/="),  # a URI, as the protocol says (and delta-rs writes)
+        "partitionValues": dict(partition_values or {}),
+        "size": os.path.getsize(full),
+    }
     if cdc:
         action["dataChange"] = False
         return action

@@ -40,10 +40,7 @@ Partition columns must be columns of the view of a type with an exact text form
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
-import time
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
@@ -168,30 +165,13 @@ def partition_dir(values: Mapping[str, str | None]) -> str:
 
 
 def _write(table: str, data: pa.Table, values: PartitionValues, *, cdc: bool) -> dict[str, Any]:
-    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    if cdc:
-        name = f"cdc-{name[len('part-') :]}"
-    parts = [delta_commit.CDC_DIR] if cdc else []
-    if values and not cdc:
-        parts.append(partition_dir(values))
-    rel = "/".join([*parts, name])
-    full = os.path.join(table, rel)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    pq.write_table(data, full, compression="snappy", row_group_size=delta_commit.ROW_GROUP_ROWS)
-    action: dict[str, Any] = {
-        "path": quote(rel, safe="/="),  # a URI, as the protocol says (and delta-rs writes)
-        "partitionValues": dict(values),
-        "size": os.path.getsize(full),
-    }
-    if cdc:
-        action["dataChange"] = False
-        return action
-    action.update(
-        modificationTime=int(time.time() * 1000),
-        dataChange=True,
-        stats=json.dumps(delta_commit.file_stats(data), separators=(",", ":")),
+    return delta_commit.write_data_file(
+        table,
+        data,
+        cdc=cdc,
+        directory="" if cdc else partition_dir(values),
+        partition_values=values,
     )
-    return action
 
 
 def write_files(
