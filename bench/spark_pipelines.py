@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.dataset as pds
 
 from spark_exec.delta_jars import require_java
+from spark_exec.pipelines import find_spec, load_spec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -68,17 +69,19 @@ def export_sources(spark: SparkSession, tables: Mapping[str, str], work: Path) -
 
 def prepare(project: Path, work: Path, sources: Mapping[str, str]) -> Path:
     """A copy of ``project`` under ``work`` whose sources are views over Parquet directories."""
+    import yaml
+
     copy = work / "project"
     if copy.exists():
         shutil.rmtree(copy)
     shutil.copytree(project, copy)
-    spec = next(
-        p for p in (copy / "spark-pipeline.yml", copy / "spark-pipeline.yaml") if p.exists()
-    )
-    text = spec.read_text()
-    storage = (work / "storage").resolve().as_uri()
-    lines = [f"storage: {storage}" if ln.startswith("storage:") else ln for ln in text.splitlines()]
-    spec.write_text("\n".join(lines) + "\n")
+    spec = find_spec(copy)
+    libraries = [lib for lib in load_spec(spec).libraries if lib.endswith("/**")]
+    if not libraries:
+        raise SparkPipelinesError(f"{spec}: the spec includes no library directory")
+    doc = yaml.safe_load(spec.read_text())
+    doc["storage"] = (work / "storage").resolve().as_uri()  # spark-pipelines wants a URI
+    spec.write_text(yaml.safe_dump(doc, sort_keys=False))
     code = [
         "from pyspark import pipelines as dp",
         "from pyspark.sql import DataFrame, SparkSession",
@@ -87,22 +90,8 @@ def prepare(project: Path, work: Path, sources: Mapping[str, str]) -> Path:
             for i, (name, path) in enumerate(sources.items())
         ),
     ]
-    libraries = _library_dirs(copy, text)
-    (libraries[0] / SOURCES_FILE).write_text("\n".join(code))
+    (copy / libraries[0][: -len("/**")] / SOURCES_FILE).write_text("\n".join(code))
     return spec
-
-
-def _library_dirs(copy: Path, spec_text: str) -> list[Path]:
-    """The directories of the spec's ``include: dir/**`` globs (where a source file goes)."""
-    dirs = []
-    for ln in spec_text.splitlines():
-        ln = ln.strip()
-        if ln.startswith("include:"):
-            pattern = ln.split(":", 1)[1].strip().strip("'\"")
-            dirs.append(copy / pattern.split("/**", 1)[0])
-    if not dirs:
-        raise SparkPipelinesError(f"{copy}: the spec includes no library directory")
-    return dirs
 
 
 def run(spec: Path, work: Path, views: list[str], *, timeout: float = 900) -> SparkPipelinesRun:
