@@ -184,6 +184,48 @@ def _replay(table: str) -> tuple[int, dict[str, dict[str, Any]]]:
     return latest, files
 
 
+def domain_configuration(table: str, domain: str) -> str | None:
+    """The ``configuration`` of the table's latest ``domainMetadata`` action for ``domain``
+    (``None``: none, or removed), from the last checkpoint and the JSON commits after it."""
+    log = _log(table)
+    found: dict[str, Any] | None = None
+    start = -1
+    last = os.path.join(log, "_last_checkpoint")
+    if os.path.exists(last):
+        with open(last) as f:
+            cp = json.load(f)
+        start = int(cp["version"])
+        parts = int(cp.get("parts") or 0)
+        names = (
+            [f"{start:020d}.checkpoint.{i:010d}.{parts:010d}.parquet" for i in range(1, parts + 1)]
+            if parts
+            else [f"{start:020d}.checkpoint.parquet"]
+        )
+        for name in names:
+            path = os.path.join(log, name)
+            if "domainMetadata" not in pq.read_schema(path).names:
+                continue
+            for d in (
+                pq.read_table(path, columns=["domainMetadata"]).column(0).drop_null().to_pylist()
+            ):
+                if d.get("domain") == domain:
+                    found = d
+    versions = sorted(int(m.group(1)) for n in os.listdir(log) if (m := _COMMIT.match(n)))
+    for v in versions:
+        if v <= start:
+            continue
+        with open(os.path.join(log, f"{v:020d}.json")) as f:
+            for line in f:
+                if '"domainMetadata"' not in line:
+                    continue
+                d = json.loads(line).get("domainMetadata")
+                if d is not None and d.get("domain") == domain:
+                    found = d
+    if found is None or found.get("removed"):
+        return None
+    return str(found.get("configuration") or "")
+
+
 # -- data files ----------------------------------------------------------------------------
 
 

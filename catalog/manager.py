@@ -169,7 +169,7 @@ class Catalog:
         """Record a view and create its empty view table (see catalog.view_table).
 
         ``options``: what its DDL says beyond the query (comment, column comments,
-        ``TBLPROPERTIES``, schedule, partition columns; catalog.view_options)."""
+        ``TBLPROPERTIES``, schedule, partition or clustering columns; catalog.view_options)."""
         ident = parse_identifier(name)
         self._check_free(ident)
         deps = tuple(dict.fromkeys(parse_identifier(d) for d in dependencies))
@@ -180,12 +180,19 @@ class Catalog:
         path = self.warehouse.view_path(ident)
         self._clear_orphan(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        view_table.create_view_table(
-            path,
-            schema,
-            view=str(ident),
-            partition_by=options.partitioned_by if options is not None else (),
-        )
+        opts = options or ViewOptions()
+        try:
+            view_table.create_view_table(
+                path,
+                schema,
+                view=str(ident),
+                partition_by=opts.partitioned_by,
+                cluster_by=opts.clustered_by,
+                properties=dict(opts.properties),  # TBLPROPERTIES: set on the view's Delta table
+            )
+        except BaseException:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
         entry = ViewEntry(
             ident,
             definition,
@@ -194,14 +201,9 @@ class Catalog:
             path.as_posix(),
             storage_schema(schema),
             group or default_group(ident),
-            options=options or ViewOptions(),
+            options=opts,
         )
         try:
-            if entry.options.properties:  # TBLPROPERTIES: set on the view's Delta table
-                table = delta.open_table(path)
-                table.alter.set_table_properties(
-                    dict(entry.options.properties), raise_if_not_exists=False
-                )
             return self.store.add(entry)  # type: ignore[return-value]
         except BaseException:
             shutil.rmtree(path, ignore_errors=True)

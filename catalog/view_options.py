@@ -1,5 +1,5 @@
 """What a view's DDL says beyond its query: comments, table properties, column names, schedule,
-partition columns.
+partition or clustering columns.
 
 Stored with the view's catalog entry (``ViewEntry.options``) and shown by ``DESCRIBE
 [EXTENDED] MATERIALIZED VIEW`` and ``SHOW CREATE TABLE``.  Schedules are executed by the
@@ -9,7 +9,7 @@ always-on refresher, ``ivm serve`` (:mod:`spark_exec.serve`); without it views r
 >>> Schedule(every=2, unit="HOUR").sql()
 'SCHEDULE EVERY 2 HOURS'
 >>> ViewOptions.from_json(ViewOptions(comment="c", schedule=Schedule(on_update=True)).to_json())
-ViewOptions(comment='c', columns=(), properties=(), schedule=Schedule(every=None, unit=None, on_update=True), query=None, partitioned_by=())
+ViewOptions(comment='c', columns=(), properties=(), schedule=Schedule(every=None, unit=None, on_update=True), query=None, partitioned_by=(), clustered_by=())
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ class ViewOptions:
     query's names); ``properties``: ``TBLPROPERTIES`` pairs; ``query``: the query as the
     user wrote it when the stored definition differs (a column list renames its outputs);
     ``partitioned_by``: ``PARTITIONED BY`` columns of the view's Delta table
-    (catalog.view_partitions).
+    (catalog.view_partitions); ``clustered_by``: ``CLUSTER BY`` columns of it
+    (catalog.view_clustering).
     """
 
     comment: str | None = None
@@ -67,6 +68,7 @@ class ViewOptions:
     schedule: Schedule | None = None
     query: str | None = None
     partitioned_by: tuple[str, ...] = ()
+    clustered_by: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -83,6 +85,8 @@ class ViewOptions:
             out["query"] = self.query
         if self.partitioned_by:
             out["partitioned_by"] = list(self.partitioned_by)
+        if self.clustered_by:
+            out["clustered_by"] = list(self.clustered_by)
         return out
 
     @classmethod
@@ -97,4 +101,5 @@ class ViewOptions:
             schedule=Schedule(s["every"], s["unit"], bool(s["on_update"])) if s else None,
             query=d.get("query"),
             partitioned_by=tuple(str(c) for c in d.get("partitioned_by", [])),
+            clustered_by=tuple(str(c) for c in d.get("clustered_by", [])),
         )

@@ -59,6 +59,7 @@ import pyarrow.parquet as pq
 
 from catalog import deletion_vectors as dvs
 from catalog import delta, delta_commit
+from catalog import view_clustering as vc
 from catalog import view_partitions as vp
 from catalog.change_feed import change_feed
 from catalog.changes import DIFF, consolidate, read_changes
@@ -132,17 +133,28 @@ def create_view_table(
     *,
     view: str,
     partition_by: tuple[str, ...] = (),
+    cluster_by: tuple[str, ...] = (),
+    properties: Mapping[str, str] | None = None,
 ) -> int:
     """Create an empty view table (change data feed on; partitioned by ``partition_by``,
-    catalog.view_partitions); returns its version."""
+    catalog.view_partitions, or clustered by ``cluster_by``, catalog.view_clustering; with
+    the table ``properties``); returns its version."""
     vp.check_partition_columns(row_schema, partition_by, view=view)
-    return delta.create_table(
+    vc.check_cluster_columns(row_schema, cluster_by, view=view, partitioned_by=partition_by)
+    version = delta.create_table(
         path,
         view_table_schema(row_schema),
         description=MARKER,
         partition_by=partition_by,
         commit_metadata={"ivm.operation": "create", "ivm.view": view},
     )
+    if properties:  # before clustering: delta-rs cannot commit to a clustered table
+        dt = delta.open_table(path)
+        dt.alter.set_table_properties(dict(properties), raise_if_not_exists=False)
+        version = int(delta.open_table(path).version())
+    if cluster_by:
+        version = vc.enable(path, cluster_by, view=view)
+    return version
 
 
 def is_legacy(path: str | os.PathLike[str]) -> bool:
@@ -184,12 +196,13 @@ def _expand(rows: pa.Table, counts: np.ndarray) -> pa.Table:
     return rows.take(pa.array(np.repeat(np.arange(rows.num_rows), counts), pa.int64()))
 
 
-def _sorted(rows: pa.Table) -> pa.Table:
-    """``rows`` sorted by all columns (unsortable types: left as they are)."""
+def _sorted(rows: pa.Table, clustering: tuple[str, ...] = ()) -> pa.Table:
+    """``rows`` sorted by the clustering columns, then all other columns (unsortable types:
+    left as they are)."""
     if rows.num_rows <= 1:
         return rows
     try:
-        idx = pc.sort_indices(rows, sort_keys=[(c, "ascending") for c in rows.column_names])
+        idx = pc.sort_indices(rows, sort_keys=vc.sort_keys(rows.column_names, clustering))
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
         return rows
     return rows.take(idx)
@@ -331,6 +344,9 @@ def _remove_action(f: FileEntry, now: int) -> dict[str, Any]:
 
 def _enable_deletion_vectors(path: str) -> None:
     """Upgrade the table to deletion vectors (one commit, no data change)."""
+    if vc.is_clustered(path):  # delta-rs cannot commit to a clustered table
+        vc.set_properties(path, {DV_PROPERTY: "true"})
+        return
     dt = delta.open_table(path)
     dt.alter.set_table_properties({DV_PROPERTY: "true"}, raise_if_not_exists=False)
 
@@ -361,6 +377,9 @@ def commit_view_changes(
     dt = delta.open_table(p)
     rows_schema = storage_schema(pa.schema(dt.schema().to_arrow()))
     parts = tuple(dt.metadata().partition_columns)
+    clustering = (
+        vc.clustering_columns(p) if "clustering" in (dt.protocol().writer_features or []) else ()
+    )
     if dt.metadata().description == LEGACY_MARKER or DIFF in rows_schema.names:
         raise LegacyViewTableError(p)
     done = dt.transaction_version(app_id(view))
@@ -430,7 +449,7 @@ def commit_view_changes(
                     added_files += 1
                     actions.append({"add": add})
     if plus.num_rows:
-        for add in vp.write_files(p, _sorted(plus), parts, max_rows=FILE_ROWS):
+        for add in vp.write_files(p, _sorted(plus, clustering), parts, max_rows=FILE_ROWS):
             written += int(add["size"])
             added_files += 1
             actions.append({"add": add})
@@ -622,10 +641,43 @@ def purge_deleted(path: str | os.PathLike[str]) -> int:
     return len(heavy)
 
 
+def pack_small_files(path: str | os.PathLike[str]) -> int:
+    """Pack the small files of a clustered view table that no clustering implementation
+    clustered (:func:`catalog.view_clustering.packable`) into files of up to
+    :data:`FILE_ROWS` rows sorted by the clustering columns: one commit with
+    ``dataChange=false``; returns the files replaced (0: fewer than two to pack)."""
+    p = os.fspath(path)
+    version, files = delta_commit.snapshot_files(p)
+    small = [f for f in files.values() if vc.packable(f, SMALL_FILE_BYTES)]
+    if len(small) < 2:
+        return 0
+    schema = storage_schema(delta.table_schema(p))
+    pieces = []
+    for f in small:
+        data = vp.read_file(p, f, schema)
+        if f.deletion_vector is not None:
+            keep = np.ones(data.num_rows, dtype=bool)
+            keep[dvs.read_positions(p, f.deletion_vector)] = False
+            data = data.filter(pa.array(keep))
+        pieces.append(data)
+    rows = _sorted(pa.concat_tables(pieces), vc.clustering_columns(p))
+    now = int(time.time() * 1000)
+    actions: list[dict[str, Any]] = [
+        {"remove": {**_remove_action(f, now), "dataChange": False}} for f in small
+    ]
+    for add in vp.write_files(p, rows, (), max_rows=FILE_ROWS):
+        actions.append({"add": {**add, "dataChange": False}})
+    info = delta_commit.commit_info("OPTIMIZE", {"ivm.operation": "compact"})
+    delta_commit.commit(p, version + 1, [info, *actions])
+    return len(small)
+
+
 def compact_view(path: str | os.PathLike[str]) -> Mapping[str, Any]:
     """Purge heavily deleted files, then bin-pack the small files (no data change)."""
     p = os.fspath(path)
     purged = purge_deleted(p)
+    if vc.is_clustered(p):  # delta-rs cannot commit to a clustered table
+        return {"purged_files": purged, "packed_files": pack_small_files(p)}
     dt = delta.open_table(p)
     metrics = dt.optimize.compact(
         target_size=SMALL_FILE_BYTES,

@@ -57,6 +57,7 @@ def describe_view(v: ViewEntry, *, extended: bool, status: dict[str, str]) -> pa
             ("Schedule", o.schedule.sql() if o.schedule else None),
             ("Table Properties", "[" + ", ".join(f"{k}={x}" for k, x in o.properties) + "]"),
             ("Partition Columns", ", ".join(o.partitioned_by) or None),
+            ("Clustering Columns", ", ".join(o.clustered_by) or None),
             ("Created", _time(v.created_ms)),
             *status.items(),
         ]
@@ -86,6 +87,8 @@ def create_statement(e: TableEntry | ViewEntry) -> str:
     clauses = []
     if o.partitioned_by:
         clauses.append(f"PARTITIONED BY ({', '.join(_quote(c) for c in o.partitioned_by)})")
+    if o.clustered_by:
+        clauses.append(f"CLUSTER BY ({', '.join(_quote(c) for c in o.clustered_by)})")
     if o.comment is not None:
         clauses.append(f"COMMENT {_string(o.comment)}")
     if o.properties:

@@ -67,6 +67,8 @@ from catalog.pipeline import (
 )
 from catalog.sql_types import frontend_columns, view_schema
 from catalog.store import TableEntry, ViewEntry
+from catalog.view_clustering import check_cluster_columns
+from catalog.view_options import ViewOptions
 from catalog.view_partitions import check_partition_columns
 from ivm import limits as ivm_limits
 from spark_exec import ddl
@@ -328,6 +330,8 @@ class Session:
                 return self._catalog_or_spark(name, st, "DESCRIBE HISTORY", "describe", ddl.history)
             case S.AlterViewSchedule():
                 return self._alter_schedule(stmt, st)
+            case S.AlterViewClustering(name=name, columns=columns):
+                return self._alter_clustering(name, columns)
             case S.CreateTable(definition=d):
                 return self._create_table(d, st)
             case S.DropTable(name=name, if_exists=ie):
@@ -415,6 +419,28 @@ class Session:
         options = dataclasses.replace(entry.options, schedule=stmt.schedule)
         self.catalog.store.set_view_options(entry.ident, options)
         shown = stmt.schedule.sql() if stmt.schedule is not None else "no schedule"
+        return self._result(
+            "ALTER MATERIALIZED VIEW", "ddl", f"materialized view {entry.name}: {shown}"
+        )
+
+    def _alter_clustering(self, name: str, columns: tuple[str, ...]) -> SqlResult:
+        """``ALTER MATERIALIZED VIEW v CLUSTER BY (cols) | CLUSTER BY NONE``: the view table's
+        clustering columns change in one commit (catalog.view_clustering); files written from
+        then on are sorted by the new columns, files written before stay as they are."""
+        from catalog import view_clustering
+
+        entry = self.catalog.view(name)
+        check_cluster_columns(
+            entry.schema,
+            columns,
+            view=entry.name,
+            partitioned_by=entry.options.partitioned_by,
+        )
+        if columns or view_clustering.is_clustered(entry.path):
+            view_clustering.enable(entry.path, columns, view=entry.name)
+        options = dataclasses.replace(entry.options, clustered_by=columns)
+        self.catalog.store.set_view_options(entry.ident, options)
+        shown = f"CLUSTER BY ({', '.join(columns)})" if columns else "CLUSTER BY NONE"
         return self._result(
             "ALTER MATERIALIZED VIEW", "ddl", f"materialized view {entry.name}: {shown}"
         )
@@ -565,6 +591,9 @@ class Session:
             list(zip(output_names(node.schema), [t for _, t in node.schema], strict=True))
         )
         check_partition_columns(schema, options.partitioned_by, view=str(ident))
+        check_cluster_columns(
+            schema, options.clustered_by, view=str(ident), partitioned_by=options.partitioned_by
+        )
         return ViewEntry(
             ident,
             definition,
@@ -596,15 +625,19 @@ class Session:
             reports=reports,
         )
 
-    def create_view(self, name: str, query: str | DataFrame) -> list[RefreshReport]:
+    def create_view(
+        self, name: str, query: str | DataFrame, *, options: ViewOptions | None = None
+    ) -> list[RefreshReport]:
         """``CREATE MATERIALIZED VIEW name AS query``; returns the first refresh's reports.
 
         ``query`` is SQL text or a DataFrame built on :attr:`spark` from this warehouse's
         tables and views; a DataFrame is compiled from Spark's analyzed plan
-        (:meth:`dataframe_sql`), so Spark resolves its names, types and functions."""
+        (:meth:`dataframe_sql`), so Spark resolves its names, types and functions.
+        ``options``: what DDL would add (comment, ``PARTITIONED BY``, ``CLUSTER BY``, ...;
+        catalog.view_options)."""
         if not isinstance(query, str):
             query = self.dataframe_sql(query)
-        stmt = S.CreateView(name, query, query)
+        stmt = S.CreateView(name, query, query, options=options or ViewOptions())
         return list(self._create_view_stmt(stmt, None).reports)
 
     def dataframe_sql(self, df: DataFrame) -> str:

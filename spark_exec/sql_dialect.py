@@ -63,9 +63,16 @@ class ShowCreateTable(exp.Expression):
 
 
 class AlterMaterializedView(exp.Expression):
-    """``ALTER MATERIALIZED VIEW v {ADD|ALTER|DROP} SCHEDULE``; ``action`` is the verb."""
+    """``ALTER MATERIALIZED VIEW v {ADD|ALTER|DROP} SCHEDULE`` (``action`` is the verb) or
+    ``ALTER MATERIALIZED VIEW v CLUSTER BY (cols) | CLUSTER BY NONE`` (``action`` ``CLUSTER``,
+    ``cluster`` the columns; none for ``NONE``)."""
 
-    arg_types: ClassVar[dict[str, bool]] = {"this": True, "action": True, "schedule": False}
+    arg_types: ClassVar[dict[str, bool]] = {
+        "this": True,
+        "action": True,
+        "schedule": False,
+        "cluster": False,
+    }
 
 
 def _schedule(self: Any) -> ScheduleProperty:
@@ -170,6 +177,16 @@ class IvmSpark(Spark):
                 return self._parse_alter()
             this = self._parse_table_parts()
             action = self._curr.text.upper() if self._curr else ""
+            if self._match(TokenType.CLUSTER_BY):
+                if self._match_text_seq("NONE"):
+                    cols: list[exp.Expr] = []
+                else:
+                    cols = self._parse_wrapped_csv(self._parse_column)
+                return self.expression(
+                    AlterMaterializedView(
+                        this=this, action=exp.var("CLUSTER"), cluster=exp.Tuple(expressions=cols)
+                    )
+                )
             if action not in ("ADD", "ALTER", "DROP"):
                 self._retreat(start)
                 return self._parse_as_command(self._prev)

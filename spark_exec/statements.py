@@ -146,6 +146,14 @@ class AlterViewSchedule:
 
 
 @dataclass(frozen=True)
+class AlterViewClustering:
+    """``ALTER MATERIALIZED VIEW name CLUSTER BY (cols) | CLUSTER BY NONE`` (``columns`` empty)."""
+
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class CreateTable:
     definition: TableDefinition
 
@@ -193,6 +201,7 @@ Stmt = (
     | ShowCreate
     | DescribeHistory
     | AlterViewSchedule
+    | AlterViewClustering
     | CreateTable
     | DropTable
     | Insert
@@ -258,6 +267,11 @@ def model(tree: exp.Expr, st: Statement) -> Stmt:
         name = _catalog_name(tree.this)
         if name is not None:
             return ShowCreate(name) if not history else DescribeHistory(name)
+    if isinstance(tree, d.AlterMaterializedView) and tree.args.get("cluster") is not None:
+        cols = tree.args["cluster"].expressions
+        return AlterViewClustering(
+            table_name(tree.this), _column_names(cols, "ALTER ... CLUSTER BY", tree, st)
+        )
     if isinstance(tree, d.AlterMaterializedView):
         sched = tree.args.get("schedule")
         action: Literal["ADD", "ALTER", "DROP"] = tree.text("action").upper()  # type: ignore[assignment]
@@ -332,16 +346,7 @@ def _query_start(text: str) -> int:
     return len(text)
 
 
-#: why CLUSTER BY is refused, and what to use instead
-CLUSTER_BY_REASON = (
-    "a view's Delta table is written by delta-rs, which cannot write liquid clustering (the "
-    "Delta 'clustering' table feature); use PARTITIONED BY (cols) on low-cardinality columns "
-    "instead (each refresh then writes its files per partition), or leave it out: every file "
-    "a refresh writes is sorted by all the view's columns, so file statistics prune reads"
-)
-
 _REFUSED_PROPERTIES = {
-    exp.ClusterProperty: CLUSTER_BY_REASON,
     exp.ClusteredByProperty: "the view table is not bucketed; leave CLUSTERED BY out",
     exp.LocationProperty: "a view's table lives in the warehouse; leave LOCATION out",
 }
@@ -360,6 +365,7 @@ def create_view(tree: exp.Create, st: Statement) -> CreateView:
     properties: list[tuple[str, str]] = []
     schedule: Schedule | None = None
     partitioned_by: tuple[str, ...] = ()
+    clustered_by: tuple[str, ...] = ()
     props = tree.args.get("properties")
     for p in props.expressions if props is not None else []:
         if isinstance(p, exp.MaterializedProperty):
@@ -368,6 +374,10 @@ def create_view(tree: exp.Create, st: Statement) -> CreateView:
             comment = p.this.name
         elif isinstance(p, exp.PartitionedByProperty):
             partitioned_by = _partition_columns(p, st)
+        elif isinstance(p, exp.ClusterProperty):
+            clustered_by = _column_names(
+                p.expressions, "CLUSTER BY on a materialized view", p, st, allow_empty=False
+            )
         elif isinstance(p, d.ScheduleProperty):
             if schedule is not None:
                 raise StatementError("CREATE MATERIALIZED VIEW", "two schedules", **position(p, st))
@@ -397,28 +407,40 @@ def create_view(tree: exp.Create, st: Statement) -> CreateView:
         if_not_exists=bool(tree.args.get("exists")),
         or_replace=bool(tree.args.get("replace")),
         options=ViewOptions(
-            comment, columns, tuple(properties), schedule, partitioned_by=partitioned_by
+            comment,
+            columns,
+            tuple(properties),
+            schedule,
+            partitioned_by=partitioned_by,
+            clustered_by=clustered_by,
         ),
     )
 
 
 def _partition_columns(p: exp.PartitionedByProperty, st: Statement) -> tuple[str, ...]:
     """The column names of ``PARTITIONED BY (a, b)`` (names only: no transforms, no types)."""
-    what = "PARTITIONED BY on a materialized view"
     node = p.this
     items = node.expressions if isinstance(node, exp.Schema | exp.Tuple) else [node]
+    return _column_names(items, "PARTITIONED BY on a materialized view", p, st, allow_empty=False)
+
+
+def _column_names(
+    items: list[exp.Expr], what: str, where: exp.Expr, st: Statement, *, allow_empty: bool = True
+) -> tuple[str, ...]:
+    """The names of a clause's column list (names only: no transforms, no types)."""
     names: list[str] = []
     for item in items:
-        if isinstance(item, exp.Identifier | exp.Column) and item.name:
+        qualified = isinstance(item, exp.Column) and bool(item.table)
+        if isinstance(item, exp.Identifier | exp.Column) and item.name and not qualified:
             names.append(item.name)
         else:
             raise UnsupportedSqlError(
                 what,
-                **position(p, st),
+                **position(where, st),
                 reason=f"{item.sql(DIALECT)} is not a column name: give the view's columns",
             )
-    if not names:
-        raise StatementError(what, "give at least one column", **position(p, st))
+    if not names and not allow_empty:
+        raise StatementError(what, "give at least one column", **position(where, st))
     return tuple(names)
 
 
