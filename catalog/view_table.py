@@ -444,7 +444,10 @@ def commit_view_changes(
             keep[found[f.path]] = False
             actions.append({"remove": _remove_action(f, now)})
             if keep.any():
-                for add in vp.write_files(p, data.filter(pa.array(keep)), parts):
+                kept = data.filter(pa.array(keep))
+                if clustering:  # the rest of the file, in the current clustering order
+                    kept = _sorted(kept, clustering)
+                for add in vp.write_files(p, kept, parts):
                     written += int(add["size"])
                     added_files += 1
                     actions.append({"add": add})

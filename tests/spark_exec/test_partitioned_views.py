@@ -2,7 +2,7 @@
 partitioned (metadata, one directory per partition, partition values in the log only), and
 refreshes stay exact: after every refresh of random changes the view equals its recomputation,
 each commit's change data feed equals the change of the view, and a view reading the
-partitioned view is exact too.  ``CLUSTER BY`` is refused with the reason and what to use."""
+partitioned view is exact too.  (``CLUSTER BY``: tests/spark_exec/test_clustered_views.py.)"""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from deltalake import DeltaTable, QueryBuilder
 from catalog import delta_commit, view_table
 from catalog.view_partitions import PartitionColumnError
 from spark_exec.session import Session
-from sql_frontend.errors import UnsupportedSqlError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -198,16 +197,6 @@ def test_bad_partition_columns_are_refused_before_anything_is_written(
     assert not (tmp_path / "wh").joinpath("views").exists() or not any(
         (tmp_path / "wh" / "views").rglob("_delta_log")
     )
-
-
-def test_cluster_by_is_refused_with_the_reason_and_what_to_use(tmp_path: Path) -> None:
-    s = Session(warehouse=tmp_path / "wh")
-    s.sql("CREATE TABLE t (r STRING, v BIGINT)")
-    with pytest.raises(UnsupportedSqlError) as e:
-        s.sql("-- c\nCREATE MATERIALIZED VIEW m CLUSTER BY (r) AS SELECT r, v FROM t")
-    text = str(e.value)
-    assert "CLUSTER BY" in text and "delta-rs" in text and "PARTITIONED BY" in text
-    assert e.value.line == 2
 
 
 @pytest.mark.spark

@@ -175,7 +175,7 @@ def test_create_or_replace_refuses_a_view_others_read(s: Session) -> None:
 @pytest.mark.parametrize(
     ("clause", "construct"),
     [
-        ("CLUSTER BY (k)", "CLUSTER BY"),
+        ("CLUSTERED BY (k) INTO 4 BUCKETS", "CLUSTERED BY"),
         ("LOCATION '/tmp/x'", "LOCATION"),
     ],
 )
