@@ -17,8 +17,13 @@ it (one full computation), later runs refresh it from the changes of its inputs 
 * Streaming tables, flows, sinks and Auto CDC are refused by name: keep running those with
   ``spark-pipelines run --refresh <their names>``, which leaves the other datasets alone.
 
+The table layout a dataset asks for is applied to its view's Delta table: ``PARTITIONED BY`` /
+``CLUSTER BY`` (and ``COMMENT``) of a SQL materialized view, ``partition_cols`` /
+``cluster_by`` (and ``comment``) of ``@dp.materialized_view`` (catalog.view_partitions,
+catalog.view_clustering).
+
 Datasets must read the warehouse's tables (or each other) by name.  A view whose definition
-changed since the last run is replaced (dropped and created again from its inputs).
+or layout changed since the last run is replaced (dropped and created again from its inputs).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from catalog.view_options import ViewOptions
 from ivm.errors import IvmError
 
 if TYPE_CHECKING:
@@ -133,6 +139,16 @@ class Dataset:
     source: Path
     sql: str | None = None
     build: Callable[[], Any] | None = None
+    options: ViewOptions = field(default_factory=ViewOptions)
+
+    @property
+    def layout(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The view table's partition and clustering columns."""
+        return layout(self.options)
+
+
+def layout(options: ViewOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return options.partitioned_by, options.clustered_by
 
 
 def sql_datasets(path: Path) -> tuple[list[Dataset], list[str]]:
@@ -140,7 +156,7 @@ def sql_datasets(path: Path) -> tuple[list[Dataset], list[str]]:
     import sqlglot
     from sqlglot import exp
 
-    from spark_exec.statements import split_statements
+    from spark_exec.statements import create_view, split_statements
 
     datasets, notes = [], []
     for st in split_statements(path.read_text(encoding="utf-8")):
@@ -167,7 +183,10 @@ def sql_datasets(path: Path) -> tuple[list[Dataset], list[str]]:
         if name is None or query is None:
             raise PipelineError(f"{where}: {head}...: a view needs a name and AS <query>")
         kind = "materialized view" if materialized else "temporary view"
-        datasets.append(Dataset(name, kind, path, sql=query.sql(dialect="spark")))
+        # a materialized view's options (COMMENT, PARTITIONED BY, CLUSTER BY) as the Session
+        # reads them; refusals carry the line and column in the file
+        options = create_view(tree, st).options if materialized else ViewOptions()
+        datasets.append(Dataset(name, kind, path, sql=query.sql(dialect="spark"), options=options))
     return datasets, notes
 
 
@@ -176,11 +195,11 @@ class _Registry:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.outputs: dict[str, str] = {}
+        self.outputs: dict[str, Any] = {}
         self.flows: list[Any] = []
 
     def register_output(self, output: Any) -> None:
-        self.outputs[output.name] = type(output).__name__
+        self.outputs[output.name] = output
 
     def register_flow(self, flow: Any) -> None:
         self.flows.append(flow)
@@ -211,15 +230,27 @@ def python_datasets(path: Path, spark: Any) -> list[Dataset]:
     kinds = {"MaterializedView": "materialized view", "TemporaryView": "temporary view"}
     out = []
     for flow in registry.flows:
-        kind = kinds.get(registry.outputs.get(flow.target, ""))
+        output = registry.outputs.get(flow.target)
+        what = type(output).__name__ if output is not None else "flow"
+        kind = kinds.get(what)
         if kind is None or flow.name != flow.target:
             raise PipelineError(
-                f"{path}: {registry.outputs.get(flow.target, 'flow')} {flow.target!r}: only "
+                f"{path}: {what} {flow.target!r}: only "
                 "materialized and temporary views are maintained; run the others with "
                 "`spark-pipelines run --refresh <names>`"
             )
-        out.append(Dataset(flow.target, kind, path, build=flow.func))
+        out.append(Dataset(flow.target, kind, path, build=flow.func, options=_options(output)))
     return out
+
+
+def _options(output: Any) -> ViewOptions:
+    """What ``@dp.materialized_view(comment=, partition_cols=, cluster_by=)`` asks of the
+    view's table (a temporary view: its comment only)."""
+    return ViewOptions(
+        comment=getattr(output, "comment", None),
+        partitioned_by=tuple(getattr(output, "partition_cols", None) or ()),
+        clustered_by=tuple(getattr(output, "cluster_by", None) or ()),
+    )
 
 
 # -- running -------------------------------------------------------------------------------
@@ -319,9 +350,11 @@ def _define_in_order(
                 definition = _definition(session, ds)
                 existing = session.catalog.store.find(parse_identifier(name))
                 if existing is None:
-                    run.reports += session.create_view(name, definition)
+                    run.reports += session.create_view(name, definition, options=ds.options)
                     run.created.append(name)
-                elif getattr(existing, "definition", None) == definition:
+                elif getattr(existing, "definition", None) == definition and (
+                    layout(existing.options) == ds.layout  # type: ignore[union-attr]
+                ):
                     run.refreshed.append(name)
                 else:
                     changed.append(name)

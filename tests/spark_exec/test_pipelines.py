@@ -143,3 +143,73 @@ def test_cli_runs_a_pipeline(spark: SparkSession, tmp_path: Path) -> None:
     assert "pipeline sales" in run.stdout and "created:" in run.stdout
     s2 = Session(spark=spark, warehouse=tmp_path / "wh")
     assert_full_equal(s2, spark)
+
+
+LAYOUT_SQL = """-- partitioned by region, in SQL
+CREATE MATERIALIZED VIEW revenue_by_region
+PARTITIONED BY (region)
+AS SELECT c.region, o.customer_id, SUM(o.amount) AS revenue
+FROM orders o JOIN customers c ON o.customer_id = c.customer_id
+GROUP BY c.region, o.customer_id;
+"""
+LAYOUT_PY = """
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+spark = globals()["spark"]
+
+
+@dp.materialized_view(cluster_by=["customer_id"], comment="per customer")
+def per_customer():
+    return spark.table("orders").groupBy("customer_id").agg(F.sum("amount").alias("total"))
+"""
+
+
+def test_pipeline_layout_is_applied_to_the_view_tables(spark: SparkSession, tmp_path: Path) -> None:
+    """``PARTITIONED BY`` of a SQL dataset and ``cluster_by`` of ``@dp.materialized_view``
+    shape the view tables; the views stay equal to Spark's recomputation, and a changed layout
+    replaces the view."""
+    from deltalake import DeltaTable
+
+    from catalog import view_clustering
+
+    rng = random.Random(11)
+    s = Session(spark=spark, warehouse=tmp_path / "wh")
+    make_sources(s, rng)
+    project = tmp_path / "project"
+    (project / "t").mkdir(parents=True)
+    (project / "spark-pipeline.yml").write_text(
+        "name: layout\nstorage: st\nlibraries:\n  - glob:\n      include: t/**\n"
+    )
+    (project / "t" / "by_region.sql").write_text(LAYOUT_SQL)
+    (project / "t" / "per_customer.py").write_text(LAYOUT_PY)
+    full = {
+        "revenue_by_region": "SELECT c.region, o.customer_id, SUM(o.amount) AS revenue "
+        "FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
+        "GROUP BY c.region, o.customer_id",
+        "per_customer": "SELECT customer_id, SUM(amount) AS total FROM orders GROUP BY customer_id",
+    }
+
+    def check() -> None:
+        for view, query in full.items():
+            got = s.read(view)
+            rows = zip(*(got.column(c).to_pylist() for c in got.column_names), strict=True)
+            assert bag(rows) == bag(spark.sql(query).collect()), view
+
+    run = run_pipeline(s, project)
+    assert set(run.created) == set(full)
+    by_region = s.table_path("revenue_by_region")
+    per_customer = s.table_path("per_customer")
+    assert DeltaTable(by_region).metadata().partition_columns == ["region"]
+    assert view_clustering.clustering_columns(per_customer) == ("customer_id",)
+    assert s.catalog.view("per_customer").options.comment == "per customer"
+    check()
+    s.sql("INSERT INTO orders VALUES (500, 2, 77, 'open'); DELETE FROM orders WHERE order_id = 3")
+    run = run_pipeline(s, project)
+    assert set(run.refreshed) == set(full) and run.replaced == []
+    check()
+    (project / "t" / "per_customer.py").write_text(LAYOUT_PY.replace('["customer_id"]', "None"))
+    run = run_pipeline(s, project)
+    assert run.replaced == ["per_customer"]
+    assert view_clustering.clustering_columns(s.table_path("per_customer")) == ()
+    check()
