@@ -51,13 +51,14 @@ view may be one epoch behind its upstream; both record their input versions.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 
 from catalog import view_table
-from catalog.changes import consolidate
+from catalog.changes import DIFF, consolidate
 from catalog.checkpoint import Checkpoint, CheckpointStore, Hook
 from catalog.delta import WriteResult
 from catalog.errors import RecoveryError
@@ -85,16 +86,52 @@ class RefreshResult:
         return tuple(v for v, r in self.commits.items() if r is not None)
 
 
+@dataclass
+class RowsWritten:
+    """Counts the changed rows of the view tables written so far in a publish (an inserted or
+    a removed copy of a row is one), reporting ``(done, total)`` over all views; a view
+    whose commit is skipped (nothing to do, or done before) counts as written."""
+
+    totals: Mapping[str, int]
+    report: Callable[[int, int], None]
+    done: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, pending: Mapping[str, pa.Table], report: Callable[[int, int], None]) -> RowsWritten:
+        totals = {v: int(np.abs(c.column(DIFF).to_numpy()).sum()) for v, c in pending.items()}
+        return cls(totals, report)
+
+    @property
+    def total(self) -> int:
+        return sum(self.totals.values())
+
+    def wrote(self, view: str, rows: int) -> None:
+        """``rows`` of ``view``'s change are written (a count that only grows)."""
+        self.done[view] = min(max(rows, self.done.get(view, 0)), self.totals.get(view, 0))
+        self.report(sum(self.done.values()), self.total)
+
+    def finished(self, view: str) -> None:
+        self.wrote(view, self.totals.get(view, 0))
+
+
 def publish(
-    ckpt: Checkpoint, targets: Sequence[ViewTarget], *, hook: Hook | None = None
+    ckpt: Checkpoint,
+    targets: Sequence[ViewTarget],
+    *,
+    hook: Hook | None = None,
+    rows_written: Callable[[int, int], None] | None = None,
 ) -> RefreshResult:
     """Commit the checkpoint's pending view changes that are not yet in their tables.
 
     ``targets`` gives the order (dependency order) and the tables; pending changes of views
     not in ``targets`` (dropped since) are ignored.  ``hook(f"committed:{view}")`` runs after
-    each commit.
+    each commit.  ``rows_written(done, total)``: the progress of the writes, in changed rows
+    (:class:`RowsWritten`), from ``(0, total)`` to ``(total, total)``.
     """
     commits: dict[str, WriteResult | None] = {}
+    counter = RowsWritten.of(ckpt.pending, rows_written) if rows_written is not None else None
+    if counter is not None:
+        counter.report(0, counter.total)
     for t in targets:
         done = view_table.committed_epoch(t.path, t.name)
         if done is not None and done > ckpt.epoch:
@@ -105,7 +142,12 @@ def publish(
         change = ckpt.pending.get(t.name)
         if change is None or (done is not None and done >= ckpt.epoch):
             commits[t.name] = None
+            if counter is not None and change is not None:
+                counter.finished(t.name)
             continue
+        on_rows = None
+        if counter is not None:
+            on_rows = _for_view(counter, t.name)
         commits[t.name] = view_table.commit_view_changes(
             t.path,
             change,
@@ -114,10 +156,17 @@ def publish(
             input_versions=ckpt.input_versions,
             hook=hook,
             key=t.key,
+            on_rows=on_rows,
         )
+        if counter is not None:
+            counter.finished(t.name)
         if hook:
             hook(f"committed:{t.name}")
     return RefreshResult(ckpt.epoch, dict(ckpt.input_versions), commits)
+
+
+def _for_view(counter: RowsWritten, view: str) -> Callable[[int], None]:
+    return lambda rows: counter.wrote(view, rows)
 
 
 def recover(
@@ -153,6 +202,7 @@ def commit_refresh(
     meta: Mapping[str, object] | None = None,
     hook: Hook | None = None,
     carry: Sequence[str] = (),
+    rows_written: Callable[[int, int], None] | None = None,
 ) -> RefreshResult:
     """Steps 1 and 2 of the protocol for one epoch.
 
@@ -161,7 +211,7 @@ def commit_refresh(
     ``"before_checkpoint"``, the checkpoint's own points (``"files_written"``,
     ``"renamed"``), ``"checkpointed"`` and ``"committed:<view>"`` — the crash-injection
     points of the tests.  ``carry``: state entries of the current checkpoint kept unchanged
-    (see :meth:`CheckpointStore.save`).
+    (see :meth:`CheckpointStore.save`).  ``rows_written``: see :func:`publish`.
     """
     manifest = store.manifest(group)
     if manifest is not None:
@@ -194,4 +244,4 @@ def commit_refresh(
     store.save(ckpt, hook=hook, carry=carry)
     if hook:
         hook("checkpointed")
-    return publish(ckpt, targets, hook=hook)
+    return publish(ckpt, targets, hook=hook, rows_written=rows_written)

@@ -361,6 +361,7 @@ def commit_view_changes(
     extra_metadata: Mapping[str, str] | None = None,
     hook: Hook | None = None,
     key: tuple[str, ...] | None = None,
+    on_rows: Callable[[int], None] | None = None,
 ) -> delta.WriteResult | None:
     """Apply one refresh's change (row columns + ``__diff__``) as one Delta commit.
 
@@ -371,7 +372,9 @@ def commit_view_changes(
     Returns ``None`` without writing when the consolidated change is empty, or when the view
     already has a commit for ``epoch`` or later (so retrying after a crash is safe).
     ``hook("files_written:<view>")`` runs after the data files are written, before the
-    commit (a crash point of the tests).
+    commit (a crash point of the tests).  ``on_rows(n)``: the progress of the write, ``n``
+    of the change's copies written (the removed ones once their files are handled, the
+    inserted ones file by file), for progress reports.
     """
     p = os.fspath(path)
     dt = delta.open_table(p)
@@ -451,11 +454,19 @@ def commit_view_changes(
                     written += int(add["size"])
                     added_files += 1
                     actions.append({"add": add})
+    removed = int(minus_counts.sum()) if minus_rows.num_rows else 0
+    if on_rows is not None:
+        on_rows(removed)
     if plus.num_rows:
-        for add in vp.write_files(p, _sorted(plus, clustering), parts, max_rows=FILE_ROWS):
-            written += int(add["size"])
-            added_files += 1
-            actions.append({"add": add})
+        ordered = _sorted(plus, clustering)
+        for start in range(0, ordered.num_rows, FILE_ROWS):  # a file (per partition) at a time
+            chunk = ordered.slice(start, FILE_ROWS)
+            for add in vp.write_files(p, chunk, parts, max_rows=FILE_ROWS):
+                written += int(add["size"])
+                added_files += 1
+                actions.append({"add": add})
+            if on_rows is not None:
+                on_rows(removed + start + chunk.num_rows)
     removed_rows = _expand(minus_rows, minus_counts)
     feed, kinds = change_feed(removed_rows, plus, key=key)
     cdcs = vp.write_files(p, feed, parts, cdc=True)

@@ -275,7 +275,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from spark_exec.demo import run_demo
 
-    return run_demo(Path(_settings(args).warehouse) / "demo", progress=progress)
+    return run_demo(
+        Path(_settings(args).warehouse) / "demo",
+        progress=progress,
+        # the progress bar on a terminal (or with --progress), the spinner otherwise
+        refreshing=lambda label, session: refresh_display(args, label, session),
+    )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -109,9 +109,20 @@ def _on_cycle(edges: list[tuple[int, int]]) -> set[int]:
     return out
 
 
-def run_demo(warehouse: Path, *, progress: Callable[[str], AbstractContextManager[Any]]) -> int:
+def run_demo(
+    warehouse: Path,
+    *,
+    progress: Callable[[str], AbstractContextManager[Any]],
+    refreshing: Callable[[str, Any], AbstractContextManager[Any]] | None = None,
+) -> int:
+    """The tour.  ``progress(label)`` is shown around slow steps; ``refreshing(label,
+    session)`` around the steps that load or refresh views (the command line's progress bar on
+    a terminal, spark_exec.cli.refresh_display; ``progress`` when not given)."""
     from catalog import delta
     from spark_exec.session import Session
+
+    def loading(label: str) -> AbstractContextManager[Any]:
+        return refreshing(label, s) if refreshing is not None else progress(label)
 
     started = time.perf_counter()
     if warehouse.exists():
@@ -156,9 +167,9 @@ def run_demo(warehouse: Path, *, progress: Callable[[str], AbstractContextManage
     )
 
     for name, query in VIEWS.items():
-        with progress(f"CREATE MATERIALIZED VIEW {name}"):
+        with loading(f"CREATE MATERIALIZED VIEW {name}"):
             s.sql(f"CREATE MATERIALIZED VIEW {name} AS {query}")
-    with progress("Datalog program (on_cycle)"):
+    with loading("Datalog program (on_cycle)"):
         s.datalog(DATALOG)
     print("\n" + str(s.sql("SHOW MATERIALIZED VIEWS")) + "\n")
     with progress("starting Spark"):
@@ -220,7 +231,7 @@ def run_demo(warehouse: Path, *, progress: Callable[[str], AbstractContextManage
     for i, (label, apply) in enumerate(batches, 1):
         print(f"== batch {i}: {label}")
         apply()
-        with progress("refresh"):
+        with loading("refresh"):
             reports = s.refresh()
         print(header)
         for r in reports:

@@ -28,7 +28,7 @@ the warehouse as it was.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -285,8 +285,10 @@ def commit(
     inputs: InputChanges,
     outputs: Outputs,
     hook: Hook,
+    rows_written: Callable[[int, int], None] | None = None,
 ) -> RefreshResult:
-    """Checkpoint (the commit point), then one Delta commit per changed view."""
+    """Checkpoint (the commit point), then one Delta commit per changed view
+    (``rows_written(done, total)``: the writes' progress, catalog.refresh.publish)."""
     result = commit_refresh(
         catalog.checkpoints,
         spec.name,
@@ -298,6 +300,7 @@ def commit(
         meta=outputs.meta.to_json(),
         hook=hook,
         carry=outputs.carry,
+        rows_written=rows_written,
     )
     hook("published")
     return result

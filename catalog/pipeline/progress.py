@@ -11,7 +11,10 @@ phase       counted                                                             
             an incremental refresh: the inputs whose changes were read, one unit each) ``inputs``
 ``engine``  operators of the group's dataflow that have started (in topological order;  ``operators``
             an operator starts only once those before it have processed their input)
-``commit``  views written (the checkpoint, then each view table's commit)              ``views``
+``commit``  changed rows of the view tables written (an inserted or removed copy of   ``rows``
+            a row is one; counted file by file as each view table's commit is written,
+            catalog.refresh.RowsWritten); ``views`` only in the last report when no row
+            changed                                                                     ``views``
 ==========  =========================================================================  ==========
 
 Every :class:`Progress` also carries ``fraction``, the whole refresh's share done, in
@@ -85,13 +88,16 @@ class ProgressReporter:
     def report(self, phase: Phase, done: int, total: int, unit: Unit) -> None:
         """``done`` of ``total`` units of ``phase`` are finished (reported if it is the first
         or last report of the phase or unit, or the phase's ``done / total`` moved by
-        :data:`MIN_STEP`)."""
+        :data:`MIN_STEP`; never twice the same)."""
         total = max(int(total), 1)
         done = min(max(int(done), 0), total)
         lo, hi = PHASE_SPANS[phase]
         share = done / total
         fraction = max(self._last, lo + (hi - lo) * share)
-        edge = (phase, unit) != (self._phase, self._unit) or done == total
+        same = (phase, unit) == (self._phase, self._unit)
+        if same and share == self._share:  # nothing new
+            return
+        edge = not same or done == total
         if not edge and share - self._share < MIN_STEP:
             return
         self._phase, self._unit = phase, unit
@@ -104,6 +110,12 @@ class ProgressReporter:
             return
         self._phase = None  # always reported
         self.report("commit", 1, 1, "views")
+
+    def rows_written(self, done: int, total: int) -> None:
+        """The ``commit`` phase: ``done`` of the ``total`` changed rows of the view tables
+        written (catalog.refresh.publish)."""
+        if total > 0:
+            self.report("commit", done, total, "rows")
 
     @contextmanager
     def observing(self, g: Dataflow) -> Iterator[None]:

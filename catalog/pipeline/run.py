@@ -151,31 +151,13 @@ def refresh_group(
         stepped = clock.run("engine", ph.step, engine, changes, epoch)
     hook("stepped")
     outputs = clock.run("write", ph.write_outputs, catalog, spec, previous, engine, stepped, inputs)
-    if meter is not None:
-        views = len(spec.view_names)
-        hook = _counting_commits(hook, meter, views)
-        meter.report("commit", 0, views, "views")
-    result = clock.run("commit", ph.commit, catalog, spec, stepped, inputs, outputs, hook)
+    written = meter.rows_written if meter is not None else None
+    result = clock.run("commit", ph.commit, catalog, spec, stepped, inputs, outputs, hook, written)
     runtime.built[spec.name] = engine.group
     clock.run("gc", ph.collect_garbage, spec, result)
     if meter is not None:
         meter.finish()
     return _reports(spec, epoch, inputs, clock, engine, (stepped, result))
-
-
-def _counting_commits(hook: Hook, meter: ProgressReporter, views: int) -> Hook:
-    """``hook``, also reporting the commit phase: each view table's commit
-    (``"committed:<view>"``, catalog.refresh) is one view done."""
-    done = 0
-
-    def counting(step: str) -> None:
-        nonlocal done
-        hook(step)
-        if step.startswith("committed:"):
-            done += 1
-            meter.report("commit", done, views, "views")
-
-    return counting
 
 
 def _reports(

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from catalog import delta
+from catalog import delta, view_table
 from spark_exec.cli import main
 from spark_exec.progress_bar import wanted
 from spark_exec.session import Session
@@ -45,9 +45,15 @@ def check_sequence(p: list[dict[str, Any]]) -> None:
     order = {"read": 0, "engine": 1, "commit": 2}
     assert [order[x] for x in phases] == sorted(order[x] for x in phases)  # in phase order
     assert all(0 <= e["done"] <= e["total"] for e in p)
+    for kind in {(e["phase"], e["unit"]) for e in p}:  # the counts of each phase only grow
+        done = [e["done"] for e in p if (e["phase"], e["unit"]) == kind]
+        assert done == sorted(done)
 
 
-def test_first_load_reports_rows_read_operators_and_commits(tmp_path: Path) -> None:
+def test_first_load_reports_rows_read_operators_and_rows_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(view_table, "FILE_ROWS", 64)  # the view's 300 rows: 5 files
     s = warehouse(tmp_path / "wh")
     events: list[dict[str, Any]] = []
     s.on_event = events.append
@@ -58,7 +64,7 @@ def test_first_load_reports_rows_read_operators_and_commits(tmp_path: Path) -> N
     p = progress_of(events)
     check_sequence(p)
     assert {e["group"] for e in p} == {"m"}
-    rows = [e for e in p if e["unit"] == "rows"]
+    rows = [e for e in p if e["phase"] == "read" and e["unit"] == "rows"]
     total = FILES * ROWS_PER_FILE + 300
     assert rows[0]["done"] == 0 and {e["total"] for e in rows} == {total}  # from the Delta logs
     assert rows[-1]["done"] == total
@@ -68,13 +74,16 @@ def test_first_load_reports_rows_read_operators_and_commits(tmp_path: Path) -> N
     ops = len(s._runtime.built["m"].g.ops)
     assert {e["total"] for e in engine} == {ops} and engine[-1]["done"] == ops
     assert len({e["done"] for e in engine if 0 < e["done"] < ops}) >= ops // 2  # as it runs
+    written = [e for e in p if e["phase"] == "commit"]
+    assert {e["unit"] for e in written} == {"rows"} and {e["total"] for e in written} == {300}
+    assert [e["done"] for e in written] == [0, 64, 128, 192, 256, 300]  # file by file
     assert p[-1] == {
         "event": "progress",
         "group": "m",
         "phase": "commit",
-        "done": 1,
-        "total": 1,
-        "unit": "views",
+        "done": 300,
+        "total": 300,
+        "unit": "rows",
         "fraction": 1.0,
     }
 
@@ -115,7 +124,7 @@ def test_cli_progress_flag_shows_a_bar(
     code = main(["--warehouse", str(tmp_path / "wh"), "--progress", "sql", sql_file(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0
-    assert "refresh m" in out and "100%" in out and "commit 1/1 views" in out
+    assert "refresh m" in out and "100%" in out and "commit 2/2 rows" in out
     assert "━" in out  # rich's bar
 
 
@@ -140,3 +149,45 @@ def test_bar_only_on_a_terminal_outside_ci(monkeypatch: pytest.MonkeyPatch) -> N
         assert wanted(True, tty) is True
     os.close(leader)
     assert wanted(None, io.StringIO()) is False
+
+
+def run_demo_command(tmp_path: Path, *, terminal: bool) -> str:
+    """``python -m ivm demo`` in a child process, its standard output a pseudo-terminal (or a
+    pipe); returns what it printed."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    cmd = [sys.executable, "-m", "ivm", "--warehouse", str(tmp_path / "wh"), "demo"]
+    if not terminal:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+    leader, follower = os.openpty()
+    proc = subprocess.Popen(cmd, env=env, stdout=follower, stderr=subprocess.DEVNULL)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=1200) == 0
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.parametrize("terminal", [True, False])
+def test_demo_shows_the_bar_on_a_terminal_only(tmp_path: Path, terminal: bool) -> None:
+    out = run_demo_command(tmp_path, terminal=terminal)
+    assert "every view matched its oracle" in out
+    if terminal:
+        assert "━" in out and "refresh revenue_by_region" in out  # rich's bar, per group
+        assert "commit " in out and " rows" in out
+    else:
+        assert "━" not in out and "operators" not in out
