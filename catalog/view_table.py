@@ -23,6 +23,8 @@ in **one** Delta commit (catalog.delta_commit) that
   change data feed is exactly ``Δ``: for a view with a key (catalog.view_key), a key with
   one removed and one inserted copy is an ``update_preimage`` / ``update_postimage`` pair,
   every other copy an ``insert`` or ``delete`` (catalog.change_feed);
+* on a clustered table (``CLUSTER BY``, catalog.view_clustering) sorts the new rows by the
+  clustering columns first, and rewrites files (copy-on-write) in that order;
 * carries a Delta ``txn`` action ``("spark-ivm:<view>", epoch)`` — the refresh protocol's
   idempotency marker (catalog.refresh) — and, in ``commitInfo``, ``ivm.operation``,
   ``ivm.view``, ``ivm.epoch`` and ``ivm.inputs`` (JSON ``{input: Delta version}``: the input

@@ -11,7 +11,8 @@ text: comments anywhere are the tokenizer's business) with
 * ``DESCRIBE [EXTENDED] MATERIALIZED VIEW v`` and ``EXPLAIN MATERIALIZED VIEW v``
   (``EXPLAIN`` is a ``DESCRIBE``-class token here; any other ``EXPLAIN`` stays a Command);
 * ``SHOW MATERIALIZED VIEWS`` and ``SHOW CREATE TABLE v`` (other ``SHOW``\\ s stay Commands);
-* ``ALTER MATERIALIZED VIEW v {ADD|ALTER} SCHEDULE ... | DROP SCHEDULE``.
+* ``ALTER MATERIALIZED VIEW v {ADD|ALTER} SCHEDULE ... | DROP SCHEDULE`` and
+  ``ALTER MATERIALIZED VIEW v CLUSTER BY (cols) | CLUSTER BY NONE``.
 
 Everything else parses exactly as in sqlglot's Spark dialect.
 
