@@ -44,32 +44,21 @@ import pyarrow as pa
 
 from catalog import delta_commit
 from catalog.errors import CatalogError
+from catalog.view_partitions import check_layout_columns
 
 DOMAIN = "delta.clustering"
 FEATURES = ("domainMetadata", "clustering")
-#: the writer features a table on writer version 2..6 has without listing them (PROTOCOL.md,
-#: "Table Features for new and Existing Tables")
-LEGACY_WRITER_FEATURES: dict[int, tuple[str, ...]] = {
+#: the writer features each legacy writer version adds to the one before (PROTOCOL.md,
+#: "Table Features for new and Existing Tables"); a table on version n has those of 2..n
+_WRITER_VERSION_ADDS: dict[int, tuple[str, ...]] = {
     2: ("appendOnly", "invariants"),
-    3: ("appendOnly", "invariants", "checkConstraints"),
-    4: ("appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"),
-    5: (
-        "appendOnly",
-        "invariants",
-        "checkConstraints",
-        "changeDataFeed",
-        "generatedColumns",
-        "columnMapping",
-    ),
-    6: (
-        "appendOnly",
-        "invariants",
-        "checkConstraints",
-        "changeDataFeed",
-        "generatedColumns",
-        "columnMapping",
-        "identityColumns",
-    ),
+    3: ("checkConstraints",),
+    4: ("changeDataFeed", "generatedColumns"),
+    5: ("columnMapping",),
+    6: ("identityColumns",),
+}
+LEGACY_WRITER_FEATURES: dict[int, tuple[str, ...]] = {
+    n: tuple(f for v in range(2, n + 1) for f in _WRITER_VERSION_ADDS[v]) for n in range(2, 7)
 }
 #: the legacy reader features of reader version 2 (column mapping)
 LEGACY_READER_FEATURES: dict[int, tuple[str, ...]] = {2: ("columnMapping",)}
@@ -118,22 +107,14 @@ def check_cluster_columns(
             "a Delta table is either clustered or partitioned, not both; "
             "keep CLUSTER BY or PARTITIONED BY",
         )
-    seen: set[str] = set()
-    for c in columns:
-        if c not in schema.names:
-            raise ClusterColumnError(
-                view, f"{c!r} is not a column of the view (its columns: {', '.join(schema.names)})"
-            )
-        if c in seen:
-            raise ClusterColumnError(view, f"{c!r} is named twice")
-        seen.add(c)
-        t = schema.field(c).type
-        if not _clusterable(t):
-            raise ClusterColumnError(
-                view,
-                f"column {c!r} has type {t}; cluster by a number, string or date column "
-                "(file statistics, which clustering relies on, are written for those)",
-            )
+    check_layout_columns(
+        schema,
+        columns,
+        allowed=_clusterable,
+        fail=lambda detail: ClusterColumnError(view, detail),
+        instead="cluster by a number, string or date column (file statistics, which "
+        "clustering relies on, are written for those)",
+    )
 
 
 # -- the log -------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -65,6 +65,7 @@ __all__ = [
     "NULL_DIR",
     "PartitionColumnError",
     "PartitionValues",
+    "check_layout_columns",
     "check_partition_columns",
     "file_bounds",
     "file_path",
@@ -94,25 +95,40 @@ def _partitionable(t: pa.DataType) -> bool:
     )
 
 
-def check_partition_columns(schema: pa.Schema, columns: Sequence[str], *, view: str) -> None:
-    """Refuse partition columns the view lacks, repeats, cannot partition by, or all columns."""
+def check_layout_columns(
+    schema: pa.Schema,
+    columns: Sequence[str],
+    *,
+    allowed: Callable[[pa.DataType], bool],
+    fail: Callable[[str], Exception],
+    instead: str,
+) -> None:
+    """Refuse layout columns (partition or clustering) the view lacks, repeats, or whose
+    type is not ``allowed`` (``fail(detail)`` is raised; ``instead`` says what to use)."""
     seen: set[str] = set()
     for c in columns:
         if c not in schema.names:
-            raise PartitionColumnError(
-                view, f"{c!r} is not a column of the view (its columns: {', '.join(schema.names)})"
+            raise fail(
+                f"{c!r} is not a column of the view (its columns: {', '.join(schema.names)})"
             )
         if c in seen:
-            raise PartitionColumnError(view, f"{c!r} is named twice")
+            raise fail(f"{c!r} is named twice")
         seen.add(c)
         t = schema.field(c).type
-        if not _partitionable(t):
-            raise PartitionColumnError(
-                view,
-                f"column {c!r} has type {t}; partition by an integer, string, date or "
-                "boolean column",
-            )
-    if len(seen) == len(schema.names):
+        if not allowed(t):
+            raise fail(f"column {c!r} has type {t}; {instead}")
+
+
+def check_partition_columns(schema: pa.Schema, columns: Sequence[str], *, view: str) -> None:
+    """Refuse partition columns the view lacks, repeats, cannot partition by, or all columns."""
+    check_layout_columns(
+        schema,
+        columns,
+        allowed=_partitionable,
+        fail=lambda detail: PartitionColumnError(view, detail),
+        instead="partition by an integer, string, date or boolean column",
+    )
+    if len(set(columns)) == len(schema.names):
         raise PartitionColumnError(
             view, "every column would be a partition column; leave one or more out"
         )
