@@ -7,7 +7,7 @@
   docs/refresh-protocol.md: ``locked``, ``checkpointed``, ``committed``, ...);
 * ``{"event": "progress", "group": g, "phase": p, "done": n, "total": m, "unit": u,
   "fraction": f}`` as it advances (:mod:`catalog.pipeline.progress`: ``read`` rows or inputs,
-  ``engine`` operators, ``commit`` views; ``f`` is the whole refresh's share done, never
+  ``engine`` operators, ``commit`` changed rows written; ``f`` is the whole refresh's share done, never
   decreasing, 1.0 in its last progress event) — also for the first load of a new view;
 * ``{"event": "refresh", ...}`` per view once its group committed (the fields of its
   :class:`~catalog.pipeline.RefreshReport`), or ``{"event": "failed", "error": ...}``.

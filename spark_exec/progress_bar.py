@@ -2,7 +2,7 @@
 ``progress`` events (:mod:`spark_exec.events`, :mod:`catalog.pipeline.progress`).
 
 Each bar shows the group, the phase with its real counts (``read 600000/1000000 rows``,
-``engine 7/18 operators``, ``commit 1/1 views``), the fraction of the whole refresh, and the
+``engine 7/18 operators``, ``commit 2000/4000 rows``), the fraction of the whole refresh, and the
 time spent.  The ``ivm`` command shows it when standard output is a terminal and ``CI`` is not
 ``true``, or when asked with ``--progress`` (``--no-progress`` turns it off); see
 :func:`wanted`.
