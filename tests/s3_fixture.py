@@ -8,7 +8,6 @@ gives each test a fresh bucket: ``s3://<bucket>``.  Import as
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
