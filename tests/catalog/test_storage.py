@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable
 from s3_fixture import s3_bucket, s3_server  # noqa: F401 (fixtures)
 
-from catalog import delta, storage, view_table
+from catalog import delta, delta_commit, storage, view_table
 from catalog.changes import DIFF
 from catalog.delta_commit import ConcurrentCommitError
 
@@ -87,15 +87,18 @@ def test_a_view_table_on_s3_equals_the_oracle_after_every_refresh(
     seed: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Random inserts and deletes (duplicates included) refreshed into an ``s3://`` view table:
-    after each commit a plain deltalake reader sees exactly the oracle's rows, time travel the
-    previous ones, and the commit's change feed the step's change."""
+    """Random inserts and deletes (duplicates included) refreshed into an ``s3://`` view table,
+    with the maintenance policy after each commit (compaction, log checkpoints and trimming,
+    as a refresh runs it): after each commit a plain deltalake reader sees exactly the
+    oracle's rows, time travel the previous ones, and the commit's change feed the step's
+    change."""
     monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)  # deletion vectors from the start
     rng = np.random.default_rng(seed)
     path = f"{s3_bucket}/wh/views/default/v"
     view_table.create_view_table(path, ROWS, view="v")
     oracle: Counter[tuple[object, ...]] = Counter()
-    for epoch in range(1, 9):
+    maintained: dict[str, object] = {}
+    for epoch in range(1, 12):
         change: Counter[tuple[object, ...]] = Counter()
         for _ in range(int(rng.integers(1, 30))):
             row = (int(rng.integers(0, 40)), str(rng.choice(["a", "b", "c"])))
@@ -129,13 +132,18 @@ def test_a_view_table_on_s3_equals_the_oracle_after_every_refresh(
             feed[(row["k"], row["s"])] += sign[row["_change_type"]]
         assert +feed == +Counter({k: v for k, v in change.items() if v > 0})
         assert -feed == -Counter({k: v for k, v in change.items() if v < 0})
+        maintained.update(view_table.maintain(path))
+        assert _bag(_plain(path)) == oracle, f"after maintenance, epoch {epoch}"
+    assert maintained.get("checkpoint"), maintained
+    delta_commit._replayed.clear()  # our own log replay, from the checkpoint on S3
+    lay = view_table.layout(path)
+    assert lay.records - lay.deleted_records == sum(oracle.values())
+    assert _bag(view_table.read_view(path)) == oracle
     assert view_table.uses_deletion_vectors(path)
     assert view_table.last_refresh(path) is not None
 
 
 def test_a_second_commit_of_one_version_on_s3_is_refused(s3_bucket: str) -> None:  # noqa: F811
-    from catalog import delta_commit
-
     path = f"{s3_bucket}/t"
     view_table.create_view_table(path, ROWS, view="v")
     version, _ = delta_commit.snapshot_files(path)
