@@ -48,7 +48,7 @@ def _stamp(path: str, version: int) -> _Stamp | None:
     f = _commit_path(path, version)
     if storage.is_object_store(f):  # an object is replaced whole: time and size tell
         got = storage.backend(f).stamp(f)
-        return None if got is None else (int(version), 0, got[0], got[1], 0)
+        return None if got is None else (int(version), got[2], got[0], got[1], 0)
     try:
         with open(f, "rb") as fh:
             st = os.fstat(fh.fileno())

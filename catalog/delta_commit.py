@@ -103,14 +103,7 @@ _replayed: dict[str, tuple[int, tuple[int, int, int], dict[str, dict[str, Any]]]
 
 def _commit_stamp(log: str, version: int) -> tuple[int, int, int] | None:
     entry = storage.join(log, f"{version:020d}.json")
-    if storage.is_object_store(entry):
-        got = storage.backend(entry).stamp(entry)
-        return None if got is None else (0, *got)
-    try:
-        st = os.stat(entry)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+    return storage.backend(entry).stamp(entry)
 
 
 def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:

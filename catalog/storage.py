@@ -31,6 +31,7 @@ import json
 import os
 import time
 import uuid
+import zlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
@@ -126,8 +127,10 @@ class Storage(Protocol):
     def delete(self, location: str) -> None:
         """Remove an object (no error if it is gone)."""
 
-    def stamp(self, location: str) -> tuple[int, int] | None:
-        """(modification time ns, size) of an object, ``None`` if absent: a cheap change check."""
+    def stamp(self, location: str) -> tuple[int, int, int] | None:
+        """(modification time ns, size, identity) of an object, ``None`` if absent: a cheap
+        check that it is still the same object (identity: the inode locally, a checksum of the
+        ETag on S3, whose modification times have whole seconds)."""
 
     def arrow(self, location: str) -> tuple[pfs.FileSystem, str]:
         """A pyarrow filesystem and the path in it, for Parquet reads and writes."""
@@ -187,12 +190,12 @@ class LocalStorage:
         with contextlib.suppress(FileNotFoundError):
             os.remove(location)
 
-    def stamp(self, location: str) -> tuple[int, int] | None:
+    def stamp(self, location: str) -> tuple[int, int, int] | None:
         try:
             st = os.stat(location)
         except OSError:
             return None
-        return (st.st_mtime_ns, st.st_size)
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     def arrow(self, location: str) -> tuple[pfs.FileSystem, str]:
         return pfs.LocalFileSystem(), location
@@ -306,7 +309,7 @@ class S3Storage:
         bucket, key = _split(location)
         self._client.delete_object(Bucket=bucket, Key=key)
 
-    def stamp(self, location: str) -> tuple[int, int] | None:
+    def stamp(self, location: str) -> tuple[int, int, int] | None:
         bucket, key = _split(location)
         try:
             head = self._client.head_object(Bucket=bucket, Key=key)
@@ -314,7 +317,11 @@ class S3Storage:
             if self._missing(exc):
                 return None
             raise
-        return (int(head["LastModified"].timestamp() * 1e9), int(head["ContentLength"]))
+        return (
+            int(head["LastModified"].timestamp() * 1e9),
+            int(head["ContentLength"]),
+            zlib.crc32(str(head.get("ETag", "")).encode()),
+        )
 
     def arrow(self, location: str) -> tuple[pfs.FileSystem, str]:
         bucket, key = _split(location)
