@@ -16,24 +16,17 @@ atomically and only once) is :meth:`Storage.put_if_absent`: a hard link of a fin
 locally; ``PutObject`` with ``If-None-Match: *`` on S3 (conditional writes: AWS since
 2024-08, MinIO, moto).  Both return ``False`` when the object already exists.
 
-A lock on an object store is a lease (:func:`try_lease`): an object created with
-put-if-absent holding its owner and expiry time; released by deleting it; an expired lease
-may be broken by anyone (delete, then create again with put-if-absent, so two breakers
-cannot both win).  ``flock`` has no object-store equivalent, so a holder that outlives its
-lease without renewing it can lose the lock: leases are for writers that finish within the
-lease time.
+A lock on an object store is a lease built on put-if-absent (catalog.leases).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import time
 import uuid
 import zlib
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pfs
@@ -50,8 +43,6 @@ __all__ = [
     "is_object_store",
     "join",
     "normalize",
-    "release_lease",
-    "try_lease",
 ]
 
 OBJECT_SCHEMES = ("s3", "s3a")
@@ -355,39 +346,3 @@ def delta_storage_options(location: str | os.PathLike[str]) -> dict[str, str] | 
     if s.allow_http:
         opts["AWS_ALLOW_HTTP"] = "true"
     return opts
-
-
-# -- leases: a lock on storage without flock -------------------------------------------------
-
-
-def try_lease(location: str, owner: str, seconds: float) -> bool:
-    """Take the lease object at ``location`` for ``seconds``; ``False`` if another owner
-    holds an unexpired one.  Taking a lease one already holds renews it."""
-    store = backend(location)
-    body = json.dumps({"owner": owner, "expires": time.time() + seconds}).encode()
-    if store.put_if_absent(location, body):
-        return True
-    try:
-        held: dict[str, Any] = json.loads(store.read_bytes(location))
-    except FileNotFoundError:  # released meanwhile: try once more
-        return store.put_if_absent(location, body)
-    except ValueError:  # a torn lease cannot be: objects are written whole; treat as held
-        return False
-    if held.get("owner") == owner:
-        store.write_bytes(location, body)
-        return True
-    if float(held.get("expires", 0)) > time.time():
-        return False
-    store.delete(location)  # expired: break it; put-if-absent decides between breakers
-    return store.put_if_absent(location, body)
-
-
-def release_lease(location: str, owner: str) -> None:
-    """Give the lease up if ``owner`` holds it."""
-    store = backend(location)
-    try:
-        held = json.loads(store.read_bytes(location))
-    except (FileNotFoundError, ValueError):
-        return
-    if held.get("owner") == owner:
-        store.delete(location)

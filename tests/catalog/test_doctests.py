@@ -23,6 +23,7 @@ MODULES = [
     "catalog.view_partitions",
     "catalog.deletion_vectors",
     "catalog.storage",
+    "catalog.leases",
     "catalog.manager",
     "catalog.view_options",
     "catalog.sql_types",

@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable
 from s3_fixture import s3_bucket, s3_server  # noqa: F401 (fixtures)
 
-from catalog import delta, delta_commit, storage, view_table
+from catalog import delta, delta_commit, leases, storage, view_table
 from catalog.changes import DIFF
 from catalog.delta_commit import ConcurrentCommitError
 
@@ -51,14 +51,14 @@ def test_put_if_absent_creates_once_and_objects_read_back(root: str) -> None:
 
 def test_a_lease_has_one_holder_until_released_or_expired(root: str) -> None:
     lease = storage.join(root, "_ivm", "locks", "g.lock")
-    assert storage.try_lease(lease, "a", 60)
-    assert not storage.try_lease(lease, "b", 60)
-    assert storage.try_lease(lease, "a", 60)  # renewal by the holder
-    storage.release_lease(lease, "b")  # not the holder: nothing happens
-    assert not storage.try_lease(lease, "b", 60)
-    storage.release_lease(lease, "a")
-    assert storage.try_lease(lease, "b", -1)  # taken, already expired
-    assert storage.try_lease(lease, "c", 60)  # an expired lease is broken
+    assert leases.try_lease(lease, "a", 60)
+    assert not leases.try_lease(lease, "b", 60)
+    assert leases.try_lease(lease, "a", 60)  # renewal by the holder
+    leases.release_lease(lease, "b")  # not the holder: nothing happens
+    assert not leases.try_lease(lease, "b", 60)
+    leases.release_lease(lease, "a")
+    assert leases.try_lease(lease, "b", -1)  # taken, already expired
+    assert leases.try_lease(lease, "c", 60)  # an expired lease is broken
     assert json.loads(storage.backend(lease).read_bytes(lease))["owner"] == "c"
 
 
