@@ -22,8 +22,13 @@ vectors.  Then, in one SparkSession, the same aggregate
 For comparison only, both also run over a copy of the view's rows written by delta-spark
 without deletion vectors (``*_copy_without_dv``): what the deletion vectors cost each reader.
 
+Two floors put the figures in proportion: ``spark_parquet_without_delta`` (Spark's own
+vectorized Parquet reader over the view's data files, no Delta, deletion vectors ignored) and
+``jvm_10_row_table`` (the same query over a 10-row Delta table: planning, the Delta snapshot
+and two stages, with almost no rows).  Sources are timed in interleaved rounds.
+
 Reported: the session start, each connector's scan partitions and median query time (first
-run excluded as warm-up), their ratio, and the load average (the machine is shared).  Every
+round excluded as warm-up), their ratio, and the load average (the machine is shared).  Every
 reading must return the same 100 groups.  Results in ``bench/results/connector.json``.
 """
 
@@ -70,20 +75,30 @@ def build_view(root: Path, rows: int, refreshes: int, spark: Any) -> tuple[str, 
     return s.table_path("wide"), s.read("wide").num_rows
 
 
-def time_query(spark: Any, fmt: str, path: str, repeat: int) -> dict[str, Any]:
-    df = spark.read.format(fmt).load(path)
-    name = f"view_{fmt}"
-    df.createOrReplaceTempView(name)
-    times, got = [], []
+def time_rounds(
+    spark: Any, sources: dict[str, tuple[str, Any]], repeat: int
+) -> dict[str, dict[str, Any]]:
+    """Each source's query timed ``repeat + 1`` times, one source after another in each round
+    (so a shared machine's load swings hit every source alike); the first round is warm-up.
+
+    ``sources``: label -> (query, DataFrame the query names as ``view_<label>``)."""
+    for label, (_, df) in sources.items():
+        df.createOrReplaceTempView(f"view_{label}")
+    runs: dict[str, list[float]] = {label: [] for label in sources}
+    got: dict[str, list[Any]] = {}
     for _ in range(repeat + 1):
-        t = time.perf_counter()
-        got = spark.sql(QUERY.format(table=name)).collect()
-        times.append(time.perf_counter() - t)
+        for label, (query, _) in sources.items():
+            t = time.perf_counter()
+            got[label] = spark.sql(query.format(table=f"view_{label}")).collect()
+            runs[label].append(time.perf_counter() - t)
     return {
-        "partitions": df.rdd.getNumPartitions(),
-        "median_s": statistics.median(times[1:]),
-        "runs_s": times,
-        "groups": sorted((int(r.g), int(r.n), int(r.s)) for r in got),
+        label: {
+            "partitions": df.rdd.getNumPartitions(),
+            "median_s": statistics.median(runs[label][1:]),
+            "runs_s": runs[label],
+            "groups": sorted((int(r.g), int(r.n), int(r.s)) for r in got[label]),
+        }
+        for label, (_, df) in sources.items()
     }
 
 
@@ -124,18 +139,29 @@ def main(argv: list[str] | None = None) -> int:
         # vectors cost each connector (not a view table: for comparison only)
         copy = (root / "copy_without_deletion_vectors").as_posix()
         spark.read.format("delta").load(path).write.format("delta").save(copy)
-        results = {
-            label: time_query(spark, fmt, where, args.repeat)
-            for label, fmt, where in (
-                ("jvm", "delta", path),
-                ("python", PYTHON_FORMAT, path),
-                ("jvm_copy_without_dv", "delta", copy),
-                ("python_copy_without_dv", PYTHON_FORMAT, copy),
-            )
-        }
+        # floors, for the diagnosis: Spark's own Parquet reader over the view's data files
+        # without Delta (ignores the deletion vectors: 15 rows too many), and the same query
+        # over a 10-row Delta table (what one query costs besides reading rows)
+        tiny = (root / "tiny").as_posix()
+        spark.range(10).selectExpr("id", "id AS k", "id AS w").write.format("delta").save(tiny)
+        data_files = [os.path.join(path, f) for f in os.listdir(path) if f.endswith(".parquet")]
+        read = spark.read
+        results = time_rounds(
+            spark,
+            {
+                "jvm": (QUERY, read.format("delta").load(path)),
+                "python": (QUERY, read.format(PYTHON_FORMAT).load(path)),
+                "jvm_copy_without_dv": (QUERY, read.format("delta").load(copy)),
+                "python_copy_without_dv": (QUERY, read.format(PYTHON_FORMAT).load(copy)),
+                "spark_parquet_without_delta": (QUERY, read.parquet(*data_files)),
+                "jvm_10_row_table": (QUERY, read.format("delta").load(tiny)),
+            },
+            args.repeat,
+        )
         jvm, py = results["jvm"], results["python"]
         assert len(jvm["groups"]) == 100, "expected 100 groups"
-        assert all(r["groups"] == jvm["groups"] for r in results.values()), "results differ"
+        same = ("jvm", "python", "jvm_copy_without_dv", "python_copy_without_dv")
+        assert all(results[k]["groups"] == jvm["groups"] for k in same), "results differ"
         assert sum(n for _, n, _ in jvm["groups"]) == view_rows
         for label, r in results.items():
             out[f"{label}_partitions"] = r["partitions"]

@@ -37,11 +37,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pds
-import pyarrow.fs as pfs
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from catalog import delta
+from catalog import delta, storage
 from catalog.delta_log import Commit, FileAction, read_commit
 from catalog.errors import CatalogError, ChangesUnavailableError, TableReplacedError
 
@@ -122,7 +121,11 @@ class _Reader:
         """The table at ``version`` (the last two versions opened are kept)."""
         if version not in self._tables:
             try:
-                dt = DeltaTable(self.path, version=version)
+                dt = DeltaTable(
+                    self.path,
+                    version=version,
+                    storage_options=storage.delta_storage_options(self.path),
+                )
             except Exception as exc:  # delta-rs raises plain Exceptions for missing versions
                 raise self.unavailable(f"version {version} cannot be opened", exc) from exc
             kept = {k: v for k, v in self._tables.items() if k == version - 1}
@@ -171,7 +174,7 @@ class _Reader:
         if not any(f.partitioned or "://" in f.path for f in files):
             return self._direct_rows(version, files)
         ds, frags = self._dataset(version)
-        local = pfs.LocalFileSystem()
+        fs, root = storage.backend(self.path).arrow(self.path)
         chosen = []
         for f in files:
             frag = frags.get(os.path.normpath(f.path))
@@ -181,14 +184,14 @@ class _Reader:
                 )
             chosen.append(
                 ds.format.make_fragment(
-                    os.path.join(self.path, f.path),
-                    filesystem=local,
+                    storage.join(root, f.path),
+                    filesystem=fs,
                     partition_expression=frag.partition_expression,
                 )
             )
         have = [c for c in self.columns if c in ds.schema.names]
         try:
-            rows = pds.FileSystemDataset(chosen, ds.schema, ds.format, local).to_table(columns=have)
+            rows = pds.FileSystemDataset(chosen, ds.schema, ds.format, fs).to_table(columns=have)
         except (OSError, pa.ArrowException) as exc:
             raise self.unavailable(f"data files of version {version} cannot be read", exc) from exc
         return self._complete(rows)
@@ -201,15 +204,13 @@ class _Reader:
         its rows' columns by name.
         """
         parts = []
+        fs, root = storage.backend(self.path).arrow(self.path)
         for f in files:
-            full = os.path.join(self.path, f.path)
+            full = storage.join(root, f.path)
             try:
-                have = set(pq.read_schema(full).names)
-                parts.append(
-                    self._complete(
-                        pq.read_table(full, columns=[c for c in self.columns if c in have])
-                    )
-                )
+                have = set(pq.read_schema(full, filesystem=fs).names)
+                columns = [c for c in self.columns if c in have]
+                parts.append(self._complete(pq.read_table(full, columns=columns, filesystem=fs)))
             except (OSError, pa.ArrowException) as exc:
                 raise self.unavailable(
                     f"data file {f.path} of version {version} cannot be read", exc

@@ -23,7 +23,6 @@ True
 
 from __future__ import annotations
 
-import os
 import struct
 import uuid
 import zlib
@@ -33,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from catalog import storage
 from catalog.errors import CatalogError
 
 MAGIC = 1681511377
@@ -238,7 +238,7 @@ class Descriptor:
             raise DeletionVectorError(f"inline deletion vector has no file ({self})")
         prefix, code = self.path_or_inline[:-20], self.path_or_inline[-20:]
         name = f"deletion_vector_{uuid.UUID(bytes=z85_decode(code))}.bin"
-        return os.path.join(table, prefix, name) if prefix else os.path.join(table, name)
+        return storage.join(table, prefix, name) if prefix else storage.join(table, name)
 
 
 def read_positions(table: str, dv: Descriptor) -> np.ndarray:
@@ -247,10 +247,10 @@ def read_positions(table: str, dv: Descriptor) -> np.ndarray:
         data = z85_decode(dv.path_or_inline)[: dv.size_in_bytes]
     else:
         path = dv.file_path(table)
-        with open(path, "rb") as f:
+        fs, where = storage.backend(path).arrow(path)
+        with fs.open_input_file(where) as f:
             f.seek(dv.offset or 1)
-            head = f.read(4)
-            (size,) = struct.unpack(">i", head)
+            (size,) = struct.unpack(">i", f.read(4))
             data = f.read(size)
             (crc,) = struct.unpack(">I", f.read(4))
         if size != dv.size_in_bytes or zlib.crc32(data) != crc:
@@ -263,11 +263,11 @@ def read_positions(table: str, dv: Descriptor) -> np.ndarray:
     return pos
 
 
-def write_file(table: str, vectors: Sequence[np.ndarray]) -> tuple[str, list[Descriptor]]:
-    """Write one DV file holding ``vectors``; returns its path and one descriptor per vector."""
+def write_file(table: str, vectors: Sequence[np.ndarray]) -> tuple[int, list[Descriptor]]:
+    """Write one DV file holding ``vectors``; returns its size and one descriptor per vector."""
     u = uuid.uuid4()
     code = z85_encode(u.bytes)
-    path = os.path.join(table, f"deletion_vector_{u}.bin")
+    path = storage.join(table, f"deletion_vector_{u}.bin")
     chunks = [bytes([FORMAT_VERSION])]
     descriptors = []
     offset = 1
@@ -278,8 +278,6 @@ def write_file(table: str, vectors: Sequence[np.ndarray]) -> tuple[str, list[Des
             Descriptor("u", code, len(data), len(np.unique(positions)), offset=offset)
         )
         offset += 8 + len(data)
-    with open(path, "wb") as f:
-        f.write(b"".join(chunks))
-        f.flush()
-        os.fsync(f.fileno())
-    return path, descriptors
+    blob = b"".join(chunks)
+    storage.backend(path).write_bytes(path, blob)
+    return len(blob), descriptors

@@ -35,7 +35,7 @@ import pyarrow.fs as pfs
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from catalog import delta_cache, delta_features, table_check
+from catalog import delta_cache, delta_features, storage, table_check
 from catalog.dtypes import conform, storage_schema
 from catalog.errors import (
     CatalogError,
@@ -144,9 +144,15 @@ def _commit_properties(
 def is_delta_table(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` holds a Delta table."""
     p = os.fspath(path)
-    if not os.path.isdir(os.path.join(p, "_delta_log")):
+    log = storage.join(p, "_delta_log")
+    if storage.is_object_store(p):
+        if not storage.backend(p).listdir(log):
+            return False
+    elif not os.path.isdir(log):
         return False
-    return delta_cache.known(p) or DeltaTable.is_deltatable(p)
+    return delta_cache.known(p) or DeltaTable.is_deltatable(
+        p, storage_options=storage.delta_storage_options(p)
+    )
 
 
 def open_table(path: str | os.PathLike[str], version: int | None = None) -> DeltaTable:
@@ -204,6 +210,7 @@ def create_table(
             p,
             storage_schema(schema),
             mode="error",
+            storage_options=storage.delta_storage_options(p),
             partition_by=list(partition_by) if partition_by else None,
             description=description,
             configuration={**CDF_CONFIGURATION, **({AUTO_COMPACT: "true"} if auto_compact else {})},

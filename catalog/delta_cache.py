@@ -24,6 +24,8 @@ from collections import OrderedDict
 
 from deltalake import DeltaTable
 
+from catalog import storage
+
 MAX_TABLES = 64
 STAMP_BYTES = 1 << 16
 _Stamp = tuple[int, int, int, int, int]  # version, inode, mtime_ns, size, crc32 of the head
@@ -35,15 +37,18 @@ stats = {"opens": 0, "reuses": 0}
 
 
 def _key(path: str | os.PathLike[str]) -> str:
-    return os.path.abspath(os.fspath(path))
+    return storage.normalize(path)
 
 
 def _commit_path(path: str, version: int) -> str:
-    return os.path.join(path, "_delta_log", f"{int(version):020d}.json")
+    return storage.join(path, "_delta_log", f"{int(version):020d}.json")
 
 
 def _stamp(path: str, version: int) -> _Stamp | None:
     f = _commit_path(path, version)
+    if storage.is_object_store(f):  # an object is replaced whole: time and size tell
+        got = storage.backend(f).stamp(f)
+        return None if got is None else (int(version), got[2], got[0], got[1], 0)
     try:
         with open(f, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -77,7 +82,7 @@ def latest(path: str | os.PathLike[str]) -> DeltaTable:
         hit = _latest.get(key)
     if hit is not None and _valid(key, hit[1]):
         kept = hit[0]
-        if not os.path.exists(_commit_path(key, int(kept.version()) + 1)):
+        if not storage.backend(key).exists(_commit_path(key, int(kept.version()) + 1)):
             # commits are numbered without gaps: no next entry, no newer version (and no
             # listing of the whole log, which update_incremental() does: 5.7 ms at 900 entries)
             stats["reuses"] += 1
@@ -93,7 +98,7 @@ def latest(path: str | os.PathLike[str]) -> DeltaTable:
                 _remember(_latest, key, key, kept)  # type: ignore[arg-type]
             return kept
     stats["opens"] += 1
-    dt = DeltaTable(key)
+    dt = DeltaTable(key, storage_options=storage.delta_storage_options(key))
     with _lock:
         _remember(_latest, key, key, dt)  # type: ignore[arg-type]
     return dt
@@ -109,7 +114,7 @@ def at_version(path: str | os.PathLike[str], version: int) -> DeltaTable:
         stats["reuses"] += 1
         return hit[0]
     stats["opens"] += 1
-    dt = DeltaTable(key, version=int(version))
+    dt = DeltaTable(key, version=int(version), storage_options=storage.delta_storage_options(key))
     with _lock:
         _remember(_versions, ck, key, dt)  # type: ignore[arg-type]
     return dt

@@ -12,8 +12,11 @@ pieces (Delta PROTOCOL.md, "Delta Log Entries", "Add File and Remove File", "Add
   action with statistics (``numRecords``, ``nullCount``, ``minValues``/``maxValues`` for
   numbers, strings and dates), so readers skip files by key;
 * :func:`commit` writes log entry ``version`` with put-if-absent (a hard link of a finished
-  file: the entry appears whole or not at all; an existing entry raises
-  :class:`ConcurrentCommitError`).  Local file systems only.
+  file locally, a conditional ``PutObject`` on S3: catalog.storage; the entry appears whole
+  or not at all; an existing entry raises :class:`ConcurrentCommitError`).
+
+Every file goes through :mod:`catalog.storage`, so a table may be a local directory or an
+``s3://`` location.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as _pc
 import pyarrow.parquet as pq
 
+from catalog import storage
 from catalog.deletion_vectors import Descriptor
 from catalog.errors import DeltaOperationError
 
@@ -68,7 +72,7 @@ class FileEntry:
 
 
 def _log(table: str) -> str:
-    return os.path.join(table, LOG_DIR)
+    return storage.join(table, LOG_DIR)
 
 
 def _entry(action: Mapping[str, Any]) -> FileEntry:
@@ -98,11 +102,8 @@ _replayed: dict[str, tuple[int, tuple[int, int, int], dict[str, dict[str, Any]]]
 
 
 def _commit_stamp(log: str, version: int) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(os.path.join(log, f"{version:020d}.json"))
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+    entry = storage.join(log, f"{version:020d}.json")
+    return storage.backend(entry).stamp(entry)
 
 
 def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
@@ -113,13 +114,12 @@ def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
     another file there, and is replayed afresh).
     """
     log = _log(table)
-    key = os.path.abspath(table)
+    key = storage.normalize(table)
     kept = _replayed.get(key)
     if kept is not None and _commit_stamp(log, kept[0]) == kept[1]:
         latest, files = kept[0], dict(kept[2])
         v = latest + 1
-        while os.path.exists(os.path.join(log, f"{v:020d}.json")):
-            _apply(os.path.join(log, f"{v:020d}.json"), files)
+        while _apply(storage.join(log, f"{v:020d}.json"), files):
             latest, v = v, v + 1
         return _kept(key, log, latest, files)
     return _kept(key, log, *_replay(table))
@@ -136,16 +136,21 @@ def _kept(
     return latest, {p: _entry(a) for p, a in files.items()}
 
 
-def _apply(path: str, files: dict[str, dict[str, Any]]) -> None:
-    with open(path) as f:
-        for line in f:
-            if not line.strip():
-                continue
-            action = json.loads(line)
-            if "add" in action:
-                files[action["add"]["path"]] = action["add"]
-            elif "remove" in action:
-                files.pop(action["remove"]["path"], None)
+def _apply(path: str, files: dict[str, dict[str, Any]]) -> bool:
+    """Apply log entry ``path`` to ``files``; ``False`` if there is no such entry."""
+    try:
+        text = storage.backend(path).read_bytes(path).decode("utf-8")
+    except FileNotFoundError:
+        return False
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        action = json.loads(line)
+        if "add" in action:
+            files[action["add"]["path"]] = action["add"]
+        elif "remove" in action:
+            files.pop(action["remove"]["path"], None)
+    return True
 
 
 def _replay(table: str) -> tuple[int, dict[str, dict[str, Any]]]:
@@ -153,22 +158,22 @@ def _replay(table: str) -> tuple[int, dict[str, dict[str, Any]]]:
     log = _log(table)
     start = -1
     files: dict[str, dict[str, Any]] = {}
-    last = os.path.join(log, "_last_checkpoint")
-    names = os.listdir(log)
-    if os.path.exists(last):
-        with open(last) as f:
-            cp = json.load(f)
+    store = storage.backend(table)
+    names = store.listdir(log)
+    if "_last_checkpoint" in names:
+        cp = json.loads(store.read_bytes(storage.join(log, "_last_checkpoint")))
         start = int(cp["version"])
         parts = int(cp.get("parts") or 0)
         if parts:
             cp_files = [
-                os.path.join(log, f"{start:020d}.checkpoint.{i:010d}.{parts:010d}.parquet")
+                storage.join(log, f"{start:020d}.checkpoint.{i:010d}.{parts:010d}.parquet")
                 for i in range(1, parts + 1)
             ]
         else:
-            cp_files = [os.path.join(log, f"{start:020d}.checkpoint.parquet")]
+            cp_files = [storage.join(log, f"{start:020d}.checkpoint.parquet")]
         for path in cp_files:
-            adds = pq.read_table(path, columns=["add"]).column("add")
+            fs, where = store.arrow(path)
+            adds = pq.read_table(where, columns=["add"], filesystem=fs).column("add")
             for a in adds.drop_null().to_pylist():
                 a = _clean(a)
                 files[a["path"]] = a
@@ -177,7 +182,7 @@ def _replay(table: str) -> tuple[int, dict[str, dict[str, Any]]]:
     for v in versions:
         if v <= start:
             continue
-        _apply(os.path.join(log, f"{v:020d}.json"), files)
+        _apply(storage.join(log, f"{v:020d}.json"), files)
         latest = v
     if latest < 0:
         raise DeltaOperationError("read log", table, "the Delta log has no commit")
@@ -292,13 +297,15 @@ def write_data_file(
         rel = f"{CDC_DIR}/cdc-{name[len('part-') :]}"
     else:
         rel = f"{directory}/{name}" if directory else name
-    full = os.path.join(table, rel)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    pq.write_table(data, full, compression="snappy", row_group_size=ROW_GROUP_ROWS)
+    full = storage.join(table, rel)
+    fs, where = storage.backend(table).arrow(full)
+    if not storage.is_object_store(table):
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+    pq.write_table(data, where, compression="snappy", row_group_size=ROW_GROUP_ROWS, filesystem=fs)
     action: dict[str, Any] = {
         "path": quote(rel, safe="/="),  # a URI, as the protocol says (and delta-rs writes)
         "partitionValues": dict(partition_values or {}),
-        "size": os.path.getsize(full),
+        "size": fs.get_file_info(where).size,
     }
     if cdc:
         action["dataChange"] = False
@@ -316,27 +323,12 @@ def write_data_file(
 
 def commit(table: str, version: int, actions: Sequence[Mapping[str, Any]]) -> None:
     """Create log entry ``version`` holding ``actions`` (one JSON object per line), atomically."""
-    log = _log(table)
-    final = os.path.join(log, f"{version:020d}.json")
-    tmp = os.path.join(log, f".{version:020d}.json.{uuid.uuid4().hex}.tmp")
+    final = storage.join(_log(table), f"{version:020d}.json")
     text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    try:
-        os.link(tmp, final)
-    except FileExistsError:
+    if not storage.backend(table).put_if_absent(final, text.encode("utf-8")):
         raise ConcurrentCommitError(
             "commit", table, f"version {version} was committed by another writer; retry"
-        ) from None
-    finally:
-        os.unlink(tmp)
-    dir_fd = os.open(log, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        )
 
 
 def commit_info(operation: str, metadata: Mapping[str, str], **fields: Any) -> dict[str, Any]:

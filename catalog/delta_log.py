@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from catalog import storage
 from catalog.errors import DeltaOperationError
 
 
@@ -69,7 +70,7 @@ class Commit:
 
 
 def commit_file(path: str | os.PathLike[str], version: int) -> str:
-    return os.path.join(os.fspath(path), "_delta_log", f"{int(version):020d}.json")
+    return storage.join(os.fspath(path), "_delta_log", f"{int(version):020d}.json")
 
 
 def _file_action(d: Mapping[str, Any]) -> FileAction:
@@ -94,8 +95,7 @@ def read_commit(path: str | os.PathLike[str], version: int) -> Commit | None:
     """The actions of ``version``, or ``None`` when its commit file no longer exists."""
     f = commit_file(path, version)
     try:
-        with open(f, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+        lines = storage.backend(f).read_bytes(f).decode("utf-8").splitlines()
     except FileNotFoundError:
         return None
     except OSError as exc:

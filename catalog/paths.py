@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from catalog import storage
 from catalog.errors import InvalidPathError
 from catalog.names import Identifier, parse_identifier
 
@@ -106,6 +107,8 @@ class Warehouse:
     # -- safety ---------------------------------------------------------------------------
     def contains(self, path: str | os.PathLike[str]) -> bool:
         """Whether ``path`` (after resolving symlinks and ``..``) lies inside the warehouse."""
+        if storage.is_object_store(path):  # the warehouse is a local directory
+            return False
         resolved = Path(os.fspath(path)).expanduser().resolve()
         return resolved == self.root or self.root in resolved.parents
 
@@ -132,22 +135,31 @@ class Warehouse:
 
 
 def resolve_location(location: str | os.PathLike[str]) -> str:
-    """Normalize a user-given table location to an absolute local path.
+    """Normalize a user-given table location to an absolute local path or an object URI.
 
-    Accepts an absolute or relative path (relative to the current directory) or a ``file:``
-    URI.  Object-store URIs (``s3://`` ...) are refused for now: they need storage options the
-    catalog does not carry yet.
+    Accepts an absolute or relative path (relative to the current directory), a ``file:``
+    URI, or an ``s3://`` (``s3a://``) URI, reached through catalog.storage with the
+    ``AWS_*`` settings of the environment.
 
     >>> resolve_location("file:///data/t")
     '/data/t'
+    >>> resolve_location("s3a://bucket/data/t/")
+    's3://bucket/data/t'
     """
     text = os.fspath(location).strip()
     if not text or "\x00" in text:
         raise InvalidPathError(text, "empty or contains NUL")
+    if storage.is_object_store(text):
+        try:
+            return storage.normalize(text)
+        except storage.StorageError as exc:
+            raise InvalidPathError(text, exc.reason) from None
     if "://" in text or text.startswith("file:"):
         parsed = urlparse(text)
         if parsed.scheme != "file":
-            raise InvalidPathError(text, f"unsupported scheme {parsed.scheme!r}; use a local path")
+            raise InvalidPathError(
+                text, f"unsupported scheme {parsed.scheme!r}; use a local path or s3://"
+            )
         if parsed.netloc not in ("", "localhost"):
             raise InvalidPathError(text, "file URIs must not name a host")
         text = unquote(parsed.path)

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
+from catalog import storage
 from catalog.checkpoint import write_json_atomic
 from catalog.dtypes import describe_schema, schema_from_text, schema_to_text
 from catalog.errors import (
@@ -125,6 +126,8 @@ def _location(
     if fmt == 1 and inside:
         layout = wh.view_path(ident) if kind == "materialized view" else wh.table_path(ident)
         return layout.as_posix()
+    if storage.is_object_store(stored):  # an external table on an object store
+        return stored
     path = stored if os.path.isabs(stored) else (wh.root / stored).as_posix()
     if inside and not wh.contains(path):
         raise InvalidPathError(

@@ -26,6 +26,8 @@ import json
 import os
 from typing import Any
 
+from catalog import storage
+
 LOG_DIR = "_delta_log"
 _SCAN_LIMIT = 200  # JSON log entries read (newest first) when looking for the protocol
 
@@ -42,6 +44,13 @@ _REFUSALS = (
 def describe_location(path: str | os.PathLike[str]) -> str | None:
     """What ``path`` holds, in words, or ``None`` when nothing exists there."""
     p = os.fspath(path)
+    if storage.is_object_store(p):
+        store = storage.backend(p)
+        if not store.listdir(p):
+            return None
+        if store.listdir(storage.join(p, LOG_DIR)):
+            return f"a {LOG_DIR} that deltalake cannot open as a table"
+        return f"objects under the prefix and no {LOG_DIR}"
     if not os.path.lexists(p):
         return None
     if not os.path.isdir(p):
@@ -75,20 +84,21 @@ def protocol_refusal(exc: BaseException) -> bool:
 
 def declared_protocol(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The newest ``protocol`` action in the table's JSON log (``None`` if none is found)."""
-    log = os.path.join(os.fspath(path), LOG_DIR)
+    log = storage.join(os.fspath(path), LOG_DIR)
+    store = storage.backend(log)
     try:
-        names = sorted((n for n in os.listdir(log) if n.endswith(".json")), reverse=True)
+        names = sorted((n for n in store.listdir(log) if n.endswith(".json")), reverse=True)
     except OSError:
         return None
     for name in names[:_SCAN_LIMIT]:
         try:
-            with open(os.path.join(log, name), encoding="utf-8") as fh:
-                for line in fh:
-                    if '"protocol"' not in line:
-                        continue
-                    action = json.loads(line).get("protocol")
-                    if isinstance(action, dict):
-                        return action
+            text = store.read_bytes(storage.join(log, name)).decode("utf-8")
+            for line in text.splitlines():
+                if '"protocol"' not in line:
+                    continue
+                action = json.loads(line).get("protocol")
+                if isinstance(action, dict):
+                    return action
         except (OSError, ValueError):
             continue
     return None

@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as _pc
 import pyarrow.parquet as pq
 
-from catalog import delta_commit
+from catalog import delta_commit, storage
 from catalog.delta_commit import FileEntry
 from catalog.dtypes import conform
 from catalog.errors import CatalogError
@@ -222,8 +222,8 @@ def write_files(
 
 
 def file_path(table: str, f: FileEntry) -> str:
-    """The local path of a data file (its action's path is a URI)."""
-    return os.path.join(table, unquote(f.path))
+    """The location of a data file (its action's path is a URI relative to the table)."""
+    return storage.join(table, unquote(f.path))
 
 
 def _with_partition_values(data: pa.Table, f: FileEntry, schema: pa.Schema) -> pa.Table:
@@ -244,12 +244,12 @@ def read_file(
 
     ``row_groups``: only those row groups (positions in the file stay as Parquet counts them).
     """
-    full = file_path(table, f)
+    fs, full = storage.backend(table).arrow(file_path(table, f))
     stored = [c for c in schema.names if c not in (f.action.get("partitionValues") or {})]
     if row_groups is None:
-        data = pq.read_table(full, columns=stored)
+        data = pq.read_table(full, columns=stored, filesystem=fs)
     else:
-        data = pq.ParquetFile(full).read_row_groups(list(row_groups), columns=stored)
+        data = pq.ParquetFile(full, filesystem=fs).read_row_groups(list(row_groups), columns=stored)
     return conform(_with_partition_values(data, f, schema), schema, name=table)
 
 

@@ -46,6 +46,7 @@ Tables in the old format (change batches with a ``__diff__`` column) are refused
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -60,7 +61,7 @@ import pyarrow.compute as _pc
 import pyarrow.parquet as pq
 
 from catalog import deletion_vectors as dvs
-from catalog import delta, delta_commit
+from catalog import delta, delta_commit, storage
 from catalog import view_clustering as vc
 from catalog import view_partitions as vp
 from catalog.change_feed import change_feed
@@ -260,7 +261,8 @@ def _read_candidates(
     table: str, f: FileEntry, wanted: pa.Table, schema: pa.Schema
 ) -> tuple[pa.Table, np.ndarray]:
     """Rows of file ``f`` in row groups that may hold ``wanted`` rows, with their positions."""
-    pf = pq.ParquetFile(vp.file_path(table, f))
+    fs, where = storage.backend(table).arrow(vp.file_path(table, f))
+    pf = pq.ParquetFile(where, filesystem=fs)
     md = pf.metadata
     names = [md.schema.column(i).name for i in range(md.num_columns)]
     groups, positions = [], []
@@ -428,8 +430,8 @@ def commit_view_changes(
                 else np.zeros(0, np.int64)
             )
             vectors.append(np.union1d(old, found[f.path]))
-        dv_path, descriptors = dvs.write_file(p, vectors)
-        written += os.path.getsize(dv_path)
+        dv_bytes, descriptors = dvs.write_file(p, vectors)
+        written += dv_bytes
         for f, vec, d in zip(touched, vectors, descriptors, strict=True):
             actions.append({"remove": _remove_action(f, now)})
             if len(vec) >= f.num_records:
@@ -588,11 +590,10 @@ def layout(path: str | os.PathLike[str]) -> Layout:
 
 
 def _layout(p: str, version: int, files: Mapping[str, FileEntry]) -> Layout:
-    last = os.path.join(p, delta_commit.LOG_DIR, "_last_checkpoint")
+    last = storage.join(p, delta_commit.LOG_DIR, "_last_checkpoint")
     cp = -1
-    if os.path.exists(last):
-        with open(last) as f:
-            cp = int(json.load(f)["version"])
+    with contextlib.suppress(FileNotFoundError):
+        cp = int(json.loads(storage.backend(p).read_bytes(last))["version"])
     return Layout(
         files=len(files),
         bytes=sum(f.size for f in files.values()),
@@ -725,8 +726,9 @@ def trim_log(path: str | os.PathLike[str], *, keep_versions: int = HISTORY_VERSI
     input tables belong to their writers.
     """
     p = os.fspath(path)
-    log = os.path.join(p, delta_commit.LOG_DIR)
-    names = os.listdir(log)
+    log = storage.join(p, delta_commit.LOG_DIR)
+    store = storage.backend(p)
+    names = store.listdir(log)
     versions = {n: _log_version(n) for n in names}
     latest = max(
         (v for n, v in versions.items() if v is not None and n.endswith(".json")), default=-1
@@ -741,11 +743,8 @@ def trim_log(path: str | os.PathLike[str], *, keep_versions: int = HISTORY_VERSI
     removed = 0
     for n, v in versions.items():
         if v is not None and v < floor:
-            try:
-                os.remove(os.path.join(log, n))
-                removed += 1
-            except FileNotFoundError:  # a concurrent maintenance got there first
-                pass
+            store.delete(storage.join(log, n))  # gone already: a concurrent maintenance
+            removed += 1
     return removed
 
 

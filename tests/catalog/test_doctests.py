@@ -22,6 +22,8 @@ MODULES = [
     "catalog.change_feed",
     "catalog.view_partitions",
     "catalog.deletion_vectors",
+    "catalog.storage",
+    "catalog.leases",
     "catalog.manager",
     "catalog.view_options",
     "catalog.sql_types",

@@ -88,6 +88,7 @@ def test_check_inside_rejects_escapes(tmp_path: Path) -> None:
 def test_resolve_location(tmp_path: Path) -> None:
     assert resolve_location(f"file://{tmp_path}/t") == (tmp_path / "t").as_posix()
     assert resolve_location(str(tmp_path / "a" / ".." / "t")) == (tmp_path / "t").as_posix()
-    for bad in ["", "s3://bucket/t", "file://host/t", "x\x00y"]:
+    assert resolve_location("s3a://bucket/t/") == "s3://bucket/t"
+    for bad in ["", "gs://bucket/t", "s3:///t", "file://host/t", "x\x00y"]:
         with pytest.raises(InvalidPathError):
             resolve_location(bad)

@@ -78,7 +78,7 @@ def test_paths_stay_inside_the_warehouse(s: Session, tmp_path: Path) -> None:
     with pytest.raises(InvalidPathError, match="inside the warehouse"):
         s.sql(f"CREATE TABLE ext USING DELTA LOCATION '{inside}'")
     with pytest.raises(InvalidPathError, match="scheme"):
-        s.sql("CREATE TABLE ext USING DELTA LOCATION 's3://bucket/t'")
+        s.sql("CREATE TABLE ext USING DELTA LOCATION 'gs://bucket/t'")
     with pytest.raises(ivm.IvmError, match="no Delta table"):
         s.sql(f"CREATE TABLE ext USING DELTA LOCATION '{tmp_path / 'empty'}'")
     assert not (tmp_path / "empty").exists()

@@ -1,0 +1,165 @@
+"""catalog.storage: one contract for local directories and S3 (moto's server on 127.0.0.1),
+and view tables kept on S3 equal to a plain-Python oracle after every refresh."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+from s3_fixture import s3_bucket, s3_server  # noqa: F401 (fixtures)
+
+from catalog import delta, delta_commit, leases, storage, view_table
+from catalog.changes import DIFF
+from catalog.delta_commit import ConcurrentCommitError
+
+ROWS = pa.schema([("k", pa.int64()), ("s", pa.string())])
+
+
+@pytest.fixture(params=["local", "s3"])
+def root(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "local":
+        return str(tmp_path)
+    return str(request.getfixturevalue("s3_bucket")) + "/wh"
+
+
+def test_put_if_absent_creates_once_and_objects_read_back(root: str) -> None:
+    store = storage.backend(root)
+    f = storage.join(root, "_delta_log", "00000000000000000000.json")
+    assert not store.exists(f) and store.stamp(f) is None
+    assert store.put_if_absent(f, b"first")
+    assert not store.put_if_absent(f, b"second")
+    assert store.read_bytes(f) == b"first"
+    other = storage.join(root, "_delta_log", "_last_checkpoint")
+    store.write_bytes(other, b"a")
+    store.write_bytes(other, b"bb")
+    assert store.read_bytes(other) == b"bb"
+    assert sorted(store.listdir(storage.join(root, "_delta_log"))) == [
+        "00000000000000000000.json",
+        "_last_checkpoint",
+    ]
+    assert store.listdir(storage.join(root, "nothing")) == []
+    store.delete(other)
+    store.delete(other)  # gone already: no error
+    with pytest.raises(FileNotFoundError):
+        store.read_bytes(other)
+
+
+def test_a_lease_has_one_holder_until_released_or_expired(root: str) -> None:
+    lease = storage.join(root, "_ivm", "locks", "g.lock")
+    assert leases.try_lease(lease, "a", 60)
+    assert not leases.try_lease(lease, "b", 60)
+    assert leases.try_lease(lease, "a", 60)  # renewal by the holder
+    leases.release_lease(lease, "b")  # not the holder: nothing happens
+    assert not leases.try_lease(lease, "b", 60)
+    leases.release_lease(lease, "a")
+    assert leases.try_lease(lease, "b", -1)  # taken, already expired
+    assert leases.try_lease(lease, "c", 60)  # an expired lease is broken
+    assert json.loads(storage.backend(lease).read_bytes(lease))["owner"] == "c"
+
+
+def test_locations_are_normalized() -> None:
+    assert storage.normalize("s3a://b/x/") == "s3://b/x"
+    assert storage.join("s3://b/x", "views/default", "v") == "s3://b/x/views/default/v"
+    with pytest.raises(storage.StorageError, match="unsupported scheme"):
+        storage.normalize("gs://b/x")
+    with pytest.raises(storage.StorageError, match="bucket"):
+        storage.normalize("s3:///x")
+
+
+def _bag(t: pa.Table) -> Counter[tuple[object, ...]]:
+    return Counter(tuple(r.values()) for r in t.to_pylist())
+
+
+def _plain(path: str, version: int | None = None) -> pa.Table:
+    """A user's deltalake reader, given the storage options and nothing else of ours."""
+    dt = DeltaTable(path, version=version, storage_options=storage.delta_storage_options(path))
+    return pa.table(dt.scan())  # reads deletion vectors (to_pyarrow_table refuses them)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_view_table_on_s3_equals_the_oracle_after_every_refresh(
+    s3_bucket: str,  # noqa: F811
+    seed: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Random inserts and deletes (duplicates included) refreshed into an ``s3://`` view table,
+    with the maintenance policy after each commit (compaction, log checkpoints and trimming,
+    as a refresh runs it): after each commit a plain deltalake reader sees exactly the
+    oracle's rows, time travel the previous ones, and the commit's change feed the step's
+    change."""
+    monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)  # deletion vectors from the start
+    rng = np.random.default_rng(seed)
+    path = f"{s3_bucket}/wh/views/default/v"
+    view_table.create_view_table(path, ROWS, view="v")
+    oracle: Counter[tuple[object, ...]] = Counter()
+    maintained: dict[str, object] = {}
+    for epoch in range(1, 12):
+        change: Counter[tuple[object, ...]] = Counter()
+        for _ in range(int(rng.integers(1, 30))):
+            row = (int(rng.integers(0, 40)), str(rng.choice(["a", "b", "c"])))
+            change[row] += 1
+        for row in rng.permutation(list(oracle.elements()))[: int(rng.integers(0, 15))]:
+            change[(int(row[0]), str(row[1]))] -= 1
+        rows = [r for r, n in change.items() if n]
+        batch = pa.table(
+            {
+                "k": [r[0] for r in rows],
+                "s": [r[1] for r in rows],
+                DIFF: [change[r] for r in rows],
+            }
+        )
+        before = Counter(oracle)
+        oracle.update(change)
+        oracle = +oracle
+        r = view_table.commit_view_changes(
+            path, batch, view="v", epoch=epoch, input_versions={"t": epoch}
+        )
+        assert r is not None
+        assert _bag(_plain(path)) == oracle, f"epoch {epoch}"
+        assert _bag(_plain(path, r.version - 1)) == before, f"time travel, epoch {epoch}"
+        assert _bag(view_table.read_view(path)) == oracle
+        cdf = DeltaTable(path, storage_options=storage.delta_storage_options(path)).load_cdf(
+            starting_version=r.version, ending_version=r.version
+        )
+        sign = {"insert": 1, "delete": -1, "update_postimage": 1, "update_preimage": -1}
+        feed: Counter[tuple[object, ...]] = Counter()
+        for row in pa.table(cdf).to_pylist():
+            feed[(row["k"], row["s"])] += sign[row["_change_type"]]
+        assert +feed == +Counter({k: v for k, v in change.items() if v > 0})
+        assert -feed == -Counter({k: v for k, v in change.items() if v < 0})
+        maintained.update(view_table.maintain(path))
+        assert _bag(_plain(path)) == oracle, f"after maintenance, epoch {epoch}"
+    assert maintained.get("checkpoint"), maintained
+    delta_commit._replayed.clear()  # our own log replay, from the checkpoint on S3
+    lay = view_table.layout(path)
+    assert lay.records - lay.deleted_records == sum(oracle.values())
+    assert _bag(view_table.read_view(path)) == oracle
+    assert view_table.uses_deletion_vectors(path)
+    assert view_table.last_refresh(path) is not None
+
+
+def test_a_second_commit_of_one_version_on_s3_is_refused(s3_bucket: str) -> None:  # noqa: F811
+    path = f"{s3_bucket}/t"
+    view_table.create_view_table(path, ROWS, view="v")
+    version, _ = delta_commit.snapshot_files(path)
+    info = delta_commit.commit_info("WRITE", {})
+    delta_commit.commit(path, version + 1, [info])
+    with pytest.raises(ConcurrentCommitError, match="another writer"):
+        delta_commit.commit(path, version + 1, [info])
+
+
+def test_input_tables_on_s3_through_delta_rs(s3_bucket: str) -> None:  # noqa: F811
+    """Base tables on S3 are written by delta-rs (its own put-if-absent commits) and read by
+    the catalog's reader."""
+    path = f"{s3_bucket}/wh/tables/default/t"
+    delta.create_table(path, ROWS)
+    delta.insert(path, pa.table({"k": [1, 2, 3], "s": ["a", "b", "c"]}))
+    delta.delete(path, "k = 2")
+    assert delta.is_delta_table(path)
+    assert _bag(delta.read_snapshot(path)) == Counter({(1, "a"): 1, (3, "c"): 1})
+    assert delta.current_version(path) == 2
