@@ -65,7 +65,7 @@ from sql_frontend.errors import UnsupportedSqlError
 from sql_frontend.expressions.evaluate import compile_predicate, compile_vec
 from sql_frontend.expressions.vec import to_column
 from sql_frontend.planner import plan_sql
-from sql_frontend.scalar import Ref, Scalar
+from sql_frontend.scalar import Native, Ref, Scalar
 from sql_frontend.sql_types import SqlType
 
 Collection = Any  # ivm.Collection (kept loose: the engine is typed dynamically)
@@ -172,6 +172,27 @@ def compile_plan(
     return _Compiler(dataflow, inputs).compile(node, {})
 
 
+def compile_plans(
+    nodes: Sequence[p.Node], dataflow: ivm.Dataflow, inputs: Mapping[str, Collection]
+) -> list[Collection]:
+    """The collections computing ``nodes``; equal subplans of different nodes compile once
+    (a Datalog program's relations share their strata)."""
+    compiler = _Compiler(dataflow, inputs)
+    return [compiler.compile(n, {}) for n in nodes]
+
+
+def _column_fn(e: Scalar) -> Callable[..., tuple[np.ndarray, np.ndarray | None]]:
+    """``f(*columns) -> (column, valid or None)`` computing ``e`` as an engine column."""
+    if isinstance(e, Ref):
+        i = e.index
+        return lambda *cols: (cols[i], None)
+    if isinstance(e, Native):
+        idx, fn = [a.index for a in e.args], e.fn
+        return lambda *cols: fn([cols[i] for i in idx], len(cols[0]) if cols else 0)
+    ev = compile_vec(e)
+    return lambda *cols: (to_column(ev(cols, len(cols[0]) if cols else 0)), None)
+
+
 def _has_recref(node: p.Node) -> bool:
     return any(isinstance(n, p.RecRef) for n in p.walk(node))
 
@@ -212,28 +233,40 @@ class _Compiler:
         names = _names(len(c.schema))
         return c if tuple(c.schema.names) == tuple(names) else c.rename(names)
 
-    def map_exprs(self, c: Collection, exprs: tuple[Scalar, ...]) -> Collection:
-        """``c`` mapped to one column per expression."""
+    def map_exprs(
+        self, c: Collection, exprs: tuple[Scalar, ...], drop_failed: bool = False
+    ) -> Collection:
+        """``c`` mapped to one column per expression (``drop_failed``: rows where a partial
+        expression has no value are dropped, see :class:`.plan.Project`)."""
         idx = [e.index for e in exprs if isinstance(e, Ref)]
         if len(idx) == len(exprs) and len(set(idx)) == len(idx):
             return self.named(c.project(*idx))
         in_dtypes = list(c.schema.dtypes)
-        fns: list[Callable[..., np.ndarray]] = []
+        fns: list[Callable[..., tuple[np.ndarray, np.ndarray | None]]] = []
         dtypes: list[str] = []
         for e in exprs:
-            if isinstance(e, Ref):
-                i = e.index
-                fns.append(lambda *cols, i=i: cols[i])
-                dtypes.append(in_dtypes[i])
-            else:
-                ev = compile_vec(e)
-                fns.append(lambda *cols, ev=ev: to_column(ev(cols, len(cols[0]) if cols else 0)))
-                dtypes.append(e.type.engine_dtype)
+            fns.append(_column_fn(e))
+            dtypes.append(in_dtypes[e.index] if isinstance(e, Ref) else e.type.engine_dtype)
+        schema = list(zip(_names(len(exprs)), dtypes, strict=True))
+        if not drop_failed:
 
-        def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
-            return tuple(f(*cols) for f in fns)
+            def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
+                return tuple(f(*cols)[0] for f in fns)
 
-        return c.map(fn, list(zip(_names(len(exprs)), dtypes, strict=True)))
+            return c.map(fn, schema)
+
+        def fn_partial(*cols: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+            valid = np.ones(len(cols[0]) if cols else 0, dtype=bool)
+            values = []
+            for f in fns:
+                v, ok = f(*cols)
+                values.append(v)
+                if ok is not None:
+                    valid &= ok
+            keep = np.nonzero(valid)[0]
+            return keep, tuple(v[keep] for v in values)
+
+        return c.flat_map(fn_partial, schema)
 
     def drop_null_keys(self, c: Collection, keys: tuple[int, ...]) -> Collection:
         obj = [k for k in keys if c.schema.dtypes[k] in ("any", "str")]
@@ -355,7 +388,13 @@ class _Compiler:
         return c.filter(compile_predicate(node.predicate))
 
     def _Project(self, node: p.Project, rec: dict[str, Collection]) -> Collection:
-        return self.map_exprs(self.compile(node.input, rec), node.exprs)
+        return self.map_exprs(self.compile(node.input, rec), node.exprs, node.drop_failed)
+
+    def _Values(self, node: p.Values, rec: dict[str, Collection]) -> Collection:
+        dtypes = [t.engine_dtype for _, t in node.columns]
+        return self.g.constant(
+            list(node.rows), list(zip(_names(node.width), dtypes, strict=True)), name=node.name
+        )
 
     def _Distinct(self, node: p.Distinct, rec: dict[str, Collection]) -> Collection:
         return self.compile(node.input, rec).distinct()
@@ -372,10 +411,17 @@ class _Compiler:
         group = node.bindings
         if group not in self.loops:
             seeds = [self.compile(b.seed, rec) for b in group]
-            # Every relation keeps one dtype per column across iterations: object.
+            # Every relation keeps one dtype per column across iterations: object, unless the
+            # column is NOT NULL (then the type's fixed-width dtype).
             seeds = [
-                self.retype(s, ["str" if d == "str" else "any" for d in s.schema.dtypes])
-                for s in seeds
+                self.retype(
+                    s,
+                    [
+                        t.engine_dtype if t.not_null else "str" if d == "str" else "any"
+                        for d, (_, t) in zip(s.schema.dtypes, b.columns, strict=True)
+                    ],
+                )
+                for s, b in zip(seeds, group, strict=True)
             ]
 
             def body(vs: list[Collection]) -> list[Collection]:
@@ -388,7 +434,7 @@ class _Compiler:
                     outs.append(r.distinct() if b.distinct else r)
                 return outs
 
-            self.loops[group] = ivm.iterate(seeds, body)
+            self.loops[group] = ivm.iterate(seeds, body, max_iterations=node.max_iterations)
         return self.loops[group][node.index]
 
     # ------------------------------------------------------------ joins
