@@ -184,7 +184,7 @@ class DatalogLanguage:
                 rel = next(r for r in prog.outputs if str(parse_identifier(r)) == w.name)
                 flow.outputs[w.name] = prog.outputs[rel]
                 flow.env[w.name] = prog.relations[rel]
-                flow.plans[w.name] = prog.explain
+                flow.plans[w.name] = f"{prog.explain}\n{prog.relational_explain(rel)}"
 
 
 SQL = SqlLanguage()
