@@ -460,10 +460,15 @@ class _Compiler:
             inner_node = p.Join(node.left, node.right, "inner", (), (), node.residual)
             return self.outer_like(node, left, right, left2, right2, (lw,), (rw,), inner_node)
         lkeys, rkeys = node.left_keys, node.right_keys
-        safe = node.null_safe or (False,) * len(lkeys)  # <=> keys keep their NULLs
-        lnn = self.drop_null_keys(left, tuple(k for k, s in zip(lkeys, safe, strict=True) if not s))
+        # <=> keys keep their NULLs; a NOT NULL column has none to drop
+        safe = node.null_safe or (False,) * len(lkeys)
+        lnull = [not node.left.schema[k][1].not_null for k in lkeys]
+        rnull = [not node.right.schema[k][1].not_null for k in rkeys]
+        lnn = self.drop_null_keys(
+            left, tuple(k for k, s, n in zip(lkeys, safe, lnull, strict=True) if n and not s)
+        )
         rnn = self.drop_null_keys(
-            right, tuple(k for k, s in zip(rkeys, safe, strict=True) if not s)
+            right, tuple(k for k, s, n in zip(rkeys, safe, rnull, strict=True) if n and not s)
         )
         return self.outer_like(node, left, right, lnn, rnn, lkeys, rkeys, node)
 
