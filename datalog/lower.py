@@ -32,21 +32,10 @@ from typing import Any
 import numpy as np
 
 from datalog import ast
+from datalog import plan as dp
 from datalog.analysis import Analysis
 from datalog.check import RelationInfo, TypeClass
 from datalog.expr import as_array, compile_condition, compile_term
-from datalog.plan import (
-    AggregateStep,
-    AntiJoin,
-    Bind,
-    ConjunctionPlan,
-    Filter,
-    Join,
-    RulePlan,
-    Scan,
-    Seed,
-    Unit,
-)
 from datalog.stratify import precedence_edges
 from sql_frontend import plan as p
 from sql_frontend.plan import AggFunc, JoinKind
@@ -165,7 +154,7 @@ class _Lowering:
 
     def program(self) -> dict[str, p.Node]:
         env: dict[str, p.Node] = {}
-        by_head: dict[str, list[RulePlan]] = {}
+        by_head: dict[str, list[dp.RulePlan]] = {}
         for plan in self.analysis.plans:
             by_head.setdefault(plan.rule.head.relation, []).append(plan)
         for stratum in self.analysis.strata:
@@ -208,7 +197,7 @@ class _Lowering:
         self,
         relations: Sequence[str],
         bases: Mapping[str, p.Node],
-        rules: Mapping[str, list[RulePlan]],
+        rules: Mapping[str, list[dp.RulePlan]],
         env: Mapping[str, p.Node],
     ) -> dict[str, p.Node]:
         """One ``Recursive`` group for a recursive SCC: each relation starts at its base and
@@ -226,7 +215,7 @@ class _Lowering:
 
     # -- rules ----------------------------------------------------------------------------
 
-    def rule(self, plan: RulePlan, env: Mapping[str, p.Node]) -> p.Node:
+    def rule(self, plan: dp.RulePlan, env: Mapping[str, p.Node]) -> p.Node:
         """A rule's results in its head relation's columns (a bag; the relation is the set)."""
         types: dict[str, TypeClass] = dict(self.var_types[id(plan.rule)])
         binding = self.conjunction(plan.body, env, types, None)
@@ -254,18 +243,18 @@ class _Lowering:
 
     def conjunction(
         self,
-        plan: ConjunctionPlan,
+        plan: dp.ConjunctionPlan,
         env: Mapping[str, p.Node],
         types: dict[str, TypeClass],
         outer: _Binding | None,
     ) -> _Binding:
         match plan.start:
-            case Scan(atom=atom):
+            case dp.Scan(atom=atom):
                 binding = self.scan(atom, env, types)
-            case Unit():
+            case dp.Unit():
                 unit = p.Values(((0,),), (("unit", BIGINT.without_nulls()),), "datalog:unit")
                 binding = _Binding(unit, ["@unit"])
-            case Seed(vars=vs):
+            case dp.Seed(vars=vs):
                 assert outer is not None
                 seed = p.Distinct(_project(outer.node, [outer.index(v) for v in vs]))
                 binding = _Binding(seed, list(vs))
@@ -276,25 +265,25 @@ class _Lowering:
     def step(
         self,
         binding: _Binding,
-        step: Join | Filter | Bind | AntiJoin | AggregateStep,
+        step: dp.Join | dp.Filter | dp.Bind | dp.AntiJoin | dp.AggregateStep,
         env: Mapping[str, p.Node],
         types: dict[str, TypeClass],
     ) -> _Binding:
         match step:
-            case Join(atom=atom, on=on):
+            case dp.Join(atom=atom, on=on):
                 return _join(binding.compact(), self.scan(atom, env, types), on)
-            case Filter(literal=lit):
+            case dp.Filter(literal=lit):
                 cond = compile_condition(lit, binding.columns, types)
                 node = binding.node
                 fn = _condition(cond)
                 key = (lit, tuple(binding.vars))
                 pred = _native(str(lit), fn, node.width, node, BOOLEAN, key=key)
                 return _Binding(p.Filter(node, pred), binding.vars)
-            case Bind(var=var, term=term):
+            case dp.Bind(var=var, term=term):
                 return self.bind(binding, var, term, types)
-            case AntiJoin(atom=atom, on=on):
+            case dp.AntiJoin(atom=atom, on=on):
                 return self.antijoin(binding.compact(), atom, on, env)
-            case AggregateStep():
+            case dp.AggregateStep():
                 return self.aggregate(binding, step, env, types)
         raise AssertionError(step)
 
@@ -363,7 +352,7 @@ class _Lowering:
     def aggregate(
         self,
         outer: _Binding,
-        step: AggregateStep,
+        step: dp.AggregateStep,
         env: Mapping[str, p.Node],
         types: dict[str, TypeClass],
     ) -> _Binding:

@@ -10,19 +10,7 @@ Entry points: :func:`compile_view`, :func:`explain`, :func:`plan_sql` (loaded la
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from sql_frontend.compile import CompiledView, compile_view, explain
-    from sql_frontend.errors import (
-        NonDeterministicError,
-        SqlAnalysisError,
-        SqlError,
-        SqlRuntimeError,
-        SqlSyntaxError,
-        UnsupportedSqlError,
-    )
-    from sql_frontend.planner import plan_sql
+from typing import Any
 
 # Loaded on first use, so that the sqlglot-free parts (the relational plan, the SCC utility,
 # the types) can serve the Datalog front end without loading sqlglot.
@@ -31,17 +19,12 @@ _HOME = {
     "compile_view": "sql_frontend.compile",
     "explain": "sql_frontend.compile",
     "plan_sql": "sql_frontend.planner",
-    **dict.fromkeys(
-        (
-            "NonDeterministicError",
-            "SqlAnalysisError",
-            "SqlError",
-            "SqlRuntimeError",
-            "SqlSyntaxError",
-            "UnsupportedSqlError",
-        ),
-        "sql_frontend.errors",
-    ),
+    "NonDeterministicError": "sql_frontend.errors",
+    "SqlAnalysisError": "sql_frontend.errors",
+    "SqlError": "sql_frontend.errors",
+    "SqlRuntimeError": "sql_frontend.errors",
+    "SqlSyntaxError": "sql_frontend.errors",
+    "UnsupportedSqlError": "sql_frontend.errors",
 }
 
 

@@ -135,16 +135,22 @@ class Node:
         raise NotImplementedError
 
 
+class _Columns:
+    """A leaf node whose schema is its ``columns`` field."""
+
+    columns: Schema
+
+    @property
+    def schema(self) -> Schema:
+        return self.columns
+
+
 @dataclass(frozen=True)
-class Scan(Node):
+class Scan(_Columns, Node):
     """A base table or a materialized view read as an input of the dataflow."""
 
     table: str
     columns: Schema
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.columns
 
     def label(self) -> str:
         return f"Scan {self.table}"
@@ -472,7 +478,7 @@ class Window(Node):
 
 
 @dataclass(frozen=True)
-class Values(Node):
+class Values(_Columns, Node):
     """Constant rows (each once per occurrence): Datalog's facts, the unit relation."""
 
     rows: tuple[tuple[object, ...], ...]
@@ -483,39 +489,27 @@ class Values(Node):
         if any(len(r) != len(self.columns) for r in self.rows):
             raise PlanError(f"Values {self.name}: every row needs {len(self.columns)} values")
 
-    @cached_property
-    def schema(self) -> Schema:
-        return self.columns
-
     def label(self) -> str:
         shown = ", ".join(map(str, self.rows[:3])) + (", ..." if len(self.rows) > 3 else "")
         return f"Values {self.name} {len(self.rows)} row(s) [{shown}]"
 
 
 @dataclass(frozen=True)
-class Empty(Node):
+class Empty(_Columns, Node):
     """No rows (the seed of a recursive relation defined only through others)."""
 
     columns: Schema
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.columns
 
     def label(self) -> str:
         return "Empty"
 
 
 @dataclass(frozen=True)
-class RecRef(Node):
+class RecRef(_Columns, Node):
     """Inside a recursive binding: the current value of the recursive relation ``name``."""
 
     name: str
     columns: Schema
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.columns
 
     def label(self) -> str:
         return f"RecRef {self.name}"

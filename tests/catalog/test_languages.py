@@ -15,15 +15,15 @@ from catalog.store import ViewEntry
 from datalog.errors import DatalogTypeError
 
 ROOT = Path(__file__).resolve().parents[2]
-EDGES = pa.schema([("src", pa.int64()), ("dst", pa.int64())])
 PROGRAM = """
 .decl edges(x: number, y: number)  .input edges
 .decl reach(x: number, y: number)  .output reach
-.decl hops(x: number, n: number)   .output hops
 reach(x, y) :- edges(x, y).
 reach(x, z) :- reach(x, y), edges(y, z).
+.decl hops(x: number, n: number)   .output hops
 hops(x, n) :- reach(x, _), n = count : { reach(x, _) }.
 """
+EDGES = pa.schema([("src", pa.int64()), ("dst", pa.int64())])
 
 
 def _entry(language: str, definition: str) -> ViewEntry:

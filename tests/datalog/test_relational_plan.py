@@ -5,18 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from test_incremental_work import TC
+
 import ivm
 from datalog import compile_program
 from sql_frontend import plan as p
 from sql_frontend.compile import explain_text
 from sql_frontend.plan import AggFunc, JoinKind
-
-TC = """
-.decl edge(x: number, y: number)  .input edge
-.decl path(x: number, y: number)  .output path
-path(x, y) :- edge(x, y).
-path(x, z) :- path(x, y), edge(y, z).
-"""
 
 
 def test_explain_of_a_datalog_relation_is_the_sql_plan_printer() -> None:
