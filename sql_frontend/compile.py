@@ -51,7 +51,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -60,13 +60,14 @@ from ivm.collection import delta_join as ivm_delta_join
 from ivm.errors import PlanError
 from ivm.schema import DTYPES
 from sql_frontend import plan as p
-from sql_frontend.analyze import CatalogLike
 from sql_frontend.errors import UnsupportedSqlError
 from sql_frontend.expressions.evaluate import compile_predicate, compile_vec
 from sql_frontend.expressions.vec import to_column
-from sql_frontend.planner import plan_sql
 from sql_frontend.scalar import Native, Ref, Scalar
 from sql_frontend.sql_types import SqlType
+
+if TYPE_CHECKING:
+    from sql_frontend.analyze import CatalogLike
 
 Collection = Any  # ivm.Collection (kept loose: the engine is typed dynamically)
 
@@ -134,6 +135,8 @@ def compile_view(
 
     ``join_strategy`` and ``stats`` choose the plan of multiway joins (:mod:`.planner`).
     """
+    from sql_frontend.planner import plan_sql  # sqlglot: not loaded for Datalog's plans
+
     node = plan_sql(sql, catalog, join_strategy=join_strategy, stats=stats)
     coll = compile_plan(node, dataflow, inputs)
     names = output_names(node.schema)
@@ -154,6 +157,8 @@ def explain(
     stats: Mapping[str, float] | None = None,
 ) -> str:
     """EXPLAIN of a view: its relational plan and the dataflow it compiles to."""
+    from sql_frontend.planner import plan_sql
+
     node = plan_sql(sql, catalog, join_strategy=join_strategy, stats=stats)
     g = ivm.Dataflow("explain")
     inputs = {}
