@@ -29,7 +29,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 
@@ -51,6 +51,7 @@ from catalog.view_options import ViewOptions
 FORMAT = 2
 READABLE_FORMATS = (1, 2)
 ViewKind = Literal["sql", "datalog"]
+"""The names of the view languages (catalog.pipeline.languages holds one object per name)."""
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,9 @@ class ViewEntry:
     kind = "materialized view"
 
     def __post_init__(self) -> None:
-        if self.language not in ("sql", "datalog"):
-            raise CatalogError(f"view {self.ident}: language must be 'sql' or 'datalog'")
+        if self.language not in get_args(ViewKind):
+            known = " or ".join(map(repr, get_args(ViewKind)))
+            raise CatalogError(f"view {self.ident}: language must be {known}")
         if self.ident in self.dependencies:
             raise CatalogError(f"view {self.ident} cannot depend on itself")
 

@@ -37,8 +37,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sqlglot import exp
 
-    from catalog.store import ViewEntry
-
 Key = tuple[str, ...]
 
 # Spark's generator functions (one input row -> many output rows), by name when sqlglot does
@@ -57,13 +55,6 @@ _GENERATORS = frozenset(
         "variant_explode_outer",
     }
 )
-
-
-def key_of(view: ViewEntry) -> Key | None:
-    """The key of a stored view (``None``: none known)."""
-    if view.language != "sql":
-        return None
-    return view_key(view.definition, tuple(view.schema.names))
 
 
 def view_key(definition: str, columns: Sequence[str]) -> Key | None:

@@ -5,7 +5,8 @@ The precedence graph has an edge ``head -> q`` for every relation ``q`` read by 
 (``count``/``sum``/``min``/``max``) whose body contains it (a negation inside an aggregate is
 a ``negation``; nested aggregates take the least monotone label).
 
-Every strongly connected component (SCC) becomes one evaluation unit: a non-recursive SCC is
+Every strongly connected component (SCC, from the front ends' one SCC utility
+:mod:`sql_frontend.scc`, shared with SQL's ``WITH RECURSIVE``) becomes one evaluation unit: a non-recursive SCC is
 computed directly; a recursive one (several relations, or one that reads itself) becomes one
 ``ivm.iterate`` scope, its relations mutually recursive. SCCs are evaluated dependencies first.
 
@@ -33,6 +34,7 @@ from typing import Literal
 
 from datalog import ast
 from datalog.errors import StratificationError
+from sql_frontend.scc import strongly_connected_components
 
 EdgeLabel = Literal["positive", "negation", "count", "sum", "min", "max"]
 _RANK: Mapping[str, int] = {"positive": 0, "min": 1, "max": 1, "count": 2, "sum": 2, "negation": 3}
@@ -99,7 +101,9 @@ def stratify(relations: Iterable[str], rules: Iterable[ast.Rule]) -> tuple[Strat
     for e in edges:
         succ.setdefault(e.head, []).append(e)
         succ.setdefault(e.body, [])
-    components = _tarjan(list(succ), {n: [e.body for e in es] for n, es in succ.items()})
+    components = strongly_connected_components(
+        list(succ), {n: [e.body for e in es] for n, es in succ.items()}
+    )
     component_of = {n: i for i, comp in enumerate(components) for n in comp}
     strata: list[Stratum] = []
     for i, comp in enumerate(components):
@@ -107,8 +111,7 @@ def stratify(relations: Iterable[str], rules: Iterable[ast.Rule]) -> tuple[Strat
         for e in inner:
             if e.label not in RECURSIVE_LABELS:
                 raise _cycle_error(e, inner)
-        order = sorted(comp, key=lambda n: names.index(n) if n in names else len(names))
-        strata.append(Stratum(tuple(order), bool(inner)))
+        strata.append(Stratum(comp, bool(inner)))
     return tuple(strata)
 
 
@@ -152,51 +155,3 @@ def _cycle_error(bad: Edge, inner: list[Edge]) -> StratificationError:
         column=bad.pos.column,
         construct=bad.body,
     )
-
-
-def _tarjan(nodes: list[str], succ: Mapping[str, list[str]]) -> list[tuple[str, ...]]:
-    """Strongly connected components, each after all components it reaches (iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: list[tuple[str, ...]] = []
-    counter = 0
-    for root in nodes:
-        if root in index:
-            continue
-        work: list[tuple[str, int]] = [(root, 0)]
-        while work:
-            node, child_i = work.pop()
-            if child_i == 0:
-                index[node] = low[node] = counter
-                counter += 1
-                stack.append(node)
-                on_stack.add(node)
-            children = succ.get(node, [])
-            recursed = False
-            while child_i < len(children):
-                child = children[child_i]
-                child_i += 1
-                if child not in index:
-                    work.append((node, child_i))
-                    work.append((child, 0))
-                    recursed = True
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            if recursed:
-                continue
-            if low[node] == index[node]:
-                comp: list[str] = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == node:
-                        break
-                out.append(tuple(comp))
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-    return out

@@ -54,6 +54,8 @@ from catalog import Catalog, delta, dml
 from catalog.errors import DependencyError, NameClashError
 from catalog.names import Identifier, parse_identifier
 from catalog.pipeline import (
+    DATALOG,
+    SQL,
     BuiltGroup,
     GroupRuntime,
     GroupSpec,
@@ -61,6 +63,7 @@ from catalog.pipeline import (
     RefreshReport,
     build_group,
     check_datalog_input,
+    language_of,
     plan_groups,
     refresh_group,
     stale_checkpoint_groups,
@@ -597,7 +600,7 @@ class Session:
         return ViewEntry(
             ident,
             definition,
-            "sql",
+            SQL.name,
             tuple(parse_identifier(d) for d in p.tables(node)),
             self.catalog.warehouse.view_path(ident).as_posix(),
             schema,
@@ -757,7 +760,7 @@ class Session:
                 ViewEntry(
                     ident,
                     text,
-                    "datalog",
+                    DATALOG.name,
                     tuple(deps),
                     self.catalog.warehouse.view_path(ident).as_posix(),
                     schema,
@@ -949,8 +952,7 @@ class Session:
             f"refresh group {spec.name}: views {', '.join(spec.view_names)}; base tables "
             f"{', '.join(t.name for t in spec.tables) or '(none)'}",
         ]
-        if entry.language == "sql":
-            head.append(f"definition: {entry.definition}")
+        head.extend(language_of(entry).explain_lines(entry))
         return "\n".join(
             [*head, built.plans.get(entry.name, ""), "== Dataflow ==", built.g.explain()]
         )

@@ -51,7 +51,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -60,13 +60,14 @@ from ivm.collection import delta_join as ivm_delta_join
 from ivm.errors import PlanError
 from ivm.schema import DTYPES
 from sql_frontend import plan as p
-from sql_frontend.analyze import CatalogLike
 from sql_frontend.errors import UnsupportedSqlError
 from sql_frontend.expressions.evaluate import compile_predicate, compile_vec
 from sql_frontend.expressions.vec import to_column
-from sql_frontend.planner import plan_sql
-from sql_frontend.scalar import Ref, Scalar
+from sql_frontend.scalar import Native, Ref, Scalar
 from sql_frontend.sql_types import SqlType
+
+if TYPE_CHECKING:
+    from sql_frontend.analyze import CatalogLike
 
 Collection = Any  # ivm.Collection (kept loose: the engine is typed dynamically)
 
@@ -134,6 +135,8 @@ def compile_view(
 
     ``join_strategy`` and ``stats`` choose the plan of multiway joins (:mod:`.planner`).
     """
+    from sql_frontend.planner import plan_sql  # sqlglot: not loaded for Datalog's plans
+
     node = plan_sql(sql, catalog, join_strategy=join_strategy, stats=stats)
     coll = compile_plan(node, dataflow, inputs)
     names = output_names(node.schema)
@@ -154,6 +157,8 @@ def explain(
     stats: Mapping[str, float] | None = None,
 ) -> str:
     """EXPLAIN of a view: its relational plan and the dataflow it compiles to."""
+    from sql_frontend.planner import plan_sql
+
     node = plan_sql(sql, catalog, join_strategy=join_strategy, stats=stats)
     g = ivm.Dataflow("explain")
     inputs = {}
@@ -170,6 +175,27 @@ def compile_plan(
 ) -> Collection:
     """The collection computing ``node`` (columns ``c0..``)."""
     return _Compiler(dataflow, inputs).compile(node, {})
+
+
+def compile_plans(
+    nodes: Sequence[p.Node], dataflow: ivm.Dataflow, inputs: Mapping[str, Collection]
+) -> list[Collection]:
+    """The collections computing ``nodes``; equal subplans of different nodes compile once
+    (a Datalog program's relations share their strata)."""
+    compiler = _Compiler(dataflow, inputs)
+    return [compiler.compile(n, {}) for n in nodes]
+
+
+def _column_fn(e: Scalar) -> Callable[..., tuple[np.ndarray, np.ndarray | None]]:
+    """``f(*columns) -> (column, valid or None)`` computing ``e`` as an engine column."""
+    if isinstance(e, Ref):
+        i = e.index
+        return lambda *cols: (cols[i], None)
+    if isinstance(e, Native):
+        idx, fn = [a.index for a in e.args], e.fn
+        return lambda *cols: fn([cols[i] for i in idx], len(cols[0]) if cols else 0)
+    ev = compile_vec(e)
+    return lambda *cols: (to_column(ev(cols, len(cols[0]) if cols else 0)), None)
 
 
 def _has_recref(node: p.Node) -> bool:
@@ -212,28 +238,40 @@ class _Compiler:
         names = _names(len(c.schema))
         return c if tuple(c.schema.names) == tuple(names) else c.rename(names)
 
-    def map_exprs(self, c: Collection, exprs: tuple[Scalar, ...]) -> Collection:
-        """``c`` mapped to one column per expression."""
+    def map_exprs(
+        self, c: Collection, exprs: tuple[Scalar, ...], drop_failed: bool = False
+    ) -> Collection:
+        """``c`` mapped to one column per expression (``drop_failed``: rows where a partial
+        expression has no value are dropped, see :class:`.plan.Project`)."""
         idx = [e.index for e in exprs if isinstance(e, Ref)]
         if len(idx) == len(exprs) and len(set(idx)) == len(idx):
             return self.named(c.project(*idx))
         in_dtypes = list(c.schema.dtypes)
-        fns: list[Callable[..., np.ndarray]] = []
+        fns: list[Callable[..., tuple[np.ndarray, np.ndarray | None]]] = []
         dtypes: list[str] = []
         for e in exprs:
-            if isinstance(e, Ref):
-                i = e.index
-                fns.append(lambda *cols, i=i: cols[i])
-                dtypes.append(in_dtypes[i])
-            else:
-                ev = compile_vec(e)
-                fns.append(lambda *cols, ev=ev: to_column(ev(cols, len(cols[0]) if cols else 0)))
-                dtypes.append(e.type.engine_dtype)
+            fns.append(_column_fn(e))
+            dtypes.append(in_dtypes[e.index] if isinstance(e, Ref) else e.type.engine_dtype)
+        schema = list(zip(_names(len(exprs)), dtypes, strict=True))
+        if not drop_failed:
 
-        def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
-            return tuple(f(*cols) for f in fns)
+            def fn(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
+                return tuple(f(*cols)[0] for f in fns)
 
-        return c.map(fn, list(zip(_names(len(exprs)), dtypes, strict=True)))
+            return c.map(fn, schema)
+
+        def fn_partial(*cols: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+            valid = np.ones(len(cols[0]) if cols else 0, dtype=bool)
+            values = []
+            for f in fns:
+                v, ok = f(*cols)
+                values.append(v)
+                if ok is not None:
+                    valid &= ok
+            keep = np.nonzero(valid)[0]
+            return keep, tuple(v[keep] for v in values)
+
+        return c.flat_map(fn_partial, schema)
 
     def drop_null_keys(self, c: Collection, keys: tuple[int, ...]) -> Collection:
         obj = [k for k in keys if c.schema.dtypes[k] in ("any", "str")]
@@ -355,7 +393,13 @@ class _Compiler:
         return c.filter(compile_predicate(node.predicate))
 
     def _Project(self, node: p.Project, rec: dict[str, Collection]) -> Collection:
-        return self.map_exprs(self.compile(node.input, rec), node.exprs)
+        return self.map_exprs(self.compile(node.input, rec), node.exprs, node.drop_failed)
+
+    def _Values(self, node: p.Values, rec: dict[str, Collection]) -> Collection:
+        dtypes = [t.engine_dtype for _, t in node.columns]
+        return self.g.constant(
+            list(node.rows), list(zip(_names(node.width), dtypes, strict=True)), name=node.name
+        )
 
     def _Distinct(self, node: p.Distinct, rec: dict[str, Collection]) -> Collection:
         return self.compile(node.input, rec).distinct()
@@ -372,10 +416,17 @@ class _Compiler:
         group = node.bindings
         if group not in self.loops:
             seeds = [self.compile(b.seed, rec) for b in group]
-            # Every relation keeps one dtype per column across iterations: object.
+            # Every relation keeps one dtype per column across iterations: object, unless the
+            # column is NOT NULL (then the type's fixed-width dtype).
             seeds = [
-                self.retype(s, ["str" if d == "str" else "any" for d in s.schema.dtypes])
-                for s in seeds
+                self.retype(
+                    s,
+                    [
+                        t.engine_dtype if t.not_null else "str" if d == "str" else "any"
+                        for d, (_, t) in zip(s.schema.dtypes, b.columns, strict=True)
+                    ],
+                )
+                for s, b in zip(seeds, group, strict=True)
             ]
 
             def body(vs: list[Collection]) -> list[Collection]:
@@ -388,7 +439,7 @@ class _Compiler:
                     outs.append(r.distinct() if b.distinct else r)
                 return outs
 
-            self.loops[group] = ivm.iterate(seeds, body)
+            self.loops[group] = ivm.iterate(seeds, body, max_iterations=node.max_iterations)
         return self.loops[group][node.index]
 
     # ------------------------------------------------------------ joins
@@ -414,10 +465,15 @@ class _Compiler:
             inner_node = p.Join(node.left, node.right, "inner", (), (), node.residual)
             return self.outer_like(node, left, right, left2, right2, (lw,), (rw,), inner_node)
         lkeys, rkeys = node.left_keys, node.right_keys
-        safe = node.null_safe or (False,) * len(lkeys)  # <=> keys keep their NULLs
-        lnn = self.drop_null_keys(left, tuple(k for k, s in zip(lkeys, safe, strict=True) if not s))
+        # <=> keys keep their NULLs; a NOT NULL column has none to drop
+        safe = node.null_safe or (False,) * len(lkeys)
+        lnull = [not node.left.schema[k][1].not_null for k in lkeys]
+        rnull = [not node.right.schema[k][1].not_null for k in rkeys]
+        lnn = self.drop_null_keys(
+            left, tuple(k for k, s, n in zip(lkeys, safe, lnull, strict=True) if n and not s)
+        )
         rnn = self.drop_null_keys(
-            right, tuple(k for k, s in zip(rkeys, safe, strict=True) if not s)
+            right, tuple(k for k, s, n in zip(rkeys, safe, rnull, strict=True) if n and not s)
         )
         return self.outer_like(node, left, right, lnn, rnn, lkeys, rkeys, node)
 

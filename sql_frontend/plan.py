@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
+from enum import StrEnum
 from functools import cached_property
 
 from ivm.errors import PlanError
@@ -26,23 +27,41 @@ from sql_frontend.sql_types import SqlType
 
 Schema = tuple[tuple[str, SqlType], ...]
 
-JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
-SET_KINDS = ("union", "intersect", "except")
-AGG_FUNCS = (
-    "count",
-    "count_star",
-    "sum",
-    "min",
-    "max",
-    "avg",
+
+class JoinKind(StrEnum):
+    """How :class:`Join` combines its sides (a ``str``: ``JoinKind.INNER == "inner"``)."""
+
+    INNER = "inner"
+    LEFT = "left"
+    RIGHT = "right"
+    FULL = "full"
+    SEMI = "semi"
+    ANTI = "anti"
+    CROSS = "cross"
+
+
+class AggFunc(StrEnum):
+    """The aggregate functions of :class:`AggCall`, for both front ends (SQL's and Datalog's
+    ``count``/``sum``/``min``/``max``)."""
+
+    COUNT = "count"
+    COUNT_STAR = "count_star"
+    SUM = "sum"
+    MIN = "min"
+    MAX = "max"
+    AVG = "avg"
     # recomputed per affected group (a function of the group's whole multiset)
-    "sum_distinct",
-    "avg_distinct",
-    "count_distinct_tuple",
-    "max_by",
-    "min_by",
-    "percentile",
-)
+    SUM_DISTINCT = "sum_distinct"
+    AVG_DISTINCT = "avg_distinct"
+    COUNT_DISTINCT_TUPLE = "count_distinct_tuple"
+    MAX_BY = "max_by"
+    MIN_BY = "min_by"
+    PERCENTILE = "percentile"
+
+
+JOIN_KINDS = tuple(JoinKind)
+SET_KINDS = ("union", "intersect", "except")
+AGG_FUNCS = tuple(AggFunc)
 HOLISTIC_AGGS = frozenset(AGG_FUNCS[6:])
 """Aggregates with no incremental form: their Aggregate is recomputed per affected group."""
 WINDOW_FUNCS = (
@@ -116,16 +135,22 @@ class Node:
         raise NotImplementedError
 
 
+class _Columns:
+    """A leaf node whose schema is its ``columns`` field."""
+
+    columns: Schema
+
+    @property
+    def schema(self) -> Schema:
+        return self.columns
+
+
 @dataclass(frozen=True)
-class Scan(Node):
+class Scan(_Columns, Node):
     """A base table or a materialized view read as an input of the dataflow."""
 
     table: str
     columns: Schema
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.columns
 
     def label(self) -> str:
         return f"Scan {self.table}"
@@ -151,17 +176,24 @@ class Filter(Node):
 
 @dataclass(frozen=True)
 class Project(Node):
-    """One output column per expression over ``input``'s columns."""
+    """One output column per expression over ``input``'s columns.
+
+    ``drop_failed``: a row on which a partial expression (:class:`~.scalar.Native`) has no
+    value is dropped — Datalog's reading of a failed partial operation (no binding, the rule
+    does not fire). Without it a partial expression is refused (SQL raises instead)."""
 
     input: Node
     exprs: tuple[Scalar, ...]
     names: tuple[str, ...]
+    drop_failed: bool = False
 
     def __post_init__(self) -> None:
         if len(self.exprs) != len(self.names):
             raise PlanError("Project needs one name per expression")
         for e in self.exprs:
             _check_refs("Project expression", e, self.input.width)
+            if not self.drop_failed and sc.is_partial(e):
+                raise PlanError(f"Project of the partial {e} must say drop_failed")
 
     @cached_property
     def schema(self) -> Schema:
@@ -174,9 +206,13 @@ class Project(Node):
         )
 
     def label(self) -> str:
-        return "Project " + ", ".join(
-            f"{e}" if isinstance(e, sc.Ref) and e.name == n else f"{e} AS {n}"
-            for e, n in zip(self.exprs, self.names, strict=True)
+        return (
+            "Project "
+            + ", ".join(
+                f"{e}" if isinstance(e, sc.Ref) and e.name == n else f"{e} AS {n}"
+                for e, n in zip(self.exprs, self.names, strict=True)
+            )
+            + (" (rows where an expression fails are dropped)" if self.drop_failed else "")
         )
 
 
@@ -200,7 +236,7 @@ class Join(Node):
 
     def __post_init__(self) -> None:
         if self.kind not in JOIN_KINDS:
-            raise PlanError(f"unknown join kind {self.kind!r}; known: {JOIN_KINDS}")
+            raise PlanError(f"unknown join kind {self.kind!r}; known: {[*map(str, JOIN_KINDS)]}")
         if len(self.left_keys) != len(self.right_keys):
             raise PlanError("Join needs as many left keys as right keys")
         if self.null_safe and (len(self.null_safe) != len(self.left_keys) or self.null_aware):
@@ -251,7 +287,7 @@ class AggCall:
 
     def __post_init__(self) -> None:
         if self.func not in AGG_FUNCS:
-            raise PlanError(f"unknown aggregate {self.func!r}; known: {AGG_FUNCS}")
+            raise PlanError(f"unknown aggregate {self.func!r}; known: {[*map(str, AGG_FUNCS)]}")
         if (self.arg is None) != (self.func == "count_star"):
             raise PlanError("only COUNT(*) has no argument")
 
@@ -442,29 +478,38 @@ class Window(Node):
 
 
 @dataclass(frozen=True)
-class Empty(Node):
+class Values(_Columns, Node):
+    """Constant rows (each once per occurrence): Datalog's facts, the unit relation."""
+
+    rows: tuple[tuple[object, ...], ...]
+    columns: Schema
+    name: str = "values"
+
+    def __post_init__(self) -> None:
+        if any(len(r) != len(self.columns) for r in self.rows):
+            raise PlanError(f"Values {self.name}: every row needs {len(self.columns)} values")
+
+    def label(self) -> str:
+        shown = ", ".join(map(str, self.rows[:3])) + (", ..." if len(self.rows) > 3 else "")
+        return f"Values {self.name} {len(self.rows)} row(s) [{shown}]"
+
+
+@dataclass(frozen=True)
+class Empty(_Columns, Node):
     """No rows (the seed of a recursive relation defined only through others)."""
 
     columns: Schema
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.columns
 
     def label(self) -> str:
         return "Empty"
 
 
 @dataclass(frozen=True)
-class RecRef(Node):
+class RecRef(_Columns, Node):
     """Inside a recursive binding: the current value of the recursive relation ``name``."""
 
     name: str
     columns: Schema
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.columns
 
     def label(self) -> str:
         return f"RecRef {self.name}"
@@ -492,10 +537,14 @@ class Binding:
 
 @dataclass(frozen=True)
 class Recursive(Node):
-    """The fixed point of relation ``index`` of a group of (mutually) recursive bindings."""
+    """The fixed point of relation ``index`` of a group of (mutually) recursive bindings.
+
+    ``max_iterations`` caps the loop (the result is then the capped iterate, not a fixed
+    point): for a program that may not converge (Datalog's recursive min/max)."""
 
     bindings: tuple[Binding, ...]
     index: int
+    max_iterations: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.index < len(self.bindings):
@@ -750,6 +799,7 @@ def explain(node: Node) -> str:
 
 __all__ = [
     "AggCall",
+    "AggFunc",
     "Aggregate",
     "ArrivalJoin",
     "AsofJoin",
@@ -758,6 +808,7 @@ __all__ = [
     "Empty",
     "Filter",
     "Join",
+    "JoinKind",
     "MultiJoin",
     "Node",
     "Project",
@@ -768,6 +819,7 @@ __all__ = [
     "SetOp",
     "SortKey",
     "TopK",
+    "Values",
     "Window",
     "WindowCall",
     "explain",

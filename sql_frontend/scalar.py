@@ -13,7 +13,8 @@ constants (:class:`Lit`) and apply a named operation (:class:`Call`) with a fixe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from sql_frontend.sql_types import SqlType
 
@@ -60,15 +61,47 @@ class Call:
         return f"{self.op}({', '.join(map(str, self.args))})"
 
 
-Scalar = Ref | Lit | Call
+@dataclass(frozen=True)
+class Native:
+    """An operation a front end evaluates itself, vectorized: ``fn(columns, n)`` gets the
+    values of ``args`` (engine columns, numpy arrays of length ``n``) and returns
+    ``(values, valid)``. ``valid`` is None when every row has a value, else a boolean array;
+    an expression that may leave rows without a value is ``partial`` and is only allowed
+    where the plan says what such a row becomes (``Project(drop_failed=True)`` drops it, a
+    ``Filter`` does not keep it). ``dtype`` is the engine dtype of the values; ``text`` is
+    what EXPLAIN shows. Datalog's terms and constraints are Natives (``datalog.lower``):
+    their semantics are Soufflé's, not SQL's."""
+
+    text: str
+    fn: Callable[..., tuple[Any, Any]] = field(compare=False, hash=False)
+    args: tuple[Ref, ...]
+    type: SqlType
+    partial: bool = False
+    key: object = None
+    """What makes two Natives equal (with ``text`` and ``args``): equal plans share work."""
+
+    @property
+    def dtype(self) -> str:
+        return self.type.engine_dtype
+
+    def __str__(self) -> str:
+        return self.text
+
+
+Scalar = Ref | Lit | Call | Native
 
 
 def walk(e: Scalar) -> Iterator[Scalar]:
     """Every node of ``e``, parents before children."""
     yield e
-    if isinstance(e, Call):
+    if isinstance(e, Call | Native):
         for a in e.args:
             yield from walk(a)
+
+
+def is_partial(e: Scalar) -> bool:
+    """Whether some rows may leave ``e`` without a value (a partial :class:`Native` in it)."""
+    return any(isinstance(n, Native) and n.partial for n in walk(e))
 
 
 def refs(e: Scalar) -> set[int]:
@@ -85,6 +118,11 @@ def remap(e: Scalar, fn: Callable[[Ref], Scalar]) -> Scalar:
             return e
         case Call(op, args, t):
             return Call(op, tuple(remap(a, fn) for a in args), t)
+        case Native(args=args):
+            moved = tuple(fn(a) for a in args)
+            if not all(isinstance(a, Ref) for a in moved):
+                raise TypeError(f"{e}: a native expression reads columns, not expressions")
+            return replace(e, args=moved)  # type: ignore[arg-type]
     raise TypeError(e)
 
 

@@ -16,7 +16,7 @@ The rules that combine types (implicit casts, arithmetic result types) are in
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from sql_frontend.errors import SqlAnalysisError
 
@@ -56,15 +56,21 @@ _KNOWN = {
     "BINARY",
 }
 ENGINE_TO_SQL = {"int64": "BIGINT", "float64": "DOUBLE", "bool": "BOOLEAN", "str": "STRING"}
+_SQL_TO_ENGINE = {sql: engine for engine, sql in ENGINE_TO_SQL.items()}
 
 
 @dataclass(frozen=True)
 class SqlType:
-    """A Spark SQL type; ``precision``/``scale`` only for DECIMAL."""
+    """A Spark SQL type; ``precision``/``scale`` only for DECIMAL.
+
+    ``not_null`` marks a column that never holds NULL (a Datalog relation's column, whose
+    values are facts): BIGINT, DOUBLE, STRING and BOOLEAN ones are then held by the engine in
+    their fixed-width dtypes (``int64``/``float64``/``str``/``bool``), like declared inputs."""
 
     name: str
     precision: int | None = None
     scale: int | None = None
+    not_null: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.name not in _KNOWN:
@@ -73,9 +79,8 @@ class SqlType:
             raise SqlAnalysisError("DECIMAL needs precision and scale", construct="DECIMAL")
 
     def __str__(self) -> str:
-        if self.name == "DECIMAL":
-            return f"DECIMAL({self.precision},{self.scale})"
-        return self.name
+        text = f"DECIMAL({self.precision},{self.scale})" if self.name == "DECIMAL" else self.name
+        return text + (" NOT NULL" if self.not_null else "")
 
     @property
     def is_integral(self) -> bool:
@@ -99,8 +104,14 @@ class SqlType:
 
     @property
     def engine_dtype(self) -> str:
-        """The engine dtype of a nullable column of this type."""
+        """The engine dtype of a column of this type (``any`` when it may hold NULL)."""
+        if self.not_null and self.name in _SQL_TO_ENGINE:
+            return _SQL_TO_ENGINE[self.name]
         return "str" if self.name == "STRING" else "any"
+
+    def without_nulls(self) -> SqlType:
+        """This type, for a column that never holds NULL."""
+        return replace(self, not_null=True)
 
 
 BOOLEAN = SqlType("BOOLEAN")

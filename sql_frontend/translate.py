@@ -21,6 +21,7 @@ from sql_frontend.coercion import common_type
 from sql_frontend.completeness import Consumption
 from sql_frontend.errors import SqlAnalysisError
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
+from sql_frontend.scc import is_recursive, strongly_connected_components
 from sql_frontend.sql_types import (
     BIGINT,
     BOOLEAN,
@@ -123,8 +124,10 @@ class Translator:
             }
             for c in ctes
         }
-        for group in _sccs(names, refs):
-            recursive = len(group) > 1 or group[0] in refs[group[0]]
+        order = {n: sorted(r, key=names.index) for n, r in refs.items()}  # deterministic
+        for component in strongly_connected_components(names, order):
+            group = list(component)
+            recursive = is_recursive(component, refs)
             if not recursive:
                 cte = next(c for c in ctes if c.alias_or_name == group[0])
                 out[group[0]] = self.rename(self.query(cte.this, {**env, **out}), cte)
@@ -1403,40 +1406,6 @@ def _is_null_aware(cond: exp.Expr) -> bool:
 
 def _mentions(node: exp.Expr, names: list[str]) -> bool:
     return any(t.name in names and not t.db for t in node.find_all(exp.Table))
-
-
-def _sccs(names: list[str], refs: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components in dependency order (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in refs[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            out.append(sorted(comp, key=names.index))
-
-    for v in names:
-        if v not in index:
-            visit(v)
-    return out
 
 
 __all__ = ["BOOLEAN", "Relation", "Translator"]

@@ -21,7 +21,7 @@ from sql_frontend.expressions.vec import (
     objects,
     to_column,
 )
-from sql_frontend.scalar import Call, Lit, Ref, Scalar
+from sql_frontend.scalar import Call, Lit, Native, Ref, Scalar
 from sql_frontend.sql_types import SqlType
 
 Op = Callable[[list[Vec], SqlType], Vec]
@@ -81,7 +81,21 @@ def compile_vec(e: Scalar) -> Evaluator:
                 lazy = LAZY[name]
                 return guarded(e, lambda cols, n: lazy(subs, cols, n, t))
             return guarded(e, lambda cols, n: fn([s(cols, n) for s in subs], t))
+        case Native():
+            return _native(e)
     raise TypeError(e)
+
+
+def _native(e: Native) -> Evaluator:
+    """A front end's own operation: a row it leaves without a value reads as NULL."""
+    idx = [a.index for a in e.args]
+
+    def run(cols: Sequence[np.ndarray], n: int) -> Vec:
+        values, valid = e.fn([cols[i] for i in idx], n)
+        null = np.zeros(n, dtype=bool) if valid is None else ~np.asarray(valid, dtype=bool)
+        return Vec(np.asarray(values), null, e.type)
+
+    return run
 
 
 def guarded(e: Call, ev: Evaluator) -> Evaluator:

@@ -65,9 +65,15 @@ def test_checkpoint_written_by_the_old_code_loads_and_replays(tmp_path: Path) ->
     s.sql("INSERT INTO t VALUES (4, 1), (1, 7)")
     reports = s.refresh()
     assert {r.view for r in reports} == {"agg", "reach"}
+    by_view = {r.view: r for r in reports}
+    agg = by_view["agg"]
+    assert not agg.recomputed, agg  # the old checkpoint was used, not thrown away
+    assert agg.replayed_epochs == 1, agg  # its base loaded and its logged epoch replayed
+    # Datalog views compile through the relational plan since 2026-11-25
+    # (docs/design/2026-11-25-datalog-on-the-relational-plan.md): the old dataflow's
+    # checkpoint does not fit the new one, so the group is recomputed once, from its inputs
+    assert by_view["reach"].recomputed
     for r in reports:
-        assert not r.recomputed, r  # the old checkpoint was used, not thrown away
-        assert r.replayed_epochs == 1, r  # its base loaded and its logged epoch replayed
         assert r.epoch == 3
     rows = [(1, 2), (2, 3), (2, 5), (3, 1), (4, 1), (1, 7)]
     assert _views(s) == _oracle(rows)

@@ -6,8 +6,9 @@ import pyarrow as pa
 import pytest
 
 from catalog.names import parse_identifier
+from catalog.pipeline.languages import language_of
 from catalog.store import ViewEntry
-from catalog.view_key import key_of, view_key
+from catalog.view_key import view_key
 
 KEYED = [
     ("SELECT k, count(*) AS n FROM t GROUP BY k", ["k", "n"], ("k",)),
@@ -77,5 +78,7 @@ def test_datalog_views_have_no_key() -> None:
     def entry(language: str, definition: str) -> ViewEntry:
         return ViewEntry(parse_identifier("v"), definition, language, (), "/w/v", schema, "v")  # type: ignore[arg-type]
 
-    assert key_of(entry("sql", "SELECT x, count(*) AS n FROM t GROUP BY x")) == ("x",)
-    assert key_of(entry("datalog", "v(x, n) :- t(x, n).")) is None
+    sql = entry("sql", "SELECT x, count(*) AS n FROM t GROUP BY x")
+    datalog = entry("datalog", "v(x, n) :- t(x, n).")
+    assert language_of(sql).key(sql) == ("x",)
+    assert language_of(datalog).key(datalog) is None
