@@ -98,20 +98,18 @@ def _common2(a: SqlType, b: SqlType, promote_strings: bool) -> SqlType | None:
 def common_type(types: Sequence[SqlType], what: str) -> SqlType:
     """The type all of ``types`` are cast to by ``what`` (CASE, COALESCE, UNION, IN, =, ...):
     Spark's wider common type, folded left to right."""
-    out = NULL
-    for t in types:
-        nxt = _common2(out, t, promote_strings=True)
-        if nxt is None:
-            raise mismatch(what, types)
-        out = nxt
-    return out
+    return _fold(types, what, promote_strings=True)
 
 
 def common_type_no_strings(types: Sequence[SqlType], what: str) -> SqlType:
     """GREATEST / LEAST: the common type without STRING promotion."""
+    return _fold(types, what, promote_strings=False)
+
+
+def _fold(types: Sequence[SqlType], what: str, *, promote_strings: bool) -> SqlType:
     out = NULL
     for t in types:
-        nxt = _common2(out, t, promote_strings=False)
+        nxt = _common2(out, t, promote_strings=promote_strings)
         if nxt is None:
             raise mismatch(what, types)
         out = nxt

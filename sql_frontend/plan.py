@@ -116,23 +116,39 @@ class Node:
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
-class Scan(Node):
-    """A base table or a materialized view read as an input of the dataflow."""
+class _DeclaredSchema(Node):
+    """A leaf whose schema is its ``columns`` field."""
 
-    table: str
     columns: Schema
 
     @cached_property
     def schema(self) -> Schema:
         return self.columns
 
+
+class _InputSchema(Node):
+    """A node whose rows have the columns of its ``input``."""
+
+    input: Node
+
+    @cached_property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+@dataclass(frozen=True)
+class Scan(_DeclaredSchema):
+    """A base table or a materialized view read as an input of the dataflow."""
+
+    table: str
+    columns: Schema
+
     def label(self) -> str:
         return f"Scan {self.table}"
 
 
 @dataclass(frozen=True)
-class Filter(Node):
+class Filter(_InputSchema):
     """Rows of ``input`` for which ``predicate`` is TRUE (NULL and FALSE drop the row)."""
 
     input: Node
@@ -140,10 +156,6 @@ class Filter(Node):
 
     def __post_init__(self) -> None:
         _check_refs("Filter predicate", self.predicate, self.input.width)
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.input.schema
 
     def label(self) -> str:
         return f"Filter {self.predicate}"
@@ -298,14 +310,10 @@ class Aggregate(Node):
 
 
 @dataclass(frozen=True)
-class Distinct(Node):
+class Distinct(_InputSchema):
     """Each row of ``input`` once."""
 
     input: Node
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.input.schema
 
     def label(self) -> str:
         return "Distinct"
@@ -353,7 +361,7 @@ class SortKey:
 
 
 @dataclass(frozen=True)
-class TopK(Node):
+class TopK(_InputSchema):
     """Per ``group``, the first ``limit`` rows (after skipping ``offset``) in ``order``."""
 
     input: Node
@@ -367,10 +375,6 @@ class TopK(Node):
         _check_cols("TopK group", self.group, self.input.width)
         if self.limit < 0 or self.offset < 0:
             raise PlanError("TopK needs a non-negative limit and offset")
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.input.schema
 
     def label(self) -> str:
         grp = f" group [{', '.join(f'#{g}' for g in self.group)}]" if self.group else ""
@@ -442,29 +446,21 @@ class Window(Node):
 
 
 @dataclass(frozen=True)
-class Empty(Node):
+class Empty(_DeclaredSchema):
     """No rows (the seed of a recursive relation defined only through others)."""
 
     columns: Schema
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.columns
 
     def label(self) -> str:
         return "Empty"
 
 
 @dataclass(frozen=True)
-class RecRef(Node):
+class RecRef(_DeclaredSchema):
     """Inside a recursive binding: the current value of the recursive relation ``name``."""
 
     name: str
     columns: Schema
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.columns
 
     def label(self) -> str:
         return f"RecRef {self.name}"

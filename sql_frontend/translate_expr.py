@@ -17,7 +17,7 @@ from sqlglot import exp
 from sql_frontend import coercion
 from sql_frontend.analyze import position, unsupported
 from sql_frontend.errors import SqlAnalysisError, SqlError
-from sql_frontend.scalar import Call, Lit, Ref, Scalar
+from sql_frontend.scalar import Call, Lit, Ref, Scalar, cast_to
 from sql_frontend.sql_types import (
     BIGINT,
     BINARY,
@@ -36,14 +36,6 @@ from sql_frontend.sql_types import (
 from sql_frontend.translate_functions import FunctionTyping
 
 Lookup = Callable[[exp.Expr], Scalar | None]
-
-
-def cast_to(e: Scalar, t: SqlType) -> Scalar:
-    if e.type == t:
-        return e
-    if isinstance(e, Lit) and e.value is None:
-        return Lit(None, t)
-    return Call("cast", (e,), t)
 
 
 _ARITH = {
