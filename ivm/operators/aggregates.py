@@ -51,15 +51,21 @@ def _not_null(col: np.ndarray) -> np.ndarray:
     return np.fromiter((v is not None for v in col), dtype=bool, count=len(col))
 
 
+#: what a kernel returns: output groups, output columns and multiplicities, row-aligned
+Reduced = tuple[np.ndarray, Columns, np.ndarray]
+
+
 class Kernel:
     """Base of reduction kernels."""
 
     out_names: tuple[str, ...] = ()
     out_dtypes: tuple[str, ...] = ()
 
-    def evaluate(
-        self, group: np.ndarray, cols: Columns, counts: np.ndarray
-    ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def __init__(self, names: Sequence[str] = (), dtypes: Sequence[str] = ()) -> None:
+        self.out_names = tuple(names)
+        self.out_dtypes = tuple(dtypes)
+
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
         raise NotImplementedError
 
 
@@ -90,12 +96,9 @@ class AggregateKernel(Kernel):
                 if fn == "sum" and d == "bool":
                     raise PlanError("sum of a bool column")
                 dtypes.append("any" if d == "str" and fn == "sum" else d)
-        self.out_names = tuple(names)
-        self.out_dtypes = tuple(dtypes)
+        super().__init__(names, dtypes)
 
-    def evaluate(
-        self, group: np.ndarray, cols: Columns, counts: np.ndarray
-    ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
         starts = _starts(group)
         total = segment_sums(counts, starts)
         exists = total > 0
@@ -193,9 +196,7 @@ class AggregateKernel(Kernel):
 class DistinctKernel(Kernel):
     """Every row with a positive count, once (the key is the whole row)."""
 
-    def evaluate(
-        self, group: np.ndarray, cols: Columns, counts: np.ndarray
-    ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
         pos = np.flatnonzero(counts > 0)
         # rows are consolidated, so each group (= row) appears once
         return group[pos], (), np.ones(len(pos), dtype=np.int64)
@@ -229,37 +230,14 @@ class TopKKernel(Kernel):
         self.order = list(order)
         self.k = k
         self.value_idx = tuple(value_idx)
-        self.out_names = tuple(names)
-        self.out_dtypes = tuple(dtypes)
+        super().__init__(names, dtypes)
 
-    def evaluate(
-        self, group: np.ndarray, cols: Columns, counts: np.ndarray
-    ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
         pos = np.flatnonzero(counts > 0)
         group, counts = group[pos], counts[pos]
         cols = tuple(c[pos] for c in cols)
+        order = self._order(group, cols)
         n = len(group)
-        # ties are broken on the remaining columns, so the chosen rows are a function of
-        # the group's multiset (a reduce's output must not depend on gathering order)
-        spec = [*self.order, *((i, False) for i in range(len(cols)))]
-        if all(c.dtype != object for c in cols):
-            keys = [group]
-            for i, desc in spec:
-                c = cols[i]
-                keys.append(-c if desc and c.dtype.kind in "if" else (~c if desc else c))
-            order = np.lexsort(tuple(reversed(keys)))
-        else:
-
-            def key(j: int) -> tuple:
-                return (
-                    int(group[j]),
-                    *(
-                        _neg(_sort_key(cols[i][j], d)) if d else _sort_key(cols[i][j], d)
-                        for i, d in spec
-                    ),
-                )
-
-            order = np.asarray(sorted(range(n), key=key), dtype=np.int64)
         g = group[order]
         c = counts[order]
         starts = _starts(g)
@@ -277,6 +255,29 @@ class TopKKernel(Kernel):
             tuple(cols[i][sel] for i in self.value_idx),
             take_n[keep].astype(np.int64),
         )
+
+    def _order(self, group: np.ndarray, cols: Columns) -> np.ndarray:
+        """The rows sorted by group, then by ``order``.  Ties are broken on the remaining
+        columns, so the chosen rows are a function of the group's multiset (a reduce's
+        output must not depend on gathering order)."""
+        spec = [*self.order, *((i, False) for i in range(len(cols)))]
+        if all(c.dtype != object for c in cols):
+            keys = [group]
+            for i, desc in spec:
+                c = cols[i]
+                keys.append(-c if desc and c.dtype.kind in "if" else (~c if desc else c))
+            return np.lexsort(tuple(reversed(keys)))
+
+        def key(j: int) -> tuple:
+            return (
+                int(group[j]),
+                *(
+                    _neg(_sort_key(cols[i][j], d)) if d else _sort_key(cols[i][j], d)
+                    for i, d in spec
+                ),
+            )
+
+        return np.asarray(sorted(range(len(group)), key=key), dtype=np.int64)
 
 
 class _Neg:
@@ -310,12 +311,9 @@ class GroupFunctionKernel(Kernel):
     ) -> None:
         self.fn = fn
         self.key_idx = tuple(key_idx)
-        self.out_names = tuple(names)
-        self.out_dtypes = tuple(dtypes)
+        super().__init__(names, dtypes)
 
-    def evaluate(
-        self, group: np.ndarray, cols: Columns, counts: np.ndarray
-    ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
         starts = _starts(group)
         bounds = [*starts.tolist(), len(group)]
         rows = list(zip(*(c.tolist() for c in cols), strict=True)) if cols else [()] * len(group)
