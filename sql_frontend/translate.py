@@ -16,10 +16,10 @@ from sqlglot import exp
 
 from sql_frontend import plan as p
 from sql_frontend import scalar as sc
-from sql_frontend.analyze import position, unsupported
 from sql_frontend.coercion import common_type
 from sql_frontend.completeness import Consumption
 from sql_frontend.errors import SqlAnalysisError
+from sql_frontend.positions import analysis_error, unsupported
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
 from sql_frontend.sql_types import (
     BIGINT,
@@ -1322,12 +1322,10 @@ def _fraction(node: exp.Expr | None, where: exp.Expr) -> float:
     else:
         raise unsupported("a percentile that is not one constant number", where)
     if not 0.0 <= v <= 1.0:
-        line, column = position(where)
-        raise SqlAnalysisError(
+        raise analysis_error(
             f"[INVALID_PARAMETER_VALUE] the percentile {v} must be between 0.0 and 1.0",
-            line=line,
-            column=column,
-            construct="percentile",
+            where,
+            "percentile",
         )
     return v
 

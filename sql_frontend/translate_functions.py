@@ -11,8 +11,7 @@ from sqlglot import exp
 
 from sql_frontend import coercion
 from sql_frontend import sql_types as T
-from sql_frontend.analyze import position
-from sql_frontend.errors import SqlAnalysisError
+from sql_frontend.positions import analysis_error
 from sql_frontend.scalar import Call, Lit, Scalar, cast_to
 
 if TYPE_CHECKING:
@@ -120,12 +119,8 @@ class FunctionTyping:
         try:
             _, precision, scale, _ = number_format(f.value)
         except ValueError as e:
-            line, column = position(node)
-            raise SqlAnalysisError(
-                f"[INVALID_FORMAT] {name}: the format {f.value!r} has {e}",
-                line=line,
-                column=column,
-                construct=name,
+            raise analysis_error(
+                f"[INVALID_FORMAT] {name}: the format {f.value!r} has {e}", node, name
             ) from None
         return Call(fn.op, (cast_to(args[0], T.STRING), f), T.decimal(precision, scale))
 
