@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
+from enum import StrEnum
 from functools import cached_property
+from typing import TypeVar
 
 from ivm.errors import PlanError
 from sql_frontend import scalar as sc
@@ -25,25 +27,58 @@ from sql_frontend.scalar import Scalar
 from sql_frontend.sql_types import SqlType
 
 Schema = tuple[tuple[str, SqlType], ...]
+E = TypeVar("E", bound=StrEnum)
 
-JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
-SET_KINDS = ("union", "intersect", "except")
-AGG_FUNCS = (
-    "count",
-    "count_star",
-    "sum",
-    "min",
-    "max",
-    "avg",
+
+class JoinKind(StrEnum):
+    """How a :class:`Join` pairs its sides: SQL's join types; semi and anti keep left rows."""
+
+    INNER = "inner"
+    LEFT = "left"
+    RIGHT = "right"
+    FULL = "full"
+    SEMI = "semi"
+    ANTI = "anti"
+    CROSS = "cross"
+
+
+class SetKind(StrEnum):
+    """The set operation of a :class:`SetOp`."""
+
+    UNION = "union"
+    INTERSECT = "intersect"
+    EXCEPT = "except"
+
+
+class AggFunc(StrEnum):
+    """The function of an :class:`AggCall`."""
+
+    COUNT = "count"
+    COUNT_STAR = "count_star"
+    SUM = "sum"
+    MIN = "min"
+    MAX = "max"
+    AVG = "avg"
     # recomputed per affected group (a function of the group's whole multiset)
-    "sum_distinct",
-    "avg_distinct",
-    "count_distinct_tuple",
-    "max_by",
-    "min_by",
-    "percentile",
-)
-HOLISTIC_AGGS = frozenset(AGG_FUNCS[6:])
+    SUM_DISTINCT = "sum_distinct"
+    AVG_DISTINCT = "avg_distinct"
+    COUNT_DISTINCT_TUPLE = "count_distinct_tuple"
+    MAX_BY = "max_by"
+    MIN_BY = "min_by"
+    PERCENTILE = "percentile"
+
+
+JOIN_KINDS = tuple(k.value for k in JoinKind)
+SET_KINDS = tuple(k.value for k in SetKind)
+AGG_FUNCS = tuple(f.value for f in AggFunc)
+HOLISTIC_AGGS = frozenset(AggFunc) - {
+    AggFunc.COUNT,
+    AggFunc.COUNT_STAR,
+    AggFunc.SUM,
+    AggFunc.MIN,
+    AggFunc.MAX,
+    AggFunc.AVG,
+}
 """Aggregates with no incremental form: their Aggregate is recomputed per affected group."""
 WINDOW_FUNCS = (
     "row_number",
@@ -63,6 +98,18 @@ WINDOW_FUNCS = (
     "percent_rank",
     "cume_dist",
 )
+
+
+def _as_member(node: object, field: str, vocabulary: type[E], what: str) -> None:
+    """Store ``node.field`` (a member or its string) as a member of ``vocabulary``: the plan
+    accepts the strings at its boundary and holds the enum members."""
+    value = getattr(node, field)
+    try:
+        member = vocabulary(value)
+    except ValueError:
+        known = tuple(m.value for m in vocabulary)
+        raise PlanError(f"unknown {what} {value!r}; known: {known}") from None
+    object.__setattr__(node, field, member)
 
 
 def _check_refs(what: str, e: Scalar, width: int) -> None:
@@ -203,7 +250,7 @@ class Join(Node):
 
     left: Node
     right: Node
-    kind: str
+    kind: JoinKind
     left_keys: tuple[int, ...] = ()
     right_keys: tuple[int, ...] = ()
     residual: Scalar | None = None
@@ -211,8 +258,7 @@ class Join(Node):
     null_safe: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.kind not in JOIN_KINDS:
-            raise PlanError(f"unknown join kind {self.kind!r}; known: {JOIN_KINDS}")
+        _as_member(self, "kind", JoinKind, "join kind")
         if len(self.left_keys) != len(self.right_keys):
             raise PlanError("Join needs as many left keys as right keys")
         if self.null_safe and (len(self.null_safe) != len(self.left_keys) or self.null_aware):
@@ -252,7 +298,7 @@ class Join(Node):
 class AggCall:
     """An aggregate over column ``arg`` of the aggregate's input (None for COUNT(*))."""
 
-    func: str
+    func: AggFunc
     arg: int | None
     distinct: bool
     type: SqlType
@@ -262,8 +308,7 @@ class AggCall:
     """A constant parameter (the fraction of ``percentile``)."""
 
     def __post_init__(self) -> None:
-        if self.func not in AGG_FUNCS:
-            raise PlanError(f"unknown aggregate {self.func!r}; known: {AGG_FUNCS}")
+        _as_member(self, "func", AggFunc, "aggregate")
         if (self.arg is None) != (self.func == "count_star"):
             raise PlanError("only COUNT(*) has no argument")
 
@@ -324,14 +369,13 @@ class SetOp(Node):
     """UNION / INTERSECT / EXCEPT, ``all`` keeping multiplicities; rows compare with NULLs
     equal. Output names are the left's."""
 
-    kind: str
+    kind: SetKind
     all: bool
     left: Node
     right: Node
 
     def __post_init__(self) -> None:
-        if self.kind not in SET_KINDS:
-            raise PlanError(f"unknown set operation {self.kind!r}")
+        _as_member(self, "kind", SetKind, "set operation")
         if self.left.width != self.right.width:
             raise PlanError(
                 f"{self.kind.upper()} of {self.left.width} and {self.right.width} columns"
@@ -530,14 +574,15 @@ class ArrivalJoin(Node):
 
     left: Node
     right: Node
-    kind: str
+    kind: JoinKind
     left_keys: tuple[int, ...] = ()
     right_keys: tuple[int, ...] = ()
     residual: Scalar | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("inner", "left"):
-            raise PlanError(f"an as-of join is inner or left, not {self.kind!r}")
+        _as_member(self, "kind", JoinKind, "join kind")
+        if self.kind not in (JoinKind.INNER, JoinKind.LEFT):
+            raise PlanError(f"an as-of join is inner or left, not {self.kind.value!r}")
         if len(self.left_keys) != len(self.right_keys):
             raise PlanError("ArrivalJoin needs as many left keys as right keys")
         _check_cols("ArrivalJoin left key", self.left_keys, self.left.width)
@@ -568,15 +613,16 @@ class AsofJoin(Node):
 
     left: Node
     right: Node
-    kind: str
+    kind: JoinKind
     left_keys: tuple[int, ...]
     right_keys: tuple[int, ...]
     left_time: int
     right_time: int
 
     def __post_init__(self) -> None:
-        if self.kind not in ("inner", "left"):
-            raise PlanError(f"an as-of join is inner or left, not {self.kind!r}")
+        _as_member(self, "kind", JoinKind, "join kind")
+        if self.kind not in (JoinKind.INNER, JoinKind.LEFT):
+            raise PlanError(f"an as-of join is inner or left, not {self.kind.value!r}")
         if len(self.left_keys) != len(self.right_keys):
             raise PlanError("AsofJoin needs as many left keys as right keys")
         _check_cols("AsofJoin left key", (*self.left_keys, self.left_time), self.left.width)
@@ -664,12 +710,12 @@ class MultiJoin(Node):
             pending = [c for c in pending if c not in ready]
             res = sc.conjunction(ready)
             if not ks and res is None:
-                acc = Join(acc, self.inputs[k], "cross")
+                acc = Join(acc, self.inputs[k], JoinKind.CROSS)
             else:
                 acc = Join(
                     acc,
                     self.inputs[k],
-                    "inner",
+                    JoinKind.INNER,
                     tuple(a for a, _ in ks),
                     tuple(b for _, b in ks),
                     res,

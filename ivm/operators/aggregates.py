@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ivm.aggregate_spec import Agg, AggFunction
 from ivm.batch import Columns, hash_rows, sort_groups
 from ivm.difference import DIFF_MAX, mul_arrays, segment_sums
 from ivm.errors import MultiplicityOverflowError, PlanError, SchemaError, SumOverflowError
 from ivm.schema import DTYPES
 
-AGG_FUNCTIONS = ("count", "sum", "min", "max", "count_distinct")
+F = AggFunction
 
 
 def _starts(group: np.ndarray) -> np.ndarray:
@@ -81,21 +82,19 @@ class AggregateKernel(Kernel):
     ) -> None:
         """``stands_for[j]``: the user's aggregate ``(function, output column)`` that
         aggregate j computes a part of (a stage of a hierarchical reduce), for errors."""
-        self.aggs = list(aggs)
+        self.aggs = [Agg.of(fn, idx) for fn, idx in aggs]
         self.stands_for = list(stands_for) if stands_for is not None else None
         dtypes = []
         for fn, idx in self.aggs:
-            if fn not in AGG_FUNCTIONS:
-                raise PlanError(f"unknown aggregate {fn!r}; expected one of {AGG_FUNCTIONS}")
-            if fn in ("count", "count_distinct"):
+            if fn in (F.COUNT, F.COUNT_DISTINCT):
                 dtypes.append("int64")
             else:
                 if idx is None:
                     raise PlanError(f"aggregate {fn} needs a column")
                 d = in_dtypes[idx]
-                if fn == "sum" and d == "bool":
+                if fn is F.SUM and d == "bool":
                     raise PlanError("sum of a bool column")
-                dtypes.append("any" if d == "str" and fn == "sum" else d)
+                dtypes.append("any" if d == "str" and fn is F.SUM else d)
         super().__init__(names, dtypes)
 
     def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
@@ -106,17 +105,17 @@ class AggregateKernel(Kernel):
         positive = counts > 0
         out: list[np.ndarray] = []
         for j, ((fn, idx), dtype) in enumerate(zip(self.aggs, self.out_dtypes, strict=True)):
-            if fn == "count" and idx is None:
+            if fn is F.COUNT and idx is None:
                 out.append(total.astype(np.int64))
                 continue
             assert idx is not None
             col = cols[idx]
             valid = _not_null(col) & positive
-            if fn == "count":
+            if fn is F.COUNT:
                 out.append(segment_sums(np.where(valid, counts, 0), starts))
-            elif fn == "count_distinct":
+            elif fn is F.COUNT_DISTINCT:
                 out.append(self._count_distinct(group, col, valid, gids))
-            elif fn == "sum":
+            elif fn is F.SUM:
                 out.append(self._sum(col, counts, valid, starts, dtype, j))
             else:
                 out.append(self._extreme(fn, group, col, valid, gids, dtype))
@@ -136,7 +135,7 @@ class AggregateKernel(Kernel):
             if self.stands_for is None:
                 return int_sum(col, np.where(valid, counts, 0), starts, self.out_names[j])
             fn, name = self.stands_for[j]
-            if fn == "sum":
+            if fn is F.SUM:
                 return int_sum(col, np.where(valid, counts, 0), starts, name)
             # partial counts added up: a COUNT, so a multiplicity
             return segment_sums(mul_arrays(col, np.where(valid, counts, 0)), starts)
@@ -167,7 +166,7 @@ class AggregateKernel(Kernel):
         g = group[sel]
         vals = col[sel]
         s = _starts(g)
-        ufunc = np.minimum if fn == "min" else np.maximum
+        ufunc = np.minimum if fn is F.MIN else np.maximum
         try:
             red = ufunc.reduceat(vals, s)
         except TypeError as exc:

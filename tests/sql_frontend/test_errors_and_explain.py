@@ -75,9 +75,7 @@ def test_syntax_and_analysis_errors() -> None:
 
 
 #: query -> its EXPLAIN, from ``tests/fixtures/explain/plans.sql``
-GOLDEN = {
-    c.sql[0]: "\n".join(c.sql[1:]) for c in read_cases(FIXTURES / "explain" / "plans.sql")
-}
+GOLDEN = {c.sql[0]: "\n".join(c.sql[1:]) for c in read_cases(FIXTURES / "explain" / "plans.sql")}
 
 
 @pytest.mark.parametrize("sql", list(GOLDEN))
