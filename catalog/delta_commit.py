@@ -35,6 +35,7 @@ import pyarrow.compute as _pc
 import pyarrow.parquet as pq
 
 from catalog.deletion_vectors import Descriptor
+from catalog.durable import fsync_path
 from catalog.errors import DeltaOperationError
 
 pc: Any = _pc  # pyarrow's stubs lack most compute functions
@@ -290,11 +291,7 @@ def commit(table: str, version: int, actions: Sequence[Mapping[str, Any]]) -> No
         ) from None
     finally:
         os.unlink(tmp)
-    dir_fd = os.open(log, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    fsync_path(log)
 
 
 def commit_info(operation: str, metadata: Mapping[str, str], **fields: Any) -> dict[str, Any]:

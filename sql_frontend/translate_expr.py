@@ -15,7 +15,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from sql_frontend import coercion
-from sql_frontend.errors import SqlAnalysisError, SqlError
+from sql_frontend.errors import INTERNAL_GAPS, SqlAnalysisError, SqlError, internal_message
 from sql_frontend.positions import analysis_error, position, unsupported
 from sql_frontend.scalar import Call, Lit, Ref, Scalar, cast_to
 from sql_frontend.sql_types import (
@@ -116,14 +116,10 @@ class ExprTranslator(FunctionTyping):
             ) from None
         except SqlError:
             raise
-        except (ArithmeticError, ValueError, TypeError, LookupError, AttributeError) as err:
+        except INTERNAL_GAPS as err:
             # a gap in this module, reported typed and located rather than as a Python error
-            raise analysis_error(
-                f"[INTERNAL_ERROR] cannot translate {node.sql(dialect='spark')}: "
-                f"{type(err).__name__}: {err}; please report this query",
-                node,
-                type(node).__name__,
-            ) from err
+            what = f"cannot translate {node.sql(dialect='spark')}"
+            raise analysis_error(internal_message(what, err), node, type(node).__name__) from err
 
     def translate(self, node: exp.Expr) -> Scalar:
         if self.lookup is not None:
