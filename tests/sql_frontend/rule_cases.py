@@ -24,8 +24,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from sql_frontend.analyze import RULES as ANALYZE_RULES
 from sql_frontend.analyze import DIALECT, catalog_schema, parse, pushdown_predicates, resolve
+from sql_frontend.analyze import RULES as ANALYZE_RULES
 from sql_frontend.errors import SqlError
 from sql_frontend.rules.aggregate_before_subquery import aggregate_before_subquery
 from sql_frontend.rules.expand_join_stars import expand_join_stars
@@ -36,7 +36,7 @@ from sql_frontend.rules.subquery_to_mark_join import subquery_to_mark_join
 from sql_frontend.rules.subquery_to_semijoin import subquery_to_semijoin
 from sql_frontend.rules.unnest_correlated import unnest_correlated
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
 import sql_harness  # noqa: E402
 import test_spark_translation as translation  # noqa: E402
@@ -104,7 +104,12 @@ def rule_cases(rule: str) -> list[RuleCase]:
     """The cases of ``rule``'s fixture file."""
     return [
         RuleCase(
-            rule, c.name, c.meta.get("catalog", "harness"), c.sql[0], c.sql[1], c.meta.get("spark", "")
+            rule,
+            c.name,
+            c.meta.get("catalog", "harness"),
+            c.sql[0],
+            c.sql[1],
+            c.meta.get("spark", ""),
         )
         for c in read_cases(RULE_DIR / f"{rule}.sql")
     ]
@@ -133,9 +138,9 @@ def _pipeline_cases(name: str, sql: str, catalog: str) -> list[RuleCase]:
             tree = fn(tree)
             # a case only where the text alone decides the output (the file keeps the text)
             got = tree.sql(dialect=DIALECT)
-            if got != given and fn.__name__ not in out:
-                if apply_rule(fn.__name__, given, catalog) == got:
-                    out[fn.__name__] = RuleCase(fn.__name__, name, catalog, given, got)
+            fresh = got != given and fn.__name__ not in out
+            if fresh and apply_rule(fn.__name__, given, catalog) == got:
+                out[fn.__name__] = RuleCase(fn.__name__, name, catalog, given, got)
         elif not (asof and fn is pushdown_predicates):
             tree = fn(tree)
     return list(out.values())
