@@ -464,6 +464,25 @@ def merge_runs(
             k, m = _match_block(side_a, side_b, oa, ob, na, out, k, m)
             i = i1
             j = j1
+    sk, kh, rh, times, big = _gather_merged(
+        (sk_a, kh_a, rh_a, t_a), (sk_b, kh_b, rh_b, t_b), src[:k], dif[:k]
+    )
+    return src[:k], sk, kh, rh, times, dif[:k], ia[:m], ib[:m], big
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _gather_merged(
+    a: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    b: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    src: np.ndarray,
+    dif: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """The hashes and times of a merge's output rows (``src``: positions in ``a ‖ b``, each
+    side ``(sortkey, keyhash, rowhash, times)``) and the largest ``|diff|``."""
+    sk_a, kh_a, rh_a, t_a = a
+    sk_b, kh_b, rh_b, t_b = b
+    na = sk_a.shape[0]
+    k = src.shape[0]
     depth = t_a.shape[1]
     big = 0
     sk = np.empty(k, dtype=np.uint64)
@@ -490,7 +509,7 @@ def merge_runs(
             rh[r] = rh_b[x]
             for c in range(depth):
                 times[r, c] = t_b[x, c]
-    return src[:k], sk, kh, rh, times, dif[:k], ia[:m], ib[:m], big
+    return sk, kh, rh, times, big
 
 
 @njit(cache=True, nogil=True)
