@@ -124,6 +124,16 @@ def _check_cols(what: str, cols: tuple[int, ...], width: int) -> None:
         raise PlanError(f"{what} reads column(s) {bad} of an input with {width} columns")
 
 
+def _cols(cols: tuple[int, ...]) -> str:
+    """Column positions as EXPLAIN prints them: ``[#0, #2]``."""
+    return "[" + ", ".join(f"#{c}" for c in cols) + "]"
+
+
+def _items(items: tuple[object, ...]) -> str:
+    """Sort keys, aggregates or window calls as EXPLAIN prints them: ``[a, b]``."""
+    return "[" + ", ".join(map(str, items)) + "]"
+
+
 def _fmt_schema(schema: Schema) -> str:
     return "[" + ", ".join(f"{n}:{t}" for n, t in schema) + "]"
 
@@ -348,10 +358,7 @@ class Aggregate(Node):
         return tuple(zip(self.names, types, strict=True))
 
     def label(self) -> str:
-        return (
-            f"Aggregate group [{', '.join(f'#{g}' for g in self.group)}] "
-            f"aggs [{', '.join(map(str, self.aggs))}]"
-        )
+        return f"Aggregate group {_cols(self.group)} aggs {_items(self.aggs)}"
 
 
 @dataclass(frozen=True)
@@ -421,9 +428,9 @@ class TopK(_InputSchema):
             raise PlanError("TopK needs a non-negative limit and offset")
 
     def label(self) -> str:
-        grp = f" group [{', '.join(f'#{g}' for g in self.group)}]" if self.group else ""
+        grp = f" group {_cols(self.group)}" if self.group else ""
         off = f" offset {self.offset}" if self.offset else ""
-        return f"TopK {self.limit}{off}{grp} order [{', '.join(map(str, self.order))}]"
+        return f"TopK {self.limit}{off}{grp} order {_items(self.order)}"
 
 
 @dataclass(frozen=True)
@@ -482,11 +489,8 @@ class Window(Node):
         )
 
     def label(self) -> str:
-        return (
-            f"Window partition [{', '.join(f'#{p}' for p in self.partition)}] "
-            f"order [{', '.join(map(str, self.order))}] "
-            f"[{', '.join(map(str, self.funcs))}]"
-        )
+        order = _items(self.order)
+        return f"Window partition {_cols(self.partition)} order {order} {_items(self.funcs)}"
 
 
 @dataclass(frozen=True)
