@@ -38,6 +38,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from catalog.durable import fsync_path
 from catalog.errors import CheckpointError, StorageError
 from catalog.locks import group_lock
 from catalog.paths import Warehouse
@@ -86,21 +87,13 @@ class Manifest:
 
 
 def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_path(path)
 
 
 def _write_table(path: Path, table: pa.Table) -> None:
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_path(path)
 
 
 def _read_table(path: Path) -> pa.Table:
@@ -344,11 +337,7 @@ def _link_or_copy(source: Path, target: Path) -> None:
         os.link(source, target)
     except OSError:
         shutil.copyfile(source, target)
-        fd = os.open(target, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(target)
 
 
 def _as_table(value: Any, key: object) -> pa.Table:

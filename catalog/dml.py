@@ -280,6 +280,21 @@ def _qualifiers(entry: TableEntry, node: exp.Expr) -> set[str]:
     return q
 
 
+#: the statements this module runs
+DmlTree = exp.Insert | exp.Delete | exp.Update | exp.Merge
+
+
+def write(catalog: Catalog, tree: DmlTree, st: Located, spark_eval: SparkEval) -> WriteResult:
+    """Run one INSERT, DELETE, UPDATE or MERGE against its catalog table."""
+    if isinstance(tree, exp.Insert):
+        return insert(catalog, tree, st, spark_eval)
+    if isinstance(tree, exp.Delete):
+        return delete(catalog, tree, st)
+    if isinstance(tree, exp.Update):
+        return update(catalog, tree, st)
+    return merge(catalog, tree, st, spark_eval)
+
+
 def delete(catalog: Catalog, tree: exp.Delete, st: Located) -> WriteResult:
     entry = _target(catalog, tree.this, "DELETE")
     where = tree.args.get("where")

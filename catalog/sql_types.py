@@ -20,7 +20,7 @@ Decimal128Type(decimal128(10, 2))
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -68,35 +68,31 @@ def sql_to_arrow(sql_type: Any) -> pa.DataType:
     raise UnsupportedTypeError("?", str(t))  # pragma: no cover - SqlType validates names
 
 
+#: Arrow type tests in order, each with the Spark SQL type of the Arrow types it accepts
+_FROM_ARROW: tuple[tuple[Callable[[pa.DataType], bool], str], ...] = (
+    (pa.types.is_boolean, "BOOLEAN"),
+    (pa.types.is_int8, "TINYINT"),
+    (lambda t: pa.types.is_int16(t) or pa.types.is_uint8(t), "SMALLINT"),
+    (lambda t: pa.types.is_int32(t) or pa.types.is_uint16(t), "INT"),
+    (lambda t: pa.types.is_int64(t) or pa.types.is_uint32(t), "BIGINT"),
+    (pa.types.is_uint64, "DECIMAL(20,0)"),
+    (lambda t: pa.types.is_float16(t) or pa.types.is_float32(t), "FLOAT"),
+    (pa.types.is_float64, "DOUBLE"),
+    (pa.types.is_string, "STRING"),
+    (lambda t: pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t), "BINARY"),
+    (pa.types.is_date, "DATE"),
+    (pa.types.is_timestamp, "TIMESTAMP"),
+)
+
+
 def arrow_to_sql(arrow_type: pa.DataType, column: str = "?") -> str:
     """The Spark SQL type name of an Arrow type."""
     t = normalize_arrow_type(arrow_type)
-    if pa.types.is_boolean(t):
-        return "BOOLEAN"
-    if pa.types.is_int8(t):
-        return "TINYINT"
-    if pa.types.is_int16(t) or pa.types.is_uint8(t):
-        return "SMALLINT"
-    if pa.types.is_int32(t) or pa.types.is_uint16(t):
-        return "INT"
-    if pa.types.is_int64(t) or pa.types.is_uint32(t):
-        return "BIGINT"
-    if pa.types.is_uint64(t):
-        return "DECIMAL(20,0)"
-    if pa.types.is_float16(t) or pa.types.is_float32(t):
-        return "FLOAT"
-    if pa.types.is_float64(t):
-        return "DOUBLE"
     if pa.types.is_decimal(t):
         return f"DECIMAL({t.precision},{t.scale})"
-    if pa.types.is_string(t):
-        return "STRING"
-    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "BINARY"
-    if pa.types.is_date(t):
-        return "DATE"
-    if pa.types.is_timestamp(t):
-        return "TIMESTAMP"
+    for accepts, name in _FROM_ARROW:
+        if accepts(t):
+            return name
     raise UnsupportedTypeError(column, f"{arrow_type} (no Spark SQL type the views support)")
 
 

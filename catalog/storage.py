@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pfs
 
+from catalog.durable import fsync_path
 from catalog.errors import CatalogError
 
 __all__ = [
@@ -146,11 +147,7 @@ class LocalStorage:
         return tmp
 
     def _sync_dir(self, location: str) -> None:
-        fd = os.open(os.path.dirname(location) or ".", os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(os.path.dirname(location) or ".")
 
     def write_bytes(self, location: str, data: bytes) -> None:
         tmp = self._write_tmp(location, data)

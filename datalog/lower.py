@@ -126,7 +126,7 @@ def _union(parts: Sequence[p.Node]) -> p.Node:
     """UNION ALL of ``parts``."""
     out = parts[0]
     for part in parts[1:]:
-        out = p.SetOp("union", True, out, part)
+        out = p.SetOp(p.SetKind.UNION, True, out, part)
     return out
 
 

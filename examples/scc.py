@@ -19,52 +19,25 @@ Run:  python examples/scc.py [--nodes 1000] [--edges 1300] [--steps 50] [--batch
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import networkx as nx
 import numpy as np
+from edge_churn import churn, churn_arguments, compare_labels, random_edges, smallest_member_labels
 
 import ivm
 from ivm.library.graphs import strongly_connected_components
 
 
-def reference_scc(graph: nx.DiGraph) -> dict[int, int]:
-    """networkx: node -> smallest node id of its SCC, for SCCs with at least two nodes."""
-    out = {}
-    for comp in nx.strongly_connected_components(graph):
-        if len(comp) > 1:
-            m = min(comp)
-            out.update(dict.fromkeys(comp, m))
-    return out
-
-
-def random_edges(rng: np.random.Generator, n: int, k: int, avoid: set) -> list[tuple[int, int]]:
-    """``k`` new directed edges (no self-loops, none in ``avoid``)."""
-    out: list[tuple[int, int]] = []
-    while len(out) < k:
-        a, b = (int(x) for x in rng.integers(0, n, size=2))
-        if a != b and (a, b) not in avoid:
-            avoid.add((a, b))
-            out.append((a, b))
-    return out
-
-
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", type=int, default=1000)
-    ap.add_argument(
-        "--edges", type=int, default=1300, help="about 1.3 edges per node gives a mix of SCC sizes"
+    ap = churn_arguments(
+        __doc__.splitlines()[0],
+        nodes=1000,
+        edges=1300,
+        batch=5,
+        seed=7,
+        edges_help="about 1.3 edges per node gives a mix of SCC sizes",
     )
-    ap.add_argument("--steps", type=int, default=50)
-    ap.add_argument("--batch", type=int, default=5, help="edges deleted and inserted per step")
-    ap.add_argument(
-        "--check-every",
-        type=int,
-        default=1,
-        help="compare with networkx every k steps (0: only at the end)",
-    )
-    ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args(argv)
     rng = np.random.default_rng(a.seed)
 
@@ -74,7 +47,7 @@ def main(argv: list[str] | None = None) -> dict:
     scc = g.output(strongly_connected_components(edges), "scc")
 
     live: set[tuple[int, int]] = set()
-    initial = random_edges(rng, a.nodes, a.edges, live)
+    initial = random_edges(rng, a.nodes, a.edges, live, directed=True)
     edges.insert(initial)
     rep = g.step()
     ref = nx.DiGraph(initial)
@@ -87,18 +60,8 @@ def main(argv: list[str] | None = None) -> dict:
         )
 
     def check(step: int) -> dict[int, int]:
-        got = scc.counts()  # {(node, label): 1}
-        mine = {node: label for (node, label) in got}
-        if len(mine) != len(got):
-            raise AssertionError(f"step {step}: a node has two SCC labels")
-        want = reference_scc(ref)
-        if mine != want:
-            bad = sorted(v for v in set(mine) | set(want) if mine.get(v) != want.get(v))
-            raise AssertionError(
-                f"step {step}: {len(bad)} nodes differ from networkx, e.g. "
-                f"node {bad[0]}: {mine.get(bad[0])} vs {want.get(bad[0])}"
-            )
-        return mine
+        want = smallest_member_labels(nx.strongly_connected_components(ref))
+        return compare_labels(step, scc.counts(), want, "SCC labels")
 
     mine = check(0)
     print(
@@ -109,14 +72,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     checks = 1
     for step in range(1, a.steps + 1):
-        gone = [tuple(e) for e in rng.permutation(sorted(live))[: a.batch].tolist()]
-        live.difference_update(gone)
-        new = random_edges(rng, a.nodes, a.batch, live)
-        edges.delete(gone)
-        edges.insert(new)
+        gone, new = churn(rng, a, live, edges, ref)
         rep = g.step()
-        ref.remove_edges_from(gone)
-        ref.add_edges_from(new)
         if step <= 3 or step == a.steps:
             print(
                 f"step {step}: -{len(gone)} +{len(new)} edges -> "

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ivm import hierarchy
+from ivm.aggregate_spec import Agg, AggFunction
 from ivm.errors import ForeignCollectionError, PlanError
 from ivm.lattice import ALTNEU, ITERATE
 from ivm.operators import aggregates as K
@@ -191,12 +192,12 @@ class Collection:
         raises :class:`PlanError`.  The chosen plan is the result operator's ``plan``.
         """
         key_idx = self.schema.indices(key) if key != () else ()
-        specs: list[tuple[str, int | None]] = []
+        specs: list[Agg] = []
         auto: list[str] = []
-        for a in aggs:
-            fn = a[0]
+        for a in aggs:  # the documented tuples become typed aggregates here, once
+            fn = AggFunction.of(a[0])
             col = self.schema.index(a[1]) if len(a) > 1 and a[1] is not None else None
-            specs.append((fn, col))
+            specs.append(Agg(fn, col))
             auto.append(fn if col is None else f"{fn}_{self.schema.names[col]}")
         if names is None:
             keys = [self.schema.names[i] for i in key_idx]

@@ -85,6 +85,22 @@ class Scope:
                         best = c
         return best
 
+    def check_rounds(self, rounds: int, limit: int) -> None:
+        """Raise :class:`LoopLimitError` once the loop has run more than ``limit`` rounds."""
+        if rounds > limit:
+            raise LoopLimitError(
+                f"{self.label} did not converge in {limit} iterations; bound it with max_iterations"
+            )
+
+    def flush_leaves(self, t: Time) -> None:
+        """Emit what the loop's leave operators accumulated at outer time ``t``."""
+        for leave in self.leaves:
+            try:
+                leave.flush(t)
+            except ArithmeticOverflowError as exc:
+                leave.blame(exc)
+                raise
+
 
 @dataclass(frozen=True)
 class StepReport:
@@ -94,6 +110,30 @@ class StepReport:
     input_rows: int
     differences: int
     seconds: float
+
+
+@dataclass
+class EpochStart:
+    """An epoch being processed: what :meth:`Dataflow.step` needs to report or undo it."""
+
+    epoch: int
+    input_rows: int
+    differences_before: int
+    started: float
+    saved: list[Any]
+
+    @property
+    def time(self) -> Time:
+        return (self.epoch,)
+
+    def report(self, metrics: Metrics) -> StepReport:
+        """The epoch's report, once it has finished."""
+        return StepReport(
+            self.epoch,
+            self.input_rows,
+            metrics.total(epoch=self.epoch) - self.differences_before,
+            _clock.perf_counter() - self.started,
+        )
 
 
 class Dataflow:
@@ -276,50 +316,70 @@ class Dataflow:
         the error propagates.  An overflow (:class:`~ivm.errors.ArithmeticOverflowError`)
         names the operator that raised it and the outputs that operator feeds.
         """
+        start = self.begin_epoch(epoch)
+        try:
+            self.start_inputs(start)
+            self._run_items(self.root, start.time)
+            self.end_operators()
+        except BaseException as exc:
+            # an error in a user function (or an interrupt) mid-epoch: put every operator
+            # back as it was before the epoch, so the dataflow stays consistent
+            self.roll_back(start, exc)
+            raise
+        finally:
+            self._running = False
+        self.check_drained(start.epoch)
+        self.epoch = start.epoch
+        return start.report(self.metrics)
+
+    # -- the parts of an epoch (shared with the sharded scheduler) -------------------------
+    def begin_epoch(self, epoch: int | None) -> EpochStart:
+        """Check that ``epoch`` (default: the next one) advances, snapshot every operator,
+        mark the epoch as running and open it at the inputs."""
         if self._running:
             raise EpochError("step() called while an epoch is being processed")
         e = self.epoch + 1 if epoch is None else int(epoch)
         if e <= self.epoch:
             raise EpochError(f"epoch {e} does not advance past the last epoch {self.epoch}")
         started = _clock.perf_counter()
-        t: Time = (e,)
         n_in = sum(op.pending_rows() for op in self.inputs.values()) + sum(
             op.pending_rows() for op in self._constants
         )
-        before = self.metrics.total(epoch=e)
+        start = EpochStart(e, n_in, self.metrics.total(epoch=e), started, [])
         self._running = True
-        saved = [op.snapshot() for op in self.ops]
-        try:
-            for op in self.ops:
-                if isinstance(op, Input):
-                    op.start_epoch(t)
-            self._run_items(self.root, t)
-            for op in self.ops:
-                try:
-                    op.end_epoch()
-                except ArithmeticOverflowError as exc:
-                    op.blame(exc)
-                    raise
-        except BaseException as exc:
-            # an error in a user function (or an interrupt) mid-epoch: put every operator
-            # back as it was before the epoch, so the dataflow stays consistent
-            for op, snap in zip(self.ops, saved, strict=True):
-                op.inbox.clear()
-                op.restore(snap)
-            self.metrics.forget_epoch(e)
-            if isinstance(exc, ArithmeticOverflowError):
-                exc.outputs = self.outputs_fed_by(exc.operator_id)
-                exc.rolled_back = True
-            raise
-        finally:
-            self._running = False
+        start.saved.extend(op.snapshot() for op in self.ops)
+        return start
+
+    def start_inputs(self, start: EpochStart) -> None:
+        """Open the epoch at every input (inside the caller's roll-back guard)."""
+        for op in self.ops:
+            if isinstance(op, Input):
+                op.start_epoch(start.time)
+
+    def end_operators(self) -> None:
+        """End the epoch at every operator; an overflow names the operator that raised it."""
+        for op in self.ops:
+            try:
+                op.end_epoch()
+            except ArithmeticOverflowError as exc:
+                op.blame(exc)
+                raise
+
+    def roll_back(self, start: EpochStart, exc: BaseException) -> None:
+        """Put every operator back as it was before the epoch ``start`` opened."""
+        for op, snap in zip(self.ops, start.saved, strict=True):
+            op.inbox.clear()
+            op.restore(snap)
+        self.metrics.forget_epoch(start.epoch)
+        if isinstance(exc, ArithmeticOverflowError):
+            exc.outputs = self.outputs_fed_by(exc.operator_id)
+            exc.rolled_back = True
+
+    def check_drained(self, e: int) -> None:
+        """Raise if any operator still holds work after epoch ``e``."""
         leftover = [op.name for op in self.ops if op.pending_times()]
         if leftover:
             raise IvmError(f"internal: work left after epoch {e} at {leftover}")
-        self.epoch = e
-        return StepReport(
-            e, n_in, self.metrics.total(epoch=e) - before, _clock.perf_counter() - started
-        )
 
     def _run_items(self, scope: Scope, t: Time) -> None:
         for item in scope.items:
@@ -334,18 +394,9 @@ class Dataflow:
         while i is not None:
             self._run_items(scope, (*t, i))
             rounds += 1
-            if rounds > self.loop_limit:
-                raise LoopLimitError(
-                    f"{scope.label} did not converge in {self.loop_limit} "
-                    "iterations; bound it with max_iterations"
-                )
+            scope.check_rounds(rounds, self.loop_limit)
             i = scope.next_coordinate(t, i)
-        for leave in scope.leaves:
-            try:
-                leave.flush(t)
-            except ArithmeticOverflowError as exc:
-                leave.blame(exc)
-                raise
+        scope.flush_leaves(t)
 
     # -- inspecting ------------------------------------------------------------------------
     def outputs_fed_by(self, op_id: int | None) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ivm.aggregate_spec import Agg, AggFunction
 from ivm.batch import hash_column
 from ivm.kernels import mix_hashes
 from ivm.operators.aggregates import AggregateKernel
@@ -40,7 +41,12 @@ if TYPE_CHECKING:
 LEAF_BITS = 8
 FANOUT_BITS = 4
 #: how each aggregate's partials combine at the next level
-COMBINE = {"count": "sum", "sum": "sum", "min": "min", "max": "max"}
+COMBINE = {
+    AggFunction.COUNT: AggFunction.SUM,
+    AggFunction.SUM: AggFunction.SUM,
+    AggFunction.MIN: AggFunction.MIN,
+    AggFunction.MAX: AggFunction.MAX,
+}
 
 _SEED = np.uint64(0x9E3779B97F4A7C15)
 _MULT = np.uint64(0x94D049BB133111EB)
@@ -84,7 +90,7 @@ def _plain(
 def hierarchical_reduce(
     c: Collection,
     key_idx: tuple[int, ...],
-    specs: Sequence[tuple[str, int | None]],
+    specs: Sequence[Agg],
     out_names: Sequence[str],
     plan: ReducePlan | None = None,
 ) -> Collection:

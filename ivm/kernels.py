@@ -12,7 +12,7 @@ range expansion, hash checks).  These kernels do such a step in one compiled cal
 * :func:`sum_run` — the same search, but only each probe's sum of diffs: the accumulated
   multiplicity of a key when the key is the whole row (``distinct``, set semantics), with
   nothing gathered at all;
-* :func:`merge_pair` — merge two small sorted runs, summing equal updates;
+* :func:`merge_runs` — merge two sorted runs in one linear pass, summing equal updates;
 * :func:`group_hashes` — group rows by a 64-bit hash with an open-addressing table and sum
   their diffs: consolidation in O(n) instead of a sort, keeping first-occurrence order (so
   concatenated sorted runs stay nearly sorted for the stable sort that follows).
@@ -213,125 +213,6 @@ def sort_run(
     return order, sk[order], keyhash[order], rowhash[order], times[order], diff[order], big
 
 
-@njit(cache=True, nogil=True)
-def merge_pair(
-    sk_a: np.ndarray,
-    kh_a: np.ndarray,
-    rh_a: np.ndarray,
-    t_a: np.ndarray,
-    d_a: np.ndarray,
-    sk_b: np.ndarray,
-    kh_b: np.ndarray,
-    rh_b: np.ndarray,
-    t_b: np.ndarray,
-    d_b: np.ndarray,
-) -> tuple[
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    int,
-]:
-    """Merge two consolidated runs sorted by sort key into one.
-
-    Updates of ``a`` and ``b`` with equal sort key, row hash and times are summed (checked;
-    dropped if the sum is zero).  Returns ``(src, sortkey, keyhash, rowhash, times, diff,
-    ia, ib, largest |diff|)``: ``src[k]`` is output row k's index in the concatenation
-    ``a ‖ b``, and ``(ia, ib)`` the pairs that were summed, for the caller to check that
-    their columns are equal.  Rows with the same sort key are matched pairwise, so this is for small
-    runs only (quadratic in the size of a block of equal sort keys).
-    """
-    na = sk_a.shape[0]
-    nb = sk_b.shape[0]
-    depth = t_a.shape[1]
-    src = np.empty(na + nb, dtype=np.int64)
-    dif = np.empty(na + nb, dtype=np.int64)
-    ia = np.empty(min(na, nb), dtype=np.int64)
-    ib = np.empty(min(na, nb), dtype=np.int64)
-    used = np.zeros(nb, dtype=np.bool_)
-    i = 0
-    j = 0
-    k = 0
-    m = 0
-    while i < na or j < nb:
-        if j >= nb or (i < na and sk_a[i] < sk_b[j]):
-            src[k] = i
-            dif[k] = d_a[i]
-            k += 1
-            i += 1
-        elif i >= na or sk_b[j] < sk_a[i]:
-            src[k] = na + j
-            dif[k] = d_b[j]
-            k += 1
-            j += 1
-        else:
-            s = sk_a[i]
-            i1 = i
-            while i1 < na and sk_a[i1] == s:
-                i1 += 1
-            j1 = j
-            while j1 < nb and sk_b[j1] == s:
-                j1 += 1
-            for p in range(i, i1):
-                d = d_a[p]
-                for q in range(j, j1):
-                    if used[q] or rh_b[q] != rh_a[p]:
-                        continue
-                    same = True
-                    for c in range(depth):
-                        if t_a[p, c] != t_b[q, c]:
-                            same = False
-                            break
-                    if same:
-                        used[q] = True
-                        d = add(d, d_b[q])
-                        ia[m] = p
-                        ib[m] = q
-                        m += 1
-                        break
-                if d != 0:
-                    src[k] = p
-                    dif[k] = d
-                    k += 1
-            for q in range(j, j1):
-                if not used[q]:
-                    src[k] = na + q
-                    dif[k] = d_b[q]
-                    k += 1
-            i = i1
-            j = j1
-    src = src[:k]
-    big = 0
-    for r in range(k):
-        d = dif[r]
-        if d < 0:
-            d = -d
-        if d > big:
-            big = d
-    sk = np.empty(k, dtype=np.uint64)
-    kh = np.empty(k, dtype=np.uint64)
-    rh = np.empty(k, dtype=np.uint64)
-    times = np.empty((k, depth), dtype=np.int64)
-    for r in range(k):
-        x = src[r]
-        if x < na:
-            sk[r] = sk_a[x]
-            kh[r] = kh_a[x]
-            rh[r] = rh_a[x]
-            times[r, :] = t_a[x, :]
-        else:
-            x -= na
-            sk[r] = sk_b[x]
-            kh[r] = kh_b[x]
-            rh[r] = rh_b[x]
-            times[r, :] = t_b[x, :]
-    return src, sk, kh, rh, times, dif[:k], ia[:m], ib[:m], big
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _finalize(x: np.uint64) -> np.uint64:
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -408,27 +289,21 @@ def radix_order(keys: np.ndarray) -> np.ndarray:
     return idx
 
 
+#: one side of a merge as the kernels below read it: ``(rowhash, times, diff)``
+Side = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: where the kernels below write: ``(src, dif, ia, ib, used)`` (see :func:`merge_runs`)
+Out = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _match_pairwise(
-    rh_a: np.ndarray,
-    t_a: np.ndarray,
-    d_a: np.ndarray,
-    rh_b: np.ndarray,
-    t_b: np.ndarray,
-    d_b: np.ndarray,
-    oa: np.ndarray,
-    ob: np.ndarray,
-    na: int,
-    src: np.ndarray,
-    dif: np.ndarray,
-    k: int,
-    ia: np.ndarray,
-    ib: np.ndarray,
-    m: int,
-    used: np.ndarray,
+    a: Side, b: Side, oa: np.ndarray, ob: np.ndarray, na: int, out: Out, k: int, m: int
 ) -> tuple[int, int]:
     """Merge a small block of equal sort keys (rows ``oa`` of ``a``, ``ob`` of ``b``) by
     comparing every pair: row hash and times equal means the same update."""
+    rh_a, t_a, d_a = a
+    rh_b, t_b, d_b = b
+    src, dif, ia, ib, used = out
     depth = t_a.shape[1]
     for x in oa:
         d = d_a[x]
@@ -461,27 +336,14 @@ def _match_pairwise(
 
 @njit(cache=True, nogil=True, inline="always")
 def _match_block(
-    rh_a: np.ndarray,
-    t_a: np.ndarray,
-    d_a: np.ndarray,
-    rh_b: np.ndarray,
-    t_b: np.ndarray,
-    d_b: np.ndarray,
-    oa: np.ndarray,
-    ob: np.ndarray,
-    na: int,
-    src: np.ndarray,
-    dif: np.ndarray,
-    k: int,
-    ia: np.ndarray,
-    ib: np.ndarray,
-    m: int,
-    used: np.ndarray,
+    a: Side, b: Side, oa: np.ndarray, ob: np.ndarray, na: int, out: Out, k: int, m: int
 ) -> tuple[int, int]:
     """Merge one block of equal sort keys, given as the rows ``oa`` of ``a`` and ``ob`` of
     ``b`` each ordered by row hash: a linear walk over row hashes, and pairwise matching
-    of times among the (few) rows of one row hash."""
-    depth = t_a.shape[1]
+    (:func:`_match_pairwise`) among the (few) rows of one row hash."""
+    rh_a, _, d_a = a
+    rh_b, _, d_b = b
+    src, dif = out[0], out[1]
     p = 0
     q = 0
     while p < oa.shape[0] or q < ob.shape[0]:
@@ -505,35 +367,7 @@ def _match_block(
             q1 = q
             while q1 < ob.shape[0] and rh_b[ob[q1]] == r:
                 q1 += 1
-            for u in range(p, p1):
-                x = oa[u]
-                d = d_a[x]
-                for v in range(q, q1):
-                    y = ob[v]
-                    if used[y]:
-                        continue
-                    same = True
-                    for c in range(depth):
-                        if t_a[x, c] != t_b[y, c]:
-                            same = False
-                            break
-                    if same:
-                        used[y] = True
-                        d = add(d, d_b[y])
-                        ia[m] = x
-                        ib[m] = y
-                        m += 1
-                        break
-                if d != 0:
-                    src[k] = x
-                    dif[k] = d
-                    k += 1
-            for v in range(q, q1):
-                y = ob[v]
-                if not used[y]:
-                    src[k] = na + y
-                    dif[k] = d_b[y]
-                    k += 1
+            k, m = _match_pairwise(a, b, oa[p:p1], ob[q:q1], na, out, k, m)
             p = p1
             q = q1
     return k, m
@@ -568,8 +402,9 @@ def merge_runs(
     Updates with equal sort key, row hash and times are summed (checked) and dropped when
     the sum is zero.  Within a block of equal sort keys the rows of each side are ordered
     by row hash and walked together, so the cost stays near linear even for blocks of
-    many rows (a hub's updates).  Returns what :func:`merge_pair` returns: ``(src,
-    sortkey, keyhash, rowhash, times, diff, ia, ib, largest |diff|)``.
+    many rows (a hub's updates).  Returns ``(src, sortkey, keyhash, rowhash, times, diff,
+    ia, ib, largest |diff|)``: ``src[k]`` is output row k's index in the concatenation ``a ‖ b``, and ``(ia, ib)``
+    the pairs that were summed, for the caller to check that their columns are equal.
     """
     na = sk_a.shape[0]
     nb = sk_b.shape[0]
@@ -581,6 +416,9 @@ def merge_runs(
     used = np.zeros(nb, dtype=np.bool_)
     small_a = np.empty(64, dtype=np.int64)
     small_b = np.empty(64, dtype=np.int64)
+    side_a = (rh_a, t_a, d_a)
+    side_b = (rh_b, t_b, d_b)
+    out = (src, dif, ia, ib, used)
     i = 0
     j = 0
     k = 0
@@ -615,9 +453,7 @@ def merge_runs(
                     oa[u] = i + u
                 for u in range(j1 - j):
                     ob[u] = j + u
-                k, m = _match_pairwise(
-                    rh_a, t_a, d_a, rh_b, t_b, d_b, oa, ob, na, src, dif, k, ia, ib, m, used
-                )
+                k, m = _match_pairwise(side_a, side_b, oa, ob, na, out, k, m)
                 i = i1
                 j = j1
                 continue
@@ -625,11 +461,28 @@ def merge_runs(
             ob = np.arange(j, j1)
             oa = oa[np.argsort(rh_a[i:i1])]
             ob = ob[np.argsort(rh_b[j:j1])]
-            k, m = _match_block(
-                rh_a, t_a, d_a, rh_b, t_b, d_b, oa, ob, na, src, dif, k, ia, ib, m, used
-            )
+            k, m = _match_block(side_a, side_b, oa, ob, na, out, k, m)
             i = i1
             j = j1
+    sk, kh, rh, times, big = _gather_merged(
+        (sk_a, kh_a, rh_a, t_a), (sk_b, kh_b, rh_b, t_b), src[:k], dif[:k]
+    )
+    return src[:k], sk, kh, rh, times, dif[:k], ia[:m], ib[:m], big
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _gather_merged(
+    a: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    b: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    src: np.ndarray,
+    dif: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """The hashes and times of a merge's output rows (``src``: positions in ``a ‖ b``, each
+    side ``(sortkey, keyhash, rowhash, times)``) and the largest ``|diff|``."""
+    sk_a, kh_a, rh_a, t_a = a
+    sk_b, kh_b, rh_b, t_b = b
+    na = sk_a.shape[0]
+    k = src.shape[0]
     depth = t_a.shape[1]
     big = 0
     sk = np.empty(k, dtype=np.uint64)
@@ -656,7 +509,7 @@ def merge_runs(
             rh[r] = rh_b[x]
             for c in range(depth):
                 times[r, c] = t_b[x, c]
-    return src[:k], sk, kh, rh, times, dif[:k], ia[:m], ib[:m], big
+    return sk, kh, rh, times, big
 
 
 @njit(cache=True, nogil=True)

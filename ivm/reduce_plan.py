@@ -23,11 +23,14 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ivm.aggregate_spec import Agg, AggFunction
 from ivm.errors import PlanError
 
 #: aggregates each strategy can compute (GENERAL: every aggregate of the kernel)
-ACCUMULABLE_FUNCTIONS = frozenset({"count", "sum"})
-HIERARCHICAL_FUNCTIONS = frozenset({"count", "sum", "min", "max"})
+ACCUMULABLE_FUNCTIONS = frozenset({AggFunction.COUNT, AggFunction.SUM})
+HIERARCHICAL_FUNCTIONS = frozenset(
+    {AggFunction.COUNT, AggFunction.SUM, AggFunction.MIN, AggFunction.MAX}
+)
 
 
 class ReduceStrategy(enum.Enum):
@@ -64,7 +67,7 @@ class ReducePlan:
         raise PlanError(f"a reduce plan is a ReducePlan, ReduceStrategy or name, got {spec!r}")
 
 
-Specs = Sequence[tuple[str, int | None]]
+Specs = Sequence[Agg]
 
 
 def _accumulable(specs: Specs, dtypes: Sequence[str]) -> bool:
@@ -87,7 +90,7 @@ def plan_reduce(specs: Specs, dtypes: Sequence[str], depth: int) -> ReducePlan:
     fns = {fn for fn, _ in specs}
     if depth == 0 and _accumulable(specs, dtypes):
         return ReducePlan(ReduceStrategy.ACCUMULABLE)
-    if depth == 0 and fns & {"min", "max"} and _hierarchical(specs):
+    if depth == 0 and fns & {AggFunction.MIN, AggFunction.MAX} and _hierarchical(specs):
         return ReducePlan(ReduceStrategy.HIERARCHICAL)
     return general_plan(depth)
 

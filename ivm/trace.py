@@ -44,7 +44,6 @@ from ivm.batch import (
 from ivm.difference import DIFF_MAX, abs_max, add_at
 from ivm.kernels import (
     consolidate_sorted,
-    merge_pair,
     merge_runs,
     probe_run,
     radix_order,
@@ -373,9 +372,10 @@ class Trace:
         return _merged(merge_runs, a, b, share=True)
 
     def _merge_pair(self, a: Run, b: Run) -> Run | None:
-        """Two small runs merged by one compiled pass (:func:`ivm.kernels.merge_pair`);
-        None if two summed updates turn out to be different rows (a hash collision)."""
-        return _merged(merge_pair, a, b, share=False)
+        """Two small runs merged by one compiled pass (:func:`ivm.kernels.merge_runs`), their
+        arrays not shared; None if two summed updates turn out to be different rows (a hash
+        collision)."""
+        return _merged(merge_runs, a, b, share=False)
 
     def compact(self) -> None:
         """End of epoch: advance times to the next epoch's frontier and consolidate.

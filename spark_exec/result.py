@@ -102,40 +102,27 @@ def affected_rows(metrics: Mapping[str, MetricValue]) -> int | None:
     return sum(found) if found else None
 
 
+#: the columns of :func:`report_table`: (column, attribute of the report, Arrow type)
+_REPORT_COLUMNS = (
+    ("view", "view", pa.string()),
+    ("group", "group", pa.string()),
+    ("epoch", "epoch", pa.int64()),
+    ("committed", "committed", pa.bool_()),
+    ("version", "version", pa.int64()),
+    ("input_changes", "rows_in", pa.int64()),
+    ("differences", "differences", pa.int64()),
+    ("rows_written", "rows_written", pa.int64()),
+    ("files_written", "files_written", pa.int64()),
+    ("seconds", "seconds", pa.float64()),
+    ("recomputed", "recomputed", pa.bool_()),
+)
+
+
 def report_table(reports: Sequence[RefreshReport]) -> pa.Table:
     """One row per refresh report (the columns of the event log's ``refresh`` events)."""
-    return pa.Table.from_pylist(
-        [
-            {
-                "view": r.view,
-                "group": r.group,
-                "epoch": r.epoch,
-                "committed": r.committed,
-                "version": r.version,
-                "input_changes": r.rows_in,
-                "differences": r.differences,
-                "rows_written": r.rows_written,
-                "files_written": r.files_written,
-                "seconds": float(r.seconds),
-                "recomputed": r.recomputed,
-            }
-            for r in reports
-        ],
-        schema=pa.schema(
-            [
-                ("view", pa.string()),
-                ("group", pa.string()),
-                ("epoch", pa.int64()),
-                ("committed", pa.bool_()),
-                ("version", pa.int64()),
-                ("input_changes", pa.int64()),
-                ("differences", pa.int64()),
-                ("rows_written", pa.int64()),
-                ("files_written", pa.int64()),
-                ("seconds", pa.float64()),
-                ("recomputed", pa.bool_()),
-            ]
-        ),
+    return pa.Table.from_pydict(
+        {col: [getattr(r, attr) for r in reports] for col, attr, _ in _REPORT_COLUMNS},
+        schema=pa.schema([(col, t) for col, _, t in _REPORT_COLUMNS]),
     )
 
 
@@ -178,6 +165,8 @@ class SqlResult:
         self.message = message
         self.reports: tuple[RefreshReport, ...] = tuple(reports)
         self.metrics: dict[str, MetricValue] = dict(metrics or {})
+        if affected_rows is None and self.reports:  # a refresh: the rows it wrote
+            affected_rows = sum(r.rows_written for r in self.reports)
         self.affected_rows = affected_rows
         self._rows = rows
         self._dataframe = dataframe

@@ -262,31 +262,11 @@ class Session:
         return [self._run(st) for st in S.split_statements(text)]
 
     def _result(
-        self,
-        statement: str,
-        kind: StatementKind,
-        message: str,
-        *,
-        rows: pa.Table | None = None,
-        reports: Sequence[RefreshReport] = (),
-        metrics: Mapping[str, MetricValue] | None = None,
-        affected_rows: int | None = None,
-        dataframe: DataFrame | None = None,
+        self, statement: str, kind: StatementKind, message: str, **options: Any
     ) -> SqlResult:
-        """A statement's result; its ``toDF()`` uses this Session's SparkSession."""
-        if reports and affected_rows is None:
-            affected_rows = sum(r.rows_written for r in reports)
-        return SqlResult(
-            statement,
-            kind,
-            message,
-            rows=rows,
-            reports=reports,
-            metrics=metrics,
-            affected_rows=affected_rows,
-            dataframe=dataframe,
-            spark=lambda: self.spark,
-        )
+        """A statement's result (``options`` as :class:`SqlResult` takes them); its
+        ``toDF()`` uses this Session's SparkSession."""
+        return SqlResult(statement, kind, message, spark=lambda: self.spark, **options)
 
     def _run(self, st: S.Statement) -> SqlResult:
         """Run one statement: the one dispatch over the statement model."""
@@ -342,17 +322,9 @@ class Session:
                 return self._result(
                     "DROP TABLE", "ddl", f"dropped table {name}" if existed else f"no table {name}"
                 )
-            case S.Insert(tree=tree):
+            case S.Dml(tree=tree):
                 return self._write_result(
-                    "INSERT", dml.insert(self.catalog, tree, st, self._spark_rows)
-                )
-            case S.Delete(tree=tree):
-                return self._write_result("DELETE", dml.delete(self.catalog, tree, st))
-            case S.Update(tree=tree):
-                return self._write_result("UPDATE", dml.update(self.catalog, tree, st))
-            case S.Merge(tree=tree):
-                return self._write_result(
-                    "MERGE", dml.merge(self.catalog, tree, st, self._spark_rows)
+                    tree.key.upper(), dml.write(self.catalog, tree, st, self._spark_rows)
                 )
             case S.PassToSpark(tree=tree):
                 return self._spark_sql(st, tree)

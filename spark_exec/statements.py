@@ -165,23 +165,10 @@ class DropTable:
 
 
 @dataclass(frozen=True)
-class Insert:
-    tree: exp.Insert
+class Dml:
+    """``INSERT``, ``DELETE``, ``UPDATE`` or ``MERGE`` on a catalog table (:mod:`catalog.dml`)."""
 
-
-@dataclass(frozen=True)
-class Delete:
-    tree: exp.Delete
-
-
-@dataclass(frozen=True)
-class Update:
-    tree: exp.Update
-
-
-@dataclass(frozen=True)
-class Merge:
-    tree: exp.Merge
+    tree: exp.Insert | exp.Delete | exp.Update | exp.Merge
 
 
 @dataclass(frozen=True)
@@ -204,10 +191,7 @@ Stmt = (
     | AlterViewClustering
     | CreateTable
     | DropTable
-    | Insert
-    | Delete
-    | Update
-    | Merge
+    | Dml
     | PassToSpark
 )
 
@@ -278,14 +262,8 @@ def model(tree: exp.Expr, st: Statement) -> Stmt:
         return AlterViewSchedule(
             table_name(tree.this), action, _schedule(sched, st) if sched is not None else None
         )
-    if isinstance(tree, exp.Insert):
-        return Insert(tree)
-    if isinstance(tree, exp.Delete):
-        return Delete(tree)
-    if isinstance(tree, exp.Update):
-        return Update(tree)
-    if isinstance(tree, exp.Merge):
-        return Merge(tree)
+    if isinstance(tree, exp.Insert | exp.Delete | exp.Update | exp.Merge):
+        return Dml(tree)
     return PassToSpark(tree)
 
 

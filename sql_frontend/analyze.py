@@ -171,6 +171,25 @@ def refuse_non_deterministic(tree: exp.Expr) -> None:
 
 def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
     """Parse ``sql`` and run the analysis passes; returns the annotated query."""
+    tree, schema = resolve(sql, catalog)
+    # A WHERE condition moved into an ASOF JOIN's ON would change which right row is the
+    # latest (a filter on the right side applies after the as-of match), so such queries
+    # skip predicate pushdown.
+    asof = any(j.text("method").upper() == "ASOF" for j in tree.find_all(exp.Join))
+    try:
+        for rule in RULES:
+            if not (asof and rule is pushdown_predicates):
+                tree = rule(tree)
+        tree = annotate_types(tree, schema=schema, dialect=DIALECT)
+    except OptimizeError as e:
+        raise SqlAnalysisError(f"cannot analyse: {e}") from e
+    assert isinstance(tree, exp.Query)
+    return tree
+
+
+def resolve(sql: str, catalog: CatalogLike) -> tuple[exp.Expr, dict[str, object]]:
+    """Steps 1-2: ``sql`` parsed, its stars and quantified filters rewritten and its names
+    resolved against ``catalog`` (the input of the :data:`RULES`), with the schema used."""
     tree = parse(sql)
     refuse_non_deterministic(tree)
     columns = {
@@ -192,19 +211,7 @@ def analyze(sql: str, catalog: CatalogLike) -> exp.Query:
         raise SqlAnalysisError(f"cannot resolve: {e}") from e
     except SqlglotError as e:  # pragma: no cover - sqlglot raises OptimizeError in practice
         raise SqlAnalysisError(str(e)) from e
-    # A WHERE condition moved into an ASOF JOIN's ON would change which right row is the
-    # latest (a filter on the right side applies after the as-of match), so such queries
-    # skip predicate pushdown.
-    asof = any(j.text("method").upper() == "ASOF" for j in tree.find_all(exp.Join))
-    try:
-        for rule in RULES:
-            if not (asof and rule is pushdown_predicates):
-                tree = rule(tree)
-        tree = annotate_types(tree, schema=schema, dialect=DIALECT)
-    except OptimizeError as e:
-        raise SqlAnalysisError(f"cannot analyse: {e}") from e
-    assert isinstance(tree, exp.Query)
-    return tree
+    return tree, schema
 
 
 RULES = (

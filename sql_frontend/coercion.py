@@ -33,23 +33,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sql_frontend import sql_types as T
 from sql_frontend.errors import SqlAnalysisError
-from sql_frontend.sql_types import (
-    BIGINT,
-    DATE,
-    DOUBLE,
-    NULL,
-    STRING,
-    TIMESTAMP,
-    SqlType,
-    as_decimal,
-    decimal,
-)
 
-FLOAT = SqlType("FLOAT")
+FLOAT = T.SqlType("FLOAT")
 
 
-def mismatch(what: str, types: Sequence[SqlType]) -> SqlAnalysisError:
+def mismatch(what: str, types: Sequence[T.SqlType]) -> SqlAnalysisError:
     """Spark's ``DATATYPE_MISMATCH``: ``what`` cannot take these operand types."""
     shown = ", ".join(str(t) for t in types)
     return SqlAnalysisError(
@@ -58,67 +48,65 @@ def mismatch(what: str, types: Sequence[SqlType]) -> SqlAnalysisError:
     )
 
 
-def _numeric_common(a: SqlType, b: SqlType) -> SqlType:
+def _numeric_common(a: T.SqlType, b: T.SqlType) -> T.SqlType:
     if a.is_integral and b.is_integral:
         return a if a.int_bits >= b.int_bits else b
     if a.is_fractional or b.is_fractional:
         if a.name == b.name == "FLOAT":
             return FLOAT
-        return DOUBLE
-    da, db = as_decimal(a), as_decimal(b)
+        return T.DOUBLE
+    da, db = T.as_decimal(a), T.as_decimal(b)
     assert da.scale is not None and db.scale is not None
     assert da.precision is not None and db.precision is not None
     scale = max(da.scale, db.scale)
     int_digits = max(da.precision - da.scale, db.precision - db.scale)
-    return decimal(int_digits + scale, scale)
+    return T.decimal(int_digits + scale, scale)
 
 
-def _common2(a: SqlType, b: SqlType, promote_strings: bool) -> SqlType | None:
+def _common2(a: T.SqlType, b: T.SqlType, promote_strings: bool) -> T.SqlType | None:
     if a == b:
         return a
-    if a == NULL:
+    if a == T.NULL:
         return b
-    if b == NULL:
+    if b == T.NULL:
         return a
     if a.is_numeric and b.is_numeric:
         return _numeric_common(a, b)
     if {a.name, b.name} == {"DATE", "TIMESTAMP"}:
-        return TIMESTAMP
-    if promote_strings and STRING in (a, b):
-        other = b if a == STRING else a
+        return T.TIMESTAMP
+    if promote_strings and T.STRING in (a, b):
+        other = b if a == T.STRING else a
         if other.is_integral:
-            return BIGINT
+            return T.BIGINT
         if other.is_numeric:
-            return DOUBLE
+            return T.DOUBLE
         if other.name in ("BOOLEAN", "DATE", "TIMESTAMP", "BINARY"):
             return other
     return None
 
 
-def common_type(types: Sequence[SqlType], what: str) -> SqlType:
+def common_type(types: Sequence[T.SqlType], what: str) -> T.SqlType:
     """The type all of ``types`` are cast to by ``what`` (CASE, COALESCE, UNION, IN, =, ...):
     Spark's wider common type, folded left to right."""
-    out = NULL
-    for t in types:
-        nxt = _common2(out, t, promote_strings=True)
-        if nxt is None:
-            raise mismatch(what, types)
-        out = nxt
-    return out
+    return _fold(types, what, promote_strings=True)
 
 
-def common_type_no_strings(types: Sequence[SqlType], what: str) -> SqlType:
+def common_type_no_strings(types: Sequence[T.SqlType], what: str) -> T.SqlType:
     """GREATEST / LEAST: the common type without STRING promotion."""
-    out = NULL
+    return _fold(types, what, promote_strings=False)
+
+
+def _fold(types: Sequence[T.SqlType], what: str, *, promote_strings: bool) -> T.SqlType:
+    out = T.NULL
     for t in types:
-        nxt = _common2(out, t, promote_strings=False)
+        nxt = _common2(out, t, promote_strings=promote_strings)
         if nxt is None:
             raise mismatch(what, types)
         out = nxt
     return out
 
 
-def comparison_type(a: SqlType, b: SqlType, what: str = "comparison") -> SqlType:
+def comparison_type(a: T.SqlType, b: T.SqlType, what: str = "comparison") -> T.SqlType:
     """The type both sides of ``=``, ``<``, ``<=>``, ``BETWEEN`` ... are compared in."""
     return common_type([a, b], what)
 
@@ -132,30 +120,30 @@ class Arithmetic:
     """How a binary arithmetic operator is computed: both operands cast to ``left`` and
     ``right``, the result of type ``result``."""
 
-    left: SqlType
-    right: SqlType
-    result: SqlType
+    left: T.SqlType
+    right: T.SqlType
+    result: T.SqlType
 
 
-def _string_partner(s: SqlType, other: SqlType) -> SqlType | None:
+def _string_partner(s: T.SqlType, other: T.SqlType) -> T.SqlType | None:
     if other.is_integral:
-        return BIGINT
+        return T.BIGINT
     if other.is_numeric:
-        return DOUBLE
+        return T.DOUBLE
     return None
 
 
-def arithmetic(op: str, a: SqlType, b: SqlType) -> Arithmetic:
+def arithmetic(op: str, a: T.SqlType, b: T.SqlType) -> Arithmetic:
     """Operand and result types of ``a op b`` on numbers (date arithmetic is the caller's).
 
     Raises Spark's ``DATATYPE_MISMATCH`` (as :class:`SqlAnalysisError`) for other pairs."""
     what = f"operator {_SYMBOL[op]}"
-    if a == NULL and b == NULL:
-        return Arithmetic(DOUBLE, DOUBLE, BIGINT if op == "intdiv" else DOUBLE)
-    if a == STRING or b == STRING:
-        if a == STRING and b == STRING:
+    if a == T.NULL and b == T.NULL:
+        return Arithmetic(T.DOUBLE, T.DOUBLE, T.BIGINT if op == "intdiv" else T.DOUBLE)
+    if a == T.STRING or b == T.STRING:
+        if a == T.STRING and b == T.STRING:
             raise mismatch(what, [a, b])
-        if a == STRING:
+        if a == T.STRING:
             na = _string_partner(a, b)
             if na is None:
                 raise mismatch(what, [a, b])
@@ -165,13 +153,13 @@ def arithmetic(op: str, a: SqlType, b: SqlType) -> Arithmetic:
             if nb is None:
                 raise mismatch(what, [a, b])
             b = nb
-    if op == "div" and a == NULL:
+    if op == "div" and a == T.NULL:
         if not b.is_numeric:
             raise mismatch(what, [a, b])
-        return Arithmetic(DOUBLE, DOUBLE, DOUBLE)
-    if a == NULL:
+        return Arithmetic(T.DOUBLE, T.DOUBLE, T.DOUBLE)
+    if a == T.NULL:
         a = b
-    if b == NULL:
+    if b == T.NULL:
         b = a
     if not (a.is_numeric and b.is_numeric):
         raise mismatch(what, [a, b])
@@ -179,64 +167,64 @@ def arithmetic(op: str, a: SqlType, b: SqlType) -> Arithmetic:
         if a.is_fractional or b.is_fractional:
             raise mismatch(what, [a, b])
         if a.is_decimal or b.is_decimal:
-            return Arithmetic(as_decimal(a), as_decimal(b), BIGINT)
-        return Arithmetic(BIGINT, BIGINT, BIGINT)
+            return Arithmetic(T.as_decimal(a), T.as_decimal(b), T.BIGINT)
+        return Arithmetic(T.BIGINT, T.BIGINT, T.BIGINT)
     t = arithmetic_type(op, a, b)
     if t.is_decimal:
-        return Arithmetic(as_decimal(a), as_decimal(b), t)
+        return Arithmetic(T.as_decimal(a), T.as_decimal(b), t)
     if op == "div":
-        return Arithmetic(DOUBLE, DOUBLE, DOUBLE)
+        return Arithmetic(T.DOUBLE, T.DOUBLE, T.DOUBLE)
     return Arithmetic(t, t, t)
 
 
-def arithmetic_type(op: str, a: SqlType, b: SqlType) -> SqlType:
+def arithmetic_type(op: str, a: T.SqlType, b: T.SqlType) -> T.SqlType:
     """Result type of ``a op b`` for numeric ``a``, ``b`` (Spark's ``DecimalPrecision`` for
     exact operands, bounded to 38 digits as Spark bounds them)."""
     if op == "intdiv":
-        return BIGINT
+        return T.BIGINT
     if a.is_fractional or b.is_fractional:
         if op != "div" and a.name == b.name == "FLOAT":
             return FLOAT
-        return DOUBLE
+        return T.DOUBLE
     if a.is_integral and b.is_integral:
         if op == "div":
-            return DOUBLE
+            return T.DOUBLE
         return a if a.int_bits >= b.int_bits else b
-    da, db = as_decimal(a), as_decimal(b)
+    da, db = T.as_decimal(a), T.as_decimal(b)
     p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
     assert p1 is not None and s1 is not None and p2 is not None and s2 is not None
     if op in ("add", "sub"):
         scale = max(s1, s2)
-        return decimal(max(p1 - s1, p2 - s2) + scale + 1, scale)
+        return T.decimal(max(p1 - s1, p2 - s2) + scale + 1, scale)
     if op == "mul":
-        return decimal(p1 + p2 + 1, s1 + s2)
+        return T.decimal(p1 + p2 + 1, s1 + s2)
     if op == "div":
         scale = max(6, s1 + p2 + 1)
-        return decimal(p1 - s1 + s2 + scale, scale)
+        return T.decimal(p1 - s1 + s2 + scale, scale)
     if op == "mod":
         scale = max(s1, s2)
-        return decimal(min(p1 - s1, p2 - s2) + scale, scale)
+        return T.decimal(min(p1 - s1, p2 - s2) + scale, scale)
     raise SqlAnalysisError(f"unknown arithmetic {op}", construct=op)
 
 
-def unary_numeric(a: SqlType, what: str) -> SqlType:
+def unary_numeric(a: T.SqlType, what: str) -> T.SqlType:
     """The type unary ``-`` / ``+`` / ``abs`` compute in: STRING and NULL become DOUBLE."""
-    if a in (STRING, NULL):
-        return DOUBLE
+    if a in (T.STRING, T.NULL):
+        return T.DOUBLE
     if not a.is_numeric:
         raise mismatch(what, [a])
     return a
 
 
-def date_arithmetic(op: str, a: SqlType, b: SqlType) -> str | SqlType | None:
+def date_arithmetic(op: str, a: T.SqlType, b: T.SqlType) -> str | T.SqlType | None:
     """``DATE ± integral`` is ``date_add``/``date_sub`` (returned by name); ``DATE``/
     ``TIMESTAMP + NULL`` is a NULL TIMESTAMP (returned as the type); None if neither."""
-    if op == "add" and NULL in (a, b) and {a.name, b.name} & {"DATE", "TIMESTAMP"}:
-        return TIMESTAMP
+    if op == "add" and T.NULL in (a, b) and {a.name, b.name} & {"DATE", "TIMESTAMP"}:
+        return T.TIMESTAMP
     small_int = ("TINYINT", "SMALLINT", "INT")
-    if a == DATE and b.name in small_int and op in ("add", "sub"):
+    if a == T.DATE and b.name in small_int and op in ("add", "sub"):
         return "date_add" if op == "add" else "date_sub"
-    if b == DATE and a.name in small_int and op == "add":
+    if b == T.DATE and a.name in small_int and op == "add":
         return "date_add"
     return None
 
@@ -244,18 +232,18 @@ def date_arithmetic(op: str, a: SqlType, b: SqlType) -> str | SqlType | None:
 _CASTABLE_FROM_NUMBER = ("BOOLEAN", "STRING", "TIMESTAMP")
 
 
-def check_cast(src: SqlType, dst: SqlType) -> None:
+def check_cast(src: T.SqlType, dst: T.SqlType) -> None:
     """Refuse an explicit CAST / TRY_CAST that Spark's ANSI mode refuses at analysis
     (``DATATYPE_MISMATCH.CAST_...``): e.g. INT to DATE, BOOLEAN to BINARY, DATE to INT."""
-    if src in (dst, NULL, STRING) or dst == STRING:
+    if src in (dst, T.NULL, T.STRING) or dst == T.STRING:
         return
     if src.is_numeric and (dst.is_numeric or dst.name in _CASTABLE_FROM_NUMBER):
         return
     if src.name == "BOOLEAN" and dst.is_numeric:
         return
-    if src.name == "TIMESTAMP" and (dst.is_numeric or dst == DATE):
+    if src.name == "TIMESTAMP" and (dst.is_numeric or dst == T.DATE):
         return
-    if src == DATE and dst == TIMESTAMP:
+    if src == T.DATE and dst == T.TIMESTAMP:
         return
     raise SqlAnalysisError(
         f"[DATATYPE_MISMATCH.CAST] cannot cast {src} to {dst}", construct=f"CAST to {dst}"

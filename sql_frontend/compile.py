@@ -462,7 +462,7 @@ class _Compiler:
         if not node.left_keys and node.kind != "inner":
             # no equi keys: join on a constant (every pair is a candidate)
             left2, right2 = self.const_col(left), self.const_col(right)
-            inner_node = p.Join(node.left, node.right, "inner", (), (), node.residual)
+            inner_node = p.Join(node.left, node.right, p.JoinKind.INNER, (), (), node.residual)
             return self.outer_like(node, left, right, left2, right2, (lw,), (rw,), inner_node)
         lkeys, rkeys = node.left_keys, node.right_keys
         # <=> keys keep their NULLs; a NOT NULL column has none to drop

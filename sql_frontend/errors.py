@@ -17,6 +17,15 @@ class SqlError(SourceError):
     """Root of the SQL front end's errors (a :class:`ivm.errors.SourceError`)."""
 
 
+#: Python errors that, raised inside the front end, are a gap in it (not the user's SQL)
+INTERNAL_GAPS = (ArithmeticError, ValueError, TypeError, LookupError, AttributeError)
+
+
+def internal_message(what: str, err: BaseException) -> str:
+    """Spark's ``INTERNAL_ERROR`` text for a gap ``err`` met while doing ``what``."""
+    return f"[INTERNAL_ERROR] {what}: {type(err).__name__}: {err}; please report this query"
+
+
 class SqlSyntaxError(SqlError, ValueError):
     """The text is not valid Spark SQL."""
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from functools import cached_property
+from typing import TypeVar
 
 from ivm.errors import PlanError
 from sql_frontend import scalar as sc
@@ -26,10 +27,11 @@ from sql_frontend.scalar import Scalar
 from sql_frontend.sql_types import SqlType
 
 Schema = tuple[tuple[str, SqlType], ...]
+E = TypeVar("E", bound=StrEnum)
 
 
 class JoinKind(StrEnum):
-    """How :class:`Join` combines its sides (a ``str``: ``JoinKind.INNER == "inner"``)."""
+    """How a :class:`Join` pairs its sides: SQL's join types; semi and anti keep left rows."""
 
     INNER = "inner"
     LEFT = "left"
@@ -40,9 +42,16 @@ class JoinKind(StrEnum):
     CROSS = "cross"
 
 
+class SetKind(StrEnum):
+    """The set operation of a :class:`SetOp`."""
+
+    UNION = "union"
+    INTERSECT = "intersect"
+    EXCEPT = "except"
+
+
 class AggFunc(StrEnum):
-    """The aggregate functions of :class:`AggCall`, for both front ends (SQL's and Datalog's
-    ``count``/``sum``/``min``/``max``)."""
+    """The function of an :class:`AggCall`."""
 
     COUNT = "count"
     COUNT_STAR = "count_star"
@@ -59,10 +68,17 @@ class AggFunc(StrEnum):
     PERCENTILE = "percentile"
 
 
-JOIN_KINDS = tuple(JoinKind)
-SET_KINDS = ("union", "intersect", "except")
-AGG_FUNCS = tuple(AggFunc)
-HOLISTIC_AGGS = frozenset(AGG_FUNCS[6:])
+JOIN_KINDS = tuple(k.value for k in JoinKind)
+SET_KINDS = tuple(k.value for k in SetKind)
+AGG_FUNCS = tuple(f.value for f in AggFunc)
+HOLISTIC_AGGS = frozenset(AggFunc) - {
+    AggFunc.COUNT,
+    AggFunc.COUNT_STAR,
+    AggFunc.SUM,
+    AggFunc.MIN,
+    AggFunc.MAX,
+    AggFunc.AVG,
+}
 """Aggregates with no incremental form: their Aggregate is recomputed per affected group."""
 WINDOW_FUNCS = (
     "row_number",
@@ -84,6 +100,18 @@ WINDOW_FUNCS = (
 )
 
 
+def _as_member(node: object, field: str, vocabulary: type[E], what: str) -> None:
+    """Store ``node.field`` (a member or its string) as a member of ``vocabulary``: the plan
+    accepts the strings at its boundary and holds the enum members."""
+    value = getattr(node, field)
+    try:
+        member = vocabulary(value)
+    except ValueError:
+        known = tuple(m.value for m in vocabulary)
+        raise PlanError(f"unknown {what} {value!r}; known: {known}") from None
+    object.__setattr__(node, field, member)
+
+
 def _check_refs(what: str, e: Scalar, width: int) -> None:
     bad = [i for i in sc.refs(e) if not 0 <= i < width]
     if bad:
@@ -94,6 +122,16 @@ def _check_cols(what: str, cols: tuple[int, ...], width: int) -> None:
     bad = [i for i in cols if not 0 <= i < width]
     if bad:
         raise PlanError(f"{what} reads column(s) {bad} of an input with {width} columns")
+
+
+def _cols(cols: tuple[int, ...]) -> str:
+    """Column positions as EXPLAIN prints them: ``[#0, #2]``."""
+    return "[" + ", ".join(f"#{c}" for c in cols) + "]"
+
+
+def _items(items: tuple[object, ...]) -> str:
+    """Sort keys, aggregates or window calls as EXPLAIN prints them: ``[a, b]``."""
+    return "[" + ", ".join(map(str, items)) + "]"
 
 
 def _fmt_schema(schema: Schema) -> str:
@@ -135,18 +173,28 @@ class Node:
         raise NotImplementedError
 
 
-class _Columns:
-    """A leaf node whose schema is its ``columns`` field."""
+class _DeclaredSchema(Node):
+    """A leaf whose schema is its ``columns`` field."""
 
     columns: Schema
 
-    @property
+    @cached_property
     def schema(self) -> Schema:
         return self.columns
 
 
+class _InputSchema(Node):
+    """A node whose rows have the columns of its ``input``."""
+
+    input: Node
+
+    @cached_property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
 @dataclass(frozen=True)
-class Scan(_Columns, Node):
+class Scan(_DeclaredSchema):
     """A base table or a materialized view read as an input of the dataflow."""
 
     table: str
@@ -157,7 +205,7 @@ class Scan(_Columns, Node):
 
 
 @dataclass(frozen=True)
-class Filter(Node):
+class Filter(_InputSchema):
     """Rows of ``input`` for which ``predicate`` is TRUE (NULL and FALSE drop the row)."""
 
     input: Node
@@ -165,10 +213,6 @@ class Filter(Node):
 
     def __post_init__(self) -> None:
         _check_refs("Filter predicate", self.predicate, self.input.width)
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.input.schema
 
     def label(self) -> str:
         return f"Filter {self.predicate}"
@@ -227,7 +271,7 @@ class Join(Node):
 
     left: Node
     right: Node
-    kind: str
+    kind: JoinKind
     left_keys: tuple[int, ...] = ()
     right_keys: tuple[int, ...] = ()
     residual: Scalar | None = None
@@ -235,8 +279,7 @@ class Join(Node):
     null_safe: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.kind not in JOIN_KINDS:
-            raise PlanError(f"unknown join kind {self.kind!r}; known: {[*map(str, JOIN_KINDS)]}")
+        _as_member(self, "kind", JoinKind, "join kind")
         if len(self.left_keys) != len(self.right_keys):
             raise PlanError("Join needs as many left keys as right keys")
         if self.null_safe and (len(self.null_safe) != len(self.left_keys) or self.null_aware):
@@ -276,7 +319,7 @@ class Join(Node):
 class AggCall:
     """An aggregate over column ``arg`` of the aggregate's input (None for COUNT(*))."""
 
-    func: str
+    func: AggFunc
     arg: int | None
     distinct: bool
     type: SqlType
@@ -286,8 +329,7 @@ class AggCall:
     """A constant parameter (the fraction of ``percentile``)."""
 
     def __post_init__(self) -> None:
-        if self.func not in AGG_FUNCS:
-            raise PlanError(f"unknown aggregate {self.func!r}; known: {[*map(str, AGG_FUNCS)]}")
+        _as_member(self, "func", AggFunc, "aggregate")
         if (self.arg is None) != (self.func == "count_star"):
             raise PlanError("only COUNT(*) has no argument")
 
@@ -327,21 +369,14 @@ class Aggregate(Node):
         return tuple(zip(self.names, types, strict=True))
 
     def label(self) -> str:
-        return (
-            f"Aggregate group [{', '.join(f'#{g}' for g in self.group)}] "
-            f"aggs [{', '.join(map(str, self.aggs))}]"
-        )
+        return f"Aggregate group {_cols(self.group)} aggs {_items(self.aggs)}"
 
 
 @dataclass(frozen=True)
-class Distinct(Node):
+class Distinct(_InputSchema):
     """Each row of ``input`` once."""
 
     input: Node
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.input.schema
 
     def label(self) -> str:
         return "Distinct"
@@ -352,14 +387,13 @@ class SetOp(Node):
     """UNION / INTERSECT / EXCEPT, ``all`` keeping multiplicities; rows compare with NULLs
     equal. Output names are the left's."""
 
-    kind: str
+    kind: SetKind
     all: bool
     left: Node
     right: Node
 
     def __post_init__(self) -> None:
-        if self.kind not in SET_KINDS:
-            raise PlanError(f"unknown set operation {self.kind!r}")
+        _as_member(self, "kind", SetKind, "set operation")
         if self.left.width != self.right.width:
             raise PlanError(
                 f"{self.kind.upper()} of {self.left.width} and {self.right.width} columns"
@@ -389,7 +423,7 @@ class SortKey:
 
 
 @dataclass(frozen=True)
-class TopK(Node):
+class TopK(_InputSchema):
     """Per ``group``, the first ``limit`` rows (after skipping ``offset``) in ``order``."""
 
     input: Node
@@ -404,14 +438,10 @@ class TopK(Node):
         if self.limit < 0 or self.offset < 0:
             raise PlanError("TopK needs a non-negative limit and offset")
 
-    @cached_property
-    def schema(self) -> Schema:
-        return self.input.schema
-
     def label(self) -> str:
-        grp = f" group [{', '.join(f'#{g}' for g in self.group)}]" if self.group else ""
+        grp = f" group {_cols(self.group)}" if self.group else ""
         off = f" offset {self.offset}" if self.offset else ""
-        return f"TopK {self.limit}{off}{grp} order [{', '.join(map(str, self.order))}]"
+        return f"TopK {self.limit}{off}{grp} order {_items(self.order)}"
 
 
 @dataclass(frozen=True)
@@ -470,15 +500,12 @@ class Window(Node):
         )
 
     def label(self) -> str:
-        return (
-            f"Window partition [{', '.join(f'#{p}' for p in self.partition)}] "
-            f"order [{', '.join(map(str, self.order))}] "
-            f"[{', '.join(map(str, self.funcs))}]"
-        )
+        order = _items(self.order)
+        return f"Window partition {_cols(self.partition)} order {order} {_items(self.funcs)}"
 
 
 @dataclass(frozen=True)
-class Values(_Columns, Node):
+class Values(_DeclaredSchema):
     """Constant rows (each once per occurrence): Datalog's facts, the unit relation."""
 
     rows: tuple[tuple[object, ...], ...]
@@ -495,7 +522,7 @@ class Values(_Columns, Node):
 
 
 @dataclass(frozen=True)
-class Empty(_Columns, Node):
+class Empty(_DeclaredSchema):
     """No rows (the seed of a recursive relation defined only through others)."""
 
     columns: Schema
@@ -505,7 +532,7 @@ class Empty(_Columns, Node):
 
 
 @dataclass(frozen=True)
-class RecRef(_Columns, Node):
+class RecRef(_DeclaredSchema):
     """Inside a recursive binding: the current value of the recursive relation ``name``."""
 
     name: str
@@ -583,14 +610,15 @@ class ArrivalJoin(Node):
 
     left: Node
     right: Node
-    kind: str
+    kind: JoinKind
     left_keys: tuple[int, ...] = ()
     right_keys: tuple[int, ...] = ()
     residual: Scalar | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("inner", "left"):
-            raise PlanError(f"an as-of join is inner or left, not {self.kind!r}")
+        _as_member(self, "kind", JoinKind, "join kind")
+        if self.kind not in (JoinKind.INNER, JoinKind.LEFT):
+            raise PlanError(f"an as-of join is inner or left, not {self.kind.value!r}")
         if len(self.left_keys) != len(self.right_keys):
             raise PlanError("ArrivalJoin needs as many left keys as right keys")
         _check_cols("ArrivalJoin left key", self.left_keys, self.left.width)
@@ -621,15 +649,16 @@ class AsofJoin(Node):
 
     left: Node
     right: Node
-    kind: str
+    kind: JoinKind
     left_keys: tuple[int, ...]
     right_keys: tuple[int, ...]
     left_time: int
     right_time: int
 
     def __post_init__(self) -> None:
-        if self.kind not in ("inner", "left"):
-            raise PlanError(f"an as-of join is inner or left, not {self.kind!r}")
+        _as_member(self, "kind", JoinKind, "join kind")
+        if self.kind not in (JoinKind.INNER, JoinKind.LEFT):
+            raise PlanError(f"an as-of join is inner or left, not {self.kind.value!r}")
         if len(self.left_keys) != len(self.right_keys):
             raise PlanError("AsofJoin needs as many left keys as right keys")
         _check_cols("AsofJoin left key", (*self.left_keys, self.left_time), self.left.width)
@@ -717,12 +746,12 @@ class MultiJoin(Node):
             pending = [c for c in pending if c not in ready]
             res = sc.conjunction(ready)
             if not ks and res is None:
-                acc = Join(acc, self.inputs[k], "cross")
+                acc = Join(acc, self.inputs[k], JoinKind.CROSS)
             else:
                 acc = Join(
                     acc,
                     self.inputs[k],
-                    "inner",
+                    JoinKind.INNER,
                     tuple(a for a, _ in ks),
                     tuple(b for _, b in ks),
                     res,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from sql_frontend.errors import UnsupportedSqlError
+from sql_frontend.errors import SqlAnalysisError, UnsupportedSqlError
 
-__all__ = ["position", "unsupported"]
+__all__ = ["analysis_error", "position", "unsupported"]
 
 
 def position(node: exp.Expr | None) -> tuple[int | None, int | None]:
@@ -38,3 +38,9 @@ def unsupported(
 ) -> UnsupportedSqlError:
     line, col = position(node)
     return UnsupportedSqlError(construct, line=line, column=col, reason=reason)
+
+
+def analysis_error(message: str, node: exp.Expr | None, construct: str) -> SqlAnalysisError:
+    """A :class:`SqlAnalysisError` about ``construct`` located at ``node``."""
+    line, col = position(node)
+    return SqlAnalysisError(message, line=line, column=col, construct=construct)

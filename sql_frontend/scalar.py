@@ -91,6 +91,16 @@ class Native:
 Scalar = Ref | Lit | Call | Native
 
 
+def cast_to(e: Scalar, t: SqlType) -> Scalar:
+    """``e`` as type ``t``: itself when it has that type, a typed NULL literal for NULL, else
+    an explicit ``cast`` call."""
+    if e.type == t:
+        return e
+    if isinstance(e, Lit) and e.value is None:
+        return Lit(None, t)
+    return Call("cast", (e,), t)
+
+
 def walk(e: Scalar) -> Iterator[Scalar]:
     """Every node of ``e``, parents before children."""
     yield e

@@ -22,7 +22,8 @@ from sql_frontend.errors import SqlAnalysisError
 
 INTEGRAL = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 FRACTIONAL = ("FLOAT", "DOUBLE")
-_INT_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
+#: the width of each integral type
+INT_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
 # Digits an integral type needs as a decimal (Spark's DecimalType.forType).
 _INT_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 20}
 MAX_PRECISION = 38
@@ -100,7 +101,7 @@ class SqlType:
 
     @property
     def int_bits(self) -> int:
-        return _INT_BITS[self.name]
+        return INT_BITS[self.name]
 
     @property
     def engine_dtype(self) -> str:

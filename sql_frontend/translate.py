@@ -16,10 +16,10 @@ from sqlglot import exp
 
 from sql_frontend import plan as p
 from sql_frontend import scalar as sc
-from sql_frontend.analyze import position, unsupported
 from sql_frontend.coercion import common_type
 from sql_frontend.completeness import Consumption
 from sql_frontend.errors import SqlAnalysisError
+from sql_frontend.positions import analysis_error, unsupported
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
 from sql_frontend.scc import is_recursive, strongly_connected_components
 from sql_frontend.sql_types import (
@@ -204,7 +204,7 @@ class Translator:
     def union_all(self, nodes: list[p.Node]) -> p.Node:
         out = nodes[0]
         for n in nodes[1:]:
-            out = p.SetOp("union", True, out, self.coerce(n, out.schema))
+            out = p.SetOp(p.SetKind.UNION, True, out, self.coerce(n, out.schema))
         return out
 
     def coerce(self, node: p.Node, schema: p.Schema) -> p.Node:
@@ -245,7 +245,10 @@ class Translator:
             for (n, a), (_, b) in zip(left.schema, right.schema, strict=True)
         )
         node: p.Node = p.SetOp(
-            kind, not q.args.get("distinct"), self.coerce(left, schema), self.coerce(right, schema)
+            p.SetKind(kind),
+            not q.args.get("distinct"),
+            self.coerce(left, schema),
+            self.coerce(right, schema),
         )
         return self.order_limit(q, node, None, env)
 
@@ -435,7 +438,7 @@ class Translator:
             jk = "inner"
         else:
             raise unsupported(f"{kind.upper()} JOIN", j)
-        both = Relation(p.Join(left.node, right.node, "cross"), left.fields + right.fields)
+        both = Relation(p.Join(left.node, right.node, p.JoinKind.CROSS), left.fields + right.fields)
         cond = j.args.get("on")
         using = j.args.get("using")
         conds: list[Scalar] = []
@@ -530,14 +533,13 @@ class Translator:
                     j,
                     "a processing-time as-of join is INNER or LEFT",
                 )
-            node = p.ArrivalJoin(
-                lnode, rnode, "left" if jk == "left" else "inner", tuple(lkeys), tuple(rkeys), res
-            )
+            kind = p.JoinKind.LEFT if jk == "left" else p.JoinKind.INNER
+            node = p.ArrivalJoin(lnode, rnode, kind, tuple(lkeys), tuple(rkeys), res)
         else:
             node = p.Join(
                 lnode,
                 rnode,
-                jk,
+                p.JoinKind(jk),
                 tuple(lkeys),
                 tuple(rkeys),
                 res,
@@ -571,7 +573,7 @@ class Translator:
         if cond is None or j.args.get("using"):
             raise unsupported("ASOF JOIN without ON", j, "write ON l.k = r.k AND l.t >= r.t")
         self.use(j, "this", "on", "side", "kind", "method")
-        both = Relation(p.Join(left.node, right.node, "cross"), left.fields + right.fields)
+        both = Relation(p.Join(left.node, right.node, p.JoinKind.CROSS), left.fields + right.fields)
         lw = left.node.width
         keys: list[tuple[Scalar, Scalar]] = []
         times: list[tuple[Scalar, Scalar]] = []
@@ -624,7 +626,7 @@ class Translator:
         rt = column(times[0][1], rw, extra_r)
         lnode = _extend(left.node, extra_l) if extra_l else left.node
         rnode = _extend(right.node, extra_r) if extra_r else right.node
-        node: p.Node = p.AsofJoin(lnode, rnode, jk, lkeys, rkeys, lt, rt)
+        node: p.Node = p.AsofJoin(lnode, rnode, p.JoinKind(jk), lkeys, rkeys, lt, rt)
         if extra_l or extra_r:
             keep = [*range(lw), *(lnode.width + i for i in range(rw))]
             node = p.Project(
@@ -670,7 +672,7 @@ class Translator:
                 self.use(sq, "this")
                 sub = self.query(inner, env)
                 subs[key_of(sq)] = Ref(node.width, sub.schema[0][1], "subquery")
-                node = p.Join(node, sub, "cross")
+                node = p.Join(node, sub, p.JoinKind.CROSS)
                 fields.append(Field("", "\x00subquery"))
         if node is rel.node:
             return rel
@@ -738,10 +740,10 @@ class Translator:
             if fname == "count" and (isinstance(arg_node, exp.Star) or arg_node is None):
                 if cond is not None:
                     pre_exprs.append(_when(cond, Lit(1, INT_T)))
-                    aggs.append(p.AggCall("count", len(pre_exprs) - 1, False, BIGINT))
+                    aggs.append(p.AggCall(p.AggFunc.COUNT, len(pre_exprs) - 1, False, BIGINT))
                     agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
                     continue
-                aggs.append(p.AggCall("count_star", None, False, BIGINT))
+                aggs.append(p.AggCall(p.AggFunc.COUNT_STAR, None, False, BIGINT))
                 agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
                 continue
             if fname == "count" and a.expressions:
@@ -754,11 +756,11 @@ class Translator:
                 if arg.type.name == "STRING":
                     arg = cast_to(arg, sum_type(arg.type))
                 pre_exprs.append(arg)
-                aggs.append(p.AggCall(f"{fname}_distinct", len(pre_exprs) - 1, True, t))
+                aggs.append(p.AggCall(p.AggFunc(f"{fname}_distinct"), len(pre_exprs) - 1, True, t))
                 agg_cols.append((key, Ref(base + len(aggs) - 1, t)))
                 continue
             if isinstance(arg, Lit) and fname == "count" and arg.value is not None:
-                aggs.append(p.AggCall("count_star", None, False, BIGINT))
+                aggs.append(p.AggCall(p.AggFunc.COUNT_STAR, None, False, BIGINT))
                 agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
                 continue
             col = len(pre_exprs)
@@ -766,19 +768,19 @@ class Translator:
                 arg = cast_to(arg, sum_type(arg.type))
             pre_exprs.append(arg)
             if fname == "count":
-                aggs.append(p.AggCall("count", col, distinct and True, BIGINT))
+                aggs.append(p.AggCall(p.AggFunc.COUNT, col, distinct and True, BIGINT))
                 agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
             elif fname in ("min", "max"):
-                aggs.append(p.AggCall(fname, col, False, arg.type))
+                aggs.append(p.AggCall(p.AggFunc(fname), col, False, arg.type))
                 agg_cols.append((key, Ref(base + len(aggs) - 1, arg.type)))
             elif fname == "sum":
                 t = sum_type(arg.type)
-                aggs.append(p.AggCall("sum", col, False, t))
+                aggs.append(p.AggCall(p.AggFunc.SUM, col, False, t))
                 agg_cols.append((key, Ref(base + len(aggs) - 1, t)))
             else:  # avg = sum / count
                 st = sum_type(arg.type)
-                aggs.append(p.AggCall("sum", col, False, st))
-                aggs.append(p.AggCall("count", col, False, BIGINT))
+                aggs.append(p.AggCall(p.AggFunc.SUM, col, False, st))
+                aggs.append(p.AggCall(p.AggFunc.COUNT, col, False, BIGINT))
                 s_ref = Ref(base + len(aggs) - 2, st)
                 c_ref = Ref(base + len(aggs) - 1, BIGINT)
                 agg_cols.append((key, Call("avg", (s_ref, c_ref), avg_type(arg.type))))
@@ -933,7 +935,11 @@ class Translator:
             for x in extra:
                 pre_exprs.append(x)
                 more.append(len(pre_exprs) - 1)
-            aggs.append(p.AggCall(func, col, func == "count_distinct_tuple", t, tuple(more), param))
+            aggs.append(
+                p.AggCall(
+                    p.AggFunc(func), col, func == "count_distinct_tuple", t, tuple(more), param
+                )
+            )
             return Ref(base + len(aggs) - 1, t)
 
         name = _agg_name(node)
@@ -1325,12 +1331,10 @@ def _fraction(node: exp.Expr | None, where: exp.Expr) -> float:
     else:
         raise unsupported("a percentile that is not one constant number", where)
     if not 0.0 <= v <= 1.0:
-        line, column = position(where)
-        raise SqlAnalysisError(
+        raise analysis_error(
             f"[INVALID_PARAMETER_VALUE] the percentile {v} must be between 0.0 and 1.0",
-            line=line,
-            column=column,
-            construct="percentile",
+            where,
+            "percentile",
         )
     return v
 

@@ -15,9 +15,9 @@ from decimal import Decimal
 from sqlglot import exp
 
 from sql_frontend import coercion
-from sql_frontend.analyze import position, unsupported
-from sql_frontend.errors import SqlAnalysisError, SqlError
-from sql_frontend.scalar import Call, Lit, Ref, Scalar
+from sql_frontend.errors import INTERNAL_GAPS, SqlAnalysisError, SqlError, internal_message
+from sql_frontend.positions import analysis_error, position, unsupported
+from sql_frontend.scalar import Call, Lit, Ref, Scalar, cast_to
 from sql_frontend.sql_types import (
     BIGINT,
     BINARY,
@@ -36,14 +36,6 @@ from sql_frontend.sql_types import (
 from sql_frontend.translate_functions import FunctionTyping
 
 Lookup = Callable[[exp.Expr], Scalar | None]
-
-
-def cast_to(e: Scalar, t: SqlType) -> Scalar:
-    if e.type == t:
-        return e
-    if isinstance(e, Lit) and e.value is None:
-        return Lit(None, t)
-    return Call("cast", (e,), t)
 
 
 _ARITH = {
@@ -124,16 +116,10 @@ class ExprTranslator(FunctionTyping):
             ) from None
         except SqlError:
             raise
-        except (ArithmeticError, ValueError, TypeError, LookupError, AttributeError) as err:
+        except INTERNAL_GAPS as err:
             # a gap in this module, reported typed and located rather than as a Python error
-            line, column = position(node)
-            raise SqlAnalysisError(
-                f"[INTERNAL_ERROR] cannot translate {node.sql(dialect='spark')}: "
-                f"{type(err).__name__}: {err}; please report this query",
-                line=line,
-                column=column,
-                construct=type(node).__name__,
-            ) from err
+            what = f"cannot translate {node.sql(dialect='spark')}"
+            raise analysis_error(internal_message(what, err), node, type(node).__name__) from err
 
     def translate(self, node: exp.Expr) -> Scalar:
         if self.lookup is not None:
@@ -193,10 +179,7 @@ class ExprTranslator(FunctionTyping):
         try:
             return Lit(bytes.fromhex(text if len(text) % 2 == 0 else "0" + text), BINARY)
         except ValueError:
-            line, column = position(node)
-            raise SqlAnalysisError(
-                f"invalid hex literal X'{text}'", line=line, column=column, construct="X''"
-            ) from None
+            raise analysis_error(f"invalid hex literal X'{text}'", node, "X''") from None
 
     def _Literal(self, node: exp.Literal) -> Scalar:
         text = str(node.this)
@@ -515,12 +498,8 @@ class ExprTranslator(FunctionTyping):
 
     def _Substring(self, node: exp.Substring) -> Scalar:
         if node.args.get("start") is None:
-            line, column = position(node)
-            raise SqlAnalysisError(
-                "[WRONG_NUM_ARGS] substring requires 2 or 3 arguments",
-                line=line,
-                column=column,
-                construct="SUBSTRING",
+            raise analysis_error(
+                "[WRONG_NUM_ARGS] substring requires 2 or 3 arguments", node, "SUBSTRING"
             )
         args = [cast_to(self(node.this), STRING), cast_to(self(node.args["start"]), INT)]
         if node.args.get("length") is not None:
@@ -691,13 +670,7 @@ class ExprTranslator(FunctionTyping):
 
     @staticmethod
     def arity(node: exp.Expr, name: str, expected: str) -> SqlAnalysisError:
-        line, column = position(node)
-        return SqlAnalysisError(
-            f"[WRONG_NUM_ARGS] {name} takes {expected} arguments",
-            line=line,
-            column=column,
-            construct=name,
-        )
+        return analysis_error(f"[WRONG_NUM_ARGS] {name} takes {expected} arguments", node, name)
 
     def _Log(self, node: exp.Log) -> Scalar:
         x = node.expression
@@ -839,12 +812,10 @@ class ExprTranslator(FunctionTyping):
         part = str(node.this.name).upper()
         part = _FIELD_ALIASES.get(part, part)
         if part not in _SPARK_FIELDS:
-            line, column = position(node)
-            raise SqlAnalysisError(
+            raise analysis_error(
                 f"[INVALID_EXTRACT_FIELD] Cannot extract {part} from a date or timestamp",
-                line=line,
-                column=column,
-                construct="EXTRACT",
+                node,
+                "EXTRACT",
             )
         ops = {
             "WEEK": "weekofyear",

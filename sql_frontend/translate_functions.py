@@ -10,22 +10,9 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from sql_frontend import coercion
-from sql_frontend.analyze import position
-from sql_frontend.errors import SqlAnalysisError
-from sql_frontend.scalar import Call, Lit, Scalar
-from sql_frontend.sql_types import (
-    BIGINT,
-    BINARY,
-    BOOLEAN,
-    DATE,
-    DOUBLE,
-    INT,
-    NULL,
-    STRING,
-    TIMESTAMP,
-    SqlType,
-    decimal,
-)
+from sql_frontend import sql_types as T
+from sql_frontend.positions import analysis_error
+from sql_frontend.scalar import Call, Lit, Scalar, cast_to
 
 if TYPE_CHECKING:
     from sql_frontend.expressions.registry import Fn
@@ -37,15 +24,6 @@ _TRY_NODES: dict[str, type[exp.Expr]] = {
     "div": exp.Div,
     "mod": exp.Mod,
 }
-_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
-
-
-def _cast(e: Scalar, t: SqlType) -> Scalar:
-    if e.type == t:
-        return e
-    if isinstance(e, Lit) and e.value is None:
-        return Lit(None, t)
-    return Call("cast", (e,), t)
 
 
 class FunctionTyping:
@@ -89,44 +67,46 @@ class FunctionTyping:
     def typing_getbit(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         self._arity(node, name, args, 2, 2)
         a = args[0]
-        if a.type.name not in _BITS and a.type != NULL:
+        if a.type.name not in T.INT_BITS and a.type != T.NULL:
             raise coercion.mismatch(name, [a.type])
-        bits = Lit(_BITS.get(a.type.name, 32), INT)
-        return Call("getbit", (_cast(a, BIGINT), _cast(args[1], INT), bits), SqlType("TINYINT"))
+        bits = Lit(T.INT_BITS.get(a.type.name, 32), T.INT)
+        return Call(
+            "getbit", (cast_to(a, T.BIGINT), cast_to(args[1], T.INT), bits), T.SqlType("TINYINT")
+        )
 
     def typing_variadic(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """``xxhash64`` (any types), ``elt`` (an INT, then strings), ``format_string``."""
         if fn.op == "xxhash64":
             self._arity(node, name, args, 1, 10**6)
-            return Call(fn.op, tuple(args), BIGINT)
+            return Call(fn.op, tuple(args), T.BIGINT)
         if fn.op == "elt":
             self._arity(node, name, args, 2, 10**6)
-            rest = tuple(_cast(a, STRING) for a in args[1:])
-            return Call("elt", (_cast(args[0], INT), *rest), STRING)
+            rest = tuple(cast_to(a, T.STRING) for a in args[1:])
+            return Call("elt", (cast_to(args[0], T.INT), *rest), T.STRING)
         self._arity(node, name, args, 1, 10**6)
-        return Call(fn.op, (_cast(args[0], STRING), *args[1:]), STRING)
+        return Call(fn.op, (cast_to(args[0], T.STRING), *args[1:]), T.STRING)
 
     def typing_mask(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """mask(s[, upper[, lower[, digit[, other]]]]): replacements are constant characters."""
         self._arity(node, name, args, 1, 5)
-        full = [*args, *(Lit(d, STRING) for d in ("X", "x", "n", None)[len(args) - 1 :])]
+        full = [*args, *(Lit(d, T.STRING) for d in ("X", "x", "n", None)[len(args) - 1 :])]
         for r in full[1:]:
             ok = isinstance(r, Lit) and (r.value is None or len(str(r.value)) == 1)
             if not ok:
                 raise coercion.mismatch(f"{name} replacement (one constant character)", [r.type])
-        return Call("mask", tuple(_cast(a, STRING) for a in full), STRING)
+        return Call("mask", tuple(cast_to(a, T.STRING) for a in full), T.STRING)
 
     def typing_assert(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """assert_true(cond[, message]) and raise_error(message): NULL, or Spark's
         USER_RAISED_EXCEPTION (a condition must be BOOLEAN)."""
         if fn.op == "raise_error":
             self._arity(node, name, args, 1, 1)
-            return Call("raise_error", (_cast(args[0], STRING),), NULL)
+            return Call("raise_error", (cast_to(args[0], T.STRING),), T.NULL)
         self._arity(node, name, args, 1, 2)
-        if args[0].type not in (BOOLEAN, NULL):
+        if args[0].type not in (T.BOOLEAN, T.NULL):
             raise coercion.mismatch(name, [args[0].type])
-        msg = [_cast(args[1], STRING)] if len(args) > 1 else []
-        return Call("assert_true", (_cast(args[0], BOOLEAN), *msg), NULL)
+        msg = [cast_to(args[1], T.STRING)] if len(args) > 1 else []
+        return Call("assert_true", (cast_to(args[0], T.BOOLEAN), *msg), T.NULL)
 
     def typing_number_format(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """to_number / try_to_number(s, format): a constant format; DECIMAL(digits, scale)."""
@@ -139,19 +119,15 @@ class FunctionTyping:
         try:
             _, precision, scale, _ = number_format(f.value)
         except ValueError as e:
-            line, column = position(node)
-            raise SqlAnalysisError(
-                f"[INVALID_FORMAT] {name}: the format {f.value!r} has {e}",
-                line=line,
-                column=column,
-                construct=name,
+            raise analysis_error(
+                f"[INVALID_FORMAT] {name}: the format {f.value!r} has {e}", node, name
             ) from None
-        return Call(fn.op, (_cast(args[0], STRING), f), decimal(precision, scale))
+        return Call(fn.op, (cast_to(args[0], T.STRING), f), T.decimal(precision, scale))
 
     def typing_typeof(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         self._arity(node, name, args, 1, 1)
         t = args[0].type
-        return Lit("void" if t == NULL else str(t).lower(), STRING)
+        return Lit("void" if t == T.NULL else str(t).lower(), T.STRING)
 
     def typing_datepart(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         self._arity(node, name, args, 2, 2)
@@ -164,44 +140,53 @@ class FunctionTyping:
     def typing_optional(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """Functions whose optional last argument selects another operation: ``locate`` from a
         position, ``levenshtein`` with a threshold, ``btrim`` of given characters."""
-        ops: dict[str, tuple[tuple[SqlType, ...], str, tuple[SqlType, ...], SqlType]] = {
-            "parse_url": ((STRING, STRING), "parse_url_key", (STRING,) * 3, STRING),
-            "try_parse_url": ((STRING, STRING), "try_parse_url_key", (STRING,) * 3, STRING),
-            "levenshtein": ((STRING, STRING), "levenshtein_max", (STRING, STRING, INT), INT),
-            "trim": ((STRING,), "trim_chars", (STRING, STRING), STRING),
+        ops: dict[str, tuple[tuple[T.SqlType, ...], str, tuple[T.SqlType, ...], T.SqlType]] = {
+            "parse_url": ((T.STRING, T.STRING), "parse_url_key", (T.STRING,) * 3, T.STRING),
+            "try_parse_url": ((T.STRING, T.STRING), "try_parse_url_key", (T.STRING,) * 3, T.STRING),
+            "levenshtein": (
+                (T.STRING, T.STRING),
+                "levenshtein_max",
+                (T.STRING, T.STRING, T.INT),
+                T.INT,
+            ),
+            "trim": ((T.STRING,), "trim_chars", (T.STRING, T.STRING), T.STRING),
         }
         short, long_op, long_types, t = ops[fn.op]
         self._arity(node, name, args, len(short), len(long_types))
         if len(args) == len(short):
-            return Call(fn.op, tuple(_cast(a, s) for a, s in zip(args, short, strict=True)), t)
-        return Call(long_op, tuple(_cast(a, s) for a, s in zip(args, long_types, strict=True)), t)
+            return Call(fn.op, tuple(cast_to(a, s) for a, s in zip(args, short, strict=True)), t)
+        return Call(long_op, tuple(cast_to(a, s) for a, s in zip(args, long_types, strict=True)), t)
 
     def typing_timestamp_parts(
         self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]
     ) -> Scalar:
         """make_timestamp(year, month, day, hour, min, sec DECIMAL(16,6)[, timezone])."""
         self._arity(node, name, args, 6, 7)
-        types = (INT, INT, INT, INT, INT, decimal(16, 6), STRING)
-        typed = tuple(_cast(a, want) for a, want in zip(args, types, strict=False))
-        return Call(fn.op, typed, TIMESTAMP)
+        types = (T.INT, T.INT, T.INT, T.INT, T.INT, T.decimal(16, 6), T.STRING)
+        typed = tuple(cast_to(a, want) for a, want in zip(args, types, strict=False))
+        return Call(fn.op, typed, T.TIMESTAMP)
 
     def typing_binary_args(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """decode(bin, charset) and to_binary(str[, fmt]): BINARY / STRING arguments."""
         if fn.op == "decode":
             self._arity(node, name, args, 2, 2)
-            return Call("decode", (_cast(args[0], BINARY), _cast(args[1], STRING)), STRING)
+            return Call(
+                "decode", (cast_to(args[0], T.BINARY), cast_to(args[1], T.STRING)), T.STRING
+            )
         self._arity(node, name, args, 1, 2)
-        f = _cast(args[1], STRING) if len(args) > 1 else Lit("hex", STRING)
+        f = cast_to(args[1], T.STRING) if len(args) > 1 else Lit("hex", T.STRING)
         if not (isinstance(f, Lit) and str(f.value).lower() in ("hex", "utf-8", "utf8", "base64")):
             # Spark: the format must be a constant 'hex', 'utf-8' or 'base64'
             raise coercion.mismatch(f"{name} format", [f.type])
-        return Call(fn.op, (_cast(args[0], STRING), f), BINARY)
+        return Call(fn.op, (cast_to(args[0], T.STRING), f), T.BINARY)
 
     def typing_bool_default(self, node: Any, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """months_between(t1, t2[, roundOff = true])."""
         self._arity(node, name, args, 2, 3)
-        r = _cast(args[2], BOOLEAN) if len(args) > 2 else Lit(True, BOOLEAN)
-        return Call(fn.op, (_cast(args[0], TIMESTAMP), _cast(args[1], TIMESTAMP), r), DOUBLE)
+        r = cast_to(args[2], T.BOOLEAN) if len(args) > 2 else Lit(True, T.BOOLEAN)
+        return Call(
+            fn.op, (cast_to(args[0], T.TIMESTAMP), cast_to(args[1], T.TIMESTAMP), r), T.DOUBLE
+        )
 
     def typing_to_datetime(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """to_timestamp / try_to_timestamp / try_to_date / to_unix_timestamp(source[, format])."""
@@ -216,27 +201,27 @@ class FunctionTyping:
         from sql_frontend.expressions.datetime_functions import java_pattern
 
         safe = op.startswith("try_")
-        kind = {"parse_timestamp": TIMESTAMP, "parse_date": DATE, "parse_unix": BIGINT}[
+        kind = {"parse_timestamp": T.TIMESTAMP, "parse_date": T.DATE, "parse_unix": T.BIGINT}[
             op.removeprefix("try_")
         ]
         src = args[0]
-        if src.type in (DATE, TIMESTAMP):
-            if kind == BIGINT:
-                return Call("unix_timestamp", (_cast(src, TIMESTAMP),), BIGINT)
-            return _cast(src, kind)
-        if src.type not in (STRING, NULL):
+        if src.type in (T.DATE, T.TIMESTAMP):
+            if kind == T.BIGINT:
+                return Call("unix_timestamp", (cast_to(src, T.TIMESTAMP),), T.BIGINT)
+            return cast_to(src, kind)
+        if src.type not in (T.STRING, T.NULL):
             raise coercion.mismatch(name, [src.type])
-        src = _cast(src, STRING)
+        src = cast_to(src, T.STRING)
         fmt = self._java_format(node, args)
         if fmt is None:
-            if kind != BIGINT:
+            if kind != T.BIGINT:
                 return Call("try_cast" if safe else "cast", (src,), kind)
             fmt = "yyyy-MM-dd HH:mm:ss"
         try:
             java_pattern(fmt)
         except ValueError as e:
             raise unsupported(f"{name} with {e}", node) from None
-        return Call(op, (src, Lit(fmt, STRING)), kind)
+        return Call(op, (src, Lit(fmt, T.STRING)), kind)
 
     @staticmethod
     def _java_format(node: exp.Expr, args: list[Scalar]) -> str | None:

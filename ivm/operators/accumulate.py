@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ivm.aggregate_spec import Agg, AggFunction
 from ivm.batch import Batch, Columns, hash_rows, sort_groups, take
 from ivm.difference import add_arrays, segment_sums
 from ivm.errors import MultiplicityOverflowError, SumOverflowError
@@ -26,7 +27,7 @@ from ivm.reduce_plan import ReducePlan, ReduceStrategy
 from ivm.schema import DTYPES
 from ivm.trace import Trace
 
-LINEAR_AGGREGATES = ("count", "sum")
+LINEAR_AGGREGATES = (AggFunction.COUNT, AggFunction.SUM)
 
 
 def _segment_sum(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -74,7 +75,7 @@ class AccumulateReduce(Operator):
         self,
         *args: Any,
         key_idx: tuple[int, ...],
-        aggs: list[tuple[str, int | None]],
+        aggs: list[Agg],
         in_dtypes: tuple[str, ...],
         **kw: Any,
     ) -> None:
@@ -91,7 +92,9 @@ class AccumulateReduce(Operator):
                 state_dtypes.append(np.dtype(np.int64))
                 d = in_dtypes[col]
                 state_dtypes.append(
-                    DTYPES["any" if d == "str" else d] if fn == "sum" else np.dtype(np.int64)
+                    DTYPES["any" if d == "str" else d]
+                    if fn is AggFunction.SUM
+                    else np.dtype(np.int64)
                 )
         self.state_dtypes = tuple(state_dtypes)
         self.totals = Trace(self.state_dtypes, tuple(range(nkey)), ())
@@ -120,8 +123,8 @@ class AccumulateReduce(Operator):
             deltas.append(segment_sums(np.where(valid, b.diff, 0)[order], starts))
             sum_names.append(None)
             name = self.schema.names[nkey + j]
-            sum_names.append(name if fn == "sum" else None)
-            if fn == "sum":
+            sum_names.append(name if fn is AggFunction.SUM else None)
+            if fn is AggFunction.SUM:
                 if c.dtype == np.int64:
                     deltas.append(
                         int_sum(c[order], np.where(valid, b.diff, 0)[order], starts, name)
@@ -192,7 +195,7 @@ class AccumulateReduce(Operator):
                 continue
             nn, total = vals[k], vals[k + 1]
             k += 2
-            if fn == "count":
+            if fn is AggFunction.COUNT:
                 out.append(nn.astype(np.int64))
             else:
                 want = self.dtypes[len(out)]

@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ivm.aggregate_spec import Agg, AggFunction
 from ivm.batch import Columns, hash_rows, sort_groups
 from ivm.difference import DIFF_MAX, mul_arrays, segment_sums
 from ivm.errors import MultiplicityOverflowError, PlanError, SchemaError, SumOverflowError
 from ivm.schema import DTYPES
 
-AGG_FUNCTIONS = ("count", "sum", "min", "max", "count_distinct")
+F = AggFunction
 
 
 def _starts(group: np.ndarray) -> np.ndarray:
@@ -51,15 +52,21 @@ def _not_null(col: np.ndarray) -> np.ndarray:
     return np.fromiter((v is not None for v in col), dtype=bool, count=len(col))
 
 
+#: what a kernel returns: output groups, output columns and multiplicities, row-aligned
+Reduced = tuple[np.ndarray, Columns, np.ndarray]
+
+
 class Kernel:
     """Base of reduction kernels."""
 
     out_names: tuple[str, ...] = ()
     out_dtypes: tuple[str, ...] = ()
 
-    def evaluate(
-        self, group: np.ndarray, cols: Columns, counts: np.ndarray
-    ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def __init__(self, names: Sequence[str] = (), dtypes: Sequence[str] = ()) -> None:
+        self.out_names = tuple(names)
+        self.out_dtypes = tuple(dtypes)
+
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
         raise NotImplementedError
 
 
@@ -75,27 +82,22 @@ class AggregateKernel(Kernel):
     ) -> None:
         """``stands_for[j]``: the user's aggregate ``(function, output column)`` that
         aggregate j computes a part of (a stage of a hierarchical reduce), for errors."""
-        self.aggs = list(aggs)
+        self.aggs = [Agg.of(fn, idx) for fn, idx in aggs]
         self.stands_for = list(stands_for) if stands_for is not None else None
         dtypes = []
         for fn, idx in self.aggs:
-            if fn not in AGG_FUNCTIONS:
-                raise PlanError(f"unknown aggregate {fn!r}; expected one of {AGG_FUNCTIONS}")
-            if fn in ("count", "count_distinct"):
+            if fn in (F.COUNT, F.COUNT_DISTINCT):
                 dtypes.append("int64")
             else:
                 if idx is None:
                     raise PlanError(f"aggregate {fn} needs a column")
                 d = in_dtypes[idx]
-                if fn == "sum" and d == "bool":
+                if fn is F.SUM and d == "bool":
                     raise PlanError("sum of a bool column")
-                dtypes.append("any" if d == "str" and fn == "sum" else d)
-        self.out_names = tuple(names)
-        self.out_dtypes = tuple(dtypes)
+                dtypes.append("any" if d == "str" and fn is F.SUM else d)
+        super().__init__(names, dtypes)
 
-    def evaluate(
-        self, group: np.ndarray, cols: Columns, counts: np.ndarray
-    ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
         starts = _starts(group)
         total = segment_sums(counts, starts)
         exists = total > 0
@@ -103,17 +105,17 @@ class AggregateKernel(Kernel):
         positive = counts > 0
         out: list[np.ndarray] = []
         for j, ((fn, idx), dtype) in enumerate(zip(self.aggs, self.out_dtypes, strict=True)):
-            if fn == "count" and idx is None:
+            if fn is F.COUNT and idx is None:
                 out.append(total.astype(np.int64))
                 continue
             assert idx is not None
             col = cols[idx]
             valid = _not_null(col) & positive
-            if fn == "count":
+            if fn is F.COUNT:
                 out.append(segment_sums(np.where(valid, counts, 0), starts))
-            elif fn == "count_distinct":
+            elif fn is F.COUNT_DISTINCT:
                 out.append(self._count_distinct(group, col, valid, gids))
-            elif fn == "sum":
+            elif fn is F.SUM:
                 out.append(self._sum(col, counts, valid, starts, dtype, j))
             else:
                 out.append(self._extreme(fn, group, col, valid, gids, dtype))
@@ -133,7 +135,7 @@ class AggregateKernel(Kernel):
             if self.stands_for is None:
                 return int_sum(col, np.where(valid, counts, 0), starts, self.out_names[j])
             fn, name = self.stands_for[j]
-            if fn == "sum":
+            if fn is F.SUM:
                 return int_sum(col, np.where(valid, counts, 0), starts, name)
             # partial counts added up: a COUNT, so a multiplicity
             return segment_sums(mul_arrays(col, np.where(valid, counts, 0)), starts)
@@ -164,7 +166,7 @@ class AggregateKernel(Kernel):
         g = group[sel]
         vals = col[sel]
         s = _starts(g)
-        ufunc = np.minimum if fn == "min" else np.maximum
+        ufunc = np.minimum if fn is F.MIN else np.maximum
         try:
             red = ufunc.reduceat(vals, s)
         except TypeError as exc:
@@ -193,9 +195,7 @@ class AggregateKernel(Kernel):
 class DistinctKernel(Kernel):
     """Every row with a positive count, once (the key is the whole row)."""
 
-    def evaluate(
-        self, group: np.ndarray, cols: Columns, counts: np.ndarray
-    ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
         pos = np.flatnonzero(counts > 0)
         # rows are consolidated, so each group (= row) appears once
         return group[pos], (), np.ones(len(pos), dtype=np.int64)
@@ -229,37 +229,14 @@ class TopKKernel(Kernel):
         self.order = list(order)
         self.k = k
         self.value_idx = tuple(value_idx)
-        self.out_names = tuple(names)
-        self.out_dtypes = tuple(dtypes)
+        super().__init__(names, dtypes)
 
-    def evaluate(
-        self, group: np.ndarray, cols: Columns, counts: np.ndarray
-    ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
         pos = np.flatnonzero(counts > 0)
         group, counts = group[pos], counts[pos]
         cols = tuple(c[pos] for c in cols)
+        order = self._order(group, cols)
         n = len(group)
-        # ties are broken on the remaining columns, so the chosen rows are a function of
-        # the group's multiset (a reduce's output must not depend on gathering order)
-        spec = [*self.order, *((i, False) for i in range(len(cols)))]
-        if all(c.dtype != object for c in cols):
-            keys = [group]
-            for i, desc in spec:
-                c = cols[i]
-                keys.append(-c if desc and c.dtype.kind in "if" else (~c if desc else c))
-            order = np.lexsort(tuple(reversed(keys)))
-        else:
-
-            def key(j: int) -> tuple:
-                return (
-                    int(group[j]),
-                    *(
-                        _neg(_sort_key(cols[i][j], d)) if d else _sort_key(cols[i][j], d)
-                        for i, d in spec
-                    ),
-                )
-
-            order = np.asarray(sorted(range(n), key=key), dtype=np.int64)
         g = group[order]
         c = counts[order]
         starts = _starts(g)
@@ -277,6 +254,29 @@ class TopKKernel(Kernel):
             tuple(cols[i][sel] for i in self.value_idx),
             take_n[keep].astype(np.int64),
         )
+
+    def _order(self, group: np.ndarray, cols: Columns) -> np.ndarray:
+        """The rows sorted by group, then by ``order``.  Ties are broken on the remaining
+        columns, so the chosen rows are a function of the group's multiset (a reduce's
+        output must not depend on gathering order)."""
+        spec = [*self.order, *((i, False) for i in range(len(cols)))]
+        if all(c.dtype != object for c in cols):
+            keys = [group]
+            for i, desc in spec:
+                c = cols[i]
+                keys.append(-c if desc and c.dtype.kind in "if" else (~c if desc else c))
+            return np.lexsort(tuple(reversed(keys)))
+
+        def key(j: int) -> tuple:
+            return (
+                int(group[j]),
+                *(
+                    _neg(_sort_key(cols[i][j], d)) if d else _sort_key(cols[i][j], d)
+                    for i, d in spec
+                ),
+            )
+
+        return np.asarray(sorted(range(len(group)), key=key), dtype=np.int64)
 
 
 class _Neg:
@@ -310,12 +310,9 @@ class GroupFunctionKernel(Kernel):
     ) -> None:
         self.fn = fn
         self.key_idx = tuple(key_idx)
-        self.out_names = tuple(names)
-        self.out_dtypes = tuple(dtypes)
+        super().__init__(names, dtypes)
 
-    def evaluate(
-        self, group: np.ndarray, cols: Columns, counts: np.ndarray
-    ) -> tuple[np.ndarray, Columns, np.ndarray]:
+    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
         starts = _starts(group)
         bounds = [*starts.tolist(), len(group)]
         rows = list(zip(*(c.tolist() for c in cols), strict=True)) if cols else [()] * len(group)

@@ -28,20 +28,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import struct
 import time as _clock
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from ivm.batch import Batch
 from ivm.dataflow import Dataflow, _from_arrow, _to_arrow
 from ivm.errors import IvmError
 from ivm.shard.scheduler import Delivered, Routed, ShardAborted
+from ivm.shard.state_files import framed, ipc_bytes, read_framed
 from ivm.shard.transport import Transport
-
-_LEN = struct.Struct("<Q")
 
 
 class TransportTimeout(ShardAborted):
@@ -132,7 +129,7 @@ class FileTransport(Transport):
         for dst, op_id, time, batch in outgoing:
             by_dst.setdefault(dst, []).append(self._encode(op_id, time, batch))
         for dst, parts in by_dst.items():
-            data = b"".join(_LEN.pack(len(p)) + p for p in parts)
+            data = b"".join(framed(p) for p in parts)
             self.bytes_written += len(data)
             _write_atomic(d / f"{self.index}-{dst}.arrow", data)
         self._barrier(sorted(by_dst))
@@ -158,20 +155,11 @@ class FileTransport(Transport):
     def _encode(self, op_id: int, time: tuple[int, ...], batch: Batch) -> bytes:
         table = _to_arrow(batch.cols, np.zeros((len(batch), 0), dtype=np.int64), batch.diff)
         meta = {b"op": str(op_id).encode(), b"time": ",".join(map(str, time)).encode()}
-        table = table.replace_schema_metadata(meta)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as w:
-            w.write_table(table)
-        return sink.getvalue().to_pybytes()
+        return ipc_bytes(table.replace_schema_metadata(meta)).to_pybytes()
 
     def _decode(self, data: bytes) -> list[Delivered]:
         out: list[Delivered] = []
-        pos = 0
-        while pos < len(data):
-            (n,) = _LEN.unpack_from(data, pos)
-            pos += _LEN.size
-            table = pa.ipc.open_stream(pa.py_buffer(data[pos : pos + n])).read_all()
-            pos += n
+        for table in read_framed(data):
             meta = table.schema.metadata or {}
             if b"op" not in meta:
                 raise IvmError(f"shard {self.index}: an exchange file without its header")

@@ -25,18 +25,16 @@ process per shard).
 
 from __future__ import annotations
 
-import time as _clock
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ivm.batch import Batch
-from ivm.dataflow import Dataflow, LoopLimitError, Scope, StepReport
-from ivm.errors import ArithmeticOverflowError, EpochError, IvmError
+from ivm.dataflow import Dataflow, Scope, StepReport
+from ivm.errors import IvmError
 from ivm.lattice import Time
 from ivm.operators.base import Operator
 from ivm.operators.exchange import Exchange
-from ivm.operators.io import Input
 
 #: an update batch routed between shards: (destination shard, exchange id, time, batch)
 Routed = tuple[int, int, Time, Batch]
@@ -110,64 +108,35 @@ class ShardScheduler:
     def step(self, epoch: int | None = None) -> Generator[Request, Any, StepReport]:
         """One epoch of this shard (see the module docstring); returns its report."""
         g = self.graph
-        if g._running:
-            raise EpochError("step() called while an epoch is being processed")
-        e = g.epoch + 1 if epoch is None else int(epoch)
-        if e <= g.epoch:
-            raise EpochError(f"epoch {e} does not advance past the last epoch {g.epoch}")
-        started = _clock.perf_counter()
-        t: Time = (e,)
-        n_in = sum(op.pending_rows() for op in g.inputs.values()) + sum(
-            op.pending_rows() for op in g._constants
-        )
-        before = g.metrics.total(epoch=e)
+        start = g.begin_epoch(epoch)
         rounds0, loops0, sent0 = self.stats.rounds, self.stats.loop_rounds, self.stats.bytes_sent
-        g._running = True
-        saved = [op.snapshot() for op in g.ops]
         self._visited.clear()
         g.outbox = []
         try:
-            for op in g.ops:
-                if isinstance(op, Input):
-                    op.start_epoch(t)
-            yield from self._run_items(g.root, t)
+            g.start_inputs(start)
+            yield from self._run_items(g.root, start.time)
             if g.outbox:  # every exchange's readers run after it at the same time
-                raise IvmError(f"internal: updates left in the outbox after epoch {e}")
-            for op in g.ops:
-                try:
-                    op.end_epoch()
-                except ArithmeticOverflowError as exc:
-                    op.blame(exc)
-                    raise
-            leftover = [op.name for op in g.ops if op.pending_times()]
-            if leftover:
-                raise IvmError(f"internal: work left after epoch {e} at {leftover}")
+                raise IvmError(f"internal: updates left in the outbox after epoch {start.epoch}")
+            g.end_operators()
+            g.check_drained(start.epoch)
             yield Vote(True)
         except BaseException as exc:
-            for op, snap in zip(g.ops, saved, strict=True):
-                op.inbox.clear()
-                op.restore(snap)
             g.outbox = []
-            g.metrics.forget_epoch(e)
-            if isinstance(exc, ArithmeticOverflowError):
-                exc.outputs = g.outputs_fed_by(exc.operator_id)
-                exc.rolled_back = True
+            g.roll_back(start, exc)
             raise
         finally:
             g._running = False
-        g.epoch = e
+        g.epoch = start.epoch
         self.stats.epochs += 1
         self.stats.per_epoch.append(
             {
-                "epoch": e,
+                "epoch": start.epoch,
                 "rounds": self.stats.rounds - rounds0,
                 "loop_rounds": self.stats.loop_rounds - loops0,
                 "bytes_sent": self.stats.bytes_sent - sent0,
             }
         )
-        return StepReport(
-            e, n_in, g.metrics.total(epoch=e) - before, _clock.perf_counter() - started
-        )
+        return start.report(g.metrics)
 
     def _sync(self) -> Generator[Request, Any, None]:
         g = self.graph
@@ -204,15 +173,6 @@ class ShardScheduler:
             yield from self._run_items(scope, (*t, i))
             rounds += 1
             self.stats.loop_rounds += 1
-            if rounds > self.graph.loop_limit:
-                raise LoopLimitError(
-                    f"{scope.label} did not converge in {self.graph.loop_limit} "
-                    "iterations; bound it with max_iterations"
-                )
+            scope.check_rounds(rounds, self.graph.loop_limit)
             i = yield AllMin(scope.next_coordinate(t, i))
-        for leave in scope.leaves:
-            try:
-                leave.flush(t)
-            except ArithmeticOverflowError as exc:
-                leave.blame(exc)
-                raise
+        scope.flush_leaves(t)

@@ -18,6 +18,29 @@ from ivm.dataflow import Dataflow, _to_arrow
 _LEN = struct.Struct("<Q")
 
 
+def ipc_bytes(table: pa.Table) -> pa.Buffer:
+    """``table`` as one Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue()
+
+
+def framed(buf: pa.Buffer | bytes) -> bytes:
+    """``buf`` prefixed with its length (the frames :func:`read_framed` reads back)."""
+    return _LEN.pack(len(buf)) + bytes(buf)
+
+
+def read_framed(data: bytes) -> Iterator[pa.Table]:
+    """The Arrow tables of a byte string of length-prefixed IPC streams, in order."""
+    pos = 0
+    while pos < len(data):
+        (n,) = _LEN.unpack_from(data, pos)
+        pos += _LEN.size
+        yield pa.ipc.open_stream(pa.py_buffer(data[pos : pos + n])).read_all()
+        pos += n
+
+
 def write_tables(
     path: str | os.PathLike[str], tables: Mapping[str, pa.Table] | Iterable[tuple[str, pa.Table]]
 ) -> int:
@@ -33,14 +56,9 @@ def write_tables(
         for name, table in items:
             meta = dict(table.schema.metadata or {})
             meta[b"name"] = name.encode()
-            t = table.replace_schema_metadata(meta)
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, t.schema) as w:
-                w.write_table(t)
-            buf = sink.getvalue()
-            f.write(_LEN.pack(buf.size))
-            f.write(buf)
-            size += _LEN.size + buf.size
+            frame = framed(ipc_bytes(table.replace_schema_metadata(meta)))
+            f.write(frame)
+            size += len(frame)
     os.replace(tmp, p)
     return size
 
@@ -55,14 +73,8 @@ def dataflow_state(g: Dataflow) -> Iterator[tuple[str, pa.Table]]:
 
 def read_tables(path: str | os.PathLike[str]) -> dict[str, pa.Table]:
     """The tables written by :func:`write_tables`, by name."""
-    data = Path(path).read_bytes()
     out: dict[str, pa.Table] = {}
-    pos = 0
-    while pos < len(data):
-        (n,) = _LEN.unpack_from(data, pos)
-        pos += _LEN.size
-        t = pa.ipc.open_stream(pa.py_buffer(data[pos : pos + n])).read_all()
-        pos += n
+    for t in read_framed(Path(path).read_bytes()):
         meta = dict(t.schema.metadata or {})
         name = meta.pop(b"name").decode()
         out[name] = t.replace_schema_metadata(meta or None)

@@ -11,7 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from sql_frontend.errors import SqlError, SqlRuntimeError, UnsupportedSqlError
+from sql_frontend.errors import (
+    INTERNAL_GAPS,
+    SqlError,
+    SqlRuntimeError,
+    UnsupportedSqlError,
+    internal_message,
+)
 from sql_frontend.expressions.vec import (
     Vec,
     constant,
@@ -111,11 +117,10 @@ def guarded(e: Call, ev: Evaluator) -> Evaluator:
             return ev(cols, n)
         except SqlError:
             raise
-        except (ArithmeticError, ValueError, TypeError, LookupError, AttributeError) as err:
+        except INTERNAL_GAPS as err:
+            types = ", ".join(str(a.type) for a in e.args)
             raise SqlRuntimeError(
-                f"[INTERNAL_ERROR] {e.op} over {', '.join(str(a.type) for a in e.args)} "
-                f"failed: {type(err).__name__}: {err}; please report this query",
-                construct=e.op,
+                internal_message(f"{e.op} over {types} failed", err), construct=e.op
             ) from err
 
     return run

@@ -132,29 +132,39 @@ _reg("rlike", lambda s, p: re.search(p, s) is not None)
 # ---------------------------------------------------------------- math
 
 
-_WIDE = Context(prec=1000, rounding=ROUND_HALF_UP, Emax=10**6, Emin=-(10**6))
+def wide_context(rounding: str) -> Context:
+    """A decimal context wide enough for any value Spark rounds, with ``rounding``."""
+    return Context(prec=1000, rounding=rounding, Emax=10**6, Emin=-(10**6))
 
 
-def _round_half_up(x: object, d: int, t: SqlType) -> object:
-    """Spark's ROUND(x, d), HALF_UP; a scale beyond what ``x`` holds leaves it unchanged."""
+_HALF_UP = wide_context(ROUND_HALF_UP)
+
+
+def round_to(x: object, d: int, t: SqlType, ctx: Context, fn: str) -> object:
+    """``x`` (of type ``t``) rounded to ``d`` decimal places in ``ctx``'s rounding mode, as
+    Spark's ROUND / BROUND (``fn``) do: a scale beyond what ``x`` holds leaves it unchanged;
+    a double is rounded as its shortest decimal text (Java's
+    ``BigDecimal(Double.toString(x))``)."""
     if isinstance(x, bool):
         return x
     if isinstance(x, int):
         if d >= 0:
             return x
-        return int(Decimal(x).quantize(Decimal(1).scaleb(-d), context=_WIDE))
+        return int(Decimal(x).quantize(Decimal(1).scaleb(-d), context=ctx))
     if isinstance(x, float):
         if math.isnan(x) or math.isinf(x) or d > 400:
             return x
-        return float(Decimal(repr(x)).quantize(Decimal(1).scaleb(-max(d, -400)), context=_WIDE))
+        return float(Decimal(repr(x)).quantize(Decimal(1).scaleb(-max(d, -400)), context=ctx))
     if isinstance(x, Decimal):
         assert t.scale is not None
-        q = x.quantize(Decimal(1).scaleb(-min(d, t.scale)), context=_WIDE)
-        return q.quantize(Decimal(1).scaleb(-t.scale), context=_WIDE)
-    raise runtime_error(f"round of {x!r}")
+        q = x.quantize(Decimal(1).scaleb(-min(d, t.scale)), context=ctx)
+        return q.quantize(Decimal(1).scaleb(-t.scale), context=ctx)
+    raise runtime_error(f"{fn} of {x!r}")
 
 
-OPS["round"] = lambda args, t: elementwise(lambda x, d: _round_half_up(x, d, t), args, t)
+OPS["round"] = lambda args, t: elementwise(
+    lambda x, d: round_to(x, d, t, _HALF_UP, "round"), args, t
+)
 
 
 def _floor_ceil(x: object, up: bool) -> object:

@@ -8,40 +8,27 @@ as CASE evaluates its branches lazily)."""
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_EVEN, Context, Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 
 import numpy as np
 
 from sql_frontend.errors import SqlRuntimeError
 from sql_frontend.expressions.evaluate import OPS, elementwise, runtime_error
+from sql_frontend.expressions.functions import round_to, wide_context
 from sql_frontend.expressions.vec import Vec, from_objects, objects
-from sql_frontend.sql_types import SqlType
+from sql_frontend.sql_types import INT_BITS, SqlType
 
-_WIDE = Context(prec=1000, rounding=ROUND_HALF_EVEN, Emax=10**6, Emin=-(10**6))
+_HALF_EVEN = wide_context(ROUND_HALF_EVEN)
 
 
 def _bround(x: object, d: int, t: SqlType) -> object:
-    """ROUND with HALF_EVEN; a double is rounded as its shortest decimal text (Java's
-    ``BigDecimal(Double.toString(x))``)."""
-    if isinstance(x, bool):
-        return x
-    if isinstance(x, int):
-        if d >= 0:
-            return x
-        r = int(Decimal(x).quantize(Decimal(1).scaleb(-d), context=_WIDE))
-        bits = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}.get(t.name)
-        if bits is not None and not -(2 ** (bits - 1)) <= r < 2 ** (bits - 1):
-            raise runtime_error(f"[ARITHMETIC_OVERFLOW] bround({x}, {d}) overflows {t}")
-        return r
-    if isinstance(x, float):
-        if math.isnan(x) or math.isinf(x) or d > 400:
-            return x
-        return float(Decimal(repr(x)).quantize(Decimal(1).scaleb(-max(d, -400)), context=_WIDE))
-    if isinstance(x, Decimal):
-        assert t.scale is not None
-        q = x.quantize(Decimal(1).scaleb(-min(d, t.scale)), context=_WIDE)
-        return q.quantize(Decimal(1).scaleb(-t.scale), context=_WIDE)
-    raise runtime_error(f"bround of {x!r}")
+    """ROUND with HALF_EVEN (:func:`round_to`); an integral result must fit its type."""
+    r = round_to(x, d, t, _HALF_EVEN, "bround")
+    bits = INT_BITS.get(t.name)
+    fits = bits is None or not isinstance(r, int) or -(2 ** (bits - 1)) <= r < 2 ** (bits - 1)
+    if not fits:
+        raise runtime_error(f"[ARITHMETIC_OVERFLOW] bround({x}, {d}) overflows {t}")
+    return r
 
 
 OPS["bround"] = lambda args, t: elementwise(lambda x, d: _bround(x, d, t), args, t)
@@ -52,7 +39,7 @@ def _pmod(args: list[Vec], t: SqlType) -> Vec:
     r = OPS["mod"](args, t)
     n = objects(args[1])
     out = objects(r)
-    bits = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}.get(t.name)
+    bits = INT_BITS.get(t.name)
     for i, v in enumerate(out):
         if v is None or not v < 0:
             continue

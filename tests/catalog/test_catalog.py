@@ -11,21 +11,8 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from catalog import (
-    Catalog,
-    CatalogError,
-    DependencyError,
-    DroppedInputError,
-    InvalidIdentifierError,
-    InvalidPathError,
-    NameClashError,
-    NotADeltaTableError,
-    SchemaChangeError,
-    UnknownTableError,
-    UnknownViewError,
-    UnsupportedTypeError,
-    delta,
-)
+from catalog import Catalog, delta
+from catalog import errors as E
 
 EDGES = pa.schema([("src", pa.int64()), ("dst", pa.int64())])
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,11 +57,11 @@ def test_name_clashes(tmp_path: Path) -> None:
     cat = Catalog(tmp_path)
     cat.create_table("t", EDGES)
     cat.create_view("v", "...", "sql", ["t"], EDGES)
-    with pytest.raises(NameClashError, match="a table with that name exists"):
+    with pytest.raises(E.NameClashError, match="a table with that name exists"):
         cat.create_table("T", EDGES)
-    with pytest.raises(NameClashError, match="materialized view"):
+    with pytest.raises(E.NameClashError, match="materialized view"):
         cat.create_table("v", EDGES)
-    with pytest.raises(NameClashError):
+    with pytest.raises(E.NameClashError):
         cat.create_view("default.t", "...", "sql", ["t"], EDGES)
     assert cat.create_table("t", EDGES, if_not_exists=True).name == "t"
 
@@ -82,14 +69,14 @@ def test_name_clashes(tmp_path: Path) -> None:
 def test_unknown_names(tmp_path: Path) -> None:
     cat = Catalog(tmp_path)
     cat.create_table("t", EDGES)
-    with pytest.raises(UnknownTableError, match="unknown table or view 'nope'; known: t") as e:
+    with pytest.raises(E.UnknownTableError, match="unknown table or view 'nope'; known: t") as e:
         cat.lookup("nope")
     assert isinstance(e.value, KeyError) and str(e.value).startswith("unknown")
-    with pytest.raises(UnknownViewError, match="materialized view 't'"):
+    with pytest.raises(E.UnknownViewError, match="materialized view 't'"):
         cat.view("t")
-    with pytest.raises(UnknownTableError):
+    with pytest.raises(E.UnknownTableError):
         cat.create_view("v", "...", "sql", ["t", "missing"], EDGES)
-    with pytest.raises(UnknownTableError):
+    with pytest.raises(E.UnknownTableError):
         cat.drop_table("nope")
     cat.drop_table("nope", if_exists=True)
     assert not (tmp_path / "views" / "default" / "v").exists()
@@ -100,11 +87,11 @@ def test_invalid_identifiers_and_paths_write_nothing(tmp_path: Path) -> None:
     cat = Catalog(wh)
     before = files_under(wh)
     for bad in ["../evil", "a/b", "x.y.z", "1t", "`../x`"]:
-        with pytest.raises(InvalidIdentifierError):
+        with pytest.raises(E.InvalidIdentifierError):
             cat.create_table(bad, EDGES)
-    with pytest.raises(UnsupportedTypeError):
+    with pytest.raises(E.UnsupportedTypeError):
         cat.create_table("st", pa.schema([("s", pa.struct([("a", pa.int64())]))]))
-    with pytest.raises(CatalogError, match="at least one column"):
+    with pytest.raises(E.CatalogError, match="at least one column"):
         cat.create_table("empty", pa.schema([]))
     with pytest.raises(ValueError, match="__diff__"):
         cat.create_view("v", "...", "sql", [], pa.schema([("__diff__", pa.int64())]))
@@ -119,13 +106,13 @@ def test_external_tables(tmp_path: Path) -> None:
     e = cat.register_table("ext", f"file://{ext}")
     assert not e.managed and e.path == ext.as_posix()
     assert cat.read("ext").column("a").to_pylist() == [1, 2]
-    with pytest.raises(NotADeltaTableError):
+    with pytest.raises(E.NotADeltaTableError):
         cat.register_table("nothing", tmp_path / "nothing")
-    with pytest.raises(InvalidPathError, match="inside the warehouse"):
+    with pytest.raises(E.InvalidPathError, match="inside the warehouse"):
         cat.register_table(
             "inside", cat.table("ext").path.replace(str(ext), str(tmp_path / "wh" / "tables"))
         )
-    with pytest.raises(InvalidPathError):
+    with pytest.raises(E.InvalidPathError):
         cat.register_table("gs", "gs://bucket/x")  # s3:// is served by catalog.storage
     cat.drop_table("ext")
     assert (ext / "_delta_log").exists()  # an external table's data is never deleted
@@ -135,7 +122,7 @@ def test_drop_rules(tmp_path: Path) -> None:
     cat = Catalog(tmp_path)
     cat.create_table("t", EDGES)
     cat.create_view("v", "...", "sql", ["t"], EDGES)
-    with pytest.raises(DependencyError, match=r"'t'.*v depend"):
+    with pytest.raises(E.DependencyError, match=r"'t'.*v depend"):
         cat.drop_table("t")
     vpath = Path(cat.view("v").path)
     cat.drop_view("v")
@@ -167,8 +154,8 @@ def test_dropped_input_and_schema_change(tmp_path: Path) -> None:
     write_deltalake(
         str(ext), pa.table({"a": ["s"], "b": ["z"]}), mode="overwrite", schema_mode="overwrite"
     )
-    with pytest.raises(SchemaChangeError, match=r"'ext'.*'a' changed type"):
+    with pytest.raises(E.SchemaChangeError, match=r"'ext'.*'a' changed type"):
         cat.pin_versions(["ext"], view="v")
     shutil.rmtree(ext)
-    with pytest.raises(DroppedInputError, match="'ext' \\(input of view 'v'\\) was dropped"):
+    with pytest.raises(E.DroppedInputError, match="'ext' \\(input of view 'v'\\) was dropped"):
         cat.pin_versions(["ext"], view="v")

@@ -8,28 +8,14 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from spark_exec.demo import bag
+
 REPO = Path(__file__).resolve().parents[2]
 
-
-def norm(v: Any) -> Any:
-    if isinstance(v, Decimal):
-        return v.normalize()
-    if isinstance(v, float):
-        return round(v, 6)
-    return v
-
-
-def bag(rows: Any) -> Counter[tuple[Any, ...]]:
-    """A multiset of rows (Spark Rows, tuples or dicts)."""
-    out: Counter[tuple[Any, ...]] = Counter()
-    for r in rows:
-        vals = r.values() if isinstance(r, dict) else r
-        out[tuple(norm(v) for v in vals)] += 1
-    return out
+__all__ = ["REPO", "bag", "child_json", "run_child", "spark_bag"]
 
 
 def spark_bag(spark: Any, query: str) -> Counter[tuple[Any, ...]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -169,6 +169,34 @@ def change_sequence(
             changes += dels
         out.append(changes)
     return out
+
+
+#: the push style of an epoch (see :func:`push`)
+Style = Callable[[int], int]
+#: one epoch's changes of one input: ``(row, diff)`` pairs
+EpochChanges = list[tuple[tuple, int]]
+
+
+def replay(
+    g: ivm.Dataflow,
+    feeds: Sequence[tuple[ivm.InputCollection, Sequence[EpochChanges], Style | int]],
+) -> Iterator[tuple[int, list[Counter]]]:
+    """Epoch by epoch: push each input's changes of the epoch (in its style: a number, or a
+    function of the epoch), step ``g``, and yield the epoch with every input's accumulated
+    multiset (in ``feeds`` order), for the test to compare the outputs with a reference."""
+    state: list[Counter] = [Counter() for _ in feeds]
+    per_epoch = zip(*(changes for _, changes, _ in feeds), strict=True)
+    for epoch, changes in enumerate(per_epoch, 1):
+        for (inp, _, style), ch, acc in zip(feeds, changes, state, strict=True):
+            push(inp, ch, style(epoch) if callable(style) else style)
+            apply_changes(acc, ch)
+        g.step()
+        yield epoch, state
+
+
+def every_third(epoch: int) -> int:
+    """A push style that cycles through the three input forms."""
+    return epoch % 3
 
 
 def push(inp: ivm.InputCollection, changes: list[tuple[tuple, int]], style: int) -> None:

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections import Counter
 
 from engine_helpers import (
-    apply_changes,
     change_sequence,
     check_output,
+    every_third,
     examples,
-    push,
     reach_round,
     ref_reachable,
+    replay,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -63,12 +63,8 @@ def test_integrate_differentiate_is_identity(changes: list) -> None:
             lambda C: _count(C),
         ),
     }
-    C: Counter = Counter()
     prev = {k: Counter() for k in outs}
-    for epoch, ch in enumerate(changes, 1):
-        push(c, ch, epoch % 3)
-        apply_changes(C, ch)
-        g.step()
+    for epoch, (C,) in replay(g, [(c, changes, every_third)]):
         for name, (out, ref) in outs.items():
             want = Counter({r: n for r, n in ref(C).items() if n})
             check_output(out, want, prev[name], f"epoch {epoch} {name}")
@@ -107,12 +103,8 @@ def test_differentiate_inside_an_iterate_body(changes: list, roots_list: list[in
         "plain",
     )
     roots.insert([(v,) for v in roots_list])
-    E: Counter = Counter()
     prev: Counter = Counter()
-    for epoch, ch in enumerate(changes, 1):
-        push(edges, ch, 0)
-        apply_changes(E, ch)
-        g.step()
+    for epoch, (E,) in replay(g, [(edges, changes, 0)]):
         want = ref_reach(E, set(roots_list))
         check_output(out, want, prev, f"epoch {epoch} reach through differentiate")
         check_output(plain, want, prev, f"epoch {epoch} plain reach")

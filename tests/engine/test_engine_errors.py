@@ -17,14 +17,6 @@ import pyarrow as pa
 import pytest
 
 import ivm
-from ivm.errors import (
-    DiffError,
-    EpochError,
-    ForeignCollectionError,
-    IvmError,
-    PlanError,
-    SchemaError,
-)
 
 SCHEMA = [("k", "int64"), ("v", "int64"), ("s", "str"), ("a", "any")]
 
@@ -78,12 +70,12 @@ class Flow:
 
 
 def expect(
-    flow: Flow, action: Callable[[], Any], error: type[IvmError], builtin: type, *wording: str
+    flow: Flow, action: Callable[[], Any], error: type[ivm.IvmError], builtin: type, *wording: str
 ) -> None:
     before = flow.snapshot()
     with pytest.raises(error) as info:
         action()
-    assert isinstance(info.value, IvmError) and isinstance(info.value, builtin)
+    assert isinstance(info.value, ivm.IvmError) and isinstance(info.value, builtin)
     message = str(info.value)
     for w in wording:
         assert w in message, f"{w!r} not in {message!r}"
@@ -126,13 +118,13 @@ def expect(
 @pytest.mark.parametrize("verb", ["insert", "delete"])
 def test_rows_not_matching_schema(rows: Any, wording: tuple[str, ...], verb: str) -> None:
     flow = Flow()
-    expect(flow, lambda: getattr(flow.x, verb)(rows), SchemaError, ValueError, *wording)
+    expect(flow, lambda: getattr(flow.x, verb)(rows), ivm.SchemaError, ValueError, *wording)
 
 
 def test_bad_row_in_a_batch_of_good_rows_changes_nothing() -> None:
     flow = Flow()
     rows = [(9, 9, "ok", None)] * 50 + [(9, None, "bad", None)]
-    expect(flow, lambda: flow.x.insert(rows), SchemaError, ValueError, "column 'v'", "NULL")
+    expect(flow, lambda: flow.x.insert(rows), ivm.SchemaError, ValueError, "column 'v'", "NULL")
 
 
 def test_update_with_bad_new_rows_does_not_delete_the_old_ones() -> None:
@@ -140,14 +132,14 @@ def test_update_with_bad_new_rows_does_not_delete_the_old_ones() -> None:
     expect(
         flow,
         lambda: flow.x.update([(1, 2, "a", None)], [(1, "two", "a", None)]),
-        SchemaError,
+        ivm.SchemaError,
         ValueError,
         "column 'v' is int64",
     )
     expect(
         flow,
         lambda: flow.x.update([(1, 2, "a")], [(1, 3, "a", None)]),
-        SchemaError,
+        ivm.SchemaError,
         ValueError,
         "does not match schema",
     )
@@ -160,7 +152,7 @@ def test_epoch_that_does_not_advance(epoch: int) -> None:
     flow.g.step(epoch=9)
     before = flow.snapshot()
     flow.x.insert([(8, 8, "pending", None)])  # a pending change survives the error
-    with pytest.raises(EpochError) as info:
+    with pytest.raises(ivm.EpochError) as info:
         flow.g.step(epoch=epoch)
     assert isinstance(info.value, ValueError)
     assert f"epoch {epoch} does not advance past the last epoch 9" in str(info.value)
@@ -193,7 +185,7 @@ def test_non_integer_diff(diffs: Any, wording: str) -> None:
     expect(
         flow,
         lambda: flow.x.send([(1, 1, "a", None), (2, 2, "b", None)], diffs),
-        DiffError,
+        ivm.DiffError,
         TypeError,
         "input:x",
         wording,
@@ -232,7 +224,7 @@ def test_operator_wired_to_another_dataflow(case: int) -> None:
         if "join" in name or name == "output"
         else "#1 belongs to dataflow 'other', not 'flow'"
     )
-    expect(flow, action, ForeignCollectionError, ValueError, wording)
+    expect(flow, action, ivm.ForeignCollectionError, ValueError, wording)
     # the other dataflow is untouched too
     out = g2.output(other, "y")
     other.insert([(1, 1, "a", None)])
@@ -242,25 +234,25 @@ def test_operator_wired_to_another_dataflow(case: int) -> None:
 
 def test_plan_errors_are_typed() -> None:
     flow = Flow()
-    expect(flow, lambda: flow.x.project("nope"), PlanError, ValueError, "no column 'nope'")
+    expect(flow, lambda: flow.x.project("nope"), ivm.PlanError, ValueError, "no column 'nope'")
     expect(
         flow,
         lambda: flow.x.reduce("k", [("median", "v")]),
-        PlanError,
+        ivm.PlanError,
         ValueError,
         "unknown aggregate 'median'",
     )
     expect(
         flow,
         lambda: flow.x.iterate(lambda v: v.project("k")),
-        PlanError,
+        ivm.PlanError,
         ValueError,
         "does not match",
     )
     expect(
         flow,
         lambda: flow.g.input("x", SCHEMA),
-        PlanError,
+        ivm.PlanError,
         ValueError,
         "already has an input named 'x'",
     )
@@ -273,7 +265,7 @@ def test_loop_limit_is_typed() -> None:
     x.insert([(0,)])
     with pytest.raises(ivm.LoopLimitError, match="did not converge in 50 iterations"):
         g.step()
-    assert isinstance(ivm.LoopLimitError("x"), IvmError)
+    assert isinstance(ivm.LoopLimitError("x"), ivm.IvmError)
 
 
 def test_error_during_an_epoch_leaves_state_unchanged() -> None:
@@ -286,7 +278,7 @@ def test_error_during_an_epoch_leaves_state_unchanged() -> None:
     x.insert([(1, 5)])
     g.step()
     x.insert([(1, "five")])
-    with pytest.raises(SchemaError, match="cannot be compared"):
+    with pytest.raises(ivm.SchemaError, match="cannot be compared"):
         g.step()
     x.insert([(1, 6), (2, 7)])  # key 1 again: the failed epoch's row must be gone
     g.step()

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from engine_helpers import apply_changes, change_sequence, check_output, examples, push
+from engine_helpers import change_sequence, check_output, every_third, examples, replay
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -83,12 +83,8 @@ def test_hierarchical_aggregates_match_a_reference(bits: tuple[int, int], change
     reduces = sum(isinstance(op, Reduce) for op in g.ops)
     levels = 1 + -(-(bits[0] - bits[1]) // bits[1])  # leaf + coarsening stages
     assert reduces == 2 * (levels + 1)
-    state: Counter = Counter()
     prev = {"k": Counter(), "all": Counter()}
-    for epoch, ch in enumerate(changes, 1):
-        push(src, ch, epoch % 3)
-        apply_changes(state, ch)
-        g.step()
+    for epoch, (state,) in replay(g, [(src, changes, every_third)]):
         want = {"k": reference(state, True), "all": reference(state, False)}
         check_output(by_k, want["k"], prev["k"], f"epoch {epoch} by k")
         check_output(total, want["all"], prev["all"], f"epoch {epoch} total")

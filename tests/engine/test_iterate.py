@@ -16,10 +16,12 @@ from engine_helpers import (
     apply_changes,
     change_sequence,
     check_output,
+    every_third,
     examples,
     push,
     reach_round,
     ref_min_label,
+    replay,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -167,15 +169,9 @@ def test_reachability_and_bounded_reachability(sc: tuple[Changes, Changes]) -> N
         "k=2": (g.output(reach_by_hand(edges, roots, 2), "k2"), 2),
         "k=3": (g.output(reach_by_hand(edges, roots, 3), "k3"), 3),
     }
-    E: Counter = Counter()
-    R: Counter = Counter()
     prev = {k: Counter() for k in outs}
-    for epoch, (ce, cr) in enumerate(zip(edge_changes, root_changes, strict=True), 1):
-        push(edges, ce, epoch % 3)
-        push(roots, cr, 0)
-        apply_changes(E, ce)
-        apply_changes(R, cr)
-        g.step()
+    feeds = [(edges, edge_changes, every_third), (roots, root_changes, 0)]
+    for epoch, (E, R) in replay(g, feeds):
         root_set = {r[0] for r, n in R.items() if n > 0}
         for name, (out, k) in outs.items():
             # the bounded loop applies the body k times: k steps from the roots
@@ -202,15 +198,8 @@ def test_min_label_with_and_without_priority(sc: tuple[Changes, Changes]) -> Non
         ),
         "reach_prio",
     )
-    E: Counter = Counter()
-    S: Counter = Counter()
     prev: dict[str, Counter] = {"plain": Counter(), "reach": Counter()}
-    for epoch, (ce, cs) in enumerate(zip(edge_changes, seed_changes, strict=True), 1):
-        push(edges, ce, 0)
-        push(seeds, cs, epoch % 3)
-        apply_changes(E, ce)
-        apply_changes(S, cs)
-        g.step()
+    for epoch, (E, S) in replay(g, [(edges, edge_changes, 0), (seeds, seed_changes, every_third)]):
         want = ref_min_label(E, S)
         check_output(plain, want, prev["plain"], f"epoch {epoch} min-label")
         check_output(prio, want, prev["plain"], f"epoch {epoch} prioritized min-label")
@@ -227,12 +216,8 @@ def test_mutual_recursion_even_odd_walks(sc: tuple[Changes, Changes]) -> None:
     edges = g.input("edges", EDGE)
     odd_c, even_c = parity(edges)
     odd, even = g.output(odd_c, "odd"), g.output(even_c, "even")
-    E: Counter = Counter()
     prev = (Counter(), Counter())
-    for epoch, ce in enumerate(edge_changes, 1):
-        push(edges, ce, 0)
-        apply_changes(E, ce)
-        g.step()
+    for epoch, (E,) in replay(g, [(edges, edge_changes, 0)]):
         want = ref_parity(E)
         check_output(odd, want[0], prev[0], f"epoch {epoch} odd walks")
         check_output(even, want[1], prev[1], f"epoch {epoch} even walks")
@@ -246,12 +231,8 @@ def test_nested_scc_edges_match_networkx(sc: tuple[Changes, Changes]) -> None:
     g = ivm.Dataflow()
     edges = g.input("edges", EDGE)
     out = g.output(strongly_connected_edges(edges), "scc")
-    E: Counter = Counter()
     prev: Counter = Counter()
-    for epoch, ce in enumerate(edge_changes, 1):
-        push(edges, ce, 0)
-        apply_changes(E, ce)
-        g.step()
+    for epoch, (E,) in replay(g, [(edges, edge_changes, 0)]):
         want = ref_scc_edges(E)
         check_output(out, want, prev, f"epoch {epoch} scc edges")
         prev = want

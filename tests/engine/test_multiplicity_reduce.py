@@ -15,13 +15,13 @@ from collections import Counter
 import numpy as np
 import pytest
 from engine_helpers import (
-    apply_changes,
     change_sequence,
     check_output,
+    every_third,
     examples,
-    push,
     ref_paths,
     ref_reachable,
+    replay,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -83,13 +83,10 @@ def scenario(draw: st.DrawFn) -> list[list]:
 @examples(30)
 def test_distinct_paths_match_references(by_multiplicity: bool, sc: list[list]) -> None:
     g, inputs, outs = build(by_multiplicity)
-    state = {k: Counter() for k in inputs}
     prev: dict[str, Counter] = {k: Counter() for k in outs}
-    for epoch, changes in enumerate(zip(*sc, strict=True), 1):
-        for (name, inp), ch in zip(inputs.items(), changes, strict=True):
-            push(inp, ch, epoch % 3)
-            apply_changes(state[name], ch)
-        g.step()
+    feeds = [(inp, ch, every_third) for inp, ch in zip(inputs.values(), sc, strict=True)]
+    for epoch, accumulated in replay(g, feeds):
+        state = dict(zip(inputs, accumulated, strict=True))
         want = {
             "reach": ref_reach(state["edges"], state["roots"]),
             "paths": ref_paths(state["edges"]),

@@ -15,14 +15,13 @@ import networkx as nx
 import numpy as np
 import pytest
 from engine_helpers import (
-    apply_changes,
     change_sequence,
     check_output,
     every_key_cached,
     examples,
-    push,
     ref_min_label,
     ref_paths,
+    replay,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -69,15 +68,9 @@ def test_loops_with_every_key_cached_match_references(sc: tuple[list, list]) -> 
         seeds = g.input("seeds", NODE_LABEL)
         labels = g.output(propagate_min_label(edges, seeds), "labels")
         closure = g.output(paths(edges), "paths")
-        E: Counter = Counter()
-        S: Counter = Counter()
         prev: dict[str, Counter] = {"labels": Counter(), "paths": Counter()}
-        for epoch, (ce, cs) in enumerate(zip(edge_changes, seed_changes, strict=True), 1):
-            push(edges, ce, 0)
-            push(seeds, cs, epoch % 2)
-            apply_changes(E, ce)
-            apply_changes(S, cs)
-            g.step()
+        feeds = [(edges, edge_changes, 0), (seeds, seed_changes, lambda e: e % 2)]
+        for epoch, (E, S) in replay(g, feeds):
             want = {"labels": ref_min_label(E, S), "paths": ref_paths(E)}
             check_output(labels, want["labels"], prev["labels"], f"epoch {epoch} min label")
             check_output(closure, want["paths"], prev["paths"], f"epoch {epoch} paths")

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from reduce_reference import grid, reduce_reference, sql_aggregate
 
 import ivm
+from ivm.aggregate_spec import Agg
 from ivm.batch import Batch
 from ivm.errors import PlanError
 from ivm.lattice import Time
@@ -106,7 +107,7 @@ def _py(v: Any) -> Any:
 
 
 def plans_for(aggs: list, depth: int) -> list[ReducePlan]:
-    specs = [(a[0][0], COLUMN[a[0][1]] if len(a[0]) > 1 else None) for a in aggs]
+    specs = [Agg.of(a[0][0], COLUMN[a[0][1]] if len(a[0]) > 1 else None) for a in aggs]
     dtypes = [d for _, d in SCHEMA]
     ok = []
     for p in PLANS:

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 _TESTS = Path(__file__).resolve().parents[1]
-for sub in ("sql_frontend", "datalog"):
-    path = str(_TESTS / sub)
+for sub in ("sql_frontend", "datalog", "."):  # "." (tests/): fixture_cases
+    path = str((_TESTS / sub).resolve())
     if path not in sys.path:
         sys.path.append(path)

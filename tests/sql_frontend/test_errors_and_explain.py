@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fixture_cases import FIXTURES, read_cases
 
 from sql_frontend.compile import explain
 from sql_frontend.errors import (
@@ -73,22 +74,8 @@ def test_syntax_and_analysis_errors() -> None:
         plan_sql("SELECT k FROM missing_table", CAT)
 
 
-GOLDEN = {
-    "SELECT t.k, count(*) AS n FROM t JOIN u ON t.k = u.k WHERE u.w > 1 GROUP BY t.k": """\
-Project #0:k, #1 AS n [k:BIGINT, n:BIGINT]
-  Aggregate group [#0] aggs [count(*)] [_g0:BIGINT, _a0:BIGINT]
-    Project #0:k AS _g0 [_g0:BIGINT]
-      Join inner keys [#0 = #3] [k:BIGINT, v:BIGINT, s:STRING, k:BIGINT, w:BIGINT]
-        Scan t [k:BIGINT, v:BIGINT, s:STRING]
-        Filter gt(#1:w, cast(1 as BIGINT)) [k:BIGINT, w:BIGINT]
-          Scan u [k:BIGINT, w:BIGINT]""",
-    "SELECT k FROM t WHERE v NOT IN (SELECT w FROM u)": """\
-Project #0:k [k:BIGINT]
-  Join anti null-aware keys [#1 = #3] [k:BIGINT, v:BIGINT, s:STRING]
-    Scan t [k:BIGINT, v:BIGINT, s:STRING]
-    Project #1:w [w:BIGINT]
-      Scan u [k:BIGINT, w:BIGINT]""",
-}
+#: query -> its EXPLAIN, from ``tests/fixtures/explain/plans.sql``
+GOLDEN = {c.sql[0]: "\n".join(c.sql[1:]) for c in read_cases(FIXTURES / "explain" / "plans.sql")}
 
 
 @pytest.mark.parametrize("sql", list(GOLDEN))

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 import pytest
+from fixture_cases import FIXTURES, named_queries
 from sql_harness import Harness
 
 from sql_frontend.errors import UnsupportedSqlError
@@ -21,81 +22,7 @@ from sql_frontend.planner import plan_sql
 
 SEED = int(os.environ.get("IVM_SQL_SEED", "1234"))
 
-VIEWS: dict[str, str] = {
-    # (a) correlation that is not an equality
-    "exists_lt": "SELECT k, v, EXISTS (SELECT 1 FROM u WHERE u.w > t.v) FROM t",
-    "not_exists_or": "SELECT k FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.k < t.k) OR v > 5",
-    "in_lt": "SELECT k, v, v IN (SELECT w FROM u WHERE u.k < t.k) FROM t",
-    "not_in_lt": "SELECT k, v, v NOT IN (SELECT w FROM u WHERE u.k <= t.k) FROM t",
-    "not_in_lt_where": "SELECT k, v FROM t WHERE v NOT IN (SELECT w FROM u WHERE u.k <> t.k)",
-    "in_case_ne": "SELECT k, CASE WHEN s IN (SELECT s FROM u WHERE u.w <> t.v) THEN 1 ELSE 0 END "
-    "FROM t",
-    "exists_is_null": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.w = t.v OR t.v IS NULL) FROM t",
-    "scalar_max_lt": "SELECT k, v, (SELECT max(w) FROM u WHERE u.k < t.k) FROM t",
-    "scalar_count_lt": "SELECT k, (SELECT count(*) FROM u WHERE u.k < t.k) AS c FROM t",
-    "scalar_count_mixed": "SELECT k, v, (SELECT count(w) + 1 FROM u WHERE u.k = t.k AND u.w > t.v) "
-    "FROM t",
-    "scalar_where_lt": "SELECT k, v FROM t WHERE v > (SELECT avg(w) FROM u WHERE u.k <= t.k)",
-    "scalar_count_where_zero": "SELECT k, v FROM t "
-    "WHERE (SELECT count(*) FROM u WHERE u.w < t.v) = 0",
-    "scalar_having_agg": "SELECT k, (SELECT sum(w) FROM u WHERE u.k > t.k HAVING count(*) > 1) "
-    "FROM t",
-    "scalar_in_sum": "SELECT k, sum((SELECT count(*) FROM u WHERE u.w < t.v)) FROM t GROUP BY k",
-    "scalar_no_from": "SELECT k, v, (SELECT count(*) FROM e WHERE e.src = t.k OR e.dst = t.v) "
-    "FROM t",
-    # (accepted before too: a guard that the domain of the inner subquery does not read t)
-    "nested_in_correlated_filter": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u "
-    "WHERE u.k = t.k AND u.s <> 'a' AND EXISTS (SELECT 1 FROM e WHERE e.src > u.w))",
-    # (b) a reference two levels out
-    "two_levels_exists": "SELECT k, v, EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND "
-    "EXISTS (SELECT 1 FROM e WHERE e.src = t.v AND e.dst = u.w)) FROM t",
-    "two_levels_filter": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND "
-    "u.w IN (SELECT dst FROM e WHERE e.src = t.v))",
-    "two_levels_not_in": "SELECT k, v FROM t WHERE v NOT IN (SELECT w FROM u WHERE u.k = t.k "
-    "AND NOT EXISTS (SELECT 1 FROM e WHERE e.src = u.w AND e.dst > t.k))",
-    "two_levels_scalar": "SELECT k, (SELECT count(*) FROM u WHERE u.k = t.k AND "
-    "u.w > (SELECT min(dst) FROM e WHERE e.src = t.v)) FROM t",
-    # (c) correlated subqueries that group, join or aggregate
-    "exists_grouped": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.k = t.k GROUP BY u.w "
-    "HAVING count(*) > 1) FROM t",
-    "exists_join": "SELECT k, EXISTS (SELECT 1 FROM u JOIN e ON u.w = e.src WHERE u.k = t.k) "
-    "FROM t",
-    "exists_left_join_corr_on": "SELECT k, v, EXISTS (SELECT 1 FROM u LEFT JOIN e "
-    "ON e.src = u.w AND e.dst = t.v WHERE u.k = t.k AND e.src IS NULL) FROM t",
-    "in_grouped_max": "SELECT k, v, v IN (SELECT max(w) FROM u WHERE u.k = t.k GROUP BY u.s) FROM t",
-    "not_in_grouped": "SELECT k, v FROM t WHERE v NOT IN (SELECT min(w) FROM u "
-    "WHERE u.k = t.k GROUP BY u.s)",
-    "in_global_agg": "SELECT k, v, v IN (SELECT max(w) FROM u WHERE u.k = t.k) FROM t",
-    "not_in_global_agg": "SELECT k, v, v NOT IN (SELECT max(w) FROM u WHERE u.k = t.k) FROM t",
-    "exists_global_agg_having": "SELECT k, EXISTS (SELECT count(*) FROM u WHERE u.k = t.k "
-    "HAVING count(*) = 0) FROM t",
-    "exists_count_filter": "SELECT k, v FROM t WHERE EXISTS (SELECT count(*) FROM u "
-    "WHERE u.k = t.k GROUP BY u.k HAVING count(*) > 1)",
-    "in_distinct_join": "SELECT k, s IN (SELECT DISTINCT u.s FROM u JOIN e ON u.k = e.src "
-    "WHERE e.dst = t.v) FROM t",
-    "not_exists_limit_0": "SELECT k, v FROM t WHERE NOT EXISTS (SELECT 1 FROM u "
-    "WHERE u.k = t.k LIMIT 0)",
-    "exists_limit": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.k = t.k GROUP BY u.w LIMIT 1) FROM t",
-    # EXISTS over a subquery with LIMIT / OFFSET: count(q) > n
-    "exists_offset_corr": "SELECT k, v FROM t WHERE EXISTS (SELECT u.w FROM u "
-    "WHERE u.w <> t.v LIMIT 1 OFFSET 2)",
-    "not_exists_offset_grouped": "SELECT k FROM t WHERE NOT EXISTS (SELECT max(w) FROM u "
-    "WHERE w > 1 GROUP BY s OFFSET 1)",
-    "exists_offset_value": "SELECT k, v, EXISTS (SELECT 1 FROM u WHERE u.k = t.k OFFSET 1) FROM t",
-    "exists_limit_filter": "SELECT k FROM t WHERE EXISTS (SELECT s FROM u WHERE w > 2 LIMIT 1)",
-    # predicates inside an aggregate of a grouping query (a value of each input row)
-    "exists_in_agg_filter": "SELECT k, count(*) FILTER (WHERE EXISTS (SELECT 1 FROM u "
-    "WHERE u.k = t.k AND u.w > 1)), sum(v) FROM t GROUP BY k",
-    "exists_in_sum_case": "SELECT s, sum(CASE WHEN EXISTS (SELECT 1 FROM u WHERE u.w > t.v) "
-    "THEN 1 ELSE 0 END) FROM t GROUP BY s",
-    "not_in_in_global_agg": "SELECT count(*) FILTER (WHERE v NOT IN (SELECT w FROM u "
-    "WHERE u.k < t.k)), count(*) FROM t",
-    # tuple IN as a value (not a WHERE filter)
-    "tuple_in_select": "SELECT k, v, (k, v) IN (SELECT k, w FROM u) FROM t",
-    "tuple_in_case": "SELECT k, CASE WHEN (k, s) IN (SELECT k, s FROM u WHERE w > 1) "
-    "THEN 'in' ELSE 'out' END FROM t",
-    "tuple_in_or": "SELECT k, v FROM t WHERE (k, v) IN (SELECT src, dst FROM e) OR v > 6",
-}
+VIEWS: dict[str, str] = named_queries(FIXTURES / "sql_views" / "unnest_correlated.sql")
 
 
 # The pinned Spark (4.2) does not resolve a reference two levels out
