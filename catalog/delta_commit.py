@@ -94,7 +94,17 @@ def _clean(v: Any) -> Any:
     return v
 
 
-_replayed: dict[str, tuple[int, tuple[int, int, int], dict[str, dict[str, Any]]]] = {}
+@dataclass
+class _Replay:
+    """A table's log replayed up to ``latest``: its active ``add`` actions and the latest
+    ``txn`` version of each application id (Delta PROTOCOL.md, "Transaction Identifiers")."""
+
+    latest: int
+    files: dict[str, dict[str, Any]]
+    txns: dict[str, int]
+
+
+_replayed: dict[str, tuple[tuple[int, int, int], _Replay]] = {}
 
 
 def _commit_stamp(log: str, version: int) -> tuple[int, int, int] | None:
@@ -105,54 +115,70 @@ def _commit_stamp(log: str, version: int) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
-    """The latest version and its active files (path -> entry), by log replay.
+def _replayed_log(table: str) -> _Replay:
+    """The table's log replayed to its latest version.
 
     The last replay of each table is kept: when the log entry of its version is the same
     file, only the JSON entries after it are read (a table recreated at the same path has
-    another file there, and is replayed afresh).
+    another file there, and is replayed afresh).  The result is shared: do not change it.
     """
     log = _log(table)
     key = os.path.abspath(table)
     kept = _replayed.get(key)
-    if kept is not None and _commit_stamp(log, kept[0]) == kept[1]:
-        latest, files = kept[0], dict(kept[2])
-        v = latest + 1
-        while os.path.exists(os.path.join(log, f"{v:020d}.json")):
-            _apply(os.path.join(log, f"{v:020d}.json"), files)
-            latest, v = v, v + 1
-        return _kept(key, log, latest, files)
-    return _kept(key, log, *_replay(table))
-
-
-def _kept(
-    key: str, log: str, latest: int, files: dict[str, dict[str, Any]]
-) -> tuple[int, dict[str, FileEntry]]:
-    stamp = _commit_stamp(log, latest)
+    if kept is not None and _commit_stamp(log, kept[1].latest) == kept[0]:
+        r = kept[1]
+        v = r.latest + 1
+        if os.path.exists(os.path.join(log, f"{v:020d}.json")):
+            r = _Replay(r.latest, dict(r.files), dict(r.txns))
+            while os.path.exists(os.path.join(log, f"{v:020d}.json")):
+                _apply(os.path.join(log, f"{v:020d}.json"), r)
+                r.latest, v = v, v + 1
+    else:
+        r = _replay(table)
+    stamp = _commit_stamp(log, r.latest)
     if stamp is not None:
-        _replayed[key] = (latest, stamp, files)
+        _replayed.pop(key, None)
+        _replayed[key] = (stamp, r)
         if len(_replayed) > 64:
             _replayed.pop(next(iter(_replayed)))
-    return latest, {p: _entry(a) for p, a in files.items()}
+    return r
 
 
-def _apply(path: str, files: dict[str, dict[str, Any]]) -> None:
+def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
+    """The latest version and its active files (path -> entry), by log replay."""
+    r = _replayed_log(table)
+    return r.latest, {p: _entry(a) for p, a in r.files.items()}
+
+
+def transaction_version(table: str, app_id: str) -> int | None:
+    """The version of the latest ``txn`` action of ``app_id`` in the table's log, or ``None``.
+
+    Read from the kept log replay (only the commits since the last call are read), where
+    ``deltalake``'s ``transaction_version`` replays the log from its checkpoint every call.
+    """
+    return _replayed_log(table).txns.get(app_id)
+
+
+def _apply(path: str, r: _Replay) -> None:
     with open(path) as f:
         for line in f:
             if not line.strip():
                 continue
             action = json.loads(line)
             if "add" in action:
-                files[action["add"]["path"]] = action["add"]
+                r.files[action["add"]["path"]] = action["add"]
             elif "remove" in action:
-                files.pop(action["remove"]["path"], None)
+                r.files.pop(action["remove"]["path"], None)
+            elif "txn" in action:
+                r.txns[str(action["txn"]["appId"])] = int(action["txn"]["version"])
 
 
-def _replay(table: str) -> tuple[int, dict[str, dict[str, Any]]]:
-    """The latest version and its active ``add`` actions, from the checkpoint and JSON."""
+def _replay(table: str) -> _Replay:
+    """The latest version, its active ``add`` actions and ``txn`` versions, from the
+    checkpoint and the JSON commits after it."""
     log = _log(table)
     start = -1
-    files: dict[str, dict[str, Any]] = {}
+    r = _Replay(-1, {}, {})
     last = os.path.join(log, "_last_checkpoint")
     names = os.listdir(log)
     if os.path.exists(last):
@@ -168,20 +194,24 @@ def _replay(table: str) -> tuple[int, dict[str, dict[str, Any]]]:
         else:
             cp_files = [os.path.join(log, f"{start:020d}.checkpoint.parquet")]
         for path in cp_files:
-            adds = pq.read_table(path, columns=["add"]).column("add")
-            for a in adds.drop_null().to_pylist():
+            names_in = pq.read_schema(path).names
+            cols = [c for c in ("add", "txn") if c in names_in]
+            part = pq.read_table(path, columns=cols)
+            for a in part.column("add").drop_null().to_pylist() if "add" in cols else []:
                 a = _clean(a)
-                files[a["path"]] = a
+                r.files[a["path"]] = a
+            for t in part.column("txn").drop_null().to_pylist() if "txn" in cols else []:
+                r.txns[str(t["appId"])] = int(t["version"])
     versions = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
-    latest = start
+    r.latest = start
     for v in versions:
         if v <= start:
             continue
-        _apply(os.path.join(log, f"{v:020d}.json"), files)
-        latest = v
-    if latest < 0:
+        _apply(os.path.join(log, f"{v:020d}.json"), r)
+        r.latest = v
+    if r.latest < 0:
         raise DeltaOperationError("read log", table, "the Delta log has no commit")
-    return latest, files
+    return r
 
 
 # -- data files ----------------------------------------------------------------------------

@@ -64,7 +64,7 @@ from catalog.change_feed import change_feed
 from catalog.changes import DIFF, consolidate, read_changes
 from catalog.delta_commit import FileEntry
 from catalog.dtypes import conform, storage_schema
-from catalog.errors import CatalogError, InvalidIdentifierError
+from catalog.errors import CatalogError, InvalidIdentifierError, NotADeltaTableError
 
 pc: Any = _pc  # pyarrow's stubs lack most compute functions
 
@@ -175,8 +175,15 @@ def uses_deletion_vectors(path: str | os.PathLike[str]) -> bool:
 
 
 def committed_epoch(path: str | os.PathLike[str], view: str) -> int | None:
-    """The epoch of the view's last refresh commit (Delta ``txn`` version), or ``None``."""
-    return delta.transaction_version(path, app_id(view))
+    """The epoch of the view's last refresh commit (Delta ``txn`` version), or ``None``.
+
+    Read off the kept replay of the table's log (catalog.delta_commit): a refresh asks this
+    three times, and deltalake's reader replays the log from its checkpoint on every call.
+    """
+    p = os.fspath(path)
+    if not delta.is_delta_table(p):
+        raise NotADeltaTableError(p)
+    return delta_commit.transaction_version(p, app_id(view))
 
 
 def _expand(rows: pa.Table, counts: np.ndarray) -> pa.Table:
@@ -269,13 +276,31 @@ def _read_candidates(
     return vp.read_file(table, f, schema, row_groups=groups), np.concatenate(positions)
 
 
+def _may_match(data: pa.Table, wanted: pa.Table) -> np.ndarray:
+    """Rows of ``data`` whose every column holds a value of that column of ``wanted``: a
+    superset of the rows equal to a ``wanted`` row, found by vectorized membership tests so
+    that only those few rows are compared one by one in Python (:func:`_keys`)."""
+    mask = np.ones(data.num_rows, dtype=bool)
+    for name in wanted.column_names:
+        col = wanted.column(name).combine_chunks()
+        if pa.types.is_floating(col.type):
+            continue  # NaN and -0.0 match as in Python (_row_key), not as Arrow hashes them
+        try:
+            hit = pc.is_in(data.column(name), value_set=col, skip_nulls=False)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+            continue  # a type without a membership kernel (nested): compared in Python
+        mask &= np.asarray(hit.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+        if not mask.any():
+            break
+    return mask
+
+
 def _locate(
     table: str, files: Mapping[str, FileEntry], retract: pa.Table, counts: np.ndarray
 ) -> dict[str, np.ndarray]:
     """For each row of ``retract``, ``counts`` stored copies: file path -> positions."""
     schema = retract.schema
     need = Counter(dict(zip(_keys(retract), counts.tolist(), strict=True)))
-    first = retract.column(0)
     found: dict[str, list[int]] = {}
     for path in sorted(files):
         f = files[path]
@@ -291,9 +316,7 @@ def _locate(
             if f.deletion_vector is not None
             else np.zeros(0, np.int64)
         )
-        keep = ~np.isin(pos, deleted)
-        hit = pc.is_in(data.column(0), value_set=first.combine_chunks(), skip_nulls=False)
-        keep &= np.asarray(hit.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+        keep = ~np.isin(pos, deleted) & _may_match(data, retract)
         if not keep.any():
             continue
         idx = np.flatnonzero(keep)
@@ -363,7 +386,7 @@ def commit_view_changes(
     parts = tuple(dt.metadata().partition_columns)
     if dt.metadata().description == LEGACY_MARKER or DIFF in rows_schema.names:
         raise LegacyViewTableError(p)
-    done = dt.transaction_version(app_id(view))
+    done = committed_epoch(p, view)
     if done is not None and done >= epoch:
         return None
     batch = conform(changes, rows_schema, name=view, extra=[DIFF])
