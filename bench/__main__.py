@@ -12,6 +12,7 @@ Commands:
   sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)
   cold-refresh  a cold `ivm refresh` of a 1-row change in a new process (bench/bench_cold_refresh.py)
   pipelines the example Declarative Pipelines project: incremental run vs Spark's full recompute
+  groupby   a GROUP BY view over 2M rows: creation time, peak memory, checkpoint size
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ MODULES = {
     "shard": "bench.bench_shard",
     "cold-refresh": "bench.bench_cold_refresh",
     "pipelines": "bench.bench_pipelines",
+    "groupby": "bench.bench_groupby",
 }
 
 

@@ -278,8 +278,6 @@ def write_file(table: str, vectors: Sequence[np.ndarray]) -> tuple[str, list[Des
             Descriptor("u", code, len(data), len(np.unique(positions)), offset=offset)
         )
         offset += 8 + len(data)
-    with open(path, "wb") as f:
+    with open(path, "wb") as f:  # made durable with the commit that names it (delta_commit)
         f.write(b"".join(chunks))
-        f.flush()
-        os.fsync(f.fileno())
     return path, descriptors

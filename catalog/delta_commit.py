@@ -28,13 +28,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pyarrow as pa
 import pyarrow.compute as _pc
 import pyarrow.parquet as pq
 
 from catalog.deletion_vectors import Descriptor
+from catalog.durable import fsync_all, fsync_path
 from catalog.errors import DeltaOperationError
 
 pc: Any = _pc  # pyarrow's stubs lack most compute functions
@@ -302,16 +303,26 @@ def write_data_file(
 # -- commits -------------------------------------------------------------------------------
 
 
-def commit(table: str, version: int, actions: Sequence[Mapping[str, Any]]) -> None:
-    """Create log entry ``version`` holding ``actions`` (one JSON object per line), atomically."""
+def commit(
+    table: str,
+    version: int,
+    actions: Sequence[Mapping[str, Any]],
+    *,
+    durable: Sequence[str] = (),
+) -> None:
+    """Create log entry ``version`` holding ``actions`` (one JSON object per line), atomically.
+
+    ``durable``: the files this writer wrote for the entry (data, change-data, deletion-vector
+    files), fsynced together with the entry's temp file (catalog.durable) before the entry
+    appears, so a durable entry never names a file a crash lost.
+    """
     log = _log(table)
     final = os.path.join(log, f"{version:020d}.json")
     tmp = os.path.join(log, f".{version:020d}.json.{uuid.uuid4().hex}.tmp")
     text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
     with open(tmp, "w") as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    fsync_all([tmp, *durable, *{os.path.dirname(d) for d in durable}])
     try:
         os.link(tmp, final)
     except FileExistsError:
@@ -320,11 +331,12 @@ def commit(table: str, version: int, actions: Sequence[Mapping[str, Any]]) -> No
         ) from None
     finally:
         os.unlink(tmp)
-    dir_fd = os.open(log, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    fsync_path(log)
+
+
+def local_path(table: str, action: Mapping[str, Any]) -> str:
+    """The local file an ``add`` / ``cdc`` action names (its path is a relative URI)."""
+    return os.path.join(table, unquote(str(action["path"])))
 
 
 def commit_info(operation: str, metadata: Mapping[str, str], **fields: Any) -> dict[str, Any]:

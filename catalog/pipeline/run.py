@@ -125,7 +125,7 @@ def refresh_group(
     hook = hook or _noop
     meter = ProgressReporter(spec.name, progress) if progress is not None else None
     clock = Timings()
-    previous = ph.recover(catalog, spec)
+    previous = clock.run("recover", ph.recover, catalog, spec)
     if meter is not None:
         meter.report("read", 0, len(spec.tables), "inputs")
     inputs = clock.run("read", ph.read_inputs, catalog, spec, previous)
