@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ivm.batch import Batch, Columns, hash_rows, sort_groups, take
-from ivm.difference import add_arrays, segment_sums
+from ivm.difference import add_arrays, mul_arrays, segment_sums
 from ivm.errors import MultiplicityOverflowError, SumOverflowError
 from ivm.lattice import Time
 from ivm.operators.aggregates import _not_null, int_sum
@@ -44,6 +45,38 @@ def _segment_sum(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> n
                 acc = x if acc is None else acc + x
         out[g] = acc
     return out
+
+
+def _object_sum(
+    c: np.ndarray, valid: np.ndarray, diff: np.ndarray, order: np.ndarray, starts: np.ndarray
+) -> np.ndarray:
+    """Per-group ``Σ value·diff`` of an object column (e.g. a nullable BIGINT): Python
+    values, ``None`` for a group without a value.
+
+    When every value is a Python int within 64 bits (Arrow infers ``int64`` for them), the
+    sums are computed by the checked int64 kernels, else (floats, decimals, larger ints, or
+    sums past 64 bits) value by value in Python, as exactly."""
+    rows = np.flatnonzero(valid)
+    try:
+        ints = pa.array(c[rows], from_pandas=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        ints = None
+    if ints is not None and ints.type == pa.int64():
+        vals = np.zeros(len(c), dtype=np.int64)
+        vals[rows] = ints.to_numpy()
+        counts = np.where(valid, diff, 0)[order]
+        try:
+            sums = segment_sums(mul_arrays(vals[order], counts), starts)
+        except MultiplicityOverflowError:
+            sums = None
+        if sums is not None:
+            out = sums.astype(object)
+            out[segment_sums(valid[order].astype(np.int64), starts) == 0] = None
+            return out
+    prod = np.empty(len(c), dtype=object)
+    for row in rows.tolist():
+        prod[row] = c[row] * int(diff[row])
+    return _segment_sum(prod, order, starts)
 
 
 def _add(a: np.ndarray, b: np.ndarray, column: str | None) -> np.ndarray:
@@ -127,10 +160,7 @@ class AccumulateReduce(Operator):
                         int_sum(c[order], np.where(valid, b.diff, 0)[order], starts, name)
                     )
                 elif c.dtype == object:
-                    prod = np.empty(len(c), dtype=object)
-                    for row in np.flatnonzero(valid).tolist():
-                        prod[row] = c[row] * int(b.diff[row])
-                    deltas.append(_segment_sum(prod, order, starts))
+                    deltas.append(_object_sum(c, valid, b.diff, order, starts))
                 else:
                     deltas.append(_segment_sum(np.where(valid, c * b.diff, 0), order, starts))
             else:

@@ -198,3 +198,52 @@ def test_view_with_names_from_before_spark_names_keeps_refreshing(tmp_path: Path
     rows = sorted(tuple(r.values()) for r in s.read("m").to_pylist())
     assert s.read("m").column_names == ["k", "_col_1", "_col_2"]
     assert rows == [(1, 2, 6), (2, 1, 6)]
+
+
+def test_views_over_a_snapshot_with_equal_rows_count_each_copy(tmp_path: Path) -> None:
+    """A snapshot's equal rows reach the engine unconsolidated (read_snapshots): every view
+    kind still counts each copy, at creation and after deletes of some copies."""
+    s = Session(warehouse=tmp_path / "wh")
+    s.sql("CREATE TABLE t (k BIGINT, v BIGINT); CREATE TABLE u (k BIGINT, w BIGINT)")
+    rows = [(1, 10), (1, 10), (1, 10), (2, None), (2, None), (3, 5), (1, 11)]
+    s.sql(
+        "INSERT INTO t VALUES " + ", ".join(f"({k}, {'NULL' if v is None else v})" for k, v in rows)
+    )
+    s.sql("INSERT INTO u VALUES (1, 7), (1, 7), (3, 8)")
+    views = {
+        "plain": "SELECT k, v FROM t",
+        "dist": "SELECT DISTINCT k, v FROM t",
+        "agg": "SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo FROM t GROUP BY k",
+        "joined": "SELECT t.k, v, w FROM t JOIN u ON t.k = u.k",
+    }
+    for name, q in views.items():
+        s.create_view(name, q)
+
+    def check() -> None:
+        t_rows = [tuple(r.values()) for r in s.read("t").to_pylist()]
+        u_rows = [tuple(r.values()) for r in s.read("u").to_pylist()]
+        groups: dict[object, list[object]] = {}
+        for k, v in t_rows:
+            groups.setdefault(k, []).append(v)
+        want = {
+            "plain": Counter(t_rows),
+            "dist": Counter(set(t_rows)),
+            "agg": Counter(
+                (
+                    k,
+                    len(vs),
+                    sum(x for x in vs if x is not None) if any(x is not None for x in vs) else None,
+                    min((x for x in vs if x is not None), default=None),
+                )
+                for k, vs in groups.items()
+            ),
+            "joined": Counter((k, v, w) for k, v in t_rows for k2, w in u_rows if k == k2),
+        }
+        for name, expected in want.items():
+            got = Counter(tuple(r.values()) for r in s.read(name).to_pylist())
+            assert got == expected, name
+
+    check()
+    s.sql("DELETE FROM t WHERE k = 2; INSERT INTO t VALUES (1, 10), (4, 1)")
+    s.refresh()
+    check()
