@@ -43,7 +43,7 @@ import datetime as dt
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
@@ -207,7 +207,7 @@ def write_files(
 
 def file_path(table: str, f: FileEntry) -> str:
     """The local path of a data file (its action's path is a URI)."""
-    return os.path.join(table, unquote(f.path))
+    return delta_commit.local_path(table, f.action)
 
 
 def _with_partition_values(data: pa.Table, f: FileEntry, schema: pa.Schema) -> pa.Table:
