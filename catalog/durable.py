@@ -10,11 +10,13 @@ entry durable before ``CURRENT`` may name it (catalog.checkpoint): one barrier, 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 _pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): none across a fork
 WORKERS = 8
+_lock = threading.Lock()
 
 
 def fsync_path(path: str | os.PathLike[str]) -> None:
@@ -36,9 +38,11 @@ def fsync_all(paths: Sequence[str | os.PathLike[str]]) -> None:
         for p in paths:
             fsync_path(p)
         return
-    if _pool is None or _pool[0] != os.getpid():
-        _pool = (os.getpid(), ThreadPoolExecutor(WORKERS, thread_name_prefix="ivm-fsync"))
-    futures = [_pool[1].submit(fsync_path, p) for p in paths]
+    with _lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(WORKERS, thread_name_prefix="ivm-fsync"))
+        pool = _pool[1]
+    futures = [pool.submit(fsync_path, p) for p in paths]
     errors = [f.exception() for f in futures]
     for e in errors:
         if e is not None:
