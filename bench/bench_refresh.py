@@ -124,6 +124,7 @@ def main(argv: list[str]) -> int:
                         "rows_in": r.rows_in,
                         "rows_written": r.rows_written,
                         "files_written": r.files_written,
+                        "peak_rss_bytes": r.peak_rss_bytes,
                         **{f"{k}_seconds": v for k, v in r.timings.items()},
                     }
                 )

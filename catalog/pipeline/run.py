@@ -44,6 +44,7 @@ class RefreshReport:
     replayed_epochs: int = 0
     input_versions: Mapping[str, int] = field(default_factory=dict)
     timings: Mapping[str, float] = field(default_factory=dict)
+    peak_rss_bytes: int = 0  # the process's peak resident memory after the refresh (0: unknown)
 
     def __str__(self) -> str:
         what = (
@@ -188,6 +189,7 @@ def _reports(
 ) -> list[RefreshReport]:
     """One report per view of the group (``done`` is ``None`` when nothing was refreshed)."""
     seconds = clock.seconds
+    peak = _peak_rss_bytes()
     out = []
     for v in spec.view_names:
         w = done[1].commits.get(v) if done is not None else None
@@ -208,6 +210,16 @@ def _reports(
                 replayed_epochs=engine.replayed if engine is not None else 0,
                 input_versions=inputs.versions,
                 timings=dict(clock.phases),
+                peak_rss_bytes=peak,
             )
         )
     return out
+
+
+def _peak_rss_bytes() -> int:
+    """Peak resident memory of this process so far (``getrusage``; Linux counts KiB)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024

@@ -217,7 +217,8 @@ def test_views_over_a_snapshot_with_equal_rows_count_each_copy(tmp_path: Path) -
         "joined": "SELECT t.k, v, w FROM t JOIN u ON t.k = u.k",
     }
     for name, q in views.items():
-        s.create_view(name, q)
+        (report,) = s.create_view(name, q)
+        assert report.peak_rss_bytes > 10 * 2**20  # the report shows the process's peak memory
 
     def check() -> None:
         t_rows = [tuple(r.values()) for r in s.read("t").to_pylist()]
