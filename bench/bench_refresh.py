@@ -61,6 +61,29 @@ def _change(s: Any, rng: np.random.Generator, n: int, next_id: int) -> int:
     return next_id + half
 
 
+def setup(warehouse: Path, rows: int, rng: np.random.Generator) -> Any:
+    """A Session over ``warehouse`` with ``customers`` and ``rows`` ``orders`` written."""
+    from catalog import delta
+    from spark_exec.session import Session
+
+    s = Session(warehouse=warehouse)
+    s.sql(
+        "CREATE TABLE customers (id BIGINT NOT NULL, region STRING);"
+        "CREATE TABLE orders (id BIGINT NOT NULL, cust BIGINT NOT NULL, amount BIGINT NOT NULL)"
+    )
+    regions = [f"region {i % REGIONS}" for i in range(CUSTOMERS)]
+    delta.insert(
+        s.table_path("customers"), pa.table({"id": np.arange(CUSTOMERS), "region": regions})
+    )
+    orders = {
+        "id": np.arange(rows),
+        "cust": rng.integers(0, CUSTOMERS, rows),
+        "amount": rng.integers(1, 1000, rows),
+    }
+    delta.insert(s.table_path("orders"), pa.table(orders))
+    return s
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench refresh")
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -70,37 +93,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
 
-    from catalog import delta
-    from spark_exec.session import Session
-
     root = Path(tempfile.mkdtemp(prefix="ivm-bench-refresh-"))
     try:
         rng = np.random.default_rng(0)
-        s = Session(warehouse=root / "wh")
-        s.sql(
-            "CREATE TABLE customers (id BIGINT NOT NULL, region STRING);"
-            "CREATE TABLE orders (id BIGINT NOT NULL, cust BIGINT NOT NULL, "
-            "amount BIGINT NOT NULL)"
-        )
-        delta.insert(
-            s.table_path("customers"),
-            pa.table(
-                {
-                    "id": np.arange(CUSTOMERS),
-                    "region": [f"region {i % REGIONS}" for i in range(CUSTOMERS)],
-                }
-            ),
-        )
-        delta.insert(
-            s.table_path("orders"),
-            pa.table(
-                {
-                    "id": np.arange(args.rows),
-                    "cust": rng.integers(0, CUSTOMERS, args.rows),
-                    "amount": rng.integers(1, 1000, args.rows),
-                }
-            ),
-        )
+        s = setup(root / "wh", args.rows, rng)
         t = time.perf_counter()
         created = s.create_view("revenue", VIEW)[0]
         create_s = time.perf_counter() - t

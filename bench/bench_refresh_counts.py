@@ -21,7 +21,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 RESULTS = Path(__file__).resolve().parent / "results" / "refresh_counts.json"
 
@@ -39,8 +38,6 @@ COUNTS = {
 
 def main(argv: list[str]) -> int:
     from bench import bench_refresh as br
-    from catalog import delta
-    from spark_exec.session import Session
 
     ap = argparse.ArgumentParser(prog="python -m bench refresh-counts")
     ap.add_argument("--rows", type=int, default=200_000)
@@ -50,22 +47,8 @@ def main(argv: list[str]) -> int:
     root = Path(tempfile.mkdtemp(prefix="ivm-bench-counts-"))
     try:
         rng = np.random.default_rng(0)
-        s = Session(warehouse=root / "wh")
-        s.sql(
-            "CREATE TABLE customers (id BIGINT NOT NULL, region STRING);"
-            "CREATE TABLE orders (id BIGINT NOT NULL, cust BIGINT NOT NULL, "
-            "amount BIGINT NOT NULL)"
-        )
-        ids = np.arange(br.CUSTOMERS)
-        regions = [f"region {i % br.REGIONS}" for i in range(br.CUSTOMERS)]
-        delta.insert(s.table_path("customers"), pa.table({"id": ids, "region": regions}))
         n = args.rows
-        orders = {
-            "id": np.arange(n),
-            "cust": rng.integers(0, br.CUSTOMERS, n),
-            "amount": rng.integers(1, 1000, n),
-        }
-        delta.insert(s.table_path("orders"), pa.table(orders))
+        s = br.setup(root / "wh", n, rng)
         s.create_view("revenue", br.VIEW)
         next_id = n
         for _ in range(3):  # past the first refreshes' one-off work
