@@ -175,12 +175,15 @@ class AccumulateReduce(Operator):
             arr[:] = None if d == np.dtype(object) else 0
             old_vals.append(arr)
         if len(found.owner):
-            # consolidated state: one row with count +1 per key (others cancelled)
-            live = np.flatnonzero(found.diff > 0)
-            owners = found.owner[live]
+            # one live state row per key once summed: the trace's runs are not merged into
+            # one, so a key's retracted old row (+1 in one run, -1 in a later one) comes back
+            # beside its new row, and must cancel before the live row is chosen
+            merged = Batch((found.owner.astype(np.int64), *found.cols), found.diff).consolidate()
+            live = np.flatnonzero(merged.diff > 0)
+            owners = merged.cols[0][live]
             old_present[owners] = True
             for j in range(len(old_vals)):
-                old_vals[j][owners] = found.cols[nkey + j][live]
+                old_vals[j][owners] = merged.cols[1 + nkey + j][live]
         new_vals = [add_arrays(old_vals[0], d_rows)]
         for j, delta in enumerate(deltas):
             new_vals.append(_add(old_vals[j + 1], delta, sum_names[j]))
