@@ -13,6 +13,8 @@ Commands:
   cold-refresh  a cold `ivm refresh` of a 1-row change in a new process (bench/bench_cold_refresh.py)
   pipelines the example Declarative Pipelines project: incremental run vs Spark's full recompute
   clustering  files / row groups a reader of `k = x` opens: CLUSTER BY (k) vs plain (counts)
+  groupby   a GROUP BY view over 2M rows: creation time, peak memory, checkpoint size
+  refresh-counts  a 10-row refresh counted: fsync waits, deltalake calls, Python calls
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ MODULES = {
     "cold-refresh": "bench.bench_cold_refresh",
     "pipelines": "bench.bench_pipelines",
     "clustering": "bench.bench_clustering",
+    "groupby": "bench.bench_groupby",
+    "refresh-counts": "bench.bench_refresh_counts",
 }
 
 

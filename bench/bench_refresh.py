@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -60,46 +61,42 @@ def _change(s: Any, rng: np.random.Generator, n: int, next_id: int) -> int:
     return next_id + half
 
 
+def setup(warehouse: Path, rows: int, rng: np.random.Generator) -> Any:
+    """A Session over ``warehouse`` with ``customers`` and ``rows`` ``orders`` written."""
+    from catalog import delta
+    from spark_exec.session import Session
+
+    s = Session(warehouse=warehouse)
+    s.sql(
+        "CREATE TABLE customers (id BIGINT NOT NULL, region STRING);"
+        "CREATE TABLE orders (id BIGINT NOT NULL, cust BIGINT NOT NULL, amount BIGINT NOT NULL)"
+    )
+    regions = [f"region {i % REGIONS}" for i in range(CUSTOMERS)]
+    delta.insert(
+        s.table_path("customers"), pa.table({"id": np.arange(CUSTOMERS), "region": regions})
+    )
+    orders = {
+        "id": np.arange(rows),
+        "cust": rng.integers(0, CUSTOMERS, rows),
+        "amount": rng.integers(1, 1000, rows),
+    }
+    delta.insert(s.table_path("orders"), pa.table(orders))
+    return s
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench refresh")
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--changes", type=int, nargs="+", default=[10, 10_000])
+    ap.add_argument("--changes", type=int, nargs="+", default=[10, 1_200])
     ap.add_argument("--no-spark", action="store_true", help="skip the Spark SQL baseline")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
 
-    from catalog import delta
-    from spark_exec.session import Session
-
     root = Path(tempfile.mkdtemp(prefix="ivm-bench-refresh-"))
     try:
         rng = np.random.default_rng(0)
-        s = Session(warehouse=root / "wh")
-        s.sql(
-            "CREATE TABLE customers (id BIGINT NOT NULL, region STRING);"
-            "CREATE TABLE orders (id BIGINT NOT NULL, cust BIGINT NOT NULL, "
-            "amount BIGINT NOT NULL)"
-        )
-        delta.insert(
-            s.table_path("customers"),
-            pa.table(
-                {
-                    "id": np.arange(CUSTOMERS),
-                    "region": [f"region {i % REGIONS}" for i in range(CUSTOMERS)],
-                }
-            ),
-        )
-        delta.insert(
-            s.table_path("orders"),
-            pa.table(
-                {
-                    "id": np.arange(args.rows),
-                    "cust": rng.integers(0, CUSTOMERS, args.rows),
-                    "amount": rng.integers(1, 1000, args.rows),
-                }
-            ),
-        )
+        s = setup(root / "wh", args.rows, rng)
         t = time.perf_counter()
         created = s.create_view("revenue", VIEW)[0]
         create_s = time.perf_counter() - t
@@ -123,6 +120,7 @@ def main(argv: list[str]) -> int:
                         "rows_in": r.rows_in,
                         "rows_written": r.rows_written,
                         "files_written": r.files_written,
+                        "peak_rss_bytes": r.peak_rss_bytes,
                         **{f"{k}_seconds": v for k, v in r.timings.items()},
                     }
                 )
@@ -133,11 +131,13 @@ def main(argv: list[str]) -> int:
                 f"({med['differences']:,.0f} differences, {med['rows_written']:,.0f} "
                 "view rows written)"
             )
-        spark_s = None
+        spark_s = spark_first = None
         spark_runs: list[float] = []
         if not args.no_spark:
             spark = s.spark
-            spark.sql(VIEW).collect()  # warm-up: JIT, Python workers
+            t = time.perf_counter()
+            spark.sql(VIEW).collect()  # the first run: JIT, Python workers, table loading
+            spark_first = time.perf_counter() - t
             for _ in range(args.repeat):
                 t = time.perf_counter()
                 spark.sql(VIEW).collect()
@@ -155,7 +155,13 @@ def main(argv: list[str]) -> int:
             "create_differences": created.differences,
             "changes": rows,
             "spark_recompute_seconds": spark_s,
+            "spark_first_seconds": spark_first,
             "spark_runs": spark_runs,
+            "speedup": {str(c["change_rows"]): spark_s / c["median"]["seconds"] for c in rows}
+            if spark_s
+            else None,
+            "create_vs_spark": create_s / spark_s if spark_s else None,
+            "loadavg_1m": os.getloadavg()[0],
             "machine": {"python": platform.python_version(), "cpus": _cpus()},
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
@@ -179,22 +185,27 @@ def _cpus() -> int:
 def table(result: dict[str, Any]) -> str:
     """Markdown table of a result."""
     spark = result["spark_recompute_seconds"]
+    first = result.get("spark_first_seconds")
+    vs = f", Spark SQL's query: first run {first:.1f}s, median {spark:.1f}s" if spark else ""
     lines = [
         f"Refresh of a join + aggregate view over {result['rows']:,} orders "
-        f"(view built in {result['create_seconds']:.1f}s)",
+        f"(view built in {result['create_seconds']:.1f}s{vs}; "
+        f"load average {result.get('loadavg_1m', 0):.1f})",
         "",
-        "| change | ivm refresh (ms) | read | engine | checkpoint+write | differences "
-        "| view rows written | Spark SQL recompute (ms) | speed-up |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| change | ivm refresh (ms) | recover | read | engine | write | commit | gc "
+        "| differences | view rows written | Spark SQL recompute (ms) | speed-up |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in result["changes"]:
         m = c["median"]
         sp = f"{spark * 1000:.0f}" if spark else "-"
         speed = f"{spark / m['seconds']:.0f}x" if spark else "-"
+        phases = " | ".join(
+            f"{m.get(f'{k}_seconds', 0) * 1000:.1f}"
+            for k in ("recover", "read", "engine", "write", "commit", "gc")
+        )
         lines.append(
-            f"| {c['change_rows']:,} | {m['seconds'] * 1000:.1f} | "
-            f"{m.get('read_seconds', 0) * 1000:.1f} | {m.get('engine_seconds', 0) * 1000:.1f} | "
-            f"{m.get('commit_seconds', 0) * 1000:.1f} | {m['differences']:,.0f} | "
-            f"{m['rows_written']:,.0f} | {sp} | {speed} |"
+            f"| {c['change_rows']:,} | {m['seconds'] * 1000:.1f} | {phases} | "
+            f"{m['differences']:,.0f} | {m['rows_written']:,.0f} | {sp} | {speed} |"
         )
     return "\n".join(lines)

@@ -16,9 +16,10 @@ directories and epoch directories that ``CURRENT`` does not name, which is only 
 other writer of the group is live.  Epoch directories older than ``CURRENT`` are kept
 (``keep`` of them, ``CURRENT``'s included) for readers that just read the previous pointer.
 
-Atomicity: a checkpoint is written into a fresh ``.tmp-*`` directory (files fsynced), renamed
-to its final ``epoch-*`` name, and only then made current by replacing ``CURRENT`` with
-``os.replace`` (write temp file, fsync, rename, fsync the directory).  A crash at any point
+Atomicity: a checkpoint is written into a fresh ``.tmp-*`` directory and renamed to its final
+``epoch-*`` name; then its files, its directory, the group directory (its new name) and the
+new ``CURRENT``'s temp file are fsynced together (one barrier, catalog.durable), and only then
+is ``CURRENT`` replaced with ``os.replace`` and the group directory fsynced.  A crash at any point
 leaves ``CURRENT`` naming either the old complete checkpoint or the new complete one; leftover
 directories are garbage-collected by the next save.  Table keys are never used as file names
 (the manifest maps them), so any string key is safe.
@@ -31,14 +32,14 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from catalog.durable import fsync_path
+from catalog.durable import fsync_all, fsync_path
 from catalog.errors import CheckpointError, StorageError
 from catalog.locks import group_lock
 from catalog.paths import Warehouse
@@ -86,14 +87,10 @@ class Manifest:
     directory: Path
 
 
-def _fsync_dir(path: Path) -> None:
-    fsync_path(path)
-
-
 def _write_table(path: Path, table: pa.Table) -> None:
+    """Write ``table`` as an Arrow IPC file (not yet durable: the caller fsyncs it)."""
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
-    fsync_path(path)
 
 
 def _read_table(path: Path) -> pa.Table:
@@ -101,8 +98,10 @@ def _read_table(path: Path) -> pa.Table:
         return pa.ipc.open_file(source).read_all()
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to ``path`` atomically (temp file, fsync, ``os.replace``).
+def write_json_atomic(path: Path, obj: Any, *, durable: Sequence[Path] = ()) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically (temp file, fsync, ``os.replace``, fsync
+    of the directory).  ``durable``: other files and directories fsynced together with the
+    temp file (catalog.durable), so that they are durable before ``path`` names anything.
 
     An unwritable warehouse (read-only, no permission, disk full) raises
     :class:`~catalog.errors.StorageError`; ``path`` is then unchanged.
@@ -111,10 +110,9 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
+        fsync_all([tmp, *durable])
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_path(path.parent)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
@@ -223,16 +221,20 @@ class CheckpointStore:
         tmp.mkdir()
         state_files: dict[str, str] = {}
         pending_files: dict[str, str] = {}
+        written: list[Path] = []
         try:
             for i, (key, source) in enumerate(carried.items()):
                 state_files[key] = f"carried-{i:05d}.arrow"
-                _link_or_copy(source, tmp / state_files[key])
+                if not _link(source, tmp / state_files[key]):
+                    written.append(tmp / state_files[key])
             for i, (key, table) in enumerate(ckpt.state.items()):
                 state_files[str(key)] = f"state-{i:05d}.arrow"
                 _write_table(tmp / state_files[str(key)], _as_table(table, key))
+                written.append(tmp / state_files[str(key)])
             for i, (view, table) in enumerate(ckpt.pending.items()):
                 pending_files[str(view)] = f"pending-{i:05d}.arrow"
                 _write_table(tmp / pending_files[str(view)], _as_table(table, view))
+                written.append(tmp / pending_files[str(view)])
             manifest = {
                 "format": FORMAT,
                 "group": ckpt.group,
@@ -242,7 +244,9 @@ class CheckpointStore:
                 "pending": pending_files,
                 "meta": dict(ckpt.meta),
             }
-            write_json_atomic(tmp / "manifest.json", manifest)
+            with open(tmp / "manifest.json", "w", encoding="utf-8") as f:
+                json.dump(manifest, f, indent=1, sort_keys=True)
+            written.append(tmp / "manifest.json")
         except (OSError, TypeError, ValueError, pa.ArrowException) as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise CheckpointError(f"cannot write checkpoint of {ckpt.group!r}: {exc}") from exc
@@ -250,10 +254,13 @@ class CheckpointStore:
             hook("files_written")
         final = base / f"epoch-{int(ckpt.epoch):012d}-{uuid.uuid4().hex[:8]}"
         os.rename(tmp, final)
-        _fsync_dir(base)
         if hook:
             hook("renamed")
-        write_json_atomic(base / CURRENT, {"epoch": int(ckpt.epoch), "dir": final.name})
+        pointer = {"epoch": int(ckpt.epoch), "dir": final.name}
+        # one barrier: the files, the directory's entries, its name in ``base`` and the new
+        # pointer's contents durable together; then the pointer is replaced (catalog.durable)
+        written = [final / w.name for w in written]
+        write_json_atomic(base / CURRENT, pointer, durable=[*written, final, base])
         self._collect_garbage(base, keep_current=True)
         return final
 
@@ -332,12 +339,15 @@ def _read_manifest(directory: Path, group: str) -> dict[str, Any]:
     return raw
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
+def _link(source: Path, target: Path) -> bool:
+    """Hard-link ``source`` as ``target`` (True), or copy it where links are not possible
+    (False: the copy is not yet durable)."""
     try:
         os.link(source, target)
+        return True
     except OSError:
         shutil.copyfile(source, target)
-        fsync_path(target)
+        return False
 
 
 def _as_table(value: Any, key: object) -> pa.Table:

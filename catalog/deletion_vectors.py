@@ -263,8 +263,9 @@ def read_positions(table: str, dv: Descriptor) -> np.ndarray:
     return pos
 
 
-def write_file(table: str, vectors: Sequence[np.ndarray]) -> tuple[int, list[Descriptor]]:
-    """Write one DV file holding ``vectors``; returns its size and one descriptor per vector."""
+def write_file(table: str, vectors: Sequence[np.ndarray]) -> tuple[str, int, list[Descriptor]]:
+    """Write one DV file holding ``vectors`` (not yet durable: the commit naming it makes it
+    so); returns its location, its size and one descriptor per vector."""
     u = uuid.uuid4()
     code = z85_encode(u.bytes)
     path = storage.join(table, f"deletion_vector_{u}.bin")
@@ -279,5 +280,6 @@ def write_file(table: str, vectors: Sequence[np.ndarray]) -> tuple[int, list[Des
         )
         offset += 8 + len(data)
     blob = b"".join(chunks)
-    storage.backend(path).write_bytes(path, blob)
-    return len(blob), descriptors
+    # made durable with the commit that names it (delta_commit.commit's ``durable``)
+    storage.backend(path).write_pending(path, blob)
+    return path, len(blob), descriptors

@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pyarrow as pa
 import pyarrow.compute as _pc
@@ -98,7 +98,17 @@ def _clean(v: Any) -> Any:
     return v
 
 
-_replayed: dict[str, tuple[int, tuple[int, int, int], dict[str, dict[str, Any]]]] = {}
+@dataclass
+class _Replay:
+    """A table's log replayed up to ``latest``: its active ``add`` actions and the latest
+    ``txn`` version of each application id (Delta PROTOCOL.md, "Transaction Identifiers")."""
+
+    latest: int
+    files: dict[str, dict[str, Any]]
+    txns: dict[str, int]
+
+
+_replayed: dict[str, tuple[tuple[int, int, int], _Replay]] = {}
 
 
 def _commit_stamp(log: str, version: int) -> tuple[int, int, int] | None:
@@ -106,58 +116,80 @@ def _commit_stamp(log: str, version: int) -> tuple[int, int, int] | None:
     return storage.backend(entry).stamp(entry)
 
 
-def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
-    """The latest version and its active files (path -> entry), by log replay.
+def _replayed_log(table: str) -> _Replay:
+    """The table's log replayed to its latest version.
 
     The last replay of each table is kept: when the log entry of its version is the same
     file, only the JSON entries after it are read (a table recreated at the same path has
-    another file there, and is replayed afresh).
+    another file there, and is replayed afresh).  The result is shared: do not change it.
     """
     log = _log(table)
     key = storage.normalize(table)
     kept = _replayed.get(key)
-    if kept is not None and _commit_stamp(log, kept[0]) == kept[1]:
-        latest, files = kept[0], dict(kept[2])
-        v = latest + 1
-        while _apply(storage.join(log, f"{v:020d}.json"), files):
-            latest, v = v, v + 1
-        return _kept(key, log, latest, files)
-    return _kept(key, log, *_replay(table))
-
-
-def _kept(
-    key: str, log: str, latest: int, files: dict[str, dict[str, Any]]
-) -> tuple[int, dict[str, FileEntry]]:
-    stamp = _commit_stamp(log, latest)
+    if kept is not None and _commit_stamp(log, kept[1].latest) == kept[0]:
+        r = kept[1]
+        v = r.latest + 1
+        text = _entry_text(storage.join(log, f"{v:020d}.json"))
+        if text is not None:
+            r = _Replay(r.latest, dict(r.files), dict(r.txns))
+            while text is not None:
+                _apply(text, r)
+                r.latest, v = v, v + 1
+                text = _entry_text(storage.join(log, f"{v:020d}.json"))
+    else:
+        r = _replay(table)
+    stamp = _commit_stamp(log, r.latest)
     if stamp is not None:
-        _replayed[key] = (latest, stamp, files)
+        _replayed.pop(key, None)
+        _replayed[key] = (stamp, r)
         if len(_replayed) > 64:
             _replayed.pop(next(iter(_replayed)))
-    return latest, {p: _entry(a) for p, a in files.items()}
+    return r
 
 
-def _apply(path: str, files: dict[str, dict[str, Any]]) -> bool:
-    """Apply log entry ``path`` to ``files``; ``False`` if there is no such entry."""
+def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
+    """The latest version and its active files (path -> entry), by log replay."""
+    r = _replayed_log(table)
+    return r.latest, {p: _entry(a) for p, a in r.files.items()}
+
+
+def transaction_version(table: str, app_id: str) -> int | None:
+    """The version of the latest ``txn`` action of ``app_id`` in the table's log, or ``None``.
+
+    Read from the kept log replay (only the commits since the last call are read), where
+    ``deltalake``'s ``transaction_version`` replays the log from its checkpoint every call.
+    """
+    return _replayed_log(table).txns.get(app_id)
+
+
+def _entry_text(path: str) -> str | None:
+    """Log entry ``path``'s text, ``None`` if there is no such entry."""
     try:
-        text = storage.backend(path).read_bytes(path).decode("utf-8")
+        return storage.backend(path).read_bytes(path).decode("utf-8")
     except FileNotFoundError:
-        return False
+        return None
+
+
+def _apply(text: str, r: _Replay) -> None:
+    """Apply one log entry's actions to ``r``."""
     for line in text.splitlines():
         if not line.strip():
             continue
         action = json.loads(line)
         if "add" in action:
-            files[action["add"]["path"]] = action["add"]
+            r.files[action["add"]["path"]] = action["add"]
         elif "remove" in action:
-            files.pop(action["remove"]["path"], None)
-    return True
+            r.files.pop(action["remove"]["path"], None)
+        elif "txn" in action:
+            r.txns[str(action["txn"]["appId"])] = int(action["txn"]["version"])
 
 
-def _replay(table: str) -> tuple[int, dict[str, dict[str, Any]]]:
-    """The latest version and its active ``add`` actions, from the checkpoint and JSON."""
+def _replay(table: str) -> _Replay:
+    """The latest version, its active ``add`` actions and ``txn`` versions, from the
+    checkpoint and the JSON commits after it."""
     log = _log(table)
     start = -1
-    files: dict[str, dict[str, Any]] = {}
+    r = _Replay(-1, {}, {})
     store = storage.backend(table)
     names = store.listdir(log)
     if "_last_checkpoint" in names:
@@ -173,20 +205,25 @@ def _replay(table: str) -> tuple[int, dict[str, dict[str, Any]]]:
             cp_files = [storage.join(log, f"{start:020d}.checkpoint.parquet")]
         for path in cp_files:
             fs, where = store.arrow(path)
-            adds = pq.read_table(where, columns=["add"], filesystem=fs).column("add")
-            for a in adds.drop_null().to_pylist():
+            cols = [c for c in ("add", "txn") if c in pq.read_schema(where, filesystem=fs).names]
+            part = pq.read_table(where, columns=cols, filesystem=fs)
+            for a in part.column("add").drop_null().to_pylist() if "add" in cols else []:
                 a = _clean(a)
-                files[a["path"]] = a
+                r.files[a["path"]] = a
+            for t in part.column("txn").drop_null().to_pylist() if "txn" in cols else []:
+                r.txns[str(t["appId"])] = int(t["version"])
     versions = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
-    latest = start
+    r.latest = start
     for v in versions:
         if v <= start:
             continue
-        _apply(storage.join(log, f"{v:020d}.json"), files)
-        latest = v
-    if latest < 0:
+        text = _entry_text(storage.join(log, f"{v:020d}.json"))
+        if text is not None:
+            _apply(text, r)
+            r.latest = v
+    if r.latest < 0:
         raise DeltaOperationError("read log", table, "the Delta log has no commit")
-    return latest, files
+    return r
 
 
 def domain_configuration(table: str, domain: str) -> str | None:
@@ -321,14 +358,30 @@ def write_data_file(
 # -- commits -------------------------------------------------------------------------------
 
 
-def commit(table: str, version: int, actions: Sequence[Mapping[str, Any]]) -> None:
-    """Create log entry ``version`` holding ``actions`` (one JSON object per line), atomically."""
+def commit(
+    table: str,
+    version: int,
+    actions: Sequence[Mapping[str, Any]],
+    *,
+    durable: Sequence[str] = (),
+) -> None:
+    """Create log entry ``version`` holding ``actions`` (one JSON object per line), atomically.
+
+    ``durable``: the files this writer wrote for the entry (data, change-data, deletion-vector
+    files), made durable together with the entry before it appears (catalog.storage
+    ``put_if_absent``), so a durable entry never names a file a crash lost.
+    """
     final = storage.join(_log(table), f"{version:020d}.json")
     text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
-    if not storage.backend(table).put_if_absent(final, text.encode("utf-8")):
+    if not storage.backend(table).put_if_absent(final, text.encode("utf-8"), durable=durable):
         raise ConcurrentCommitError(
             "commit", table, f"version {version} was committed by another writer; retry"
         )
+
+
+def file_location(table: str, action: Mapping[str, Any]) -> str:
+    """Where the file an ``add`` / ``cdc`` action names lives (its path is a relative URI)."""
+    return storage.join(table, unquote(str(action["path"])))
 
 
 def commit_info(operation: str, metadata: Mapping[str, str], **fields: Any) -> dict[str, Any]:

@@ -283,6 +283,7 @@ class Catalog:
         *,
         table_id: str | None = None,
         on_rows: Callable[[int], None] | None = None,
+        consolidated: bool = True,
     ) -> pa.Table:
         """Changes of a table or view in Delta versions ``(after, upto]``: rows + ``__diff__``.
 
@@ -291,7 +292,8 @@ class Catalog:
         :class:`TableReplacedError`, changes that cannot be read (vacuumed files)
         :class:`ChangesUnavailableError` — both mean "recompute from the snapshot".
         ``on_rows(n)``: told the rows of a table's snapshot as they are read (``after=None``;
-        a view's rows at once).
+        a view's rows at once).  ``consolidated=False``: a base table's rows as read, equal
+        rows not summed (the engine's input sums them anyway).
         """
         entry = self.check_input(name)
         if isinstance(entry, ViewEntry):
@@ -307,6 +309,7 @@ class Catalog:
             name=entry.name,
             table_id=table_id,
             on_rows=on_rows,
+            consolidated=consolidated,
         )
 
     def read(self, name: str | Identifier, version: int | None = None) -> pa.Table:

@@ -25,13 +25,14 @@ import contextlib
 import os
 import uuid
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pfs
 
-from catalog.durable import fsync_path
+from catalog.durable import fsync_all, fsync_path
 from catalog.errors import CatalogError
 
 __all__ = [
@@ -108,8 +109,15 @@ class Storage(Protocol):
     def write_bytes(self, location: str, data: bytes) -> None:
         """Create or replace a whole object (readers see the old or the new one)."""
 
-    def put_if_absent(self, location: str, data: bytes) -> bool:
-        """Create the object only if none exists; ``False`` (nothing written) if one does."""
+    def write_pending(self, location: str, data: bytes) -> None:
+        """Create an object that a later :meth:`put_if_absent` makes durable (its ``durable``
+        argument): locally no ``fsync`` here, so one barrier covers a commit's files."""
+
+    def put_if_absent(self, location: str, data: bytes, durable: Sequence[str] = ()) -> bool:
+        """Create the object only if none exists; ``False`` (nothing written) if one does.
+
+        ``durable``: objects written with :meth:`write_pending` for this one, durable before
+        it appears (object stores: every completed write already is)."""
 
     def exists(self, location: str) -> bool: ...
 
@@ -136,26 +144,32 @@ class LocalStorage:
             return f.read()
 
     def _write_tmp(self, location: str, data: bytes) -> str:
-        os.makedirs(os.path.dirname(location) or ".", exist_ok=True)
+        """Write ``data`` to a temp file beside ``location`` (not yet durable)."""
         tmp = os.path.join(
             os.path.dirname(location), f".{os.path.basename(location)}.{uuid.uuid4().hex}.tmp"
         )
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        self.write_pending(tmp, data)
         return tmp
+
+    def write_pending(self, location: str, data: bytes) -> None:
+        os.makedirs(os.path.dirname(location) or ".", exist_ok=True)
+        with open(location, "wb") as f:
+            f.write(data)
 
     def _sync_dir(self, location: str) -> None:
         fsync_path(os.path.dirname(location) or ".")
 
     def write_bytes(self, location: str, data: bytes) -> None:
         tmp = self._write_tmp(location, data)
+        fsync_path(tmp)
         os.replace(tmp, location)
         self._sync_dir(location)
 
-    def put_if_absent(self, location: str, data: bytes) -> bool:
+    def put_if_absent(self, location: str, data: bytes, durable: Sequence[str] = ()) -> bool:
         tmp = self._write_tmp(location, data)
+        # one barrier (catalog.durable): the entry's temp file, the files it names and their
+        # directories' entries, before the entry appears
+        fsync_all([tmp, *durable, *{os.path.dirname(d) for d in durable}])
         try:
             os.link(tmp, location)
         except FileExistsError:
@@ -265,7 +279,9 @@ class S3Storage:
         bucket, key = _split(location)
         self._client.put_object(Bucket=bucket, Key=key, Body=data)
 
-    def put_if_absent(self, location: str, data: bytes) -> bool:
+    write_pending = write_bytes
+
+    def put_if_absent(self, location: str, data: bytes, durable: Sequence[str] = ()) -> bool:
         bucket, key = _split(location)
         try:
             self._client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")

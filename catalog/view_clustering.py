@@ -24,7 +24,7 @@ A view table created with clustering columns is a Delta *clustered table* (Delta
 delta-rs (deltalake 1.6) refuses to commit to a table with these writer features, so the view
 table's own maintenance does without it on a clustered table: table properties are set by a
 ``metaData`` commit of ours (:func:`set_properties`), and small files are packed by
-:func:`pack_small_files`.  Reading, checkpoints and vacuum still go through delta-rs, which
+:func:`catalog.view_table.compact_view` (our own commits on every view table).  Reading, checkpoints and vacuum still go through delta-rs, which
 handles them (a checkpoint keeps the ``domainMetadata`` action).
 
 >>> clustering_domain(["region", "day"])["domainMetadata"]["configuration"]

@@ -43,7 +43,7 @@ import datetime as dt
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
@@ -223,7 +223,7 @@ def write_files(
 
 def file_path(table: str, f: FileEntry) -> str:
     """The location of a data file (its action's path is a URI relative to the table)."""
-    return storage.join(table, unquote(f.path))
+    return delta_commit.file_location(table, f.action)
 
 
 def _with_partition_values(data: pa.Table, f: FileEntry, schema: pa.Schema) -> pa.Table:

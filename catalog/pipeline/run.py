@@ -44,6 +44,7 @@ class RefreshReport:
     replayed_epochs: int = 0
     input_versions: Mapping[str, int] = field(default_factory=dict)
     timings: Mapping[str, float] = field(default_factory=dict)
+    peak_rss_bytes: int = 0  # the process's peak resident memory after the refresh (0: unknown)
 
     def __str__(self) -> str:
         what = (
@@ -125,7 +126,7 @@ def refresh_group(
     hook = hook or _noop
     meter = ProgressReporter(spec.name, progress) if progress is not None else None
     clock = Timings()
-    previous = ph.recover(catalog, spec)
+    previous = clock.run("recover", ph.recover, catalog, spec)
     if meter is not None:
         meter.report("read", 0, len(spec.tables), "inputs")
     inputs = clock.run("read", ph.read_inputs, catalog, spec, previous)
@@ -170,6 +171,7 @@ def _reports(
 ) -> list[RefreshReport]:
     """One report per view of the group (``done`` is ``None`` when nothing was refreshed)."""
     seconds = clock.seconds
+    peak = _peak_rss_bytes()
     out = []
     for v in spec.view_names:
         w = done[1].commits.get(v) if done is not None else None
@@ -190,6 +192,16 @@ def _reports(
                 replayed_epochs=engine.replayed if engine is not None else 0,
                 input_versions=inputs.versions,
                 timings=dict(clock.phases),
+                peak_rss_bytes=peak,
             )
         )
     return out
+
+
+def _peak_rss_bytes() -> int:
+    """Peak resident memory of this process so far (``getrusage``; Linux counts KiB)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024

@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ivm.aggregate_spec import Agg, AggFunction
 from ivm.batch import Batch, Columns, hash_rows, sort_groups, take
-from ivm.difference import add_arrays, segment_sums
+from ivm.difference import add_arrays, mul_arrays, segment_sums
 from ivm.errors import MultiplicityOverflowError, SumOverflowError
 from ivm.lattice import Time
 from ivm.operators.aggregates import _not_null, int_sum
@@ -45,6 +46,38 @@ def _segment_sum(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> n
                 acc = x if acc is None else acc + x
         out[g] = acc
     return out
+
+
+def _object_sum(
+    c: np.ndarray, valid: np.ndarray, diff: np.ndarray, order: np.ndarray, starts: np.ndarray
+) -> np.ndarray:
+    """Per-group ``Σ value·diff`` of an object column (e.g. a nullable BIGINT): Python
+    values, ``None`` for a group without a value.
+
+    When every value is a Python int within 64 bits (Arrow infers ``int64`` for them), the
+    sums are computed by the checked int64 kernels, else (floats, decimals, larger ints, or
+    sums past 64 bits) value by value in Python, as exactly."""
+    rows = np.flatnonzero(valid)
+    try:
+        ints = pa.array(c[rows], from_pandas=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        ints = None
+    if ints is not None and ints.type == pa.int64():
+        vals = np.zeros(len(c), dtype=np.int64)
+        vals[rows] = ints.to_numpy()
+        counts = np.where(valid, diff, 0)[order]
+        try:
+            sums = segment_sums(mul_arrays(vals[order], counts), starts)
+        except MultiplicityOverflowError:
+            sums = None
+        if sums is not None:
+            out = sums.astype(object)
+            out[segment_sums(valid[order].astype(np.int64), starts) == 0] = None
+            return out
+    prod = np.empty(len(c), dtype=object)
+    for row in rows.tolist():
+        prod[row] = c[row] * int(diff[row])
+    return _segment_sum(prod, order, starts)
 
 
 def _add(a: np.ndarray, b: np.ndarray, column: str | None) -> np.ndarray:
@@ -130,10 +163,7 @@ class AccumulateReduce(Operator):
                         int_sum(c[order], np.where(valid, b.diff, 0)[order], starts, name)
                     )
                 elif c.dtype == object:
-                    prod = np.empty(len(c), dtype=object)
-                    for row in np.flatnonzero(valid).tolist():
-                        prod[row] = c[row] * int(b.diff[row])
-                    deltas.append(_segment_sum(prod, order, starts))
+                    deltas.append(_object_sum(c, valid, b.diff, order, starts))
                 else:
                     deltas.append(_segment_sum(np.where(valid, c * b.diff, 0), order, starts))
             else:
@@ -148,12 +178,15 @@ class AccumulateReduce(Operator):
             arr[:] = None if d == np.dtype(object) else 0
             old_vals.append(arr)
         if len(found.owner):
-            # consolidated state: one row with count +1 per key (others cancelled)
-            live = np.flatnonzero(found.diff > 0)
-            owners = found.owner[live]
+            # one live state row per key once summed: the trace's runs are not merged into
+            # one, so a key's retracted old row (+1 in one run, -1 in a later one) comes back
+            # beside its new row, and must cancel before the live row is chosen
+            merged = Batch((found.owner.astype(np.int64), *found.cols), found.diff).consolidate()
+            live = np.flatnonzero(merged.diff > 0)
+            owners = merged.cols[0][live]
             old_present[owners] = True
             for j in range(len(old_vals)):
-                old_vals[j][owners] = found.cols[nkey + j][live]
+                old_vals[j][owners] = merged.cols[1 + nkey + j][live]
         new_vals = [add_arrays(old_vals[0], d_rows)]
         for j, delta in enumerate(deltas):
             new_vals.append(_add(old_vals[j + 1], delta, sum_names[j]))

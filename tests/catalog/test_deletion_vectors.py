@@ -40,9 +40,9 @@ def test_run_containers_are_read() -> None:
 
 
 def test_files_checksums_and_descriptors(tmp_path: Path) -> None:
-    size, (a, b) = dvs.write_file(str(tmp_path), [np.array([1, 2]), np.array([7])])
-    path = a.file_path(str(tmp_path))
-    assert path == b.file_path(str(tmp_path)) and Path(path).stat().st_size == size
+    path, size, (a, b) = dvs.write_file(str(tmp_path), [np.array([1, 2]), np.array([7])])
+    assert a.file_path(str(tmp_path)) == path == b.file_path(str(tmp_path))
+    assert Path(path).stat().st_size == size
     assert dvs.read_positions(str(tmp_path), b).tolist() == [7]
     raw = bytearray(Path(path).read_bytes())
     raw[-1] ^= 0xFF

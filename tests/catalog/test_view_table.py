@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from catalog import delta, view_table
+from catalog import delta, delta_commit, view_table
 from catalog.changes import DIFF
 
 ROWS = pa.schema([("k", pa.int64()), ("s", pa.string())])
@@ -227,3 +228,42 @@ def test_heavily_deleted_files_are_purged(view: str, monkeypatch: pytest.MonkeyP
     after = delta.current_version(view)
     assert view_table.read_view_changes(view, before, after).num_rows == 0  # no data change
     assert view_table.committed_epoch(view, "v") == 2
+
+
+def test_committed_epoch_reads_the_txn_deltalake_reads(view: str) -> None:
+    """The epoch read off the kept log replay equals deltalake's ``transaction_version``
+    after refresh commits, commits of other writers (delta-rs appends with their own
+    ``txn``), log checkpoints, trimmed logs and a table recreated at the same path."""
+    rng = np.random.default_rng(7)
+    live: list[tuple[int, str]] = []
+    for e in range(1, 40):
+        add = [(int(k), "x") for k in rng.integers(0, 1000, 3)]
+        drop = live[: int(rng.integers(0, 3))]
+        rows, diffs = add + drop, [1] * len(add) + [-1] * len(drop)
+        view_table.commit_view_changes(
+            view, changes(rows, diffs), view="v", epoch=e, input_versions={}
+        )
+        live = [r for r in live if r not in drop] + add
+        if e % 7 == 0:  # another application's transaction, written by delta-rs
+            delta.insert(
+                view,
+                pa.table({"k": [-e], "s": ["o"]}),
+                app_transaction=(view_table.app_id("other"), e),
+            )
+            live.append((-e, "o"))
+        view_table.maintain(view, retention_hours=0, history_versions=5)
+        for app in ("v", "other", "absent"):
+            ours = view_table.committed_epoch(view, app)
+            theirs = DeltaTable(view).transaction_version(view_table.app_id(app))
+            assert ours == theirs, (e, app)
+    assert view_table.layout(view).commits_since_checkpoint <= view_table.CHECKPOINT_EVERY
+    delta_commit._replayed.clear()  # as a new process: replayed from the log checkpoint
+    assert view_table.committed_epoch(view, "v") == 39
+    assert view_table.committed_epoch(view, "other") == 35
+    shutil.rmtree(view)
+    view_table.create_view_table(view, ROWS, view="v")
+    assert view_table.committed_epoch(view, "v") is None
+    view_table.commit_view_changes(
+        view, changes([(1, "a")], [1]), view="v", epoch=3, input_versions={}
+    )
+    assert view_table.committed_epoch(view, "v") == 3

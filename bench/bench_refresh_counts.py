@@ -1,0 +1,75 @@
+"""What one small refresh does, counted (not timed): ``python -m bench refresh-counts``.
+
+The workload of ``bench refresh`` (orders ⋈ customers, aggregated; ``--rows`` orders), then
+``--refreshes`` refreshes of a 10-row change under cProfile.  Per refresh: sequential fsync
+waits (``fsync`` calls on the calling thread, and barriers of :func:`catalog.durable.
+fsync_all`, whose fsyncs run together on other threads), deltalake calls by kind, checkpoint
+tables read, and Python function calls.  These counts do not move with the machine's load,
+so two trees can be compared on a busy machine: run the module from each tree
+(``cd TREE && PYTHONPATH=. python -m bench refresh-counts --out ...``).  Results go to
+``bench/results/refresh_counts.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results" / "refresh_counts.json"
+
+COUNTS = {
+    "fsync calls on the refreshing thread": lambda f: f == "<built-in method posix.fsync>",
+    "fsync_all barriers": lambda f: f == "fsync_all",
+    "deltalake transaction_version": lambda f: "transaction_version' of 'deltalake" in f,
+    "deltalake load_cdf": lambda f: "load_cdf' of 'deltalake" in f,
+    "deltalake update_incremental": lambda f: "update_incremental' of 'deltalake" in f,
+    "deltalake compact_optimize": lambda f: "compact_optimize' of 'deltalake" in f,
+    "deltalake create_checkpoint": lambda f: "create_checkpoint' of 'deltalake" in f,
+    "checkpoint tables read": lambda f: f == "_read_table",
+}
+
+
+def main(argv: list[str]) -> int:
+    from bench import bench_refresh as br
+
+    ap = argparse.ArgumentParser(prog="python -m bench refresh-counts")
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--refreshes", type=int, default=16)
+    ap.add_argument("--out", default=str(RESULTS))
+    args = ap.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="ivm-bench-counts-"))
+    try:
+        rng = np.random.default_rng(0)
+        n = args.rows
+        s = br.setup(root / "wh", n, rng)
+        s.create_view("revenue", br.VIEW)
+        next_id = n
+        for _ in range(3):  # past the first refreshes' one-off work
+            next_id = br._change(s, rng, 10, next_id)
+            s.refresh()
+        prof = cProfile.Profile()
+        for _ in range(args.refreshes):
+            next_id = br._change(s, rng, 10, next_id)
+            prof.enable()
+            s.refresh()
+            prof.disable()
+        stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+        per = {
+            name: sum(v[1] for k, v in stats.items() if match(k[2])) / args.refreshes
+            for name, match in COUNTS.items()
+        }
+        per["Python function calls"] = sum(v[1] for v in stats.values()) / args.refreshes
+        result = {"benchmark": "refresh-counts", "rows": n, "per_refresh": per}
+        Path(args.out).write_text(json.dumps(result, indent=1))
+        for k, v in per.items():
+            print(f"{k:>40}: {v:,.2f}")
+        return 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
