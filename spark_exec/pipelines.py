@@ -18,9 +18,9 @@ it (one full computation), later runs refresh it from the changes of its inputs 
   ``spark-pipelines run --refresh <their names>``, which leaves the other datasets alone.
 
 The table layout a dataset asks for is applied to its view's Delta table: ``PARTITIONED BY`` /
-``CLUSTER BY`` (and ``COMMENT``) of a SQL materialized view, ``partition_cols`` /
-``cluster_by`` (and ``comment``) of ``@dp.materialized_view`` (catalog.view_partitions,
-catalog.view_clustering).
+``CLUSTER BY`` (and ``COMMENT``, ``TBLPROPERTIES``) of a SQL materialized view,
+``partition_cols`` / ``cluster_by`` (and ``comment``, ``table_properties``) of
+``@dp.materialized_view`` (catalog.view_partitions, catalog.view_clustering).
 
 Datasets must read the warehouse's tables (or each other) by name.  A view whose definition
 or layout changed since the last run is replaced (dropped and created again from its inputs).
@@ -183,7 +183,7 @@ def sql_datasets(path: Path) -> tuple[list[Dataset], list[str]]:
         if name is None or query is None:
             raise PipelineError(f"{where}: {head}...: a view needs a name and AS <query>")
         kind = "materialized view" if materialized else "temporary view"
-        # a materialized view's options (COMMENT, PARTITIONED BY, CLUSTER BY) as the Session
+        # a materialized view's options (COMMENT, TBLPROPERTIES, PARTITIONED BY, CLUSTER BY) as the Session
         # reads them; refusals carry the line and column in the file
         options = create_view(tree, st).options if materialized else ViewOptions()
         datasets.append(Dataset(name, kind, path, sql=query.sql(dialect="spark"), options=options))
@@ -244,10 +244,22 @@ def python_datasets(path: Path, spark: Any) -> list[Dataset]:
 
 
 def _options(output: Any) -> ViewOptions:
-    """What ``@dp.materialized_view(comment=, partition_cols=, cluster_by=)`` asks of the
-    view's table (a temporary view: its comment only)."""
+    """What ``@dp.materialized_view(comment=, table_properties=, partition_cols=,
+    cluster_by=)`` asks of the view's table (a temporary view: its comment only).
+
+    Table properties are set on the view's Delta table, as ``TBLPROPERTIES`` of the DDL are;
+    ``delta.*`` keys are refused (spark-ivm manages the Delta settings of a view's table).
+    """
+    properties = dict(getattr(output, "table_properties", None) or {})
+    managed = sorted(k for k in properties if k.lower().startswith("delta."))
+    if managed:
+        raise PipelineError(
+            f"{getattr(output, 'name', '?')}: table_properties {managed}: spark-ivm manages the "
+            "Delta settings of a view's table; give your own keys"
+        )
     return ViewOptions(
         comment=getattr(output, "comment", None),
+        properties=tuple((str(k), str(v)) for k, v in properties.items()),
         partitioned_by=tuple(getattr(output, "partition_cols", None) or ()),
         clustered_by=tuple(getattr(output, "cluster_by", None) or ()),
     )

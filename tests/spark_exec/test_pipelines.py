@@ -148,6 +148,7 @@ def test_cli_runs_a_pipeline(spark: SparkSession, tmp_path: Path) -> None:
 LAYOUT_SQL = """-- partitioned by region, in SQL
 CREATE MATERIALIZED VIEW revenue_by_region
 PARTITIONED BY (region)
+TBLPROPERTIES ('team' = 'sales')
 AS SELECT c.region, o.customer_id, SUM(o.amount) AS revenue
 FROM orders o JOIN customers c ON o.customer_id = c.customer_id
 GROUP BY c.region, o.customer_id;
@@ -159,7 +160,9 @@ from pyspark.sql import functions as F
 spark = globals()["spark"]
 
 
-@dp.materialized_view(cluster_by=["customer_id"], comment="per customer")
+@dp.materialized_view(
+    cluster_by=["customer_id"], comment="per customer", table_properties={"owner": "ana"}
+)
 def per_customer():
     return spark.table("orders").groupBy("customer_id").agg(F.sum("amount").alias("total"))
 """
@@ -203,6 +206,8 @@ def test_pipeline_layout_is_applied_to_the_view_tables(spark: SparkSession, tmp_
     assert DeltaTable(by_region).metadata().partition_columns == ["region"]
     assert view_clustering.clustering_columns(per_customer) == ("customer_id",)
     assert s.catalog.view("per_customer").options.comment == "per customer"
+    assert DeltaTable(by_region).metadata().configuration.get("team") == "sales"
+    assert DeltaTable(per_customer).metadata().configuration.get("owner") == "ana"
     check()
     s.sql("INSERT INTO orders VALUES (500, 2, 77, 'open'); DELETE FROM orders WHERE order_id = 3")
     run = run_pipeline(s, project)
