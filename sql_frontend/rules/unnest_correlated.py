@@ -190,6 +190,10 @@ def _own_aggregates(part: exp.Expr, q: exp.Select) -> list[exp.AggFunc]:
     ]
 
 
+def _windows(q: exp.Select) -> list[exp.Window]:
+    return [w for e in q.expressions for w in e.find_all(exp.Window) if _nearest_select(w) is q]
+
+
 def _aggregating(q: exp.Select) -> bool:
     having = q.args.get("having")
     return bool(
@@ -221,7 +225,7 @@ def _one_level(
     node: exp.Expr, q: exp.Expr, kind: str, select: exp.Select, refs: list[exp.Column]
 ) -> bool:
     """Whether the rules after this one take ``node`` as it is."""
-    if not isinstance(q, exp.Select):
+    if not isinstance(q, exp.Select) or _windows(q):
         return False
     conjuncts = _conjuncts(q.args.get("where"))
     owner: dict[int, exp.Expr] = {}
@@ -394,11 +398,7 @@ def _unnest(
     for key in ("windows", "qualify", "with_", "laterals", "offset"):
         if q.args.get(key):
             raise unsupported(f"correlated {what} with {key.rstrip('_').upper()}", node)
-    if any(w for e in q.expressions for w in e.find_all(exp.Window) if _nearest_select(w) is q):
-        raise unsupported(f"correlated {what} with a window function", node)
-    for j in q.args.get("joins") or []:
-        if j.side in ("RIGHT", "FULL"):
-            raise unsupported(f"correlated {what} with a {j.side} JOIN", j)
+    windows = _windows(q)
     if kind == "in" and len(q.expressions) != 1:
         raise unsupported("IN (subquery) of several columns", node)
     group = q.args.get("group")
@@ -407,6 +407,8 @@ def _unnest(
     if group is not None and group.args.get("all"):
         raise unsupported(f"correlated {what} with GROUP BY ALL", node)
     global_aggregate = _aggregating(q) and group is None
+    if windows and global_aggregate:
+        raise unsupported(f"correlated {what} with a window over its one aggregate row", node)
     if kind == "scalar" and not global_aggregate:
         raise unsupported(
             "a correlated scalar subquery that does not aggregate",
@@ -454,12 +456,24 @@ def _unnest(
 
     d_cols = [exp.column(f"_d{i}", table=dom) for i in range(len(keys))]
     for r in refs:
+        if _derived_table_between(r, q) is not None:
+            raise unsupported(
+                f"correlated {what} reading an outer column inside a derived table",
+                r,
+                "move the outer reference to the subquery's WHERE, outside the derived table",
+            )
+    at = _domain_position(q, refs, what)
+    for r in refs:
         r.replace(exp.column(f"_d{index[r.sql()]}", table=dom))
-    # the dependent join pushed into q: D is q's first relation
-    joins = [exp.Join(this=q.args["from_"].this, kind="CROSS")] if q.args.get("from_") else []
-    joins += list(q.args.get("joins") or [])
-    q.set("from_", exp.From(this=domain()))
-    q.set("joins", joins)
+    # the dependent join pushed into q: D joins q's relations before the first ON that reads
+    # it, after every RIGHT / FULL join (which would NULL-extend it)
+    relations = [exp.Join(this=q.args["from_"].this)] if q.args.get("from_") else []
+    relations += list(q.args.get("joins") or [])
+    relations.insert(at, exp.Join(this=domain()))
+    q.set("from_", exp.From(this=relations[0].this))
+    q.set("joins", [_cross(j) for j in relations[1:]])
+    for w in windows:  # a window computed per binding: partitioned by the domain first
+        w.set("partition_by", [c.copy() for c in d_cols] + list(w.args.get("partition_by") or []))
     items = [e.unalias() for e in q.expressions]
     outputs = [exp.alias_(c.copy(), c.name) for c in d_cols]
     if global_aggregate:
@@ -473,7 +487,7 @@ def _unnest(
                 q.set("distinct", exp.Distinct())
         else:
             q.set("expressions", [*outputs, exp.alias_(items[0], "_v0")])
-        body = q
+        body = _outputs_only(q, n) if windows else q
     derived = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
     on = exp.and_(
         *[
@@ -502,6 +516,56 @@ def _unnest(
         select.append("joins", exp.Join(this=derived, side="LEFT", on=on))
         value = exp.column("_v0", table=alias)
         node.replace(value)
+
+
+def _outputs_only(q: exp.Select, n: int) -> exp.Select:
+    """``SELECT <q's output columns> FROM (q)``: the windows stay inside, where the rules after
+    this one (which move the values into WHERE and ON) do not see them."""
+    alias = f"_w{n}"
+    return exp.Select(
+        expressions=[exp.column(e.alias_or_name, table=alias) for e in q.expressions],
+        from_=exp.From(
+            this=exp.Subquery(this=q, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        ),
+    )
+
+
+def _derived_table_between(col: exp.Column, q: exp.Select) -> exp.Subquery | None:
+    """The derived table (a subquery in a FROM or JOIN) between ``col`` and ``q``, if any: the
+    domain joined to ``q`` is not visible in it."""
+    parent = col.parent
+    while parent is not None and parent is not q:
+        if isinstance(parent, exp.Subquery) and isinstance(parent.parent, exp.From | exp.Join):
+            return parent
+        parent = parent.parent
+    return None
+
+
+def _cross(j: exp.Join) -> exp.Join:
+    return j if j.args.get("on") or j.args.get("using") else exp.Join(this=j.this, kind="CROSS")
+
+
+def _domain_position(q: exp.Select, refs: list[exp.Column], what: str) -> int:
+    """Where the domain joins ``q``'s relations (0: before the first): after the last RIGHT /
+    FULL join, so that no row of it is NULL-extended, and before the first join whose ON reads
+    the outer values. Refused when no place is both."""
+    joins = list(q.args.get("joins") or [])
+    ids = {id(r) for r in refs}
+    reads = [
+        i + 1
+        for i, j in enumerate(joins)
+        if any(id(c) in ids for c in (j.args.get("on") or exp.null()).find_all(exp.Column))
+    ]
+    outer = [i + 1 for i, j in enumerate(joins) if j.side in ("RIGHT", "FULL")]
+    at = outer[-1] + 1 if outer else 0
+    if reads and reads[0] < at:
+        bad = joins[outer[-1] - 1]
+        raise unsupported(
+            f"correlated {what} reading an outer column in an ON before its {bad.side} JOIN",
+            bad,
+            "move the outer reference to the subquery's WHERE",
+        )
+    return at
 
 
 def _literal_int(e: exp.Expr | None) -> int | None:

@@ -90,6 +90,37 @@ VIEWS: dict[str, str] = {
     "THEN 1 ELSE 0 END) FROM t GROUP BY s",
     "not_in_in_global_agg": "SELECT count(*) FILTER (WHERE v NOT IN (SELECT w FROM u "
     "WHERE u.k < t.k)), count(*) FROM t",
+    # correlated subqueries with RIGHT / FULL joins (the domain joins after them)
+    "exists_right_join_lt": "SELECT k, EXISTS (SELECT 1 FROM u RIGHT JOIN e ON u.w = e.src "
+    "WHERE e.dst > t.k) FROM t",
+    "exists_full_join_filter": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u FULL JOIN e "
+    "ON u.w = e.src WHERE e.dst = t.k)",
+    "exists_full_join_value": "SELECT k, v, EXISTS (SELECT 1 FROM u FULL JOIN e ON u.w = e.src "
+    "WHERE coalesce(u.k, e.dst) = t.v) FROM t",
+    "in_right_join": "SELECT k, v IN (SELECT w FROM u RIGHT JOIN e ON u.w = e.src "
+    "WHERE u.k = t.k) FROM t",
+    "not_in_full_join": "SELECT k, v, v NOT IN (SELECT e.dst FROM u FULL JOIN e ON u.w = e.src "
+    "WHERE u.k IS NULL OR u.k = t.k) FROM t",
+    "scalar_count_right_join": "SELECT k, (SELECT count(*) FROM u RIGHT JOIN e ON u.w = e.src "
+    "WHERE e.dst < t.v) FROM t",
+    "scalar_max_full_join": "SELECT k, (SELECT max(coalesce(u.w, e.src)) FROM u FULL JOIN e "
+    "ON u.w = e.src WHERE e.dst = t.k OR u.k = t.k) FROM t",
+    "exists_left_then_right": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u LEFT JOIN e "
+    "ON u.w = e.src RIGHT JOIN u AS u2 ON u2.w = e.dst WHERE u2.k = t.k AND u.s IS NULL)",
+    # correlated subqueries with window functions (partitioned by the domain first)
+    "exists_window": "SELECT k FROM t WHERE EXISTS (SELECT rank() OVER (ORDER BY w) FROM u "
+    "WHERE u.k = t.k)",
+    "in_window_sum": "SELECT k, v, v IN (SELECT sum(w) OVER (PARTITION BY s) FROM u "
+    "WHERE u.k = t.k) FROM t",
+    "in_window_filter": "SELECT k, v FROM t WHERE v IN (SELECT sum(w) OVER (PARTITION BY s) "
+    "FROM u WHERE u.k = t.k)",
+    "not_in_rank_lt": "SELECT k, v, v NOT IN (SELECT rank() OVER (PARTITION BY s ORDER BY w) "
+    "FROM u WHERE u.k < t.k) FROM t",
+    "in_window_over_groups": "SELECT k, v, v IN (SELECT count(*) OVER () FROM u "
+    "WHERE u.k <= t.k GROUP BY s) FROM t",
+    "not_in_window_right_join": "SELECT k, v FROM t WHERE v NOT IN (SELECT row_number() OVER "
+    "(PARTITION BY e.src ORDER BY e.dst, u.w) FROM u RIGHT JOIN e ON u.w = e.src "
+    "WHERE e.dst > t.k)",
     # tuple IN as a value (not a WHERE filter)
     "tuple_in_select": "SELECT k, v, (k, v) IN (SELECT k, w FROM u) FROM t",
     "tuple_in_case": "SELECT k, CASE WHEN (k, s) IN (SELECT k, s FROM u WHERE w > 1) "
@@ -145,9 +176,15 @@ REFUSED = {
         "LIMIT in a correlated IN (subquery)",
         55,
     ),
-    "SELECT k, EXISTS (SELECT 1 FROM u RIGHT JOIN e ON u.w = e.src WHERE e.dst > t.k) FROM t": (
-        "correlated EXISTS with a RIGHT JOIN",
-        46,
+    # Spark takes these two; the domain cannot join before a FULL join's ON, nor inside a
+    # derived table
+    "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u FULL JOIN e ON u.w = e.src AND e.dst = t.k)": (
+        "correlated EXISTS reading an outer column in an ON before its FULL JOIN",
+        57,
+    ),
+    "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM (SELECT w FROM u WHERE u.k = t.k) x)": (
+        "correlated EXISTS reading an outer column inside a derived table",
+        76,
     ),
 }
 
