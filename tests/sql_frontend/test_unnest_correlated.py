@@ -55,6 +55,19 @@ VIEWS: dict[str, str] = {
     "AND NOT EXISTS (SELECT 1 FROM e WHERE e.src = u.w AND e.dst > t.k))",
     "two_levels_scalar": "SELECT k, (SELECT count(*) FROM u WHERE u.k = t.k AND "
     "u.w > (SELECT min(dst) FROM e WHERE e.src = t.v)) FROM t",
+    # three levels: the innermost subquery reads the outermost query
+    "three_levels_exists": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND "
+    "EXISTS (SELECT 1 FROM e WHERE e.src = u.w AND EXISTS (SELECT 1 FROM u AS u2 "
+    "WHERE u2.k = t.v AND u2.w = e.dst)))",
+    "three_levels_value": "SELECT k, v, EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND u.w IN "
+    "(SELECT e.src FROM e WHERE e.dst > t.v AND EXISTS (SELECT 1 FROM u AS u2 "
+    "WHERE u2.w = e.src AND u2.k < t.k))) FROM t",
+    "three_levels_not_exists": "SELECT k, v FROM t WHERE NOT EXISTS (SELECT 1 FROM u "
+    "WHERE u.k = t.k AND EXISTS (SELECT 1 FROM e WHERE e.src = u.w AND EXISTS (SELECT 1 "
+    "FROM u AS u2 WHERE u2.k = e.dst AND u2.w = t.v)))",
+    "three_levels_scalar": "SELECT k, (SELECT count(*) FROM u WHERE u.k = t.k AND EXISTS "
+    "(SELECT 1 FROM e WHERE e.src = u.w AND e.dst > (SELECT min(u2.w) FROM u AS u2 "
+    "WHERE u2.k = t.v))) FROM t",
     # (c) correlated subqueries that group, join or aggregate
     "exists_grouped": "SELECT k, EXISTS (SELECT 1 FROM u WHERE u.k = t.k GROUP BY u.w "
     "HAVING count(*) > 1) FROM t",
@@ -129,7 +142,7 @@ VIEWS: dict[str, str] = {
 }
 
 
-# The pinned Spark (4.2) does not resolve a reference two levels out
+# The pinned Spark (4.2) does not resolve a reference two or more levels out
 # (UNRESOLVED_COLUMN); its answer for those views is that of an equivalent query it takes.
 SPARK_TEXT = {
     "two_levels_exists": "SELECT k, v, EXISTS (SELECT 1 FROM u JOIN e ON e.dst = u.w "
@@ -142,6 +155,18 @@ SPARK_TEXT = {
     # the inner scalar subquery reads t only: computed as a column of t first
     "two_levels_scalar": "SELECT q.k, (SELECT count(*) FROM u WHERE u.k = q.k AND u.w > q.m) "
     "FROM (SELECT t.k, (SELECT min(dst) FROM e WHERE e.src = t.v) AS m FROM t) q",
+    # nested EXISTS in positive conjuncts: the existence of one combination of rows
+    "three_levels_exists": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u JOIN e ON e.src = u.w "
+    "JOIN u AS u2 ON u2.w = e.dst WHERE u.k = t.k AND u2.k = t.v)",
+    "three_levels_value": "SELECT k, v, EXISTS (SELECT 1 FROM u JOIN e ON u.w = e.src "
+    "JOIN u AS u2 ON u2.w = e.src WHERE u.k = t.k AND e.dst > t.v AND u2.k < t.k) FROM t",
+    "three_levels_not_exists": "SELECT k, v FROM t WHERE NOT EXISTS (SELECT 1 FROM u "
+    "JOIN e ON e.src = u.w JOIN u AS u2 ON u2.k = e.dst WHERE u.k = t.k AND u2.w = t.v)",
+    # the innermost value computed as a column of t first; "some e.dst of src above m" is
+    # "the largest e.dst of src above m"
+    "three_levels_scalar": "SELECT q.k, (SELECT count(*) FROM u JOIN (SELECT src, max(dst) AS md "
+    "FROM e GROUP BY src) em ON em.src = u.w WHERE u.k = q.k AND em.md > q.m) "
+    "FROM (SELECT t.k, (SELECT min(u2.w) FROM u AS u2 WHERE u2.k = t.v) AS m FROM t) q",
 }
 
 
