@@ -60,7 +60,7 @@ def quantified_to_exists(tree: exp.Expr) -> exp.Expr:
         n += 1
         over = _Over(renamed, f"_a{n}")
         if isinstance(node, exp.In):
-            pairs = [
+            pairs: list[exp.Expr] = [
                 exp.EQ(this=x.copy(), expression=over.col(f"_v{i}"))
                 for i, x in enumerate(node.this.expressions)
             ]

@@ -286,8 +286,10 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
         node, q, kind, ours = work.pop(0)  # ours: made by this rule, unnested here
         if kind == "exists" and isinstance(q, exp.Select) and q.args.get("offset") is not None:
             correlated = bool(_outer_refs(q, select, aliases)[0])
-            work.append((*_exists_past_offset(node, q, correlated), True))  # count(q) > n
-            continue
+            if not (correlated and (_aggregating(q) or q.args.get("distinct"))):
+                work.append((*_exists_past_offset(node, q), True))  # count(q) > n
+                continue
+            # its rows per binding are numbered, in _unnest
         limit = q.args.get("limit") if isinstance(q, exp.Select) else None
         if kind == "exists" and limit is not None:
             k = _literal_int(limit.expression)
@@ -348,9 +350,7 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
         _unnest(node, q, kind, refs, select, base, counter)
 
 
-def _exists_past_offset(
-    node: exp.Expr, q: exp.Select, correlated: bool
-) -> tuple[exp.Expr, exp.Expr, str]:
+def _exists_past_offset(node: exp.Expr, q: exp.Select) -> tuple[exp.Expr, exp.Expr, str]:
     """``EXISTS (q [LIMIT k] OFFSET n)`` (``k > 0``) is ``(SELECT count(*) FROM q') > n``, ``q'``
     being ``q`` without ORDER BY / LIMIT / OFFSET: the offset leaves a row iff ``q`` has more
     than ``n``. Returns the new scalar subquery, to be unnested like any other."""
@@ -362,12 +362,8 @@ def _exists_past_offset(
     for key in ("offset", "limit", "order"):
         q.set(key, None)
     if _aggregating(q) or q.args.get("distinct"):
-        # the rows of a grouping or DISTINCT q: counted over it as a derived table (which
-        # must then be uncorrelated, as a derived table cannot see the outer row)
-        if correlated:
-            raise unsupported(
-                "EXISTS over a correlated subquery that groups or is DISTINCT, with OFFSET", node
-            )
+        # the rows of a grouping or DISTINCT q (uncorrelated): counted over it as a derived
+        # table; a correlated one has its rows numbered per binding instead (_unnest)
         body = exp.Select(
             expressions=[exp.Count(this=exp.Star())],
             from_=exp.From(
@@ -395,7 +391,7 @@ def _unnest(
     counter: _Counter,
 ) -> None:
     what = {"exists": "EXISTS", "in": "IN (subquery)", "scalar": "scalar subquery"}[kind]
-    for key in ("windows", "qualify", "with_", "laterals", "offset"):
+    for key in ("windows", "qualify", "with_", "laterals"):
         if q.args.get(key):
             raise unsupported(f"correlated {what} with {key.rstrip('_').upper()}", node)
     windows = _windows(q)
@@ -409,23 +405,21 @@ def _unnest(
     global_aggregate = _aggregating(q) and group is None
     if windows and global_aggregate:
         raise unsupported(f"correlated {what} with a window over its one aggregate row", node)
-    if kind == "scalar" and not global_aggregate:
-        raise unsupported(
-            "a correlated scalar subquery that does not aggregate",
-            node,
-            "Spark requires correlated scalar subqueries to be aggregated (one row)",
-        )
     limit = q.args.get("limit")
     if limit is not None and kind == "exists" and _literal_int(limit.expression) == 0:
         node.replace(exp.false())  # no row, whatever the binding
         return
-    if limit is not None:
-        n = limit.expression
-        positive = (_literal_int(n) or 0) > 0
-        if not (positive and (kind == "exists" or global_aggregate)):
-            raise unsupported(f"LIMIT in a correlated {what}", limit)
-        q.set("limit", None)
-    q.set("order", None)  # without LIMIT, the order of a subquery's rows has no effect
+    cut = _cut(q, kind, what, global_aggregate)
+    if kind == "scalar" and not global_aggregate and (cut is None or cut.most != 1):
+        raise unsupported(
+            "a correlated scalar subquery that does not aggregate",
+            node,
+            "Spark requires correlated scalar subqueries to be aggregated (one row), or "
+            "ORDER BY … LIMIT 1",
+        )
+    order = q.args.get("order")
+    for key in ("order", "limit", "offset"):
+        q.set(key, None)  # without LIMIT / OFFSET the order of q's rows has no effect
     if kind == "scalar" and _grouped_position(node, select):
         raise unsupported(
             "a correlated scalar subquery outside the aggregates of a grouping query",
@@ -474,20 +468,44 @@ def _unnest(
     q.set("joins", [_cross(j) for j in relations[1:]])
     for w in windows:  # a window computed per binding: partitioned by the domain first
         w.set("partition_by", [c.copy() for c in d_cols] + list(w.args.get("partition_by") or []))
+    aliased = {e.alias: e.unalias() for e in q.expressions if e.alias}
     items = [e.unalias() for e in q.expressions]
     outputs = [exp.alias_(c.copy(), c.name) for c in d_cols]
     if global_aggregate:
         body = _over_domain(q, items, d_cols, dom, domain)
+        if cut is not None and (cut.skip > 0 or cut.most == 0):
+            body.where(exp.false(), copy=False)  # OFFSET past, or LIMIT 0 on, its one row
     else:
         if group is not None:
             group.set("expressions", [c.copy() for c in d_cols] + list(group.expressions))
-        if kind == "exists":
+        if kind == "exists" and cut is not None:  # q's rows as they are, to be numbered
+            q.set(
+                "expressions", [*outputs, *[exp.alias_(e, f"_v{i}") for i, e in enumerate(items)]]
+            )
+        elif kind == "exists":
             q.set("expressions", outputs)
             if group is None:
                 q.set("distinct", exp.Distinct())
         else:
             q.set("expressions", [*outputs, exp.alias_(items[0], "_v0")])
-        body = _outputs_only(q, n) if windows else q
+        if cut is not None:
+            # numbered per binding in ORDER BY order; for EXISTS only their count matters
+            keys_order = _resolved_order(order, aliased)
+            part = [c.copy() for c in d_cols]
+            if q.args.get("distinct"):  # numbered after DISTINCT: over q as a derived table
+                q, keys_order = _distinct_rows(q, n, keys_order, items)
+                part = [exp.column(c.name, table=f"_dq{n}") for c in d_cols]
+            number = exp.Window(
+                this=exp.Count(this=exp.Star()) if kind == "exists" else exp.RowNumber(),
+                partition_by=part,
+                order=exp.Order(expressions=keys_order) if kind != "exists" else None,
+            )
+            q.append("expressions", exp.alias_(number, "_rn"))
+            body = _numbered_rows(
+                q, n, cut, [c.name for c in d_cols] + (["_v0"] if kind != "exists" else [])
+            )
+        else:
+            body = _outputs_only(q, n) if windows else q
     derived = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
     on = exp.and_(
         *[
@@ -516,6 +534,88 @@ def _unnest(
         select.append("joins", exp.Join(this=derived, side="LEFT", on=on))
         value = exp.column("_v0", table=alias)
         node.replace(value)
+
+
+@dataclass
+class _Cut:
+    """``OFFSET skip LIMIT most`` (``most`` None: no LIMIT)."""
+
+    skip: int
+    most: int | None
+
+
+def _cut(q: exp.Select, kind: str, what: str, global_aggregate: bool) -> _Cut | None:
+    """The LIMIT / OFFSET of a correlated ``q``, applied per binding (the rows of each binding
+    numbered in ORDER BY order); refused where which rows they keep is not defined."""
+    limit, offset = q.args.get("limit"), q.args.get("offset")
+    if limit is None and offset is None:
+        return None
+    most = _literal_int(limit.expression) if limit is not None else None
+    skip = _literal_int(offset.expression) if offset is not None else 0
+    where = limit if limit is not None else offset
+    if (limit is not None and most is None) or skip is None or (most is not None and most < 0):
+        raise unsupported(f"a LIMIT or OFFSET that is not a number in a correlated {what}", where)
+    if kind == "exists" and most is not None and most > 0:
+        most = None  # whether a row is left does not depend on a positive LIMIT
+    if kind != "exists" and not global_aggregate and not q.args.get("order"):
+        raise unsupported(
+            f"{'LIMIT' if limit is not None else 'OFFSET'} without ORDER BY in a correlated {what}",
+            where,
+            "which rows it keeps is not defined (Spark keeps arbitrary ones); add an ORDER BY",
+        )
+    return _Cut(skip, most)
+
+
+def _distinct_rows(
+    q: exp.Select, n: int, keys: list[exp.Expr], items: list[exp.Expr]
+) -> tuple[exp.Select, list[exp.Expr]]:
+    """``SELECT <q's outputs> FROM (q) AS _dqN`` and the ORDER BY keys over those outputs
+    (under DISTINCT an ORDER BY key is one of the SELECT list's expressions)."""
+    alias = f"_dq{n}"
+    names = [e.alias_or_name for e in q.expressions]
+    out = []
+    for k in keys:
+        match = [i for i, e in enumerate(items) if e.sql() == k.this.sql()]
+        if not match:
+            raise unsupported("an ORDER BY key outside the SELECT DISTINCT list", k)
+        k = k.copy()
+        k.set("this", exp.column(f"_v{match[0]}", table=alias))
+        out.append(k)
+    wrapper = exp.Select(
+        expressions=[exp.column(name, table=alias) for name in names],
+        from_=exp.From(
+            this=exp.Subquery(this=q, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        ),
+    )
+    return wrapper, out
+
+
+def _resolved_order(order: exp.Expr | None, aliased: dict[str, exp.Expr]) -> list[exp.Expr]:
+    """The ORDER BY keys of ``q``, a name of its SELECT list replaced by the expression."""
+    keys = []
+    for o in order.expressions if order is not None else []:
+        o = o.copy()
+        if isinstance(o.this, exp.Column) and not o.this.table and o.this.name in aliased:
+            o.set("this", aliased[o.this.name].copy())
+        keys.append(o)
+    return keys
+
+
+def _numbered_rows(q: exp.Select, n: int, cut: _Cut, names: list[str]) -> exp.Select:
+    """The rows of ``q`` (numbered per binding in ``_rn``) that the cut keeps."""
+    alias = f"_r{n}"
+    rn = exp.column("_rn", table=alias)
+    keep: exp.Expr = exp.GT(this=rn, expression=exp.Literal.number(cut.skip))
+    if cut.most is not None:
+        last = exp.LTE(this=rn.copy(), expression=exp.Literal.number(cut.skip + cut.most))
+        keep = exp.and_(keep, last, copy=False)
+    return exp.Select(
+        expressions=[exp.column(name, table=alias) for name in names],
+        from_=exp.From(
+            this=exp.Subquery(this=q, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        ),
+        where=exp.Where(this=keep),
+    )
 
 
 def _outputs_only(q: exp.Select, n: int) -> exp.Select:

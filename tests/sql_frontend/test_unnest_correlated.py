@@ -134,6 +134,25 @@ VIEWS: dict[str, str] = {
     "not_in_window_right_join": "SELECT k, v FROM t WHERE v NOT IN (SELECT row_number() OVER "
     "(PARTITION BY e.src ORDER BY e.dst, u.w) FROM u RIGHT JOIN e ON u.w = e.src "
     "WHERE e.dst > t.k)",
+    # LIMIT / OFFSET per binding (rows numbered in ORDER BY order; EXISTS counts them)
+    "in_order_limit": "SELECT k, v, v IN (SELECT w FROM u WHERE u.k = t.k ORDER BY w LIMIT 2) "
+    "FROM t",
+    "in_grouped_order_offset": "SELECT k, v, v IN (SELECT max(w) AS m FROM u WHERE u.k = t.k "
+    "GROUP BY s ORDER BY m DESC LIMIT 1 OFFSET 1) FROM t",
+    "not_in_order_limit_lt": "SELECT k, v FROM t WHERE v NOT IN (SELECT w FROM u "
+    "WHERE u.k < t.k ORDER BY w DESC NULLS LAST LIMIT 2)",
+    "in_distinct_order_limit": "SELECT k, v, v IN (SELECT DISTINCT w FROM u WHERE u.k < t.k "
+    "ORDER BY w DESC LIMIT 2) FROM t",
+    "scalar_grouped_limit_1": "SELECT k, (SELECT sum(w) FROM u WHERE u.k = t.k GROUP BY s "
+    "ORDER BY s LIMIT 1) FROM t",
+    "scalar_agg_offset": "SELECT k, (SELECT max(w) FROM u WHERE u.k = t.k OFFSET 1), "
+    "(SELECT count(*) FROM u WHERE u.k < t.k LIMIT 1) FROM t",
+    "exists_grouped_offset": "SELECT k FROM t WHERE EXISTS (SELECT max(w) FROM u "
+    "WHERE u.k = t.k GROUP BY s OFFSET 1)",
+    "exists_distinct_offset": "SELECT k, EXISTS (SELECT DISTINCT w FROM u WHERE u.k <= t.k "
+    "OFFSET 2) FROM t",
+    "not_exists_having_offset": "SELECT k, NOT EXISTS (SELECT s FROM u WHERE u.k <= t.k "
+    "GROUP BY s HAVING count(*) > 1 LIMIT 3 OFFSET 1) FROM t",
     # tuple IN as a value (not a WHERE filter)
     "tuple_in_select": "SELECT k, v, (k, v) IN (SELECT k, w FROM u) FROM t",
     "tuple_in_case": "SELECT k, CASE WHEN (k, s) IN (SELECT k, s FROM u WHERE w > 1) "
@@ -197,9 +216,14 @@ REFUSED = {
         "a correlated scalar subquery that does not aggregate",
         19,
     ),
+    # which rows these keep is not defined (Spark keeps arbitrary ones)
     "SELECT k, v IN (SELECT w FROM u WHERE u.k < t.k LIMIT 2) FROM t": (
-        "LIMIT in a correlated IN (subquery)",
+        "LIMIT without ORDER BY in a correlated IN (subquery)",
         55,
+    ),
+    "SELECT k, v IN (SELECT max(w) FROM u WHERE u.k = t.k GROUP BY s OFFSET 1) FROM t": (
+        "OFFSET without ORDER BY in a correlated IN (subquery)",
+        72,
     ),
     # Spark takes these two; the domain cannot join before a FULL join's ON, nor inside a
     # derived table
