@@ -29,12 +29,20 @@ refused by name later. Runs before qualification.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sqlglot import exp
+
+from sql_frontend.positions import unsupported
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 
 
-def quantified_to_exists(tree: exp.Expr) -> exp.Expr:
+def quantified_to_exists(
+    tree: exp.Expr, columns: Mapping[str, Mapping[str, str]] | None = None
+) -> exp.Expr:
+    """``columns``: the catalog's columns per table, to tell whether a name of ``x`` would be
+    captured by a relation of a correlated ``q`` (see :class:`_Inline`)."""
     n = 0
     for node in list(tree.find_all(exp.Any, exp.All, exp.In)):
         target: exp.Expr | None
@@ -50,15 +58,19 @@ def quantified_to_exists(tree: exp.Expr) -> exp.Expr:
             continue
         query = node.args["query"] if isinstance(node, exp.In) else node.this
         inner = query.this if isinstance(query, exp.Subquery) else query
-        if not isinstance(inner, exp.Query) or _correlated(inner):
-            continue  # a correlated q cannot become a derived table: refused by name later
+        if not isinstance(inner, exp.Query):
+            continue
         width = len(node.this.expressions) if isinstance(node, exp.In) else 1
         names = [f"_v{i}" for i in range(width)] if isinstance(node, exp.In) else ["_v"]
-        renamed = _renamed(inner, names)
-        if renamed is None:
-            continue
-        n += 1
-        over = _Over(renamed, f"_a{n}")
+        over: _Over | _Inline
+        if _correlated(inner):  # not a derived table, which cannot see the outer row
+            over = _Inline(inner, names, node, target, columns or {})
+        else:
+            renamed = _renamed(inner, names)
+            if renamed is None:
+                continue
+            n += 1
+            over = _Over(renamed, f"_a{n}")
         if isinstance(node, exp.In):
             pairs: list[exp.Expr] = [
                 exp.EQ(this=x.copy(), expression=over.col(f"_v{i}"))
@@ -103,7 +115,87 @@ class _Over:
         )
 
 
-def _three_valued(cmp: exp.Expr, every: bool, over: _Over) -> exp.Expr:
+class _Inline:
+    """EXISTS subqueries that are a correlated ``q`` itself, the comparison with its value
+    added to its WHERE: ``EXISTS (SELECT 1 FROM … WHERE <q's condition> AND x op <q's
+    value>)``. Refused by name where that would change ``q``'s rows (aggregates, LIMIT /
+    OFFSET, windows, set operations) or where a name of ``x`` could be captured by a relation
+    of ``q``."""
+
+    def __init__(
+        self,
+        q: exp.Query,
+        names: list[str],
+        node: exp.Expr,
+        target: exp.Expr,
+        columns: Mapping[str, Mapping[str, str]],
+    ) -> None:
+        what = "tuple IN" if isinstance(node, exp.In) else node.key.upper()
+        if not isinstance(q, exp.Select):
+            raise unsupported(f"{what} over a correlated set operation", node)
+        for key in ("limit", "offset", "qualify", "windows"):
+            if q.args.get(key) is not None:
+                raise unsupported(f"{what} over a correlated subquery with {key.upper()}", node)
+        if any(e.find(exp.Window) for e in q.expressions):
+            raise unsupported(f"{what} over a correlated subquery with a window function", node)
+        if len(q.expressions) != len(names) or any(
+            isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+            for e in q.expressions
+        ):
+            raise unsupported(f"{what} over a subquery of {len(q.expressions)} columns", node)
+        if (
+            q.args.get("group")
+            or q.args.get("having")
+            or any(e.find(exp.AggFunc) for e in q.expressions)
+        ):
+            raise unsupported(f"{what} over a correlated subquery that aggregates", node)
+        outside = node.this if isinstance(node, exp.In) else target.this
+        captured = _captured(outside, q, columns)
+        if captured is not None:
+            raise unsupported(
+                f"{what} over a correlated subquery whose relations may capture {captured.sql()}",
+                captured,
+                "qualify the outer column with its table",
+            )
+        self.q = q
+        self.values = dict(zip(names, (e.unalias() for e in q.expressions), strict=True))
+
+    def col(self, name: str) -> exp.Expr:
+        return self.values[name].copy()
+
+    def exists(self, cond: exp.Expr) -> exp.Exists:
+        q = self.q.copy()
+        q.set("expressions", [exp.Literal.number(1)])
+        q.set("distinct", None)
+        q.set("order", None)
+        return exp.Exists(this=q.where(cond, copy=False))
+
+
+def _captured(
+    outside: exp.Expr, q: exp.Select, columns: Mapping[str, Mapping[str, str]]
+) -> exp.Column | None:
+    """A column of ``outside`` (the outer side of the comparison) that a relation of ``q``
+    could resolve instead of the outer query: an unqualified name that a table of ``q`` has
+    (or any, if ``q`` reads a relation whose columns are not known here), or a name qualified
+    with a relation ``q`` defines."""
+    relations = [t for t in q.find_all(exp.Table)]
+    defined = {t.alias_or_name.lower() for t in relations}
+    defined |= {s.alias_or_name.lower() for s in q.find_all(exp.Subquery) if s.alias}
+    known = {name.lower(): {c.lower() for c in cols} for name, cols in columns.items()}
+    opaque = any(t.name.lower() not in known for t in relations) or any(
+        isinstance(s.parent, exp.From | exp.Join) for s in q.find_all(exp.Subquery)
+    )
+    names = set().union(*[known.get(t.name.lower(), set()) for t in relations])
+    for c in outside.find_all(exp.Column):
+        if c.table:
+            if c.table.lower() in defined:
+                return c
+        elif opaque or c.name.lower() in names:
+            return c
+    return None
+
+
+def _three_valued(cmp: exp.Expr, every: bool, over: _Over | _Inline) -> exp.Expr:
     """``x op ANY (q)`` / ``x op ALL (q)`` as a value, by the SQL standard (ISO 9075-2, 8.9
     <quantified comparison predicate>): ANY is TRUE if ``x op v`` is TRUE for some ``v``, else
     NULL if it is NULL for some ``v``, else FALSE (so FALSE over an empty ``q``); ALL is FALSE if

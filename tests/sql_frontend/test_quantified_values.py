@@ -2,7 +2,8 @@
 HAVING, an inner join's ON, under NOT or OR — against Spark after every random change
 (``sql_frontend/rules/quantified_to_exists.py``).
 
-Every view here was refused by name on main. The tables (``sql_harness.TABLES``) hold NULLs
+Every view here was refused by name on main (the correlated ANY / ALL and tuple IN under a
+misleading name). The tables (``sql_harness.TABLES``) hold NULLs
 in every nullable column; some subqueries are empty at every step (``s = 'none'``), others
 only at some. The pinned Spark (4.2) does not parse ANY / ALL over a subquery, so its answer
 for those is the SQL standard's definition written with Spark's three-valued array predicates:
@@ -29,6 +30,11 @@ def _values(rest: str, alias: str = "q") -> str:
     """A derived table of one row: the array of ``(SELECT w FROM rest)``'s values, NULLs kept
     (each wrapped in a struct, which ``collect_list`` keeps)."""
     return f"(SELECT collect_list(named_struct('v', w)) AS arr FROM {rest}) AS {alias}"
+
+
+def _grouped(col: str, rest: str) -> str:
+    """Per ``k`` of ``rest``, the array of its ``col`` values, NULLs kept."""
+    return f"(SELECT k, collect_list(named_struct('v', {col})) AS arr FROM {rest} GROUP BY k) AS g"
 
 
 _NOT_A, _NONE, _A = "u WHERE s <> 'a'", "u WHERE s = 'none'", "u WHERE s = 'a'"
@@ -91,9 +97,31 @@ QUANTIFIED: dict[str, tuple[str, str]] = {
         "SELECT s, n, exists(q.arr, e -> mv > e.v) FROM (SELECT s, count(*) AS n, "
         f"max(v) AS mv FROM t GROUP BY s) CROSS JOIN {_values('u')}",
     ),
+    # correlated: Spark's text groups u's values per k and LEFT JOINs them (no group: empty)
+    "any_correlated_select": (
+        "SELECT k, v, v > ANY (SELECT w FROM u WHERE u.k = t.k) FROM t",
+        "SELECT t.k, v, CASE WHEN g.arr IS NULL THEN false ELSE exists(g.arr, e -> v > e.v) END "
+        f"FROM t LEFT JOIN {_grouped('w', 'u')} ON g.k = t.k",
+    ),
+    "all_correlated_where": (
+        "SELECT k, v FROM t WHERE v >= ALL (SELECT w FROM u WHERE u.k = t.k AND u.s <> 'a')",
+        f"SELECT t.k, v FROM t LEFT JOIN {_grouped('w', _NOT_A)} ON g.k = t.k "
+        "WHERE CASE WHEN g.arr IS NULL THEN true ELSE forall(g.arr, e -> v >= e.v) END",
+    ),
+    "not_all_correlated_case": (
+        "SELECT k, CASE WHEN NOT (t.s <> ALL (SELECT u.s FROM u WHERE u.k = t.k)) THEN 1 "
+        "ELSE 0 END FROM t",
+        "SELECT t.k, CASE WHEN NOT (CASE WHEN g.arr IS NULL THEN true "
+        "ELSE forall(g.arr, e -> t.s <> e.v) END) THEN 1 ELSE 0 END "
+        f"FROM t LEFT JOIN {_grouped('s', 'u')} ON g.k = t.k",
+    ),
 }
 
 TUPLE_NOT_IN = {
+    "tuple_not_in_correlated": "SELECT k, (t.k, v) NOT IN (SELECT k, w FROM u WHERE u.s = t.s) "
+    "FROM t",
+    "tuple_in_correlated_where": "SELECT k FROM t WHERE (t.k, v) IN (SELECT k, w FROM u "
+    "WHERE u.s = t.s)",
     "not_tuple_in_select": "SELECT k, v, NOT ((k, v) IN (SELECT k, w FROM u)) FROM t",
     "tuple_not_in_select": "SELECT k, s, (k, s) NOT IN (SELECT k, s FROM u WHERE w > 1) FROM t",
     "tuple_not_in_where": "SELECT k, v FROM t WHERE (k, v) NOT IN (SELECT k, w FROM u)",
