@@ -435,6 +435,7 @@ def _unnest(
         if r.sql() not in index:
             index[r.sql()] = len(keys)
             keys.append(r.copy())
+        r.meta["_domain"] = f"_d{index[r.sql()]}"
 
     def domain() -> exp.Subquery:
         d = exp.Select(
@@ -449,23 +450,11 @@ def _unnest(
         return exp.Subquery(this=d, alias=exp.TableAlias(this=exp.to_identifier(dom)))
 
     d_cols = [exp.column(f"_d{i}", table=dom) for i in range(len(keys))]
-    for r in refs:
-        if _derived_table_between(r, q) is not None:
-            raise unsupported(
-                f"correlated {what} reading an outer column inside a derived table",
-                r,
-                "move the outer reference to the subquery's WHERE, outside the derived table",
-            )
-    at = _domain_position(q, refs, what)
-    for r in refs:
-        r.replace(exp.column(f"_d{index[r.sql()]}", table=dom))
-    # the dependent join pushed into q: D joins q's relations before the first ON that reads
-    # it, after every RIGHT / FULL join (which would NULL-extend it)
-    relations = [exp.Join(this=q.args["from_"].this)] if q.args.get("from_") else []
-    relations += list(q.args.get("joins") or [])
-    relations.insert(at, exp.Join(this=domain()))
-    q.set("from_", exp.From(this=relations[0].this))
-    q.set("joins", [_cross(j) for j in relations[1:]])
+    holders = {id(h): h for h in (_derived_table_between(r, q) for r in refs) if h is not None}
+    if holders:  # the dependent join pushed further, into the derived table (§3.2)
+        d_cols = _domain_in_derived_table(q, refs, list(holders.values()), d_cols, domain, what)
+    else:
+        _join_domain(q, refs, d_cols, domain, what)
     for w in windows:  # a window computed per binding: partitioned by the domain first
         w.set("partition_by", [c.copy() for c in d_cols] + list(w.args.get("partition_by") or []))
     aliased = {e.alias: e.unalias() for e in q.expressions if e.alias}
@@ -630,6 +619,67 @@ def _outputs_only(q: exp.Select, n: int) -> exp.Select:
     )
 
 
+def _join_domain(
+    sel: exp.Select, refs: list[exp.Column], d_cols: list[exp.Column], domain, what: str
+) -> None:
+    """The dependent join pushed into ``sel``: every outer reference reads the domain, which
+    joins ``sel``'s relations before the first ON that reads it, after every RIGHT / FULL join
+    (which would NULL-extend it)."""
+    at = _domain_position(sel, refs, what)
+    names = {c.name: c for c in d_cols}
+    for r in refs:
+        r.replace(names[r.meta["_domain"]].copy())
+    relations = [exp.Join(this=sel.args["from_"].this)] if sel.args.get("from_") else []
+    relations += list(sel.args.get("joins") or [])
+    relations.insert(at, exp.Join(this=domain()))
+    sel.set("from_", exp.From(this=relations[0].this))
+    sel.set("joins", [_cross(j) for j in relations[1:]])
+
+
+def _domain_in_derived_table(
+    q: exp.Select,
+    refs: list[exp.Column],
+    holders: list[exp.Subquery],
+    d_cols: list[exp.Column],
+    domain,
+    what: str,
+) -> list[exp.Column]:
+    """All outer references of ``q`` lie in one derived table ``x`` of it (inner-joined): the
+    domain joins ``x``'s relations instead, ``x`` outputs the domain columns (and groups and
+    partitions its windows by them first), and ``q`` reads them from ``x``. Returns the domain
+    columns as ``q`` sees them."""
+    x = holders[0]
+    inner = x.this
+    refuse = (
+        len(holders) > 1
+        or any(_derived_table_between(r, q) is not x for r in refs)
+        or not isinstance(inner, exp.Select)
+        or any(inner.args.get(k) for k in ("limit", "offset", "qualify", "windows"))
+        or (_aggregating(inner) and inner.args.get("group") is None)
+        or any(_derived_table_between(r, inner) is not None for r in refs)
+        or (isinstance(x.parent, exp.Join) and x.parent.side in ("LEFT", "RIGHT", "FULL"))
+        or any(j.side in ("RIGHT", "FULL") for j in q.args.get("joins") or [])
+    )
+    if refuse:
+        raise unsupported(
+            f"correlated {what} reading an outer column inside a derived table",
+            refs[0],
+            "the domain join is pushed into one inner-joined derived table without LIMIT "
+            "or OFFSET or a global aggregate; move the outer reference to the "
+            "subquery's WHERE",
+        )
+    assert isinstance(inner, exp.Select)
+    _join_domain(inner, refs, d_cols, domain, what)
+    for w in _windows(inner):
+        w.set("partition_by", [c.copy() for c in d_cols] + list(w.args.get("partition_by") or []))
+    group = inner.args.get("group")
+    if group is not None:
+        group.set("expressions", [c.copy() for c in d_cols] + list(group.expressions))
+    for c in d_cols:
+        inner.append("expressions", exp.alias_(c.copy(), c.name))
+    return [exp.column(c.name, table=x.alias_or_name) for c in d_cols]
+
+
 def _derived_table_between(col: exp.Column, q: exp.Select) -> exp.Subquery | None:
     """The derived table (a subquery in a FROM or JOIN) between ``col`` and ``q``, if any: the
     domain joined to ``q`` is not visible in it."""
@@ -695,11 +745,14 @@ def _over_domain(q: exp.Select, items: list[exp.Expr], d_cols, dom: str, domain)
         return exp.Case(ifs=[exp.If(this=absent.copy(), true=empty)], default=exp.column(name, g))
 
     on = exp.and_(
-        *[exp.NullSafeEQ(this=c.copy(), expression=exp.column(c.name, table=g)) for c in d_cols],
+        *[
+            exp.NullSafeEQ(this=exp.column(c.name, table=dom), expression=exp.column(c.name, g))
+            for c in d_cols
+        ],
         copy=False,
     )
     out = exp.Select(
-        expressions=[exp.alias_(c.copy(), c.name) for c in d_cols]
+        expressions=[exp.alias_(exp.column(c.name, table=dom), c.name) for c in d_cols]
         + [exp.alias_(pick(e, f"_v{i}"), f"_v{i}") for i, e in enumerate(empty_items)],
         from_=exp.From(this=domain()),
         joins=[

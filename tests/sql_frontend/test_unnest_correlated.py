@@ -134,6 +134,15 @@ VIEWS: dict[str, str] = {
     "not_in_window_right_join": "SELECT k, v FROM t WHERE v NOT IN (SELECT row_number() OVER "
     "(PARTITION BY e.src ORDER BY e.dst, u.w) FROM u RIGHT JOIN e ON u.w = e.src "
     "WHERE e.dst > t.k)",
+    # outer references inside a derived table of the subquery (the domain joins it there)
+    "exists_derived_window": "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM (SELECT w, "
+    "rank() OVER (ORDER BY w) AS r FROM u WHERE u.k = t.k) x WHERE r = 2 AND w > 1)",
+    "scalar_derived_window": "SELECT k, (SELECT max(r) FROM (SELECT rank() OVER (ORDER BY w) "
+    "AS r FROM u WHERE u.k = t.k) x) FROM t",
+    "in_derived_grouped_join": "SELECT k, v, v IN (SELECT x.m FROM (SELECT s, max(w) AS m "
+    "FROM u WHERE u.k = t.k GROUP BY s) x JOIN e ON e.src = x.m) FROM t",
+    "scalar_count_derived_distinct": "SELECT k, (SELECT count(*) FROM (SELECT DISTINCT w "
+    "FROM u WHERE u.k = t.k) x) FROM t",
     # LIMIT / OFFSET per binding (rows numbered in ORDER BY order; EXISTS counts them)
     "in_order_limit": "SELECT k, v, v IN (SELECT w FROM u WHERE u.k = t.k ORDER BY w LIMIT 2) "
     "FROM t",
@@ -226,14 +235,15 @@ REFUSED = {
         72,
     ),
     # Spark takes these two; the domain cannot join before a FULL join's ON, nor inside a
-    # derived table
+    # derived table that is NULL-extended
     "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u FULL JOIN e ON u.w = e.src AND e.dst = t.k)": (
         "correlated EXISTS reading an outer column in an ON before its FULL JOIN",
         57,
     ),
-    "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM (SELECT w FROM u WHERE u.k = t.k) x)": (
+    "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM e LEFT JOIN (SELECT w FROM u "
+    "WHERE u.k = t.k) x ON x.w = e.src)": (
         "correlated EXISTS reading an outer column inside a derived table",
-        76,
+        88,
     ),
 }
 
