@@ -49,11 +49,19 @@ subquery of a grouping query that aggregates the outer query's columns (``HAVING
 WHERE x < min(outer.v))``) is left to :mod:`.aggregate_before_subquery`, which computes the
 aggregate in the groups; the rule runs again after it (see ``analyze.RULES``).
 
-Refused by name: a correlated subquery that is a set operation, has a window, LIMIT (other than
-a positive LIMIT under EXISTS or on an aggregate's single row), OFFSET, or a RIGHT / FULL join
-(the domain would be NULL-extended); a correlated scalar subquery that does not aggregate
-(Spark refuses it too) or that stands outside the aggregates of a grouping query over columns
-that are not grouped; such subqueries in an outer join's ON. The input must be qualified.
+Also taken: windows in ``q`` (partitioned by the domain first, computed in a derived table);
+RIGHT / FULL joins in ``q`` (the domain joins after the last of them, before the first ON
+that reads it); LIMIT / OFFSET in ``q`` (its rows numbered per binding in ORDER BY order, or
+counted, for EXISTS); outer references inside one inner-joined derived table of ``q`` (the
+domain joins that table instead, which outputs it — the dependent join pushed down, §3.2).
+
+Refused by name: a correlated set operation; LIMIT / OFFSET without ORDER BY in a correlated
+IN or scalar subquery (which rows they keep is not defined); an outer reference in the ON of,
+or before, a RIGHT / FULL join of ``q``, or inside a derived table that is NULL-extended, has
+LIMIT / OFFSET or a global aggregate; a correlated scalar subquery that does not aggregate
+(Spark refuses it too; ``ORDER BY … LIMIT 1`` is taken) or that stands outside the aggregates
+of a grouping query over columns that are not grouped; such subqueries in an outer join's ON.
+The input must be qualified.
 """
 
 from __future__ import annotations
