@@ -307,6 +307,18 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
             if k is not None and k > 0:  # a positive LIMIT does not change whether a row exists
                 q.set("limit", None)
                 q.set("order", None)
+        if (
+            kind == "exists"
+            and isinstance(q, exp.Select)
+            and (_aggregating(q) or q.args.get("distinct"))
+            and _top_level_filter(node, select)
+            and not _outer_refs(q, select, aliases)[0]
+        ):
+            # an uncorrelated EXISTS filter over a grouping q (the semi join takes no such q):
+            # whether q has a row is one value, (SELECT count(*) FROM (q)) > 0
+            q.set("offset", exp.Offset(expression=exp.Literal.number(0)))
+            work.append((*_exists_past_offset(node, q), True))
+            continue
         if kind != "scalar" and _clause(node, select) == "order":
             raise unsupported(
                 f"{'EXISTS' if kind == 'exists' else 'IN (subquery)'} in ORDER BY",
