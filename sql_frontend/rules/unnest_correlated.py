@@ -310,11 +310,12 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
         if (
             kind == "exists"
             and isinstance(q, exp.Select)
-            and (_aggregating(q) or q.args.get("distinct"))
+            and (_aggregating(q) or q.args.get("distinct") or _windows(q))
             and _top_level_filter(node, select)
             and not _outer_refs(q, select, aliases)[0]
         ):
-            # an uncorrelated EXISTS filter over a grouping q (the semi join takes no such q):
+            # an uncorrelated EXISTS filter over a grouping or windowed q (the semi join takes
+            # no such q):
             # whether q has a row is one value, (SELECT count(*) FROM (q)) > 0
             q.set("offset", exp.Offset(expression=exp.Literal.number(0)))
             work.append((*_exists_past_offset(node, q), True))

@@ -143,13 +143,15 @@ VIEWS: dict[str, str] = {
     "FROM u WHERE u.k = t.k GROUP BY s) x JOIN e ON e.src = x.m) FROM t",
     "scalar_count_derived_distinct": "SELECT k, (SELECT count(*) FROM (SELECT DISTINCT w "
     "FROM u WHERE u.k = t.k) x) FROM t",
-    # uncorrelated EXISTS filters over a grouping subquery: (SELECT count(*) FROM (q)) > 0
+    # uncorrelated EXISTS filters over a grouping or windowed subquery: (SELECT count(*) FROM (q)) > 0
     "exists_grouped_limit": "SELECT k FROM t WHERE EXISTS (SELECT max(w) FROM u GROUP BY s "
     "LIMIT 1)",
     "exists_grouped_having": "SELECT k FROM t WHERE EXISTS (SELECT s, count(*) FROM u "
     "GROUP BY s HAVING count(*) > 3)",
     "not_exists_grouped_and": "SELECT k, v FROM t WHERE NOT EXISTS (SELECT s FROM u "
     "GROUP BY s HAVING count(*) > 4) AND v > 1",
+    "exists_window_uncorrelated": "SELECT t.k FROM t WHERE EXISTS (SELECT rank() OVER "
+    "(ORDER BY w) FROM u WHERE w > 3)",
     "exists_having_exists_agg": "SELECT k FROM t WHERE EXISTS (SELECT s, count(*) FROM u "
     "GROUP BY s HAVING EXISTS (SELECT 1 FROM e WHERE e.src < min(u.w)))",
     # LIMIT / OFFSET per binding (rows numbered in ORDER BY order; EXISTS counts them)
