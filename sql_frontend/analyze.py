@@ -197,7 +197,7 @@ def resolve(sql: str, catalog: CatalogLike) -> tuple[exp.Expr, dict[str, object]
     }
     schema: dict[str, object] = dict(columns)
     tree = expand_join_stars(tree, columns)  # Spark's columns of * over USING / NATURAL joins
-    tree = quantified_to_exists(tree)  # ANY / ALL / tuple IN filters, before names resolve
+    tree = quantified_to_exists(tree, columns)  # ANY / ALL / tuple IN filters, before names resolve
     try:
         tree = qualify(
             tree,

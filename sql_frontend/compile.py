@@ -370,12 +370,16 @@ class _Compiler:
 
     # ------------------------------------------------------------ nodes
     def _Scan(self, node: p.Scan, rec: dict[str, Collection]) -> Collection:
-        if node.table not in self.inputs:
+        # table names are case-insensitive, as in Spark (the catalog may spell them upper case)
+        found = [n for n in self.inputs if n == node.table] or [
+            n for n in self.inputs if n.lower() == node.table.lower()
+        ]
+        if len(found) != 1:
             raise PlanError(
                 f"view reads {node.table!r} but no input of that name was given; "
                 f"inputs: {sorted(self.inputs)}"
             )
-        c = self.inputs[node.table]
+        c = self.inputs[found[0]]
         names = list(c.schema.names)
         lower = [n.lower() for n in names]
         idx = []

@@ -49,11 +49,19 @@ subquery of a grouping query that aggregates the outer query's columns (``HAVING
 WHERE x < min(outer.v))``) is left to :mod:`.aggregate_before_subquery`, which computes the
 aggregate in the groups; the rule runs again after it (see ``analyze.RULES``).
 
-Refused by name: a correlated subquery that is a set operation, has a window, LIMIT (other than
-a positive LIMIT under EXISTS or on an aggregate's single row), OFFSET, or a RIGHT / FULL join
-(the domain would be NULL-extended); a correlated scalar subquery that does not aggregate
-(Spark refuses it too) or that stands outside the aggregates of a grouping query over columns
-that are not grouped; such subqueries in an outer join's ON. The input must be qualified.
+Also taken: windows in ``q`` (partitioned by the domain first, computed in a derived table);
+RIGHT / FULL joins in ``q`` (the domain joins after the last of them, before the first ON
+that reads it); LIMIT / OFFSET in ``q`` (its rows numbered per binding in ORDER BY order, or
+counted, for EXISTS); outer references inside one inner-joined derived table of ``q`` (the
+domain joins that table instead, which outputs it — the dependent join pushed down, §3.2).
+
+Refused by name: a correlated set operation; LIMIT / OFFSET without ORDER BY in a correlated
+IN or scalar subquery (which rows they keep is not defined); an outer reference in the ON of,
+or before, a RIGHT / FULL join of ``q``, or inside a derived table that is NULL-extended, has
+LIMIT / OFFSET or a global aggregate; a correlated scalar subquery that does not aggregate
+(Spark refuses it too; ``ORDER BY … LIMIT 1`` is taken) or that stands outside the aggregates
+of a grouping query over columns that are not grouped; such subqueries in an outer join's ON.
+The input must be qualified.
 """
 
 from __future__ import annotations
@@ -190,6 +198,10 @@ def _own_aggregates(part: exp.Expr, q: exp.Select) -> list[exp.AggFunc]:
     ]
 
 
+def _windows(q: exp.Select) -> list[exp.Window]:
+    return [w for e in q.expressions for w in e.find_all(exp.Window) if _nearest_select(w) is q]
+
+
 def _aggregating(q: exp.Select) -> bool:
     having = q.args.get("having")
     return bool(
@@ -221,7 +233,7 @@ def _one_level(
     node: exp.Expr, q: exp.Expr, kind: str, select: exp.Select, refs: list[exp.Column]
 ) -> bool:
     """Whether the rules after this one take ``node`` as it is."""
-    if not isinstance(q, exp.Select):
+    if not isinstance(q, exp.Select) or _windows(q):
         return False
     conjuncts = _conjuncts(q.args.get("where"))
     owner: dict[int, exp.Expr] = {}
@@ -282,8 +294,10 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
         node, q, kind, ours = work.pop(0)  # ours: made by this rule, unnested here
         if kind == "exists" and isinstance(q, exp.Select) and q.args.get("offset") is not None:
             correlated = bool(_outer_refs(q, select, aliases)[0])
-            work.append((*_exists_past_offset(node, q, correlated), True))  # count(q) > n
-            continue
+            if not (correlated and (_aggregating(q) or q.args.get("distinct"))):
+                work.append((*_exists_past_offset(node, q), True))  # count(q) > n
+                continue
+            # its rows per binding are numbered, in _unnest
         limit = q.args.get("limit") if isinstance(q, exp.Select) else None
         if kind == "exists" and limit is not None:
             k = _literal_int(limit.expression)
@@ -293,6 +307,19 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
             if k is not None and k > 0:  # a positive LIMIT does not change whether a row exists
                 q.set("limit", None)
                 q.set("order", None)
+        if (
+            kind == "exists"
+            and isinstance(q, exp.Select)
+            and (_aggregating(q) or q.args.get("distinct") or _windows(q))
+            and _top_level_filter(node, select)
+            and not _outer_refs(q, select, aliases)[0]
+        ):
+            # an uncorrelated EXISTS filter over a grouping or windowed q (the semi join takes
+            # no such q):
+            # whether q has a row is one value, (SELECT count(*) FROM (q)) > 0
+            q.set("offset", exp.Offset(expression=exp.Literal.number(0)))
+            work.append((*_exists_past_offset(node, q), True))
+            continue
         if kind != "scalar" and _clause(node, select) == "order":
             raise unsupported(
                 f"{'EXISTS' if kind == 'exists' else 'IN (subquery)'} in ORDER BY",
@@ -344,9 +371,7 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
         _unnest(node, q, kind, refs, select, base, counter)
 
 
-def _exists_past_offset(
-    node: exp.Expr, q: exp.Select, correlated: bool
-) -> tuple[exp.Expr, exp.Expr, str]:
+def _exists_past_offset(node: exp.Expr, q: exp.Select) -> tuple[exp.Expr, exp.Expr, str]:
     """``EXISTS (q [LIMIT k] OFFSET n)`` (``k > 0``) is ``(SELECT count(*) FROM q') > n``, ``q'``
     being ``q`` without ORDER BY / LIMIT / OFFSET: the offset leaves a row iff ``q`` has more
     than ``n``. Returns the new scalar subquery, to be unnested like any other."""
@@ -358,12 +383,8 @@ def _exists_past_offset(
     for key in ("offset", "limit", "order"):
         q.set(key, None)
     if _aggregating(q) or q.args.get("distinct"):
-        # the rows of a grouping or DISTINCT q: counted over it as a derived table (which
-        # must then be uncorrelated, as a derived table cannot see the outer row)
-        if correlated:
-            raise unsupported(
-                "EXISTS over a correlated subquery that groups or is DISTINCT, with OFFSET", node
-            )
+        # the rows of a grouping or DISTINCT q (uncorrelated): counted over it as a derived
+        # table; a correlated one has its rows numbered per binding instead (_unnest)
         body = exp.Select(
             expressions=[exp.Count(this=exp.Star())],
             from_=exp.From(
@@ -391,14 +412,10 @@ def _unnest(
     counter: _Counter,
 ) -> None:
     what = {"exists": "EXISTS", "in": "IN (subquery)", "scalar": "scalar subquery"}[kind]
-    for key in ("windows", "qualify", "with_", "laterals", "offset"):
+    for key in ("windows", "qualify", "with_", "laterals"):
         if q.args.get(key):
             raise unsupported(f"correlated {what} with {key.rstrip('_').upper()}", node)
-    if any(w for e in q.expressions for w in e.find_all(exp.Window) if _nearest_select(w) is q):
-        raise unsupported(f"correlated {what} with a window function", node)
-    for j in q.args.get("joins") or []:
-        if j.side in ("RIGHT", "FULL"):
-            raise unsupported(f"correlated {what} with a {j.side} JOIN", j)
+    windows = _windows(q)
     if kind == "in" and len(q.expressions) != 1:
         raise unsupported("IN (subquery) of several columns", node)
     group = q.args.get("group")
@@ -407,23 +424,23 @@ def _unnest(
     if group is not None and group.args.get("all"):
         raise unsupported(f"correlated {what} with GROUP BY ALL", node)
     global_aggregate = _aggregating(q) and group is None
-    if kind == "scalar" and not global_aggregate:
-        raise unsupported(
-            "a correlated scalar subquery that does not aggregate",
-            node,
-            "Spark requires correlated scalar subqueries to be aggregated (one row)",
-        )
+    if windows and global_aggregate:
+        raise unsupported(f"correlated {what} with a window over its one aggregate row", node)
     limit = q.args.get("limit")
     if limit is not None and kind == "exists" and _literal_int(limit.expression) == 0:
         node.replace(exp.false())  # no row, whatever the binding
         return
-    if limit is not None:
-        n = limit.expression
-        positive = (_literal_int(n) or 0) > 0
-        if not (positive and (kind == "exists" or global_aggregate)):
-            raise unsupported(f"LIMIT in a correlated {what}", limit)
-        q.set("limit", None)
-    q.set("order", None)  # without LIMIT, the order of a subquery's rows has no effect
+    cut = _cut(q, kind, what, global_aggregate)
+    if kind == "scalar" and not global_aggregate and (cut is None or cut.most != 1):
+        raise unsupported(
+            "a correlated scalar subquery that does not aggregate",
+            node,
+            "Spark requires correlated scalar subqueries to be aggregated (one row), or "
+            "ORDER BY … LIMIT 1",
+        )
+    order = q.args.get("order")
+    for key in ("order", "limit", "offset"):
+        q.set(key, None)  # without LIMIT / OFFSET the order of q's rows has no effect
     if kind == "scalar" and _grouped_position(node, select):
         raise unsupported(
             "a correlated scalar subquery outside the aggregates of a grouping query",
@@ -439,6 +456,7 @@ def _unnest(
         if r.sql() not in index:
             index[r.sql()] = len(keys)
             keys.append(r.copy())
+        r.meta["_domain"] = f"_d{index[r.sql()]}"
 
     def domain() -> exp.Subquery:
         d = exp.Select(
@@ -453,27 +471,51 @@ def _unnest(
         return exp.Subquery(this=d, alias=exp.TableAlias(this=exp.to_identifier(dom)))
 
     d_cols = [exp.column(f"_d{i}", table=dom) for i in range(len(keys))]
-    for r in refs:
-        r.replace(exp.column(f"_d{index[r.sql()]}", table=dom))
-    # the dependent join pushed into q: D is q's first relation
-    joins = [exp.Join(this=q.args["from_"].this, kind="CROSS")] if q.args.get("from_") else []
-    joins += list(q.args.get("joins") or [])
-    q.set("from_", exp.From(this=domain()))
-    q.set("joins", joins)
+    holders = {id(h): h for h in (_derived_table_between(r, q) for r in refs) if h is not None}
+    if holders:  # the dependent join pushed further, into the derived table (§3.2)
+        d_cols = _domain_in_derived_table(q, refs, list(holders.values()), d_cols, domain, what)
+    else:
+        _join_domain(q, refs, d_cols, domain, what)
+    for w in windows:  # a window computed per binding: partitioned by the domain first
+        w.set("partition_by", [c.copy() for c in d_cols] + list(w.args.get("partition_by") or []))
+    aliased = {e.alias: e.unalias() for e in q.expressions if e.alias}
     items = [e.unalias() for e in q.expressions]
     outputs = [exp.alias_(c.copy(), c.name) for c in d_cols]
     if global_aggregate:
         body = _over_domain(q, items, d_cols, dom, domain)
+        if cut is not None and (cut.skip > 0 or cut.most == 0):
+            body.where(exp.false(), copy=False)  # OFFSET past, or LIMIT 0 on, its one row
     else:
         if group is not None:
             group.set("expressions", [c.copy() for c in d_cols] + list(group.expressions))
-        if kind == "exists":
+        if kind == "exists" and cut is not None:  # q's rows as they are, to be numbered
+            q.set(
+                "expressions", [*outputs, *[exp.alias_(e, f"_v{i}") for i, e in enumerate(items)]]
+            )
+        elif kind == "exists":
             q.set("expressions", outputs)
             if group is None:
                 q.set("distinct", exp.Distinct())
         else:
             q.set("expressions", [*outputs, exp.alias_(items[0], "_v0")])
-        body = q
+        if cut is not None:
+            # numbered per binding in ORDER BY order; for EXISTS only their count matters
+            keys_order = _resolved_order(order, aliased)
+            part = [c.copy() for c in d_cols]
+            if q.args.get("distinct"):  # numbered after DISTINCT: over q as a derived table
+                q, keys_order = _distinct_rows(q, n, keys_order, items)
+                part = [exp.column(c.name, table=f"_dq{n}") for c in d_cols]
+            number = exp.Window(
+                this=exp.Count(this=exp.Star()) if kind == "exists" else exp.RowNumber(),
+                partition_by=part,
+                order=exp.Order(expressions=keys_order) if kind != "exists" else None,
+            )
+            q.append("expressions", exp.alias_(number, "_rn"))
+            body = _numbered_rows(
+                q, n, cut, [c.name for c in d_cols] + (["_v0"] if kind != "exists" else [])
+            )
+        else:
+            body = _outputs_only(q, n) if windows else q
     derived = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
     on = exp.and_(
         *[
@@ -504,6 +546,199 @@ def _unnest(
         node.replace(value)
 
 
+@dataclass
+class _Cut:
+    """``OFFSET skip LIMIT most`` (``most`` None: no LIMIT)."""
+
+    skip: int
+    most: int | None
+
+
+def _cut(q: exp.Select, kind: str, what: str, global_aggregate: bool) -> _Cut | None:
+    """The LIMIT / OFFSET of a correlated ``q``, applied per binding (the rows of each binding
+    numbered in ORDER BY order); refused where which rows they keep is not defined."""
+    limit, offset = q.args.get("limit"), q.args.get("offset")
+    if limit is None and offset is None:
+        return None
+    most = _literal_int(limit.expression) if limit is not None else None
+    skip = _literal_int(offset.expression) if offset is not None else 0
+    where = limit if limit is not None else offset
+    if (limit is not None and most is None) or skip is None or (most is not None and most < 0):
+        raise unsupported(f"a LIMIT or OFFSET that is not a number in a correlated {what}", where)
+    if kind == "exists" and most is not None and most > 0:
+        most = None  # whether a row is left does not depend on a positive LIMIT
+    if kind != "exists" and not global_aggregate and not q.args.get("order"):
+        raise unsupported(
+            f"{'LIMIT' if limit is not None else 'OFFSET'} without ORDER BY in a correlated {what}",
+            where,
+            "which rows it keeps is not defined (Spark keeps arbitrary ones); add an ORDER BY",
+        )
+    return _Cut(skip, most)
+
+
+def _distinct_rows(
+    q: exp.Select, n: int, keys: list[exp.Expr], items: list[exp.Expr]
+) -> tuple[exp.Select, list[exp.Expr]]:
+    """``SELECT <q's outputs> FROM (q) AS _dqN`` and the ORDER BY keys over those outputs
+    (under DISTINCT an ORDER BY key is one of the SELECT list's expressions)."""
+    alias = f"_dq{n}"
+    names = [e.alias_or_name for e in q.expressions]
+    out = []
+    for k in keys:
+        match = [i for i, e in enumerate(items) if e.sql() == k.this.sql()]
+        if not match:
+            raise unsupported("an ORDER BY key outside the SELECT DISTINCT list", k)
+        k = k.copy()
+        k.set("this", exp.column(f"_v{match[0]}", table=alias))
+        out.append(k)
+    wrapper = exp.Select(
+        expressions=[exp.column(name, table=alias) for name in names],
+        from_=exp.From(
+            this=exp.Subquery(this=q, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        ),
+    )
+    return wrapper, out
+
+
+def _resolved_order(order: exp.Expr | None, aliased: dict[str, exp.Expr]) -> list[exp.Expr]:
+    """The ORDER BY keys of ``q``, a name of its SELECT list replaced by the expression."""
+    keys = []
+    for o in order.expressions if order is not None else []:
+        o = o.copy()
+        if isinstance(o.this, exp.Column) and not o.this.table and o.this.name in aliased:
+            o.set("this", aliased[o.this.name].copy())
+        keys.append(o)
+    return keys
+
+
+def _numbered_rows(q: exp.Select, n: int, cut: _Cut, names: list[str]) -> exp.Select:
+    """The rows of ``q`` (numbered per binding in ``_rn``) that the cut keeps."""
+    alias = f"_r{n}"
+    rn = exp.column("_rn", table=alias)
+    keep: exp.Expr = exp.GT(this=rn, expression=exp.Literal.number(cut.skip))
+    if cut.most is not None:
+        last = exp.LTE(this=rn.copy(), expression=exp.Literal.number(cut.skip + cut.most))
+        keep = exp.and_(keep, last, copy=False)
+    return exp.Select(
+        expressions=[exp.column(name, table=alias) for name in names],
+        from_=exp.From(
+            this=exp.Subquery(this=q, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        ),
+        where=exp.Where(this=keep),
+    )
+
+
+def _outputs_only(q: exp.Select, n: int) -> exp.Select:
+    """``SELECT <q's output columns> FROM (q)``: the windows stay inside, where the rules after
+    this one (which move the values into WHERE and ON) do not see them."""
+    alias = f"_w{n}"
+    return exp.Select(
+        expressions=[exp.column(e.alias_or_name, table=alias) for e in q.expressions],
+        from_=exp.From(
+            this=exp.Subquery(this=q, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        ),
+    )
+
+
+def _join_domain(
+    sel: exp.Select, refs: list[exp.Column], d_cols: list[exp.Column], domain, what: str
+) -> None:
+    """The dependent join pushed into ``sel``: every outer reference reads the domain, which
+    joins ``sel``'s relations before the first ON that reads it, after every RIGHT / FULL join
+    (which would NULL-extend it)."""
+    at = _domain_position(sel, refs, what)
+    names = {c.name: c for c in d_cols}
+    for r in refs:
+        r.replace(names[r.meta["_domain"]].copy())
+    relations = [exp.Join(this=sel.args["from_"].this)] if sel.args.get("from_") else []
+    relations += list(sel.args.get("joins") or [])
+    relations.insert(at, exp.Join(this=domain()))
+    sel.set("from_", exp.From(this=relations[0].this))
+    sel.set("joins", [_cross(j) for j in relations[1:]])
+
+
+def _domain_in_derived_table(
+    q: exp.Select,
+    refs: list[exp.Column],
+    holders: list[exp.Subquery],
+    d_cols: list[exp.Column],
+    domain,
+    what: str,
+) -> list[exp.Column]:
+    """All outer references of ``q`` lie in one derived table ``x`` of it (inner-joined): the
+    domain joins ``x``'s relations instead, ``x`` outputs the domain columns (and groups and
+    partitions its windows by them first), and ``q`` reads them from ``x``. Returns the domain
+    columns as ``q`` sees them."""
+    x = holders[0]
+    inner = x.this
+    refuse = (
+        len(holders) > 1
+        or any(_derived_table_between(r, q) is not x for r in refs)
+        or not isinstance(inner, exp.Select)
+        or any(inner.args.get(k) for k in ("limit", "offset", "qualify", "windows"))
+        or (_aggregating(inner) and inner.args.get("group") is None)
+        or any(_derived_table_between(r, inner) is not None for r in refs)
+        or (isinstance(x.parent, exp.Join) and x.parent.side in ("LEFT", "RIGHT", "FULL"))
+        or any(j.side in ("RIGHT", "FULL") for j in q.args.get("joins") or [])
+    )
+    if refuse:
+        raise unsupported(
+            f"correlated {what} reading an outer column inside a derived table",
+            refs[0],
+            "the domain join is pushed into one inner-joined derived table without LIMIT "
+            "or OFFSET or a global aggregate; move the outer reference to the "
+            "subquery's WHERE",
+        )
+    assert isinstance(inner, exp.Select)
+    _join_domain(inner, refs, d_cols, domain, what)
+    for w in _windows(inner):
+        w.set("partition_by", [c.copy() for c in d_cols] + list(w.args.get("partition_by") or []))
+    group = inner.args.get("group")
+    if group is not None:
+        group.set("expressions", [c.copy() for c in d_cols] + list(group.expressions))
+    for c in d_cols:
+        inner.append("expressions", exp.alias_(c.copy(), c.name))
+    return [exp.column(c.name, table=x.alias_or_name) for c in d_cols]
+
+
+def _derived_table_between(col: exp.Column, q: exp.Select) -> exp.Subquery | None:
+    """The derived table (a subquery in a FROM or JOIN) between ``col`` and ``q``, if any: the
+    domain joined to ``q`` is not visible in it."""
+    parent = col.parent
+    while parent is not None and parent is not q:
+        if isinstance(parent, exp.Subquery) and isinstance(parent.parent, exp.From | exp.Join):
+            return parent
+        parent = parent.parent
+    return None
+
+
+def _cross(j: exp.Join) -> exp.Join:
+    return j if j.args.get("on") or j.args.get("using") else exp.Join(this=j.this, kind="CROSS")
+
+
+def _domain_position(q: exp.Select, refs: list[exp.Column], what: str) -> int:
+    """Where the domain joins ``q``'s relations (0: before the first): after the last RIGHT /
+    FULL join, so that no row of it is NULL-extended, and before the first join whose ON reads
+    the outer values. Refused when no place is both."""
+    joins = list(q.args.get("joins") or [])
+    ids = {id(r) for r in refs}
+    reads = [
+        i + 1
+        for i, j in enumerate(joins)
+        if any(id(c) in ids for c in (j.args.get("on") or exp.null()).find_all(exp.Column))
+    ]
+    outer = [i + 1 for i, j in enumerate(joins) if j.side in ("RIGHT", "FULL")]
+    at = outer[-1] + 1 if outer else 0
+    if reads and reads[0] < at:
+        bad = joins[outer[-1] - 1]
+        raise unsupported(
+            f"correlated {what} reading an outer column in an ON before its {bad.side} JOIN",
+            bad,
+            "move the outer reference to the subquery's WHERE",
+        )
+    return at
+
+
 def _literal_int(e: exp.Expr | None) -> int | None:
     return int(e.this) if isinstance(e, exp.Literal) and e.is_int else None
 
@@ -531,11 +766,14 @@ def _over_domain(q: exp.Select, items: list[exp.Expr], d_cols, dom: str, domain)
         return exp.Case(ifs=[exp.If(this=absent.copy(), true=empty)], default=exp.column(name, g))
 
     on = exp.and_(
-        *[exp.NullSafeEQ(this=c.copy(), expression=exp.column(c.name, table=g)) for c in d_cols],
+        *[
+            exp.NullSafeEQ(this=exp.column(c.name, table=dom), expression=exp.column(c.name, g))
+            for c in d_cols
+        ],
         copy=False,
     )
     out = exp.Select(
-        expressions=[exp.alias_(c.copy(), c.name) for c in d_cols]
+        expressions=[exp.alias_(exp.column(c.name, table=dom), c.name) for c in d_cols]
         + [exp.alias_(pick(e, f"_v{i}"), f"_v{i}") for i, e in enumerate(empty_items)],
         from_=exp.From(this=domain()),
         joins=[

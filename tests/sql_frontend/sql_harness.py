@@ -165,6 +165,26 @@ class Harness:
         return compare(self.outputs, self.views, results, f"seed {self.seed}, step {step}")
 
 
+STEPS = [(20, 0), (6, 6), (3, 9), (10, 2)]
+"""(inserts, deletes) per table at each step of :func:`failures_over_steps`."""
+
+
+def failures_over_steps(
+    spark: Any, views: dict[str, str], seed: int, spark_text: dict[str, str]
+) -> list[str]:
+    """Compile ``views``, apply four steps of random inserts, deletes and updates, and after
+    each compare every view with Spark computing ``spark_text[name]`` (default: the view's own
+    text) over the same tables."""
+    h = Harness(spark, views, seed)
+    h.views = {name: spark_text.get(name, sql) for name, sql in views.items()}
+    failures: list[str] = []
+    for step, (ins, dels) in enumerate(STEPS):
+        h.random_changes(ins, dels)
+        h.g.step()
+        failures += h.check(step)
+    return failures
+
+
 def spark_results(
     spark: Any, queries: dict[str, str], chunk: int = CHUNK, threads: int = 2
 ) -> dict[str, list[tuple]]:

@@ -154,3 +154,28 @@ def test_spark_named_columns_in_a_view_table(tmp_path: Path) -> None:
     s.sql("INSERT INTO t VALUES (2, 5)")
     s.refresh("v")
     assert _rows(s, "v") == Counter({(1, 2, 7): 1, (2, 1, 7): 1})
+
+
+def test_table_names_match_inputs_case_insensitively() -> None:
+    """A catalog that spells a table ``EMP`` serves a query that writes ``emp`` or ``EMP``
+    (Spark's identifiers are case-insensitive). On the old main a correlated subquery over
+    such a table failed: ``view reads 'emp' but no input of that name was given``."""
+    import ivm
+    from sql_frontend.compile import compile_view
+
+    catalog = {"EMP": [("id", "bigint"), ("name", "string")]}
+    g = ivm.Dataflow()
+    emp = g.input("EMP", [("id", "any"), ("name", "str")])
+    sql = (
+        "SELECT tt1.id FROM EMP AS tt1 WHERE EXISTS "
+        "(SELECT 1 FROM emp AS tt2 WHERE tt2.id > tt1.id AND tt1.name IS NULL)"
+    )
+    out = g.output(compile_view(sql, catalog, g, {"EMP": emp}).collection, "v")
+    rows = [(1, None), (2, "b"), (3, None)]
+    emp.insert(rows)
+    g.step()
+    assert Counter(out.counts()) == Counter({(1,): 1})
+    emp.delete([(1, None)])
+    emp.insert([(4, "d")])
+    g.step()
+    assert Counter(out.counts()) == Counter({(3,): 1})
