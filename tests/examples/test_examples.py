@@ -14,10 +14,16 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def load(name: str) -> ModuleType:
+    """Import ``examples/<name>.py`` as ``python examples/<name>.py`` runs it: with its own
+    directory first on ``sys.path`` (examples share helpers such as ``edge_churn``)."""
     spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(EXAMPLES))
     return mod
 
 
