@@ -6,6 +6,7 @@ allows one session per process, so every package shares it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,12 @@ import pytest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+#: The test run's one JVM serves ~1,500 tests; Spark's default 1 GiB driver heap ran out late
+#: in a full run (a broadcast in the SQL oracle). Set before the JVM starts, whichever test
+#: starts it (pyspark passes PYSPARK_SUBMIT_ARGS to spark-submit).
+TEST_DRIVER_MEMORY = "3g"
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {TEST_DRIVER_MEMORY} pyspark-shell")
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: delta_mirror
 
+from spark_fixture import TEST_DRIVER_MEMORY
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
@@ -21,6 +23,7 @@ def spark() -> Iterator[object]:
         SparkSession.builder.master("local[2]")
         .appName("sql_frontend-tests")
         .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", TEST_DRIVER_MEMORY)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
