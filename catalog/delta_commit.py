@@ -29,7 +29,7 @@ import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -100,12 +100,14 @@ def _clean(v: Any) -> Any:
 
 @dataclass
 class _Replay:
-    """A table's log replayed up to ``latest``: its active ``add`` actions and the latest
-    ``txn`` version of each application id (Delta PROTOCOL.md, "Transaction Identifiers")."""
+    """A table's log replayed up to ``latest``: its active ``add`` actions, the latest
+    ``txn`` version of each application id (Delta PROTOCOL.md, "Transaction Identifiers") and
+    the latest ``domainMetadata`` action of each domain ("Domain Metadata")."""
 
     latest: int
     files: dict[str, dict[str, Any]]
     txns: dict[str, int]
+    domains: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 _replayed: dict[str, tuple[tuple[int, int, int], _Replay]] = {}
@@ -131,7 +133,7 @@ def _replayed_log(table: str) -> _Replay:
         v = r.latest + 1
         text = _entry_text(storage.join(log, f"{v:020d}.json"))
         if text is not None:
-            r = _Replay(r.latest, dict(r.files), dict(r.txns))
+            r = _Replay(r.latest, dict(r.files), dict(r.txns), dict(r.domains))
             while text is not None:
                 _apply(text, r)
                 r.latest, v = v, v + 1
@@ -182,6 +184,8 @@ def _apply(text: str, r: _Replay) -> None:
             r.files.pop(action["remove"]["path"], None)
         elif "txn" in action:
             r.txns[str(action["txn"]["appId"])] = int(action["txn"]["version"])
+        elif "domainMetadata" in action:
+            r.domains[str(action["domainMetadata"]["domain"])] = action["domainMetadata"]
 
 
 def _replay(table: str) -> _Replay:
@@ -205,13 +209,17 @@ def _replay(table: str) -> _Replay:
             cp_files = [storage.join(log, f"{start:020d}.checkpoint.parquet")]
         for path in cp_files:
             fs, where = store.arrow(path)
-            cols = [c for c in ("add", "txn") if c in pq.read_schema(where, filesystem=fs).names]
+            kinds = ("add", "txn", "domainMetadata")
+            cols = [c for c in kinds if c in pq.read_schema(where, filesystem=fs).names]
             part = pq.read_table(where, columns=cols, filesystem=fs)
             for a in part.column("add").drop_null().to_pylist() if "add" in cols else []:
                 a = _clean(a)
                 r.files[a["path"]] = a
             for t in part.column("txn").drop_null().to_pylist() if "txn" in cols else []:
                 r.txns[str(t["appId"])] = int(t["version"])
+            if "domainMetadata" in cols:
+                for d in part.column("domainMetadata").drop_null().to_pylist():
+                    r.domains[str(d["domain"])] = d
     versions = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
     r.latest = start
     for v in versions:
@@ -228,41 +236,8 @@ def _replay(table: str) -> _Replay:
 
 def domain_configuration(table: str, domain: str) -> str | None:
     """The ``configuration`` of the table's latest ``domainMetadata`` action for ``domain``
-    (``None``: none, or removed), from the last checkpoint and the JSON commits after it."""
-    log = _log(table)
-    found: dict[str, Any] | None = None
-    start = -1
-    last = os.path.join(log, "_last_checkpoint")
-    if os.path.exists(last):
-        with open(last) as f:
-            cp = json.load(f)
-        start = int(cp["version"])
-        parts = int(cp.get("parts") or 0)
-        names = (
-            [f"{start:020d}.checkpoint.{i:010d}.{parts:010d}.parquet" for i in range(1, parts + 1)]
-            if parts
-            else [f"{start:020d}.checkpoint.parquet"]
-        )
-        for name in names:
-            path = os.path.join(log, name)
-            if "domainMetadata" not in pq.read_schema(path).names:
-                continue
-            for d in (
-                pq.read_table(path, columns=["domainMetadata"]).column(0).drop_null().to_pylist()
-            ):
-                if d.get("domain") == domain:
-                    found = d
-    versions = sorted(int(m.group(1)) for n in os.listdir(log) if (m := _COMMIT.match(n)))
-    for v in versions:
-        if v <= start:
-            continue
-        with open(os.path.join(log, f"{v:020d}.json")) as f:
-            for line in f:
-                if '"domainMetadata"' not in line:
-                    continue
-                d = json.loads(line).get("domainMetadata")
-                if d is not None and d.get("domain") == domain:
-                    found = d
+    (``None``: none, or removed), from the kept log replay."""
+    found = _replayed_log(table).domains.get(domain)
     if found is None or found.get("removed"):
         return None
     return str(found.get("configuration") or "")
