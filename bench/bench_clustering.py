@@ -11,7 +11,6 @@ Results go to ``bench/results/clustering.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.cli import bench_arguments
 from catalog import delta, delta_commit
 from catalog.view_partitions import file_path
 
@@ -104,11 +104,9 @@ def run(rows: int, refreshes: int, lookups: int, seed: int = 18) -> dict[str, An
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench clustering")
-    ap.add_argument("--rows", type=int, default=600_000)
-    ap.add_argument("--refreshes", type=int, default=5)
-    ap.add_argument("--lookups", type=int, default=200)
-    ap.add_argument("--out", default=str(RESULTS))
+    ap = bench_arguments(
+        "python -m bench clustering", out=RESULTS, rows=600_000, refreshes=5, lookups=200
+    )
     args = ap.parse_args(argv)
     result = run(args.rows, args.refreshes, args.lookups)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,6 @@ reading must return the same 100 groups.  Results in ``bench/results/connector.j
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -47,6 +46,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from bench.cli import bench_arguments
 
 RESULTS = Path(__file__).resolve().parent / "results" / "connector.json"
 QUERY = "SELECT k % 100 AS g, count(*) AS n, sum(w) AS s FROM {table} GROUP BY 1"
@@ -103,11 +104,9 @@ def time_rounds(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="bench_connector")
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--refreshes", type=int, default=3)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--out", default=str(RESULTS))
+    ap = bench_arguments(
+        "python -m bench.bench_connector", out=RESULTS, rows=1_000_000, refreshes=3, repeat=5
+    )
     args = ap.parse_args(argv)
 
     root = Path(tempfile.mkdtemp(prefix="bench-connector-"))

@@ -35,18 +35,10 @@ path(x, y) :- edge(x, y).
 path(x, z) :- path(x, y), edge(y, z).
 """
 
-POINTS_TO = """
-.decl new(v: symbol, o: symbol)                .input new
-.decl assign(to: symbol, from: symbol)         .input assign
-.decl load(to: symbol, base: symbol, f: symbol)  .input load
-.decl store(base: symbol, f: symbol, from: symbol) .input store
-.decl pt(v: symbol, o: symbol)                 .output pt
-.decl hpt(o: symbol, f: symbol, t: symbol)     .output hpt
-pt(v, o) :- new(v, o).
-pt(to, o) :- assign(to, from), pt(from, o).
-hpt(o1, f, o2) :- store(base, f, from), pt(base, o1), pt(from, o2).
-pt(to, o2) :- load(to, base, f), pt(base, o1), hpt(o1, f, o2).
-"""
+# the example program (examples/datalog/points_to.dl), as the Datalog tests run it
+POINTS_TO = (
+    Path(__file__).resolve().parents[1] / "examples" / "datalog" / "points_to.dl"
+).read_text()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ Parquet bytes.  Results go to ``bench/results/groupby_<view>.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -30,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.cli import bench_arguments
 
 RESULTS = Path(__file__).resolve().parent / "results"
 VIEWS = {
@@ -99,10 +100,7 @@ def _create(warehouse: str, name: str, view: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench groupby")
-    ap.add_argument("--rows", type=int, default=2_000_000)
-    ap.add_argument("--groups", type=int, default=100_000)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap = bench_arguments("python -m bench groupby", rows=2_000_000, groups=100_000, repeat=2)
     ap.add_argument("--view", choices=sorted(VIEWS), default="sum")
     ap.add_argument("--out", default=None, help="default: bench/results/groupby_<view>.json")
     args = ap.parse_args(argv)

@@ -15,7 +15,6 @@ last round (machine-independent work counts).  Results: ``bench/results/pipeline
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
@@ -27,6 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from bench.cli import bench_arguments
 from catalog import delta
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,14 +122,15 @@ def operator_work(s: Any) -> dict[str, dict[str, int]]:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench pipelines")
-    p.add_argument("--orders", type=int, default=200_000)
-    p.add_argument("--changes", type=int, default=10)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument(
-        "--spark-pipelines",
-        action="store_true",
-        help="also time Spark's own `spark-pipelines run` of the project after each round",
+    p = bench_arguments(
+        "python -m bench pipelines",
+        flags={
+            "spark_pipelines": "also time Spark's own `spark-pipelines run` of the project "
+            "after each round"
+        },
+        orders=200_000,
+        changes=10,
+        rounds=5,
     )
     args = p.parse_args(argv)
     from spark_exec import Session

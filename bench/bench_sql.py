@@ -16,7 +16,6 @@ result on the final data (multiset; doubles to a relative 1e-9). Results:
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import math
@@ -33,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 import ivm
+from bench.cli import bench_arguments
 from sql_frontend.compile import compile_view
 
 RESULTS = Path(__file__).parent / "results" / "sql.json"
@@ -184,12 +184,14 @@ def run_view(sql: str, facts: dict, parts: dict, batches: list) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench sql")
-    ap.add_argument("--facts", type=int, default=1_000_000)
-    ap.add_argument("--parts", type=int, default=20_000)
-    ap.add_argument("--batch", type=int, default=1_000)
-    ap.add_argument("--refreshes", type=int, default=15)
-    ap.add_argument("--spark-runs", type=int, default=5)
+    ap = bench_arguments(
+        "python -m bench sql",
+        facts=1_000_000,
+        parts=20_000,
+        batch=1_000,
+        refreshes=15,
+        spark_runs=5,
+    )
     ap.add_argument("--views", default=",".join(VIEWS))
     ap.add_argument("--json", type=Path, default=RESULTS)
     args = ap.parse_args(argv)

@@ -11,7 +11,6 @@ random edge changes; both outputs are checked equal after every step.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 import ivm
+from bench.cli import bench_arguments
 from ivm.collection import delta_join
 
 TRIANGLE = [((0, "a"), (1, "a")), ((0, "b"), (2, "a")), ((1, "b"), (2, "b"))]
@@ -70,13 +70,9 @@ def run_plan(plan: str, edges: np.ndarray, steps: list[tuple[np.ndarray, np.ndar
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench triangles")
-    ap.add_argument("--nodes", type=int, default=20_000)
-    ap.add_argument("--edges", type=int, default=40_000)
-    ap.add_argument("--hubs", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--batch", type=int, default=10)
-    ap.add_argument("--seed", type=int, default=7)
+    ap = bench_arguments(
+        "python -m bench triangles", nodes=20_000, edges=40_000, hubs=5, steps=10, batch=10, seed=7
+    )
     a = ap.parse_args(argv)
     rng = np.random.default_rng(a.seed)
     edges = skewed_edges(a.nodes, a.edges, a.hubs, rng)

@@ -18,7 +18,6 @@ Results go to ``bench/results/view_table.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -31,6 +30,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from bench.cli import bench_arguments
 
 RESULTS = Path(__file__).resolve().parent / "results" / "view_table.json"
 
@@ -188,13 +189,13 @@ def trickle(root: Path, steps: int) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench view-table")
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--trickle", type=int, default=500)
-    ap.add_argument("--out", default=str(RESULTS))
-    ap.add_argument(
-        "--skip-large", action="store_true", help="keep the large-view result already in --out"
+    ap = bench_arguments(
+        "python -m bench view-table",
+        flags={"skip_large": "keep the large-view result already in --out"},
+        out=RESULTS,
+        rows=1_000_000,
+        repeat=7,
+        trickle=500,
     )
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="ivm-bench-view-"))

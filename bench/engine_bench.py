@@ -108,13 +108,44 @@ class EngineSetup:
     push: Callable[[int], None]
 
 
+def measured_step(
+    profiler: cProfile.Profile | None, g: ivm.Dataflow, out: ivm.Output, push: Callable[[], None]
+) -> tuple[Any, float, float]:
+    """Push changes, step and read the output's changes (under ``profiler`` if given):
+    the step's report, wall seconds and CPU seconds."""
+    if profiler is not None:
+        profiler.enable()
+    c, t = cpu(), clock()
+    push()
+    rep = g.step()
+    out.changes()
+    wall, used = clock() - t, cpu() - c
+    if profiler is not None:
+        profiler.disable()
+    return rep, wall, used
+
+
+@dataclass(frozen=True)
+class Options:
+    """What one workload run is asked for: scale, seed, steps, whether the recompute baseline
+    is timed, whether the engine's steps are profiled, and the W1/W2 baseline peer."""
+
+    scale: str
+    seed: int
+    n_steps: int
+    baseline: bool
+    profile: bool
+    peer: str = "duckdb"
+
+
 class Run:
     """Collects the measurements of one workload run."""
 
-    def __init__(self, workload: str, scale: str, n_steps: int, profile: bool) -> None:
+    def __init__(self, workload: str, o: Options) -> None:
         self.rec: dict[str, Any] = dict(
-            workload=workload, peer_name=PEER_NAMES[workload], scale=scale, steps=n_steps, checks=[]
+            workload=workload, peer_name=PEER_NAMES[workload], scale=o.scale, steps=o.n_steps
         )
+        self.rec["checks"] = []
         self.step_s: list[float] = []
         self.step_cpu_s: list[float] = []
         self.base_step_s: list[float] = []
@@ -122,21 +153,13 @@ class Run:
         self.diffs: list[int] = []
         self.iterations: list[int] = []
         self.per_op: list[dict[str, int]] = []
-        self.checks = set(W.check_steps(n_steps))
-        self.profiler = cProfile.Profile() if profile else None
-        self.init_profiler = cProfile.Profile() if profile else None
+        self.checks = set(W.check_steps(o.n_steps))
+        self.profiler = cProfile.Profile() if o.profile else None
+        self.init_profiler = cProfile.Profile() if o.profile else None
 
     def timed_step(self, g: ivm.Dataflow, push: Callable[[], None], out: ivm.Output) -> None:
         """Push one change batch and step; the output's changes are read inside the timing."""
-        if self.profiler is not None:
-            self.profiler.enable()
-        c, t = cpu(), clock()
-        push()
-        rep = g.step()
-        out.changes()
-        dt, dc = clock() - t, cpu() - c
-        if self.profiler is not None:
-            self.profiler.disable()
+        rep, dt, dc = measured_step(self.profiler, g, out, push)
         self.step_s.append(dt)
         self.step_cpu_s.append(dc)
         self.diffs.append(rep.differences)
@@ -145,16 +168,9 @@ class Run:
 
     def initial(self, g: ivm.Dataflow, out: ivm.Output, load: Callable[[], None]) -> None:
         """Push the initial data and compute the output (timed, optionally profiled)."""
-        if self.init_profiler is not None:
-            self.init_profiler.enable()
-        c, t = cpu(), clock()
-        load()
-        rep = g.step()
-        out.changes()
-        self.rec["initial_s"] = clock() - t
-        if self.init_profiler is not None:
-            self.init_profiler.disable()
-        self.rec["initial_cpu_s"] = cpu() - c
+        rep, self.rec["initial_s"], self.rec["initial_cpu_s"] = measured_step(
+            self.init_profiler, g, out, load
+        )
         self.rec["initial_differences"] = rep.differences
         self.rec["initial_iterations"] = len(g.metrics.by_iteration(rep.epoch))
         self.rec["initial_differences_by_op"] = per_operator(g, rep.epoch)
@@ -447,20 +463,18 @@ def setup_w1(w: W.WccWorkload) -> EngineSetup:
     return EngineSetup(g, out, lambda: edges.insert(edge_cols(w.initial_edges)), push)
 
 
-def run_w1(
-    scale: str, seed: int, n_steps: int, baseline: bool, profile: bool, peer: str = "duckdb"
-) -> dict:
-    w = W.make_wcc(scale, seed, n_steps)
+def run_w1(o: Options) -> dict:
+    w = W.make_wcc(o.scale, o.seed, o.n_steps)
     n = w.n_nodes
-    run = Run("w1", scale, n_steps, profile)
+    run = Run("w1", o)
     run.rec["size"] = dict(nodes=n, window=w.window, slide=W.SLIDE)
     e = setup_w1(w)
     run.initial(e.g, e.out, e.load)
-    base: Baseline = DuckDBComponents(w) if peer == "duckdb" else NxComponents(w)
-    run.drive(e.g, e.out, e.push, lambda: engine_labels(e.out, n), base, baseline)
+    base: Baseline = DuckDBComponents(w) if o.peer == "duckdb" else NxComponents(w)
+    run.drive(e.g, e.out, e.push, lambda: engine_labels(e.out, n), base, o.baseline)
     run.rec["baseline"] = (
         "duckdb recompute (min-label rounds, as ../shared/peers/run_duckdb.py), threads=2"
-        if peer == "duckdb"
+        if o.peer == "duckdb"
         else "networkx recompute (connected_components)"
     )
     return run.finish(e.g, w.window)
@@ -562,11 +576,9 @@ def setup_w2(w: W.ReachWorkload) -> EngineSetup:
     return EngineSetup(g, out, load, push)
 
 
-def run_w2(
-    scale: str, seed: int, n_steps: int, baseline: bool, profile: bool, peer: str = "duckdb"
-) -> dict:
-    w = W.make_reach(scale, seed, n_steps)
-    run = Run("w2", scale, n_steps, profile)
+def run_w2(o: Options) -> dict:
+    w = W.make_reach(o.scale, o.seed, o.n_steps)
+    run = Run("w2", o)
     run.rec["size"] = dict(
         nodes=w.n_nodes, edges=len(w.initial_edges), roots=len(w.roots), changes=2 * W.REACH_CHANGES
     )
@@ -576,11 +588,11 @@ def run_w2(
     def snapshot() -> np.ndarray:
         return e.out.contents().column("node").to_numpy()
 
-    base: Baseline = DuckDBReach(w) if peer == "duckdb" else NxReach(w)
-    run.drive(e.g, e.out, e.push, snapshot, base, baseline)
+    base: Baseline = DuckDBReach(w) if o.peer == "duckdb" else NxReach(w)
+    run.drive(e.g, e.out, e.push, snapshot, base, o.baseline)
     run.rec["baseline"] = (
         "duckdb recompute (WITH RECURSIVE, as ../shared/peers/run_duckdb.py), threads=2"
-        if peer == "duckdb"
+        if o.peer == "duckdb"
         else "networkx recompute (multi-source BFS)"
     )
     return run.finish(e.g, len(w.initial_edges))
@@ -681,11 +693,9 @@ def setup_w3(w: W.JoinWorkload) -> EngineSetup:
     return EngineSetup(g, out, load, push)
 
 
-def run_w3(
-    scale: str, seed: int, n_steps: int, baseline: bool, profile: bool, peer: str = "duckdb"
-) -> dict:
-    w = W.make_join(scale, seed, n_steps)
-    run = Run("w3", scale, n_steps, profile)
+def run_w3(o: Options) -> dict:
+    w = W.make_join(o.scale, o.seed, o.n_steps)
+    run = Run("w3", o)
     run.rec["size"] = dict(
         orders=len(w.orders["id"]),
         customers=len(w.customers["id"]),
@@ -695,9 +705,9 @@ def run_w3(
     )
     e = setup_w3(w)
     run.initial(e.g, e.out, e.load)
-    run.drive(e.g, e.out, e.push, e.out.contents, DuckDBJoin(w), baseline)
+    run.drive(e.g, e.out, e.push, e.out.contents, DuckDBJoin(w), o.baseline)
     run.rec["baseline"] = "DuckDB recompute (DML + view SQL + fetch), threads=2"
-    live = len(w.orders["id"]) + n_steps * (W.N_INSERT - W.N_DELETE)
+    live = len(w.orders["id"]) + o.n_steps * (W.N_INSERT - W.N_DELETE)
     return run.finish(e.g, live + len(w.customers["id"]))
 
 
@@ -899,7 +909,9 @@ def main(argv: list[str] | None = None) -> int:
         load_before = os.getloadavg()[0]
         speed_before = python_loop_ms()
         warm_s = None if a.cold else warm_up(wl, a.seed)
-        rec = RUNNERS[wl](a.scale, a.seed, a.steps, not a.no_baseline, a.profile, a.baseline)
+        rec = RUNNERS[wl](
+            Options(a.scale, a.seed, a.steps, not a.no_baseline, a.profile, a.baseline)
+        )
         rec["seed"] = a.seed
         rec["warmup_s"] = warm_s
         rec["profiled"] = a.profile

@@ -14,7 +14,6 @@ valgrind presents (numba keys its cache by CPU).  Slow: W2 at small scale takes 
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -24,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from bench import workloads as W
+from bench.cli import bench_arguments
 
 CHILD = "--child"
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,15 +64,14 @@ def _valgrind(args: list[str], tool: str, out_file: str | None = None) -> int | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench instructions", description=__doc__)
+    ap = bench_arguments(
+        "python -m bench instructions",
+        description=__doc__,
+        flags={"initial": "count the initial computation (step() over the initial data) instead"},
+        steps=20,
+    )
     ap.add_argument("--workload", default="w2", choices=["w1", "w2", "w3"])
     ap.add_argument("--scale", default="small", choices=sorted(W.SCALES))
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument(
-        "--initial",
-        action="store_true",
-        help="count the initial computation (step() over the initial data) instead",
-    )
     ap.add_argument(
         "--warm", type=int, default=2, help="steps run before the counted ones (default 2)"
     )

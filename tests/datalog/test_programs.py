@@ -7,12 +7,14 @@ on the accumulated inputs, and, where networkx has the algorithm, networkx as we
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import networkx as nx
 import pytest
 from datalog_harness import Maintained, run_random
 
 SEEDS = [0, 1, 2]
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 TC = """
 .decl edge(x: number, y: number)
@@ -186,22 +188,7 @@ def test_shortest_paths_min_in_recursion(seed: int) -> None:
     )
 
 
-POINTS_TO = """
-// Andersen-style, field-sensitive points-to analysis.
-.type Var <: symbol
-.type Obj <: symbol
-.type Field <: symbol
-.decl new(v: Var, o: Obj)                 .input new      // v = new o
-.decl assign(to: Var, from: Var)          .input assign   // to = from
-.decl load(to: Var, base: Var, f: Field)  .input load     // to = base.f
-.decl store(base: Var, f: Field, from: Var) .input store  // base.f = from
-.decl pt(v: Var, o: Obj)                  .output pt
-.decl hpt(o: Obj, f: Field, target: Obj)  .output hpt
-pt(v, o) :- new(v, o).
-pt(to, o) :- assign(to, from), pt(from, o).
-hpt(o1, f, o2) :- store(base, f, from), pt(base, o1), pt(from, o2).
-pt(to, o2) :- load(to, base, f), pt(base, o1), hpt(o1, f, o2).
-"""
+POINTS_TO = (EXAMPLES / "datalog" / "points_to.dl").read_text()
 
 
 @pytest.mark.parametrize("seed", SEEDS)
