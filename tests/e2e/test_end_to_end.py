@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 from e2e_helpers import bag, spark_bag
+from references import transitive_closure
 
 from catalog import delta, view_table
 from spark_exec import Session
@@ -121,13 +122,9 @@ def test_recursive_sql_and_datalog_views(spark: SparkSession, tmp_path: Path) ->
     s.sql("CREATE MATERIALIZED VIEW loop_count AS SELECT count(*) AS n FROM loops")
 
     def closure() -> set[tuple[int, int]]:
-        e = {(r.src, r.dst) for r in spark.sql("SELECT * FROM edges").collect()}
-        tc = set(e)
-        while True:
-            more = {(a, d) for a, b in tc for c, d in e if b == c} - tc
-            if not more:
-                return tc
-            tc |= more
+        return transitive_closure(
+            {(r.src, r.dst) for r in spark.sql("SELECT * FROM edges").collect()}
+        )
 
     for change in (
         "DELETE FROM edges WHERE src = 3 AND dst = 1",

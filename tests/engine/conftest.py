@@ -7,8 +7,12 @@ Run them with ``-m slow`` (or any ``-m`` expression naming ``slow``) or with
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: references
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

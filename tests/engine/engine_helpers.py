@@ -33,6 +33,14 @@ settings.register_profile(
 )
 
 
+# Random graphs over N nodes, small enough that the plain references stay cheap: an edge
+# (src, dst), a node, and a (node, label) seed of min-label propagation.
+N = 8
+edge_row = st.tuples(st.integers(0, N - 1), st.integers(0, N - 1))
+node_row = st.tuples(st.integers(0, N - 1))
+seed_row = st.tuples(st.integers(0, N - 1), st.integers(0, 2 * N))
+
+
 def examples(n: int) -> settings:
     """Hypothesis settings for a test that runs ``n`` examples by default."""
     return settings(

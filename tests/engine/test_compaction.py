@@ -39,6 +39,16 @@ def build() -> tuple[ivm.Dataflow, dict[str, ivm.InputCollection], list[ivm.Outp
     return g, {"x": x, "y": y, "edges": e, "seeds": s}, outs
 
 
+def recompute(live: dict[str, set]) -> tuple[ivm.Dataflow, list[ivm.Output]]:
+    """The same dataflow built afresh and run once over the live rows: the state and
+    outputs the maintained one must match."""
+    fg, finputs, fouts = build()
+    for name, rows in live.items():
+        finputs[name].insert(sorted(rows))
+    fg.step()
+    return fg, fouts
+
+
 def table_counter(t: pa.Table) -> Counter:
     return Counter(tuple(r.values()) for r in t.to_pylist())
 
@@ -89,10 +99,7 @@ def test_state_stays_within_twice_the_live_data() -> None:
         assert len(live["x"]) == X_LIVE and len(live["edges"]) == E_LIVE
 
         if epoch % CHECK_EVERY == 0 or epoch == EPOCHS:
-            fg, finputs, fouts = build()
-            for name, rows in live.items():
-                finputs[name].insert(sorted(rows))
-            fg.step()
+            fg, fouts = recompute(live)
             held, fresh = g.arrangement_rows(), fg.arrangement_rows()
             assert held.keys() == fresh.keys()
             for name, n in held.items():
@@ -107,10 +114,7 @@ def test_state_stays_within_twice_the_live_data() -> None:
                 assert out.counts() == fout.counts(), out.name
 
     # the history is fully compacted away: every checkpointed trace equals the fresh one
-    fg, finputs, _ = build()
-    for name, rows in live.items():
-        finputs[name].insert(sorted(rows))
-    fg.step()
+    fg, _ = recompute(live)
     state, fstate = g.state(), fg.state()
     assert state.keys() == fstate.keys()
     for key in state:

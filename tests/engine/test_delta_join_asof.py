@@ -6,6 +6,7 @@ import random
 from collections import Counter
 
 import pytest
+from references import asof_join, step_edge_batch
 
 import ivm
 from ivm.collection import delta_join
@@ -49,11 +50,7 @@ def test_triangles_delta_and_binary_equal_reference(seed: int) -> None:
         for _ in range(5):
             edge = (rng.randrange(10), rng.randrange(10))
             (dels if edge in cur else adds).add(edge)
-        adds -= dels
-        e.insert(sorted(adds))
-        e.delete(sorted(dels))
-        cur = (cur | adds) - dels
-        g.step()
+        cur = step_edge_batch(g, e, cur, adds, dels)
         want = dict(triangles_ref(cur))
         assert delta.counts() == want, f"seed {seed} step {step}"
         assert binary.counts() == want, f"seed {seed} step {step}"
@@ -76,18 +73,6 @@ def test_delta_join_refused_inside_loops() -> None:
     e = g.input("e", [("a", "int64"), ("b", "int64")])
     with pytest.raises(ivm.PlanError, match="outside loops"):
         e.iterate(lambda v: delta_join([v, v], [((0, "b"), (1, "a"))]).project(0, 3))
-
-
-def _asof_ref(orders: set, prices: set) -> dict:
-    out: dict = {}
-    for oid, sym, t in orders:
-        cands = [(pt, px) for s, pt, px in prices if s == sym and pt <= t]
-        if cands:
-            best_t = max(c[0] for c in cands)
-            px = min(c[1] for c in cands if c[0] == best_t)
-            row = (oid, sym, t, sym, best_t, px)
-            out[row] = out.get(row, 0) + 1
-    return out
 
 
 @pytest.mark.parametrize("seed", [5, 6])
@@ -113,7 +98,7 @@ def test_asof_joins_event_and_processing_time(seed: int) -> None:
         cur_p = (cur_p | add_p) - del_p
         before = pt.counts()
         g.step()
-        assert ev.counts() == _asof_ref(cur_o, cur_p), f"seed {seed} step {step}"
+        assert ev.counts() == asof_join(Counter(cur_o), Counter(cur_p)), f"seed {seed} step {step}"
         # processing time: price changes never revise rows of orders that arrived earlier
         for row in pt.changed_counts():
             assert row[:3] in add_o, (step, row)

@@ -9,6 +9,7 @@ After every epoch the output must equal the fixed point computed plainly in the 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 
 import networkx as nx
 import numpy as np
@@ -16,12 +17,15 @@ from engine_helpers import (
     apply_changes,
     change_sequence,
     check_output,
+    edge_row,
     every_third,
     examples,
+    node_row,
     push,
     reach_round,
     ref_min_label,
     replay,
+    seed_row,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -35,10 +39,6 @@ from ivm.library.graphs import (
     strongly_connected_edges,
 )
 
-N = 8
-edge_row = st.tuples(st.integers(0, N - 1), st.integers(0, N - 1))
-node_row = st.tuples(st.integers(0, N - 1))
-seed_row = st.tuples(st.integers(0, N - 1), st.integers(0, 2 * N))
 NODE = [("node", "int64")]
 
 Changes = list[list[tuple[tuple, int]]]
@@ -155,13 +155,38 @@ def graph_scenario(draw: st.DrawFn, with_seeds: bool = False) -> tuple[Changes, 
     return edges, other
 
 
+def graph_inputs(
+    name: str, schema: list[tuple[str, str]]
+) -> tuple[ivm.Dataflow, ivm.InputCollection, ivm.InputCollection]:
+    """A dataflow with an ``edges`` input and one more input ``name``."""
+    g = ivm.Dataflow()
+    return g, g.input("edges", EDGE), g.input(name, schema)
+
+
+def check_edge_program(
+    edge_changes: Changes,
+    program: Callable[[ivm.Collection], Sequence[ivm.Collection]],
+    reference: Callable[[Counter], Sequence[Counter]],
+    what: list[str],
+) -> None:
+    """Maintain ``program``'s outputs over an edge input under ``edge_changes``; after every
+    epoch each output (named in ``what``) equals its ``reference`` of the current edges."""
+    g = ivm.Dataflow()
+    edges = g.input("edges", EDGE)
+    outs = [g.output(c, f"out{i}") for i, c in enumerate(program(edges))]
+    prev: Sequence[Counter] = [Counter() for _ in outs]
+    for epoch, (E,) in replay(g, [(edges, edge_changes, 0)]):
+        want = reference(E)
+        for out, w, p, name in zip(outs, want, prev, what, strict=True):
+            check_output(out, w, p, f"epoch {epoch} {name}")
+        prev = want
+
+
 @given(graph_scenario())
 @examples(25)
 def test_reachability_and_bounded_reachability(sc: tuple[Changes, Changes]) -> None:
     edge_changes, root_changes = sc
-    g = ivm.Dataflow()
-    edges = g.input("edges", EDGE)
-    roots = g.input("roots", NODE)
+    g, edges, roots = graph_inputs("roots", NODE)
     outs = {
         "library": (g.output(reachable(edges, roots), "lib"), None),
         "by_hand": (g.output(reach_by_hand(edges, roots), "hand"), None),
@@ -184,9 +209,7 @@ def test_reachability_and_bounded_reachability(sc: tuple[Changes, Changes]) -> N
 @examples(25)
 def test_min_label_with_and_without_priority(sc: tuple[Changes, Changes]) -> None:
     edge_changes, seed_changes = sc
-    g = ivm.Dataflow()
-    edges = g.input("edges", EDGE)
-    seeds = g.input("seeds", NODE_LABEL)
+    g, edges, seeds = graph_inputs("seeds", NODE_LABEL)
     plain = g.output(propagate_min_label(edges, seeds), "plain")
     prio = g.output(propagate_min_label(edges, seeds, entry=by_bit_length), "prio")
     # a generic prioritized iterate: roots enter at iteration node % 3
@@ -211,31 +234,15 @@ def test_min_label_with_and_without_priority(sc: tuple[Changes, Changes]) -> Non
 @given(graph_scenario())
 @examples(20)
 def test_mutual_recursion_even_odd_walks(sc: tuple[Changes, Changes]) -> None:
-    edge_changes, _ = sc
-    g = ivm.Dataflow()
-    edges = g.input("edges", EDGE)
-    odd_c, even_c = parity(edges)
-    odd, even = g.output(odd_c, "odd"), g.output(even_c, "even")
-    prev = (Counter(), Counter())
-    for epoch, (E,) in replay(g, [(edges, edge_changes, 0)]):
-        want = ref_parity(E)
-        check_output(odd, want[0], prev[0], f"epoch {epoch} odd walks")
-        check_output(even, want[1], prev[1], f"epoch {epoch} even walks")
-        prev = want
+    check_edge_program(sc[0], parity, ref_parity, ["odd walks", "even walks"])
 
 
 @given(graph_scenario())
 @examples(15)
 def test_nested_scc_edges_match_networkx(sc: tuple[Changes, Changes]) -> None:
-    edge_changes, _ = sc
-    g = ivm.Dataflow()
-    edges = g.input("edges", EDGE)
-    out = g.output(strongly_connected_edges(edges), "scc")
-    prev: Counter = Counter()
-    for epoch, (E,) in replay(g, [(edges, edge_changes, 0)]):
-        want = ref_scc_edges(E)
-        check_output(out, want, prev, f"epoch {epoch} scc edges")
-        prev = want
+    check_edge_program(
+        sc[0], lambda e: [strongly_connected_edges(e)], lambda E: [ref_scc_edges(E)], ["scc edges"]
+    )
 
 
 @given(graph_scenario(), st.lists(edge_row, max_size=6))

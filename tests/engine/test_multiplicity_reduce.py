@@ -17,11 +17,15 @@ import pytest
 from engine_helpers import (
     change_sequence,
     check_output,
+    edge_row,
     every_third,
     examples,
     ref_paths,
     ref_reachable,
     replay,
+)
+from engine_helpers import (
+    node_row as root_row,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -32,9 +36,6 @@ from ivm.library.graphs import EDGE, reachable
 from ivm.operators.reduce import Reduce
 from ivm.trace import NO_TIME, Trace
 
-N = 8
-edge_row = st.tuples(st.integers(0, N - 1), st.integers(0, N - 1))
-root_row = st.tuples(st.integers(0, N - 1))
 word_row = st.tuples(st.sampled_from(["a", "b", "c", None]), st.integers(0, 2))
 
 

@@ -17,11 +17,13 @@ import pytest
 from engine_helpers import (
     change_sequence,
     check_output,
+    edge_row,
     every_key_cached,
     examples,
     ref_min_label,
     ref_paths,
     replay,
+    seed_row,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -31,10 +33,6 @@ from ivm.batch import consolidate_hashed, hash_rows
 from ivm.kernels import group_hashes, probe_run
 from ivm.library.graphs import EDGE, NODE_LABEL, connected_components, propagate_min_label
 from ivm.operators.reduce import Reduce
-
-N = 8
-edge_row = st.tuples(st.integers(0, N - 1), st.integers(0, N - 1))
-seed_row = st.tuples(st.integers(0, N - 1), st.integers(0, 2 * N))
 
 
 def paths(edges: ivm.Collection) -> ivm.Collection:

@@ -46,6 +46,17 @@ CHUNK = 25
 _STRINGS = ["a", "b", "ab", "Abc", " x ", "", "zz", None]
 
 
+def edge_view(
+    sql: str, catalog: dict, schema: list[tuple[str, str]], **options: Any
+) -> tuple[ivm.Dataflow, ivm.InputCollection, ivm.Output, Any]:
+    """``sql`` compiled (with ``options``) over one input ``e`` of engine ``schema``, its SQL
+    columns in ``catalog``: the dataflow, the input, the view's output and the compiled view."""
+    g = ivm.Dataflow()
+    e = g.input("e", schema)
+    cv = compile_view(sql, catalog, g, {"e": e}, **options)
+    return g, e, g.output(cv.collection, "view"), cv
+
+
 def random_row(rng: random.Random, table: str) -> tuple:
     def maybe(v: Any, p: float = 0.15) -> Any:
         return None if rng.random() < p else v

@@ -7,6 +7,9 @@ import zlib
 from collections import Counter
 
 import pytest
+from references import asof_join as asof_ref
+from references import step_edge_batch
+from sql_harness import edge_view
 
 import ivm
 from ivm.collection import delta_join
@@ -14,6 +17,7 @@ from sql_frontend import UnsupportedSqlError, compile_view, explain, plan_sql
 from sql_frontend.plan import explain as explain_plan
 
 EDGES = {"e": [("a", "bigint"), ("b", "bigint")]}
+EDGE_SCHEMA = [("a", "int64"), ("b", "int64")]
 TRIANGLES = (
     "SELECT e1.a, e1.b, e2.b FROM e e1 JOIN e e2 ON e1.a = e2.a "
     "JOIN e e3 ON e1.b = e3.a AND e2.b = e3.b"
@@ -35,10 +39,7 @@ def triangles_ref(edges: set[tuple[int, int]]) -> dict[tuple[int, int, int], int
 
 
 def _triangle_view(strategy: str, sql: str = TRIANGLES):
-    g = ivm.Dataflow()
-    e = g.input("e", [("a", "int64"), ("b", "int64")])
-    cv = compile_view(sql, EDGES, g, {"e": e}, join_strategy=strategy)
-    return g, e, g.output(cv.collection, "tri"), cv
+    return edge_view(sql, EDGES, EDGE_SCHEMA, join_strategy=strategy)
 
 
 @pytest.mark.parametrize(
@@ -83,11 +84,7 @@ def test_triangle_view_equals_reference_after_every_step(strategy: str, sql: str
             edge = (rng.randrange(9), rng.randrange(9))
             if edge not in adds:
                 (dels if edge in cur else adds).add(edge)
-        adds -= dels
-        e.insert(sorted(adds))
-        e.delete(sorted(dels))
-        cur = (cur | adds) - dels
-        g.step()
+        cur = step_edge_batch(g, e, cur, adds, dels)
         want = triangles_ref(cur)
         assert out.counts() == want, f"step {step}"
         assert engine.counts() == want, f"step {step}"
@@ -215,9 +212,7 @@ def test_recursive_view_with_multiway_join_is_maintained() -> None:
         "SELECT r.a, e2.b FROM r JOIN e e1 ON r.b = e1.a JOIN e e2 ON e1.b = e2.a) "
         "SELECT * FROM r"
     )
-    g = ivm.Dataflow()
-    e = g.input("e", [("a", "int64"), ("b", "int64")])
-    out = g.output(compile_view(rec, EDGES, g, {"e": e}).collection, "r")
+    g, e, out, _ = edge_view(rec, EDGES, EDGE_SCHEMA)
     e.insert([(1, 2), (2, 3), (3, 4), (4, 5)])
     g.step()
     # pairs at odd distance (1, 3, ...) along the path
@@ -225,20 +220,6 @@ def test_recursive_view_with_multiway_join_is_maintained() -> None:
 
 
 # ---------------------------------------------------------------- event-time ASOF JOIN
-def asof_ref(orders: Counter, prices: Counter, left: bool) -> dict:
-    out: Counter = Counter()
-    for (oid, sym, t), n in orders.items():
-        cands = [(pt, px) for (s, pt, px), m in prices.items() if m > 0 and s == sym]
-        cands = [c for c in cands if sym is not None and c[0] <= t]
-        if cands:
-            best = max(c[0] for c in cands)
-            px = min(c[1] for c in cands if c[0] == best)
-            out[(oid, sym, t, sym, best, px)] += n
-        elif left:
-            out[(oid, sym, t, None, None, None)] += n
-    return {r: n for r, n in out.items() if n}
-
-
 @pytest.mark.parametrize("kind", ["ASOF JOIN", "ASOF LEFT JOIN"])
 def test_event_time_asof_view_equals_reference(kind: str) -> None:
     g = ivm.Dataflow()

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import random
 
+from references import transitive_closure as closure
+from sql_harness import edge_view
+
 import ivm
 from sql_frontend.compile import compile_view
 
@@ -24,15 +27,6 @@ SHORTEST = (
     "SELECT e.dst, d.k + 1 FROM d JOIN e ON d.n = e.src WHERE d.k < 8) "
     "SELECT n, min(k) FROM d GROUP BY n"
 )
-
-
-def closure(edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
-    reach = set(edges)
-    while True:
-        new = {(a, d) for a, b in reach for c, d in edges if b == c} - reach
-        if not new:
-            return reach
-        reach |= new
 
 
 def components(edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
@@ -97,9 +91,7 @@ def test_mutual_recursion_even_odd_paths() -> None:
         "SELECT e.dst FROM od JOIN e ON od.n = e.src), "
         "od(n) AS (SELECT e.dst FROM ev JOIN e ON ev.n = e.src) SELECT n FROM ev"
     )
-    g = ivm.Dataflow()
-    e = g.input("e", [("src", "any"), ("dst", "any")])
-    out = g.output(compile_view(sql, CATALOG, g, {"e": e}).collection, "ev")
+    g, e, out, _ = edge_view(sql, CATALOG, [("src", "any"), ("dst", "any")])
     e.insert([(0, 1), (1, 2), (2, 3), (3, 4)])
     g.step()
     assert set(out.counts()) == {(0,), (2,), (4,)}
