@@ -10,10 +10,13 @@ labels networkx computes.  Import it from an example run as ``python examples/<n
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
 import numpy as np
+
+import ivm
 
 
 def smallest_member_labels(components: Any) -> dict[int, int]:
@@ -39,6 +42,25 @@ def random_edges(
             avoid.add(e)
             out.append(e)
     return out
+
+
+def edge_dataflow(name: str, algorithm: Any, output: str) -> tuple[Any, Any, Any]:
+    """A dataflow ``name`` with one ``edges`` input of ``(src, dst)`` rows and the output
+    ``algorithm(edges)``: ``(dataflow, edges input, output)``."""
+    g = ivm.Dataflow(name)
+    edges = g.input("edges", [("src", "int64"), ("dst", "int64")])
+    return g, edges, g.output(algorithm(edges), output)
+
+
+def initial_graph(
+    rng: np.random.Generator, a: argparse.Namespace, edges: Any, *, directed: bool
+) -> tuple[set, list[tuple[int, int]], nx.Graph]:
+    """``a.edges`` random edges over ``a.nodes`` nodes inserted into the input ``edges``:
+    ``(live edge set, the edges, the same graph in networkx)``."""
+    live: set[tuple[int, int]] = set()
+    initial = random_edges(rng, a.nodes, a.edges, live, directed=directed)
+    edges.insert(initial)
+    return live, initial, (nx.DiGraph if directed else nx.Graph)(initial)
 
 
 def churn_arguments(
@@ -90,3 +112,33 @@ def compare_labels(
             f"node {bad[0]}: {mine.get(bad[0])} vs {want.get(bad[0])}"
         )
     return mine
+
+
+def churn_steps(
+    rng: np.random.Generator,
+    a: argparse.Namespace,
+    graph: tuple[Any, Any, Any],
+    live: set,
+    ref: nx.Graph,
+    check: Callable[[int], dict[int, int]],
+) -> tuple[int, dict[int, int]]:
+    """The examples' main loop over ``graph = (dataflow, edges input, output)``: ``a.steps``
+    times, :func:`churn` the edges and step; print the first three steps and the last, and
+    ``check`` every ``a.check_every`` steps and at the end.  Returns the number of checks and
+    the labels the last one returned."""
+    g, edges, out = graph
+    checks, mine = 0, {}
+    for step in range(1, a.steps + 1):
+        gone, new = churn(rng, a, live, edges, ref)
+        rep = g.step()
+        if step <= 3 or step == a.steps:
+            # the output's changes of this epoch: (node, label, __diff__) rows
+            print(
+                f"step {step}: -{len(gone)} +{len(new)} edges -> "
+                f"{out.changes().num_rows} label changes, {rep.differences:,} differences, "
+                f"{rep.seconds * 1e3:.0f} ms"
+            )
+        if (a.check_every and step % a.check_every == 0) or step == a.steps:
+            mine = check(step)
+            checks += 1
+    return checks, mine

@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import time
 
+import edge_churn
 import networkx as nx
 import numpy as np
-from edge_churn import churn, churn_arguments, compare_labels, random_edges, smallest_member_labels
 
-import ivm
 from ivm.library.graphs import strongly_connected_components
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = churn_arguments(
+    ap = edge_churn.churn_arguments(
         __doc__.splitlines()[0],
         nodes=1000,
         edges=1300,
@@ -42,15 +41,9 @@ def main(argv: list[str] | None = None) -> dict:
     rng = np.random.default_rng(a.seed)
 
     # The dataflow: directed edges in, (node, SCC label) out.
-    g = ivm.Dataflow("scc")
-    edges = g.input("edges", [("src", "int64"), ("dst", "int64")])
-    scc = g.output(strongly_connected_components(edges), "scc")
-
-    live: set[tuple[int, int]] = set()
-    initial = random_edges(rng, a.nodes, a.edges, live, directed=True)
-    edges.insert(initial)
+    g, edges, scc = edge_churn.edge_dataflow("scc", strongly_connected_components, "scc")
+    live, initial, ref = edge_churn.initial_graph(rng, a, edges, directed=True)
     rep = g.step()
-    ref = nx.DiGraph(initial)
 
     def sizes(labels: dict[int, int]) -> list[int]:
         return (
@@ -60,8 +53,8 @@ def main(argv: list[str] | None = None) -> dict:
         )
 
     def check(step: int) -> dict[int, int]:
-        want = smallest_member_labels(nx.strongly_connected_components(ref))
-        return compare_labels(step, scc.counts(), want, "SCC labels")
+        want = edge_churn.smallest_member_labels(nx.strongly_connected_components(ref))
+        return edge_churn.compare_labels(step, scc.counts(), want, "SCC labels")
 
     mine = check(0)
     print(
@@ -70,19 +63,8 @@ def main(argv: list[str] | None = None) -> dict:
         f"{len(g.metrics.by_iteration(rep.epoch))} (outer, inner) loop times"
     )
 
-    checks = 1
-    for step in range(1, a.steps + 1):
-        gone, new = churn(rng, a, live, edges, ref)
-        rep = g.step()
-        if step <= 3 or step == a.steps:
-            print(
-                f"step {step}: -{len(gone)} +{len(new)} edges -> "
-                f"{scc.changes().num_rows} output changes, {rep.differences:,} differences, "
-                f"{rep.seconds * 1e3:.0f} ms"
-            )
-        if (a.check_every and step % a.check_every == 0) or step == a.steps:
-            mine = check(step)
-            checks += 1
+    checks, mine = edge_churn.churn_steps(rng, a, (g, edges, scc), live, ref, check)
+    checks += 1  # and the initial state
     print(f"ok: SCCs equal networkx's at {checks} checked steps (largest SCCs {sizes(mine)[:5]})")
     return dict(checks=checks, steps=a.steps, nodes=len(mine))
 

@@ -16,52 +16,39 @@ from __future__ import annotations
 
 import time
 
+import edge_churn
 import networkx as nx
 import numpy as np
-from edge_churn import churn, churn_arguments, compare_labels, random_edges, smallest_member_labels
 
-import ivm
 from ivm.library.graphs import connected_components
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = churn_arguments(__doc__.splitlines()[0], nodes=1000, edges=1500, batch=10, seed=1)
+    ap = edge_churn.churn_arguments(
+        __doc__.splitlines()[0], nodes=1000, edges=1500, batch=10, seed=1
+    )
     a = ap.parse_args(argv)
     rng = np.random.default_rng(a.seed)
 
     # 1. The dataflow: one input of (src, dst) edges, one output of (node, label).
-    g = ivm.Dataflow("wcc")
-    edges = g.input("edges", [("src", "int64"), ("dst", "int64")])
-    labels = g.output(connected_components(edges), "labels")
+    g, edges, labels = edge_churn.edge_dataflow("wcc", connected_components, "labels")
 
     # 2. Initial graph: push the edges, then step (one epoch).
-    live: set[tuple[int, int]] = set()
-    initial = random_edges(rng, a.nodes, a.edges, live, directed=False)
-    edges.insert(initial)
+    live, initial, ref = edge_churn.initial_graph(rng, a, edges, directed=False)
     rep = g.step()
-    ref = nx.Graph(initial)
     n_comp = len({label for (_node, label) in labels.counts()})
     print(
         f"initial: {len(initial)} edges, {n_comp} components, "
         f"{rep.differences:,} differences, {rep.seconds * 1e3:.0f} ms"
     )
 
-    checks = 0
-    for step in range(1, a.steps + 1):
-        # 3. Change the graph: delete some live edges, insert new ones, step again.
-        gone, new = churn(rng, a, live, edges, ref)
-        rep = g.step()
-        # The output's changes of this epoch: (node, label, __diff__) rows.
-        changed = labels.changes().num_rows
-        if step <= 3 or step == a.steps:
-            print(
-                f"step {step}: -{len(gone)} +{len(new)} edges -> {changed} label changes, "
-                f"{rep.differences:,} differences, {rep.seconds * 1e3:.0f} ms"
-            )
-        if (a.check_every and step % a.check_every == 0) or step == a.steps:
-            want = smallest_member_labels(nx.connected_components(ref))
-            mine = compare_labels(step, labels.counts(), want, "labels")
-            checks += 1
+    def check(step: int) -> dict[int, int]:
+        want = edge_churn.smallest_member_labels(nx.connected_components(ref))
+        return edge_churn.compare_labels(step, labels.counts(), want, "labels")
+
+    # 3. Change the graph: each step deletes some live edges, inserts new ones and steps
+    #    again; the labels are checked against networkx every --check-every steps.
+    checks, mine = edge_churn.churn_steps(rng, a, (g, edges, labels), live, ref, check)
     print(
         f"ok: labels equal networkx's at {checks} checked steps "
         f"({len(mine)} nodes with edges, {len(set(mine.values()))} components)"
