@@ -11,11 +11,34 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from spark_exec import Session
 from spark_exec.demo import bag
 
 REPO = Path(__file__).resolve().parents[2]
 
-__all__ = ["REPO", "bag", "child_json", "run_child", "spark_bag"]
+__all__ = ["REPO", "bag", "child_json", "run_child", "session_fixture", "session_with", "spark_bag"]
+
+
+def session_with(tmp_path: Path, *statements: str, **options: Any) -> Session:
+    """A session (``options`` passed on) over a new warehouse ``tmp_path / "wh"``, after
+    running ``statements``."""
+    s = Session(warehouse=tmp_path / "wh", **options)
+    for statement in statements:
+        s.sql(statement)
+    return s
+
+
+def session_fixture(*statements: str) -> Any:
+    """A pytest fixture giving each test :func:`session_with` ``statements`` of its own;
+    bind it to the name the tests ask for (``s = session_fixture(...)``)."""
+
+    @pytest.fixture
+    def session(tmp_path: Path) -> Session:
+        return session_with(tmp_path, *statements)
+
+    return session
 
 
 def spark_bag(spark: Any, query: str) -> Counter[tuple[Any, ...]]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
+from e2e_helpers import session_fixture
 from fixture_cases import FIXTURES, read_cases
 
 import ivm
@@ -32,12 +33,10 @@ def files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-@pytest.fixture
-def s(tmp_path: Path) -> Session:
-    s = Session(warehouse=tmp_path / "wh")
-    s.sql("CREATE TABLE edges (src BIGINT, dst BIGINT); INSERT INTO edges VALUES (1, 2)")
-    s.sql("CREATE MATERIALIZED VIEW deg AS SELECT src, count(*) AS n FROM edges GROUP BY src")
-    return s
+s = session_fixture(
+    "CREATE TABLE edges (src BIGINT, dst BIGINT); INSERT INTO edges VALUES (1, 2)",
+    "CREATE MATERIALIZED VIEW deg AS SELECT src, count(*) AS n FROM edges GROUP BY src",
+)
 
 
 #: statements the Session refuses: ``(when, SQL, error class, message pattern)``

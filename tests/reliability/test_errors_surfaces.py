@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from e2e_helpers import session_fixture
 
 from catalog.errors import CheckpointError, StorageError, ValueOutOfRangeError
 from datalog.errors import DatalogLimitError, DatalogOverflowError
@@ -35,12 +36,10 @@ def snapshot(root: Path) -> dict[str, int]:
     }
 
 
-@pytest.fixture
-def s(tmp_path: Path) -> Session:
-    s = Session(warehouse=tmp_path / "wh")
-    s.sql("CREATE TABLE t (k BIGINT, v BIGINT); INSERT INTO t VALUES (1, 2), (1, 3), (2, 5)")
-    s.sql("CREATE MATERIALIZED VIEW a AS SELECT k, sum(v) AS s FROM t GROUP BY k")
-    return s
+s = session_fixture(
+    "CREATE TABLE t (k BIGINT, v BIGINT); INSERT INTO t VALUES (1, 2), (1, 3), (2, 5)",
+    "CREATE MATERIALIZED VIEW a AS SELECT k, sum(v) AS s FROM t GROUP BY k",
+)
 
 
 def nested(n: int) -> str:

@@ -11,20 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from diverging import counter_program
 
 from ivm.limits import IterationLimitError
 from spark_exec import Session
 from spark_exec.cli import EXIT_USER_ERROR, main
 from spark_exec.errors import RefreshFailedError
 
-COUNTER = """
-.decl start(x: number)
-.input start
-.decl a_counter(x: number)
-.output a_counter
-a_counter(x) :- start(x).
-a_counter(y) :- a_counter(x), y = x + 1.
-"""
+COUNTER = counter_program("a_counter")
 
 
 def rows(s: Session) -> dict[str, dict[str, Any]]:

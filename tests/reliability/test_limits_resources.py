@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from diverging import counter_program
 
 import ivm
 from ivm.limits import (
@@ -18,14 +19,7 @@ from ivm.limits import (
 )
 from spark_exec import Session
 
-COUNTER = """
-.decl start(x: number)
-.input start
-.decl c(x: number)
-.output c
-c(x) :- start(x).
-c(y) :- c(x), y = x + 1.
-"""
+COUNTER = counter_program("c")
 
 COUNTER_SQL = """CREATE MATERIALIZED VIEW c AS
 WITH RECURSIVE r(n) AS (SELECT x FROM start UNION SELECT n + 1 FROM r)

@@ -8,6 +8,7 @@ every output's ``changes()`` and ``contents()`` are equal to the single process'
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -72,3 +73,26 @@ class Twins:
 
     def balance(self) -> dict[int, Any]:
         return {n: grp.balance() for n, grp in self.groups.items()}
+
+
+def drive(
+    tw: Twins,
+    rng: random.Random,
+    gens: dict[str, Callable[[random.Random], tuple]],
+    epochs: int = 5,
+    batch: int = 12,
+) -> None:
+    """Random changes to every input: inserts, and deletes of rows inserted before."""
+    current: dict[str, list[tuple]] = {name: [] for name in gens}
+    for _ in range(epochs):
+        for name, gen in gens.items():
+            ins = [gen(rng) for _ in range(batch)]
+            cur = current[name]
+            dels = rng.sample(cur, min(len(cur), batch // 3))
+            for r in dels:
+                cur.remove(r)
+            cur.extend(ins)
+            tw.insert(name, ins)
+            if dels:
+                tw.delete(name, dels)
+        tw.step()

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from shard_harness import Twins
+from shard_harness import Twins, drive
 
 import ivm
 from ivm.collection import delta_join
@@ -26,29 +26,6 @@ from ivm.library.graphs import (
 EDGE = [("src", "int64"), ("dst", "int64")]
 KV = [("k", "int64"), ("v", "int64")]
 KVS = [("k", "int64"), ("v", "int64"), ("s", "str")]
-
-
-def drive(
-    tw: Twins,
-    rng: random.Random,
-    gens: dict[str, Callable[[random.Random], tuple]],
-    epochs: int = 5,
-    batch: int = 12,
-) -> None:
-    """Random changes to every input: inserts, and deletes of rows inserted before."""
-    current: dict[str, list[tuple]] = {name: [] for name in gens}
-    for _ in range(epochs):
-        for name, gen in gens.items():
-            ins = [gen(rng) for _ in range(batch)]
-            cur = current[name]
-            dels = rng.sample(cur, min(len(cur), batch // 3))
-            for r in dels:
-                cur.remove(r)
-            cur.extend(ins)
-            tw.insert(name, ins)
-            if dels:
-                tw.delete(name, dels)
-        tw.step()
 
 
 def edges(n: int) -> Callable[[random.Random], tuple]:

@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 import pytest
-from shard_harness import Twins
+from shard_harness import Twins, drive
 from sql_harness import TABLES, random_row
 from sql_views import MATERIALIZED, VIEWS
 
@@ -87,20 +87,9 @@ def sql_build(views: dict[str, str]) -> Any:
 
 
 def drive_tables(tw: Twins, seed: int, epochs: int, tables: list[str], n: int = 10) -> None:
-    rng = random.Random(seed)
-    current: dict[str, list[tuple]] = {t: [] for t in tables}
-    for _ in range(epochs):
-        for table in tables:
-            ins = [random_row(rng, table) for _ in range(n)]
-            cur = current[table]
-            dels = rng.sample(cur, min(len(cur), n // 3))
-            for r in dels:
-                cur.remove(r)
-            cur.extend(ins)
-            tw.insert(table, ins)
-            if dels:
-                tw.delete(table, dels)
-        tw.step()
+    """:func:`drive` with the SQL harness's random rows of each table."""
+    gens = {t: (lambda rng, t=t: random_row(rng, t)) for t in tables}
+    drive(tw, random.Random(seed), gens, epochs=epochs, batch=n)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
