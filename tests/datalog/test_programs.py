@@ -30,6 +30,20 @@ def edge_gen(n: int):
     return lambda rng: (rng.randrange(n), rng.randrange(n))
 
 
+def node_gen(n: int):
+    return lambda rng: (rng.randrange(n),)
+
+
+def weighted_edge_gen(n: int):
+    """Random edges ``(x, y, weight(x, y))`` over ``n`` nodes."""
+
+    def gen(rng: random.Random) -> tuple[int, int, int]:
+        x, y = rng.randrange(n), rng.randrange(n)
+        return (x, y, weight(x, y))
+
+    return gen
+
+
 def _digraph(edges) -> nx.DiGraph:
     g = nx.DiGraph()
     g.add_edges_from(edges)
@@ -70,15 +84,8 @@ def test_single_source_reachability(seed: int) -> None:
                 want |= {(y,) for y in nx.descendants(g, s)}
         assert m.output("reach") == want
 
-    run_random(
-        m,
-        random.Random(seed),
-        25,
-        {"edge": edge_gen(10), "source": lambda rng: (rng.randrange(10),)},
-        batch=2,
-        initial=12,
-        extra_check=vs_networkx,
-    )
+    gens = {"edge": edge_gen(10), "source": node_gen(10)}
+    run_random(m, random.Random(seed), 25, gens, batch=2, initial=12, extra_check=vs_networkx)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -163,10 +170,6 @@ dist(x, d) :- cand(x, _), d = min c : { cand(x, c) }.
 def test_shortest_paths_min_in_recursion(seed: int) -> None:
     m = Maintained(SHORTEST_PATHS)
 
-    def weighted(rng: random.Random) -> tuple[int, int, int]:
-        x, y = rng.randrange(10), rng.randrange(10)
-        return (x, y, weight(x, y))
-
     def vs_networkx(m: Maintained) -> None:
         g = nx.DiGraph()
         g.add_weighted_edges_from(m.current["edge"])
@@ -177,15 +180,8 @@ def test_shortest_paths_min_in_recursion(seed: int) -> None:
                 want[node] = min(d, want.get(node, d))
         assert m.output("dist") == set(want.items())
 
-    run_random(
-        m,
-        random.Random(seed),
-        25,
-        {"edge": weighted, "source": lambda rng: (rng.randrange(10),)},
-        batch=2,
-        initial=14,
-        extra_check=vs_networkx,
-    )
+    gens = {"edge": weighted_edge_gen(10), "source": node_gen(10)}
+    run_random(m, random.Random(seed), 25, gens, batch=2, initial=14, extra_check=vs_networkx)
 
 
 POINTS_TO = (EXAMPLES / "datalog" / "points_to.dl").read_text()
@@ -319,30 +315,15 @@ def test_many_seeds_slow(seed: int) -> None:
     rng = random.Random(seed)
     run_random(Maintained(TC), rng, 40, {"edge": edge_gen(12)})
     run_random(Maintained(CC_MIN_LABEL), rng, 40, {"edge": edge_gen(14)})
-    run_random(
-        Maintained(SHORTEST_PATHS),
-        rng,
-        40,
-        {
-            "edge": lambda r: (lambda x, y: (x, y, weight(x, y)))(r.randrange(12), r.randrange(12)),
-            "source": lambda r: (r.randrange(12),),
-        },
-        batch=2,
-        initial=14,
-    )
-    run_random(
-        Maintained(POINTS_TO),
-        rng,
-        30,
-        {
-            "new": lambda r: (f"v{r.randrange(9)}", f"o{r.randrange(5)}"),
-            "assign": lambda r: (f"v{r.randrange(9)}", f"v{r.randrange(9)}"),
-            "load": lambda r: (f"v{r.randrange(9)}", f"v{r.randrange(9)}", r.choice("fg")),
-            "store": lambda r: (f"v{r.randrange(9)}", r.choice("fg"), f"v{r.randrange(9)}"),
-        },
-        batch=3,
-        initial=8,
-    )
+    paths = {"edge": weighted_edge_gen(12), "source": node_gen(12)}
+    run_random(Maintained(SHORTEST_PATHS), rng, 40, paths, batch=2, initial=14)
+    points_to = {
+        "new": lambda r: (f"v{r.randrange(9)}", f"o{r.randrange(5)}"),
+        "assign": lambda r: (f"v{r.randrange(9)}", f"v{r.randrange(9)}"),
+        "load": lambda r: (f"v{r.randrange(9)}", f"v{r.randrange(9)}", r.choice("fg")),
+        "store": lambda r: (f"v{r.randrange(9)}", r.choice("fg"), f"v{r.randrange(9)}"),
+    }
+    run_random(Maintained(POINTS_TO), rng, 30, points_to, batch=3, initial=8)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -367,14 +348,8 @@ def test_unusual_rule_shapes(seed: int) -> None:
         cross(x, y) :- flag(x), flag(y), x < y.
         loop(x) :- e(x, y), e(y, x).
     """)
-    run_random(
-        m,
-        random.Random(seed),
-        25,
-        {"e": edge_gen(6), "flag": lambda rng: (rng.randrange(6),)},
-        batch=2,
-        initial=3,
-    )
+    gens = {"e": edge_gen(6), "flag": node_gen(6)}
+    run_random(m, random.Random(seed), 25, gens, batch=2, initial=3)
     m.change(deletes={"e": set(m.current["e"]), "flag": set(m.current["flag"])})
     m.check()
     assert m.output("total") == {(0, 0)}
