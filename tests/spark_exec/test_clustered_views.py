@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
+from layout_checks import assert_create_refused, describe_extended, show_create
 
 from catalog import delta_commit, view_clustering, view_table
 from catalog.view_clustering import ClusterColumnError
@@ -96,12 +97,9 @@ class Input:
         self.s.sql(f"UPDATE t SET v = v + 7 WHERE id = {moved}")
 
 
-@pytest.mark.parametrize("deletion_vectors", [False, True])
 def test_clustered_view_stays_exact_under_random_changes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deletion_vectors: bool
+    tmp_path: Path, deletion_vectors: bool
 ) -> None:
-    if deletion_vectors:  # every retraction through a deletion vector, not a file rewrite
-        monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)
     s = Session(warehouse=tmp_path / "wh")
     t = Input(s, 18 + deletion_vectors)
     t.insert(80)
@@ -133,12 +131,9 @@ def test_cluster_by_is_shown_recreated_and_altered(tmp_path: Path) -> None:
         f"CREATE MATERIALIZED VIEW m /* inside */ CLUSTER BY (k, r) COMMENT 'c' "
         f"TBLPROPERTIES ('owner' = 'me') AS {QUERY}"
     )
-    text = s.sql("SHOW CREATE TABLE m").to_arrow().column(0)[0].as_py()
+    text = show_create(s, "m")
     assert "CLUSTER BY (`k`, `r`)" in text
-    detail = {
-        r["col_name"]: r["data_type"]
-        for r in s.sql("DESCRIBE EXTENDED MATERIALIZED VIEW m").collect()
-    }
+    detail = describe_extended(s, "m")
     assert detail["Clustering Columns"] == "k, r"
     assert DeltaTable(s.table_path("m")).metadata().configuration["owner"] == "me"
     check_clustered(s.table_path("m"), ["k", "r"])
@@ -155,14 +150,14 @@ def test_cluster_by_is_shown_recreated_and_altered(tmp_path: Path) -> None:
     s.refresh()
     check_clustered(path, ["r"], older)  # the refresh's new file is sorted by r
     assert bag(s.read("m").to_pylist()) == expected(t.base)
-    assert "CLUSTER BY (`r`)" in s.sql("SHOW CREATE TABLE m").to_arrow().column(0)[0].as_py()
+    assert "CLUSTER BY (`r`)" in show_create(s, "m")
     s.sql("ALTER MATERIALIZED VIEW m CLUSTER BY NONE")
     assert view_clustering.clustering_columns(path) == ()
     assert view_clustering.is_clustered(path)  # the feature stays, as in delta-spark
     t.change()
     s.refresh()
     assert bag(s.read("m").to_pylist()) == expected(t.base)
-    assert "CLUSTER BY" not in s.sql("SHOW CREATE TABLE m").to_arrow().column(0)[0].as_py()
+    assert "CLUSTER BY" not in show_create(s, "m")
 
 
 @pytest.mark.parametrize(
@@ -177,21 +172,19 @@ def test_cluster_by_is_shown_recreated_and_altered(tmp_path: Path) -> None:
 def test_bad_clustering_columns_are_refused_before_anything_is_written(
     tmp_path: Path, clause: str, message: str
 ) -> None:
-    s = Session(warehouse=tmp_path / "wh")
-    s.sql("CREATE TABLE t (k BIGINT, r STRING, v BIGINT)")
-    with pytest.raises(ClusterColumnError, match=message):
-        s.sql(f"CREATE MATERIALIZED VIEW m {clause} AS SELECT k, r, v > 1 AS b FROM t")
-    assert s.catalog.store.find("m") is None
-    assert not any((tmp_path / "wh").rglob("views/**/_delta_log"))
+    assert_create_refused(
+        tmp_path,
+        "CREATE TABLE t (k BIGINT, r STRING, v BIGINT)",
+        f"CREATE MATERIALIZED VIEW m {clause} AS SELECT k, r, v > 1 AS b FROM t",
+        ClusterColumnError,
+        message,
+    )
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("deletion_vectors", [False, True])
 def test_delta_spark_reads_describes_and_optimizes_the_clustered_view(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deletion_vectors: bool
+    spark: SparkSession, tmp_path: Path, deletion_vectors: bool
 ) -> None:
-    if deletion_vectors:
-        monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)
     s = Session(warehouse=tmp_path / "wh")
     t = Input(s, 40 + deletion_vectors)
     t.insert(60)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, QueryBuilder
+from layout_checks import assert_create_refused, describe_extended, show_create
 
 from catalog import delta_commit, view_table
 from catalog.view_partitions import PartitionColumnError
@@ -71,12 +72,9 @@ def plain_rows(dt: DeltaTable) -> list[dict[str, Any]]:
     return list(pa.table(out).to_pylist())
 
 
-@pytest.mark.parametrize("deletion_vectors", [False, True])
 def test_partitioned_view_stays_exact_under_random_changes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deletion_vectors: bool
+    tmp_path: Path, deletion_vectors: bool
 ) -> None:
-    if deletion_vectors:  # every retraction through a deletion vector, not a file rewrite
-        monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)
     rng = random.Random(18 + deletion_vectors)
     s = Session(warehouse=tmp_path / "wh")
     s.sql("CREATE TABLE t (id BIGINT, region STRING, day INT, k BIGINT, v BIGINT)")
@@ -160,12 +158,9 @@ def test_partitioned_by_is_shown_and_recreated(tmp_path: Path) -> None:
         "/* inside */ PARTITIONED BY (region) COMMENT 'c' "
         "AS SELECT r, sum(v) AS s FROM t GROUP BY r"
     )
-    text = s.sql("SHOW CREATE TABLE m").to_arrow().column(0)[0].as_py()
+    text = show_create(s, "m")
     assert "PARTITIONED BY (`region`)" in text
-    detail = {
-        r["col_name"]: r["data_type"]
-        for r in s.sql("DESCRIBE EXTENDED MATERIALIZED VIEW m").collect()
-    }
+    detail = describe_extended(s, "m")
     assert detail["Partition Columns"] == "region"
     assert DeltaTable(s.table_path("m")).metadata().partition_columns == ["region"]
     s.sql("DROP MATERIALIZED VIEW m")
@@ -186,16 +181,15 @@ def test_partitioned_by_is_shown_and_recreated(tmp_path: Path) -> None:
 def test_bad_partition_columns_are_refused_before_anything_is_written(
     tmp_path: Path, clause: str, message: str
 ) -> None:
-    s = Session(warehouse=tmp_path / "wh")
-    s.sql("CREATE TABLE t (r STRING, v BIGINT, f DOUBLE)")
     query = "SELECT r, sum(v) AS s FROM t GROUP BY r"
     if "(f)" in clause:
         query = "SELECT r, f, sum(v) AS s FROM t GROUP BY r, f"
-    with pytest.raises(PartitionColumnError, match=message.replace("(", r"\(")):
-        s.sql(f"CREATE MATERIALIZED VIEW m {clause} AS {query}")
-    assert s.catalog.store.find("m") is None
-    assert not (tmp_path / "wh").joinpath("views").exists() or not any(
-        (tmp_path / "wh" / "views").rglob("_delta_log")
+    assert_create_refused(
+        tmp_path,
+        "CREATE TABLE t (r STRING, v BIGINT, f DOUBLE)",
+        f"CREATE MATERIALIZED VIEW m {clause} AS {query}",
+        PartitionColumnError,
+        message.replace("(", r"\("),
     )
 
 
