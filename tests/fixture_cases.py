@@ -63,3 +63,16 @@ def named_queries(path: Path) -> dict[str, str]:
             raise ValueError(f"{path}:{case.line}: {case.name!r} is defined twice")
         out[case.name] = case.sql[0]
     return out
+
+
+def expression_lists(path: Path) -> dict[str, list[str]]:
+    """``{name: its SQL lines}`` of a fixture file whose cases are named lists of
+    expressions, one a line."""
+    out: dict[str, list[str]] = {}
+    for case in read_cases(path):
+        if "name" not in case.meta:
+            raise ValueError(f"{path}:{case.line}: a case needs a name")
+        if case.name in out:
+            raise ValueError(f"{path}:{case.line}: {case.name!r} is defined twice")
+        out[case.name] = list(case.sql)
+    return out
