@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import sqlglot
+from fixture_cases import FIXTURES, named_queries
 from sqlglot import exp
 
 from sql_frontend import completeness
@@ -24,85 +25,20 @@ CAT = {
 }
 
 _SETOP = "SELECT k FROM t {op} SELECT k FROM u ORDER BY k LIMIT 2 OFFSET 1"
-_REC = (
-    "WITH RECURSIVE r(n) AS (SELECT k FROM t UNION SELECT r.n + 1 FROM r WHERE r.n < 3) "
-    "SELECT n FROM r"
-)
 
 EXAMPLES: dict[tuple[type[exp.Expr], str], str] = {
-    (exp.Select, "with_"): "WITH a AS (SELECT k FROM t) SELECT k FROM a",
-    (exp.Select, "expressions"): "SELECT k FROM t",
-    (exp.Select, "hint"): "SELECT /*+ BROADCAST(u) */ t.k FROM t JOIN u ON t.k = u.k",
-    (exp.Select, "distinct"): "SELECT DISTINCT k FROM t",
-    (exp.Select, "from_"): "SELECT k FROM t",
-    (exp.Select, "joins"): "SELECT t.k FROM t JOIN u ON t.k = u.k",
-    (exp.Select, "where"): "SELECT k FROM t WHERE v > 1",
-    (exp.Select, "group"): "SELECT k, count(*) FROM t GROUP BY k",
-    (exp.Select, "having"): "SELECT k FROM t GROUP BY k HAVING count(*) > 1",
-    (exp.Select, "order"): "SELECT k FROM t ORDER BY v LIMIT 2",
-    (exp.Select, "limit"): "SELECT k FROM t ORDER BY v LIMIT 2",
-    (exp.Select, "offset"): "SELECT k FROM t ORDER BY v LIMIT 2 OFFSET 1",
+    **{
+        (getattr(exp, name.split(".")[0]), name.split(".")[1]): sql
+        for name, sql in named_queries(FIXTURES / "completeness" / "examples.sql").items()
+    },
     **{
         (cls, key): _SETOP.format(op=op)
         for cls, op in ((exp.Union, "UNION"), (exp.Intersect, "INTERSECT"), (exp.Except, "EXCEPT"))
         for key in ("this", "expression", "distinct", "order", "limit", "offset")
     },
-    (exp.Union, "with_"): "WITH a AS (SELECT k FROM t) SELECT k FROM a UNION SELECT k FROM u",
-    (
-        exp.Intersect,
-        "with_",
-    ): "WITH a AS (SELECT k FROM t) SELECT k FROM a INTERSECT SELECT k FROM u",
-    (exp.Except, "with_"): "WITH a AS (SELECT k FROM t) SELECT k FROM a EXCEPT SELECT k FROM u",
-    (exp.Subquery, "this"): "SELECT k, (SELECT max(w) FROM u) AS m FROM t",
-    (exp.Subquery, "alias"): "SELECT k FROM (SELECT k FROM t ORDER BY v LIMIT 2) AS q",
-    (exp.Subquery, "order"): "(SELECT k FROM t) ORDER BY k LIMIT 1",
-    (exp.Subquery, "limit"): "(SELECT k FROM t) ORDER BY k LIMIT 1",
-    (exp.Subquery, "offset"): "(SELECT k FROM t) ORDER BY k LIMIT 1 OFFSET 1",
-    (exp.From, "this"): "SELECT k FROM t",
-    (exp.Join, "this"): "SELECT t.k FROM t JOIN u ON t.k = u.k",
-    (exp.Join, "on"): "SELECT t.k FROM t JOIN u ON t.k = u.k",
-    (exp.Join, "side"): "SELECT t.k FROM t LEFT JOIN u ON t.k = u.k",
-    (exp.Join, "kind"): "SELECT t.k FROM t LEFT SEMI JOIN u ON t.k = u.k",
-    (exp.Join, "using"): "SELECT k FROM t JOIN u USING (k)",
-    (exp.Join, "method"): "SELECT t.k FROM t ASOF JOIN u ON t.k = u.k AND t.v >= u.w",
-    (exp.Table, "this"): "SELECT k FROM t",
-    (exp.Table, "alias"): "SELECT x.k FROM t AS x",
-    (exp.Table, "version"): (
-        "SELECT t.k, u.w FROM t JOIN u FOR SYSTEM_TIME AS OF PROCTIME() ON t.k = u.k"
-    ),
-    (exp.TableAlias, "this"): "SELECT x.k FROM t AS x",
-    (exp.TableAlias, "columns"): "SELECT q.a FROM (SELECT k FROM t ORDER BY v LIMIT 1) AS q(a)",
-    (exp.With, "expressions"): "WITH a AS (SELECT k FROM t) SELECT k FROM a",
-    (exp.With, "recursive"): _REC,
-    (exp.CTE, "this"): "WITH a AS (SELECT k FROM t) SELECT k FROM a",
-    (exp.CTE, "alias"): "WITH a AS (SELECT k FROM t) SELECT k FROM a",
-    (exp.CTE, "materialized"): "WITH a AS MATERIALIZED (SELECT k FROM t) SELECT k FROM a",
-    (exp.Where, "this"): "SELECT k FROM t WHERE v > 1",
-    (exp.Having, "this"): "SELECT k FROM t GROUP BY k HAVING count(*) > 1",
-    (exp.Group, "expressions"): "SELECT k, count(*) FROM t GROUP BY k",
-    (exp.Group, "grouping_sets"): "SELECT k, s, count(*) FROM t GROUP BY k, s GROUPING SETS (k, s)",
-    (exp.Group, "cube"): "SELECT k, s, count(*) FROM t GROUP BY k, s WITH CUBE",
-    (exp.Group, "rollup"): "SELECT k, s, count(*) FROM t GROUP BY k, s WITH ROLLUP",
-    (exp.Group, "all"): "SELECT k, count(*) FROM t GROUP BY ALL",
-    (exp.Cube, "expressions"): "SELECT k, count(*) FROM t GROUP BY CUBE(k, s)",
-    (exp.Rollup, "expressions"): "SELECT k, count(*) FROM t GROUP BY ROLLUP(k, s)",
-    (exp.GroupingSets, "expressions"): "SELECT k, count(*) FROM t GROUP BY GROUPING SETS (k, ())",
-    (exp.Order, "expressions"): "SELECT k FROM t ORDER BY v LIMIT 2",
-    (exp.Ordered, "this"): "SELECT k FROM t ORDER BY v LIMIT 2",
-    (exp.Ordered, "desc"): "SELECT k FROM t ORDER BY v DESC LIMIT 2",
-    (exp.Ordered, "nulls_first"): "SELECT k FROM t ORDER BY v NULLS FIRST LIMIT 2",
-    (exp.Limit, "expression"): "SELECT k FROM t ORDER BY v LIMIT 2",
-    (exp.Offset, "expression"): "SELECT k FROM t ORDER BY v LIMIT 2 OFFSET 1",
-    (exp.Window, "this"): "SELECT k, sum(v) OVER (PARTITION BY k) FROM t",
-    (exp.Window, "partition_by"): "SELECT k, sum(v) OVER (PARTITION BY k) FROM t",
-    (exp.Window, "order"): "SELECT k, rank() OVER (ORDER BY v) FROM t",
-    (exp.Window, "over"): "SELECT k, sum(v) OVER (PARTITION BY k) FROM t",
-    (
-        exp.Window,
-        "spec",
-    ): "SELECT k, sum(v) OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t",
 }
-"""For each supported argument, a real query whose analysed tree carries it."""
+"""For each supported argument, a real query whose analysed tree carries it (the set
+operations' shared arguments generated, the others in ``tests/fixtures/completeness``)."""
 
 BASES: dict[type[exp.Expr], str] = {
     exp.Select: "SELECT k FROM t",
