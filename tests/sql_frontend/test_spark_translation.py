@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fixture_cases import FIXTURES, named_queries
 from sql_harness import multiset, spark_results
 
 import ivm
@@ -41,47 +42,8 @@ CHANGES: dict[str, tuple[list[tuple], list[tuple]]] = {  # (deleted, inserted) p
     "g": ([(2, 30)], [(3, 40), (None, 50)]),
 }
 
-VIEWS = {
-    # 1. grouping sets, Hive forms
-    "hive_cube": "SELECT a, b, SUM(b) FROM gt GROUP BY a, b WITH CUBE",
-    "hive_rollup": "SELECT a, b, SUM(b), grouping_id() FROM gt GROUP BY a, b WITH ROLLUP",
-    "hive_sets": "SELECT a, b, SUM(b) FROM gt GROUP BY a, b GROUPING SETS ((a), (b))",
-    # 2. NOT over a compound predicate with a subquery
-    "not_and_in": "SELECT * FROM s1 WHERE NOT (a > 5 AND a IN (SELECT c FROM s2))",
-    "in_values": "SELECT a, a IN (SELECT c FROM s2), a NOT IN (SELECT c FROM s2) FROM s1",
-    # 3. stars over NATURAL / USING joins
-    "natural_then_on": "SELECT * FROM nt1 NATURAL JOIN nt2 JOIN nt3 ON nt1.k = nt3.k",
-    "natural_qualified": "SELECT nt1.*, nt2.* FROM nt1 NATURAL JOIN nt2",
-    "using_full": "SELECT * FROM nt1 FULL JOIN nt2 USING (k)",
-    "using_right_natural": "SELECT * FROM nt1 RIGHT JOIN nt2 USING (k) NATURAL JOIN nt3",
-    "using_full_chain": "SELECT * FROM nt1 FULL JOIN nt2 USING (k) JOIN nt3 USING (k)",
-    "natural_left_star": "SELECT *, nt2.k FROM nt1 NATURAL LEFT JOIN nt2",
-    # IN / EXISTS in an outer join's ON, over one side (a column of that side; refused before)
-    "in_left_join_on_right": "SELECT * FROM nt1 LEFT JOIN nt2 ON nt1.k = nt2.k "
-    "AND nt2.k IN (SELECT c FROM s2)",
-    "not_in_left_join_on_left": "SELECT * FROM nt1 LEFT JOIN nt2 ON nt1.k = nt2.k "
-    "AND nt1.k NOT IN (SELECT c FROM s2)",
-    "exists_full_join_on": "SELECT * FROM nt1 FULL JOIN nt2 ON nt1.k = nt2.k "
-    "OR EXISTS (SELECT 1 FROM nt3 WHERE nt3.k = nt2.k)",
-    "correlated_not_in_right_join_on": "SELECT * FROM nt1 RIGHT JOIN nt2 ON nt1.k = nt2.k "
-    "AND nt2.v2 NOT IN (SELECT v3 FROM nt3 WHERE nt3.k = nt2.k)",
-    "in_is_null_left_join_on": "SELECT * FROM s1 LEFT JOIN s2 "
-    "ON (s1.a IN (SELECT k FROM nt3)) IS NULL",
-    # IN / EXISTS in HAVING and in an aggregating SELECT list (refused before)
-    "not_in_having": "SELECT k, count(*) FROM nt1 GROUP BY k HAVING k NOT IN (SELECT c FROM s2)",
-    "in_aggregating_select": "SELECT a, count(*), a IN (SELECT c FROM s2) FROM s1 GROUP BY a",
-    "correlated_exists_having": "SELECT k, max(v1) FROM nt1 GROUP BY k "
-    "HAVING EXISTS (SELECT 1 FROM nt2 WHERE nt2.k = nt1.k) OR max(v1) > 'a'",
-    "exists_global_having": "SELECT count(*) FROM s1 HAVING EXISTS (SELECT 1 FROM s2 WHERE c > 5)",
-    # quantified comparisons and tuple IN as filters (refused before)
-    "gt_any": "SELECT * FROM s1 WHERE a > ANY (SELECT c FROM s2)",
-    "le_all": "SELECT * FROM s1 WHERE a <= ALL (SELECT c FROM s2 WHERE c IS NOT NULL)",
-    "ne_all_with_null": "SELECT * FROM s1 WHERE a <> ALL (SELECT c FROM s2)",
-    "eq_some_and": "SELECT * FROM s1 WHERE a > 1 AND a = SOME (SELECT c + 0 FROM s2)",
-    "tuple_in": "SELECT * FROM gt WHERE (a, b) IN (SELECT a, b FROM gt WHERE b > 1)",
-    # 5. GROUP BY all, where all is a column
-    "group_by_all_column": "SELECT count(*) FROM g GROUP BY all",
-}
+# the views, one per finding: tests/fixtures/sql_views/spark_translation.sql
+VIEWS = named_queries(FIXTURES / "sql_views" / "spark_translation.sql")
 
 # The pinned Spark (4.2) does not parse ``x op ANY / ALL (subquery)``; its answer for those views
 # is that of the SQL standard's definition, written as Spark evaluates it.
