@@ -4,107 +4,54 @@ live Spark for all of them in one query, so the table cannot drift from the orac
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
+import re
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from fixture_cases import FIXTURES, read_cases
 
 import ivm
 from sql_frontend.compile import compile_view
 from sql_frontend.errors import SqlAnalysisError, SqlError, SqlRuntimeError
 
-# (expression over the one-row table ``one(k INT = 1)``, Spark's value, Spark's type)
-FUNCTIONS = [  # finding 4 and neighbours
-    ("right('Sp', 3)", "Sp", "string"),
-    ("right('Spark', 0)", "", "string"),
-    ("right('Spark', -2)", "", "string"),
-    ("left('Sp', 3)", "Sp", "string"),
-    ("left('Sp', -1)", "", "string"),
-    ("second('10:11:12')", 12, "int"),
-    ("minute('10:11:12')", 11, "int"),
-    ("hour('10:11:12')", 10, "int"),
-    ("second('2024-01-01 10:11:12')", 12, "int"),
-    ("hour(DATE'2024-01-01')", 0, "int"),
-    ("substring('Spark', -3, 2)", "ar", "string"),
-    ("substring('Spark', -10, 8)", "Spa", "string"),
-    ("substring('Spark', -7, 3)", "S", "string"),
-    ("substring('Spark', 0, 2)", "Sp", "string"),
-    ("substring('Spark', 3, -1)", "", "string"),
-    ("lpad('ab', -1, 'x')", "", "string"),
-    ("repeat('ab', -1)", "", "string"),
-    ("instr('abc', '')", 1, "int"),
-    ("year('2024-01-01 10:00:00')", 2024, "int"),
-]
-COERCIONS = [  # finding 6
-    ("CAST(1 AS STRING) = true", True, "boolean"),
-    ("'t' = true", True, "boolean"),
-    ("'1' = 1", True, "boolean"),
-    ("'10' < 9", False, "boolean"),
-    ("' 1 ' = 1", True, "boolean"),
-    ("'1.0' = 1.0", True, "boolean"),
-    ("'2024-01-01 00:00:00' = DATE'2024-01-01'", True, "boolean"),
-    ("'a' = X'61'", True, "boolean"),
-    ("'a' < X'62'", True, "boolean"),
-    ("CASE WHEN k = 1 THEN '1' ELSE X'01' END", b"1", "binary"),
-    ("coalesce('1', 1, 1.5)", Decimal("1.0"), "decimal(21,1)"),
-    ("coalesce(1, 1.5, '1')", 1.0, "double"),
-    ("nvl('1', 2)", 1, "bigint"),
-    ("if(k = 1, '1', 2)", 1, "bigint"),
-    ("nullif('1', 1)", None, "string"),
-    ("1 IN ('1', 2)", True, "boolean"),
-    ("least(1, 2.5)", Decimal("1.0"), "decimal(11,1)"),
-    ("greatest(1, CAST(1 AS FLOAT))", 1.0, "double"),
-    ("'1' + 1", 2, "bigint"),
-    ("'1.5' + 1.5", 3.0, "double"),
-    ("'1' * 1.5", 1.5, "double"),
-    ("'1' % 2", 1, "bigint"),
-    ("5 div 2", 2, "bigint"),
-    ("1 + 1.5", Decimal("2.5"), "decimal(3,1)"),
-    ("CAST(1 AS DECIMAL(10,2)) + 1", Decimal("2.00"), "decimal(11,2)"),
-    ("CAST(1 AS FLOAT) % 2", 1.0, "double"),
-    ("1 + DATE'2024-01-01'", dt.date(2024, 1, 2), "date"),
-    ("DATE'2024-01-01' + NULL", None, "timestamp"),
-    ("abs('-1')", 1.0, "double"),
-    ("CAST(X'31' AS STRING)", "1", "string"),
-    ("CAST('1' AS BINARY)", b"1", "binary"),
-    ("CAST(' 1 ' AS INT)", 1, "int"),
-    ("CAST('1d' AS DOUBLE)", 1.0, "double"),
-    ("CAST(1.5 AS INT)", 1, "int"),
-    ("try_cast('1.5' AS INT)", None, "int"),
-    ("CAST(TIMESTAMP'2024-01-01 00:00:00' AS BIGINT)", 1704067200, "bigint"),
-    ("CAST(1 AS TIMESTAMP)", dt.datetime(1970, 1, 1, 0, 0, 1), "timestamp"),
-]
-ERRORS = [  # finding 8: these raised decimal.InvalidOperation / TypeError
-    ("round(CAST(1.5 AS DECIMAL(10,2)), 30)", Decimal("1.50"), "decimal(11,2)"),
-    ("round(CAST(1.5 AS DECIMAL(10,2)), 80)", Decimal("1.50"), "decimal(11,2)"),
-    ("round(CAST(1555.5 AS DECIMAL(10,2)), -3)", Decimal("2000"), "decimal(9,0)"),
-    ("round(1.5D, 80)", 1.5, "double"),
-    ("round(123.456D, -400)", 0.0, "double"),
-    ("round(12, -1)", 10, "int"),
-    ("- '1'", -1.0, "double"),
-    ("- '1.5'", -1.5, "double"),
-]
+SEMANTICS = FIXTURES / "spark_semantics"
+
+
+def python_value(text: str) -> Any:
+    """A fixture's ``-- value:``: a Python literal, or a ``Decimal``, ``date`` or ``datetime``
+    written as its constructor call."""
+    m = re.fullmatch(r"(Decimal|date|datetime)\((.*)\)", text)
+    if m is None:
+        return ast.literal_eval(text)
+    make = {"Decimal": Decimal, "date": dt.date, "datetime": dt.datetime}[m.group(1)]
+    return make(*ast.literal_eval(f"({m.group(2)},)"))
+
+
+def expectations(name: str) -> list[tuple[str, Any, str]]:
+    """``(expression over the one-row table one(k INT = 1), Spark's value, Spark's type)`` of
+    each case of ``tests/fixtures/spark_semantics/<name>.sql``."""
+    out = []
+    for case in read_cases(SEMANTICS / f"{name}.sql"):
+        (expr,) = case.sql
+        out.append((expr, python_value(case.meta["value"]), case.meta["type"]))
+    return out
+
+
+def expressions(name: str) -> list[str]:
+    """The expressions of ``tests/fixtures/spark_semantics/<name>.sql``, one a line."""
+    (case,) = read_cases(SEMANTICS / f"{name}.sql")
+    return list(case.sql)
+
+
+FUNCTIONS = expectations("functions")  # finding 4 and neighbours
+COERCIONS = expectations("coercions")  # finding 6
+ERRORS = expectations("errors")  # finding 8: these raised decimal.InvalidOperation / TypeError
 # Spark refuses these at analysis (DATATYPE_MISMATCH), or fails them at run time
-REFUSED = [
-    "true = 1",
-    "greatest('1', 2)",
-    "true + 1",
-    "'a' + 'b'",
-    "X'31' = 1",
-    "CAST(1 AS DATE)",
-    "CAST(true AS BINARY)",
-    "CAST(DATE'2024-01-01' AS INT)",
-]
-FAILING = [
-    "CAST('1.5' AS INT)",
-    "CAST('1e2' AS INT)",
-    "'1.5' = 1",
-    "'tru' = true",
-    "-'abc'",
-    "coalesce('abc', true)",
-    "'1.5' IN (1, 2)",
-]
+REFUSED = expressions("refused")
+FAILING = expressions("failing")
 
 
 def evaluate(expr: str) -> tuple[Any, str]:
