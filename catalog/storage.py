@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import uuid
 import zlib
 from collections.abc import Sequence
@@ -127,6 +128,9 @@ class Storage(Protocol):
     def delete(self, location: str) -> None:
         """Remove an object (no error if it is gone)."""
 
+    def delete_tree(self, location: str) -> None:
+        """Remove a directory tree / every object under a prefix (no error if none)."""
+
     def stamp(self, location: str) -> tuple[int, int, int] | None:
         """(modification time ns, size, identity) of an object, ``None`` if absent: a cheap
         check that it is still the same object (identity: the inode locally, a checksum of the
@@ -191,6 +195,9 @@ class LocalStorage:
     def delete(self, location: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(location)
+
+    def delete_tree(self, location: str) -> None:
+        shutil.rmtree(location, ignore_errors=True)
 
     def stamp(self, location: str) -> tuple[int, int, int] | None:
         try:
@@ -312,6 +319,16 @@ class S3Storage:
     def delete(self, location: str) -> None:
         bucket, key = _split(location)
         self._client.delete_object(Bucket=bucket, Key=key)
+
+    def delete_tree(self, location: str) -> None:
+        bucket, key = _split(location)
+        pages = self._client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=f"{key.rstrip('/')}/"
+        )
+        for page in pages:
+            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if keys:
+                self._client.delete_objects(Bucket=bucket, Delete={"Objects": keys})
 
     def stamp(self, location: str) -> tuple[int, int, int] | None:
         bucket, key = _split(location)

@@ -154,7 +154,7 @@ class Session:
             config_file=config,
         )
         self.limits = self.settings.limits
-        self.catalog = Catalog(Path(self.settings.warehouse))
+        self.catalog = Catalog(self.settings.warehouse)
         self.catalog.checkpoints.lock_timeout = self.settings.lock_timeout
         self._spark = spark
         self._registered = False
