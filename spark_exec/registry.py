@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.names import Identifier, parse_identifier
 from catalog.object_path import is_object_path
+from catalog.storage import is_object_store
 from spark_exec.connector import ensure_delta_format
 from spark_exec.errors import SparkSetupError
 
@@ -113,6 +114,10 @@ def register(spark: SparkSession, name: str | Identifier, path: str, *, view: bo
             f"cannot register {name}: this SparkSession has no delta-spark; build it with "
             "spark_exec.spark_session.local_spark() or add spark_exec.spark_session.delta_conf()"
         )
+    if is_object_store(path):
+        from spark_exec import s3a
+
+        s3a.configure(spark)
     ident = parse_identifier(name)
     sql_name = spark_name(ident)
     columns = None

@@ -94,3 +94,10 @@ def test_a_warehouse_on_s3_maintains_views_and_reopens(
     got = Counter(tuple(r.values()) for r in again.read("per_k").to_pylist())
     assert got == _oracle(delta.read_snapshot(src))
     assert again.event_log().num_rows >= 1
+
+    # Spark SQL reads the view by name, through delta-spark over S3A (s3:// mapped to S3A)
+    by_name = Counter(tuple(r) for r in spark.sql("SELECT k, n, total FROM per_k").collect())
+    assert by_name == got
+    assert (
+        spark.sql("SELECT count(*) FROM facts").collect()[0][0] == delta.read_snapshot(src).num_rows
+    )
