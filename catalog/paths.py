@@ -207,6 +207,8 @@ def resolve_location(location: str | os.PathLike[str]) -> str:
             raise InvalidPathError(text, exc.reason) from None
     if "://" in text or text.startswith("file:"):
         parsed = urlparse(text)
+        if parsed.scheme in storage.UNSUPPORTED_STORES:
+            raise InvalidPathError(text, storage.UNSUPPORTED_STORES[parsed.scheme])
         if parsed.scheme != "file":
             raise InvalidPathError(
                 text, f"unsupported scheme {parsed.scheme!r}; use a local path or s3://"

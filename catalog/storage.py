@@ -49,6 +49,19 @@ __all__ = [
 ]
 
 OBJECT_SCHEMES = ("s3", "s3a")
+_AZURE = (
+    "Azure storage (abfss://, abfs://, wasbs://) is not supported: the storage layer has no "
+    "Azure backend (its put-if-absent commits could not be tested without a local Azure "
+    "server); use a local path or an S3-compatible object store (s3://)"
+)
+UNSUPPORTED_STORES = {
+    "abfss": _AZURE,
+    "abfs": _AZURE,
+    "wasbs": _AZURE,
+    "wasb": _AZURE,
+    "gs": "Google Cloud Storage (gs://) is not supported; use a local path or s3://",
+}
+"""Object stores refused by name, with what to use instead (docs/configuration.md)."""
 
 
 class StorageError(CatalogError):
@@ -83,6 +96,8 @@ def normalize(location: str | os.PathLike[str]) -> str:
         return f"s3://{parsed.netloc}{parsed.path.rstrip('/')}"
     if "://" in text or text.startswith("file:"):
         parsed = urlparse(text)
+        if parsed.scheme in UNSUPPORTED_STORES:
+            raise StorageError(text, UNSUPPORTED_STORES[parsed.scheme])
         if parsed.scheme != "file":
             raise StorageError(
                 text, f"unsupported scheme {parsed.scheme!r}; use a local path or s3://"

@@ -42,7 +42,7 @@ def s3_server() -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # a loaded 2-core machine
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()

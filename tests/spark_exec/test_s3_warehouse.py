@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 import boto3
 import numpy as np
 import pyarrow as pa
+import pytest
 from s3_fixture import s3_bucket, s3_server  # noqa: F401 (fixtures)
 
 from catalog import delta, storage
+from catalog.object_path import ObjectPath
 from spark_exec.session import Session
 
 if TYPE_CHECKING:
@@ -101,3 +103,35 @@ def test_a_warehouse_on_s3_maintains_views_and_reopens(
     assert (
         spark.sql("SELECT count(*) FROM facts").collect()[0][0] == delta.read_snapshot(src).num_rows
     )
+
+
+@pytest.mark.slow  # 5 min at load average 25 on 2 cores (the Spark SQL oracle of each batch)
+def test_the_demo_runs_on_an_s3_warehouse(
+    spark: SparkSession,
+    s3_bucket: str,  # noqa: F811
+    s3_server: str,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+    capsys,
+) -> None:
+    """``ivm --warehouse s3://… demo`` (its code path, in this process and smaller): every view
+    equals its oracle after every batch, and everything lives under the URI."""
+    import contextlib
+
+    from spark_exec import demo
+
+    monkeypatch.setenv("IVM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(demo, "N_ORDERS", 2_000)
+    monkeypatch.setattr(demo, "N_NODES", 60)
+    assert (
+        demo.run_demo(
+            ObjectPath(f"{s3_bucket}/wh/demo"),  # type: ignore[arg-type]
+            progress=lambda _label: contextlib.nullcontext(),
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "every view matched its oracle" in out
+    keys = _keys(s3_bucket, s3_server)
+    assert "wh/demo/_ivm/catalog.json" in keys
+    assert any(k.startswith("wh/demo/views/default/revenue_by_region/_delta_log/") for k in keys)
