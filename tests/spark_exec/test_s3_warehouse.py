@@ -9,10 +9,8 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 import boto3
-import numpy as np
-import pyarrow as pa
 import pytest
-from s3_fixture import s3_bucket, s3_server  # noqa: F401 (fixtures)
+from s3_fixture import PER_K_VIEW, Churn, per_k_oracle, s3_bucket, s3_server  # noqa: F401
 
 from catalog import delta, storage
 from catalog.object_path import ObjectPath
@@ -20,15 +18,6 @@ from spark_exec.session import Session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-
-def _oracle(rows: pa.Table) -> Counter[tuple[object, ...]]:
-    n: Counter[int] = Counter()
-    total: Counter[int] = Counter()
-    for r in rows.to_pylist():
-        n[r["k"]] += 1
-        total[r["k"]] += r["v"]
-    return Counter((k, n[k], total[k]) for k in n)
 
 
 def _keys(bucket: str, s3_server: str) -> list[str]:  # noqa: F811
@@ -51,31 +40,14 @@ def test_a_warehouse_on_s3_maintains_views_and_reopens(
     s.sql("CREATE TABLE facts (id BIGINT NOT NULL, k BIGINT, v BIGINT)")
     src = s.table_path("facts")
     assert src == f"{uri}/tables/default/facts"
-    rng = np.random.default_rng(11)
-    next_id = 0
-
-    def insert(n: int) -> None:
-        nonlocal next_id
-        ids = np.arange(next_id, next_id + n)
-        next_id += n
-        delta.insert(
-            src, pa.table({"id": ids, "k": rng.integers(0, 4, n), "v": rng.integers(0, 50, n)})
-        )
-
-    insert(15)
-    s.sql(
-        "CREATE MATERIALIZED VIEW per_k AS "
-        "SELECT k, count(*) AS n, sum(v) AS total FROM facts GROUP BY k"
-    )
+    churn = Churn(src, seed=11, keys=4)
+    churn.insert(15)
+    s.sql("CREATE MATERIALIZED VIEW per_k AS " + PER_K_VIEW.format(table="facts"))
     for step in range(4):
-        insert(int(rng.integers(1, 5)))
-        victims = rng.choice(next_id, 2, replace=False)
-        delta.delete(src, f"id IN ({', '.join(str(int(v)) for v in victims)})")
-        if step % 2:
-            delta.update(src, {"v": "v + 1"}, predicate=f"k = {int(rng.integers(0, 4))}")
+        churn.step(step, deletes=2)
         s.refresh()
         got = Counter(tuple(r.values()) for r in s.read("per_k").to_pylist())
-        assert got == _oracle(delta.read_snapshot(src)), f"step {step}"
+        assert got == per_k_oracle(delta.read_snapshot(src)), f"step {step}"
 
     keys = _keys(s3_bucket, s3_server)
     assert "wh/_ivm/catalog.json" in keys
@@ -91,10 +63,10 @@ def test_a_warehouse_on_s3_maintains_views_and_reopens(
     # a second Session that knows only the URI finds everything and refreshes on
     again = Session(spark=spark, warehouse=uri)
     assert {v.name for v in again.catalog.views()} == {"per_k"}
-    insert(3)
+    churn.insert(3)
     again.refresh()
     got = Counter(tuple(r.values()) for r in again.read("per_k").to_pylist())
-    assert got == _oracle(delta.read_snapshot(src))
+    assert got == per_k_oracle(delta.read_snapshot(src))
     assert again.event_log().num_rows >= 1
 
     # Spark SQL reads the view by name, through delta-spark over S3A (s3:// mapped to S3A)
