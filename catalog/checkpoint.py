@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from catalog import storage
 from catalog.durable import fsync_all, fsync_path
 from catalog.errors import CheckpointError, StorageError
 from catalog.locks import check_fence, group_lock
@@ -223,6 +224,13 @@ class CheckpointStore:
         """
         base = self.directory(ckpt.group)
         base.mkdir(parents=True, exist_ok=True)
+        # object stores: the version of CURRENT this save builds on, read before its epoch
+        # is; CURRENT is replaced only if it is still that version (compare-and-swap)
+        seen = (
+            storage.backend(base).version_tag((base / CURRENT).as_posix())
+            if self.warehouse.remote
+            else None
+        )
         current = self.current_epoch(ckpt.group)
         if current is not None and ckpt.epoch <= current:
             raise CheckpointError(
@@ -277,12 +285,28 @@ class CheckpointStore:
             hook("renamed")
         check_fence(self.warehouse, ckpt.group)
         pointer = {"epoch": int(ckpt.epoch), "dir": final.name}
+        if self.warehouse.remote:
+            self._swap_pointer(base, pointer, seen, ckpt.group)
+            self._collect_garbage(base, keep_current=True)
+            return final
         # one barrier: the files, the directory's entries, its name in ``base`` and the new
         # pointer's contents durable together; then the pointer is replaced (catalog.durable)
         written = [final / w.name for w in written]
         write_json_atomic(base / CURRENT, pointer, durable=[*written, final, base])
         self._collect_garbage(base, keep_current=True)
         return final
+
+    def _swap_pointer(
+        self, base: Path, pointer: dict[str, Any], seen: str | None, group: str
+    ) -> None:
+        """The commit point on an object store: one conditional ``PutObject`` of ``CURRENT``
+        that succeeds only if no other writer replaced it since this save read it."""
+        data = json.dumps(pointer, indent=1, sort_keys=True).encode()
+        if not storage.backend(base).replace_if((base / CURRENT).as_posix(), data, seen):
+            raise CheckpointError(
+                f"checkpoint of {group!r}: another writer committed a checkpoint while this "
+                f"one was written (epoch {pointer['epoch']}); nothing committed, run it again"
+            )
 
     def _carried_files(self, group: str, keys: Iterable[str]) -> dict[str, Path]:
         wanted = [str(k) for k in keys]

@@ -146,6 +146,15 @@ class Storage(Protocol):
     def delete_tree(self, location: str) -> None:
         """Remove a directory tree / every object under a prefix (no error if none)."""
 
+    def version_tag(self, location: str) -> str | None:
+        """An opaque tag of the object's current version (``None`` if absent), for
+        :meth:`replace_if`."""
+
+    def replace_if(self, location: str, data: bytes, tag: str | None) -> bool:
+        """Replace the object only if its version is still ``tag`` (``None``: only if it
+        does not exist); ``False`` (nothing written) otherwise.  Object stores only: a local
+        writer holds ``flock`` instead (:class:`LocalStorage` raises)."""
+
     def stamp(self, location: str) -> tuple[int, int, int] | None:
         """(modification time ns, size, identity) of an object, ``None`` if absent: a cheap
         check that it is still the same object (identity: the inode locally, a checksum of the
@@ -213,6 +222,13 @@ class LocalStorage:
 
     def delete_tree(self, location: str) -> None:
         shutil.rmtree(location, ignore_errors=True)
+
+    def version_tag(self, location: str) -> str | None:
+        st = self.stamp(location)
+        return None if st is None else ":".join(map(str, st))
+
+    def replace_if(self, location: str, data: bytes, tag: str | None) -> bool:
+        raise StorageError(location, "a conditional replace needs an object store")
 
     def stamp(self, location: str) -> tuple[int, int, int] | None:
         try:
@@ -316,6 +332,28 @@ class S3Storage:
 
     def exists(self, location: str) -> bool:
         return self.stamp(location) is not None
+
+    def version_tag(self, location: str) -> str | None:
+        bucket, key = _split(location)
+        try:
+            return str(self._client.head_object(Bucket=bucket, Key=key)["ETag"])
+        except Exception as exc:
+            if self._missing(exc):
+                return None
+            raise
+
+    def replace_if(self, location: str, data: bytes, tag: str | None) -> bool:
+        if tag is None:
+            return self.put_if_absent(location, data)
+        bucket, key = _split(location)
+        try:  # conditional writes: If-Match (AWS since 2024-11, MinIO, moto)
+            self._client.put_object(Bucket=bucket, Key=key, Body=data, IfMatch=tag)
+        except Exception as exc:
+            status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if status in (404, 409, 412):  # changed, gone, or a concurrent write won
+                return False
+            raise
+        return True
 
     def listdir(self, location: str) -> list[str]:
         bucket, key = _split(location)

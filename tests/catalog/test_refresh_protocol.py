@@ -348,3 +348,25 @@ def test_a_stalled_lease_holder_cannot_commit_on_s3(
 def refresh_locked(root: ObjectPath, hook: Callable[[str], None] | None = None) -> None:
     with Catalog(root).checkpoints.lock(GROUP):
         refresh(root, hook)  # type: ignore[arg-type]
+
+
+def test_checkpoint_pointer_is_compare_and_swap_on_s3(s3_bucket: str) -> None:  # noqa: F811
+    """Two writers of one group's next epoch (e.g. a stalled lease holder and its successor):
+    the second ``CURRENT`` write is refused, and ``CURRENT`` keeps the first one's epoch."""
+    wh = Catalog(ObjectPath(f"{s3_bucket}/wh")).warehouse
+    a, b = CheckpointStore(wh), CheckpointStore(wh)
+    a.save(Checkpoint(GROUP, 1, {"t": 0}, state={"s": pa.table({"x": [1]})}))
+
+    def b_commits_first(step: str) -> None:
+        if step == "files_written":
+            b.save(Checkpoint(GROUP, 2, {"t": 1}, state={"s": pa.table({"x": [2]})}))
+
+    with pytest.raises(CheckpointError, match="another writer committed"):
+        a.save(
+            Checkpoint(GROUP, 2, {"t": 1}, state={"s": pa.table({"x": [3]})}), hook=b_commits_first
+        )
+    loaded = a.load(GROUP)
+    assert loaded is not None and loaded.state["s"].column("x").to_pylist() == [2]
+    a.save(Checkpoint(GROUP, 3, {"t": 2}, state={"s": pa.table({"x": [4]})}))  # a retry works
+    base = wh.checkpoint_dir(GROUP)
+    assert len([p for p in base.iterdir() if p.name.startswith("epoch-")]) <= 2  # a's orphan gone
