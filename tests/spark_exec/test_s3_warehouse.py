@@ -14,6 +14,7 @@ from s3_fixture import PER_K_VIEW, Churn, per_k_oracle, s3_bucket, s3_server  # 
 
 from catalog import delta, storage
 from catalog.object_path import ObjectPath
+from spark_exec.events import EVENT_LOG_TABLE
 from spark_exec.session import Session
 
 if TYPE_CHECKING:
@@ -75,6 +76,9 @@ def test_a_warehouse_on_s3_maintains_views_and_reopens(
     assert (
         spark.sql("SELECT count(*) FROM facts").collect()[0][0] == delta.read_snapshot(src).num_rows
     )
+    # and the event log, a JSON table on S3
+    logged = spark.sql(f"SELECT count(*) FROM {EVENT_LOG_TABLE}").collect()[0][0]
+    assert logged == again.event_log().num_rows
 
 
 @pytest.mark.slow  # 5 min at load average 25 on 2 cores (the Spark SQL oracle of each batch)
