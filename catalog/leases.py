@@ -3,8 +3,11 @@
 ``flock`` (catalog.locks) has no object-store equivalent.  A lease is an object holding its
 owner and expiry time, created with :meth:`catalog.storage.Storage.put_if_absent` (a
 conditional ``PutObject`` on S3), so one owner at a time holds it; it is released by deleting
-it; an expired lease may be broken by anyone (delete, then create again with put-if-absent, so
-two breakers cannot both win).  A holder that outlives its lease without renewing it
+it; an expired lease may be broken by anyone.  On an object store, renewing and breaking are
+one conditional ``PutObject`` with ``If-Match`` the version just read
+(:meth:`~catalog.storage.Storage.replace_if`): of two breakers, or a late renewal and a
+breaker, only one write succeeds.  (Locally, where warehouses use ``flock`` instead, a break
+is a delete and a put-if-absent.)  A holder that outlives its lease without renewing it
 (:func:`try_lease` again) can lose the lock: leases suit writers that finish, or renew,
 within the lease time.
 
@@ -28,7 +31,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from catalog.storage import backend
+from catalog.storage import backend, is_object_store
 
 __all__ = ["LEASE_SECONDS", "Lease", "LostLeaseError", "hold_lease", "release_lease", "try_lease"]
 
@@ -48,17 +51,22 @@ def try_lease(location: str, owner: str, seconds: float) -> bool:
     body = json.dumps({"owner": owner, "expires": time.time() + seconds}).encode()
     if store.put_if_absent(location, body):
         return True
+    remote = is_object_store(location)
+    tag = store.version_tag(location) if remote else None  # read before the contents
     try:
         held: dict[str, Any] = json.loads(store.read_bytes(location))
     except FileNotFoundError:  # released meanwhile: try once more
         return store.put_if_absent(location, body)
     except ValueError:  # a torn lease cannot be: objects are written whole; treat as held
         return False
-    if held.get("owner") == owner:
+    mine = held.get("owner") == owner
+    if not mine and float(held.get("expires", 0)) > time.time():
+        return False
+    if remote:  # renew or break: only if nobody wrote it since it was read
+        return tag is not None and store.replace_if(location, body, tag)
+    if mine:
         store.write_bytes(location, body)
         return True
-    if float(held.get("expires", 0)) > time.time():
-        return False
     store.delete(location)  # expired: break it; put-if-absent decides between breakers
     return store.put_if_absent(location, body)
 

@@ -83,7 +83,7 @@ class ObjectPath:
     def with_name(self, name: str) -> ObjectPath:
         return self.parent / name
 
-    def relative_to(self, other: ObjectPath) -> ObjectPath | _Relative:
+    def relative_to(self, other: ObjectPath) -> _Relative:
         if self == other:
             return _Relative("")
         prefix = other._uri + "/"

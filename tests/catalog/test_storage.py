@@ -203,3 +203,17 @@ def test_object_paths_stay_inside_their_warehouse(s3_bucket: str) -> None:  # no
         with pytest.raises(InvalidPathError):
             wh.check_inside(outside)
     assert wh.spark_warehouse_dir.is_absolute()  # scratch stays local
+
+
+def test_an_expired_lease_is_broken_by_one_breaker_only_on_s3(s3_bucket: str) -> None:  # noqa: F811
+    """Two processes that both read the same expired lease: the second one's break (and a late
+    renewal by the old holder) is refused, because each is conditional on the version read."""
+    lease = storage.join(s3_bucket, "_ivm", "locks", "g.lock")
+    store = storage.backend(lease)
+    assert leases.try_lease(lease, "old", -1)  # held, already expired
+    stale = store.version_tag(lease)
+    assert leases.try_lease(lease, "x", 60)  # x breaks it
+    body = json.dumps({"owner": "y", "expires": 1e12}).encode()
+    assert not store.replace_if(lease, body, stale)  # y's break, from the version it read
+    assert not leases.try_lease(lease, "y", 60) and not leases.try_lease(lease, "old", 60)
+    assert json.loads(store.read_bytes(lease))["owner"] == "x"
