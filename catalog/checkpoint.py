@@ -39,9 +39,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from catalog import storage
 from catalog.durable import fsync_all, fsync_path
 from catalog.errors import CheckpointError, StorageError
-from catalog.locks import group_lock
+from catalog.locks import check_fence, group_lock
+from catalog.object_path import is_object_path, remove_tree
 from catalog.paths import Warehouse
 
 FORMAT = 1
@@ -88,12 +90,20 @@ class Manifest:
 
 
 def _write_table(path: Path, table: pa.Table) -> None:
-    """Write ``table`` as an Arrow IPC file (not yet durable: the caller fsyncs it)."""
+    """Write ``table`` as an Arrow IPC file (not yet durable locally: the caller fsyncs it)."""
+    if is_object_path(path):
+        buf = pa.BufferOutputStream()
+        with pa.ipc.new_file(buf, table.schema) as writer:
+            writer.write_table(table)
+        path.write_bytes(buf.getvalue().to_pybytes())
+        return
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
 
 def _read_table(path: Path) -> pa.Table:
+    if is_object_path(path):
+        return pa.ipc.open_file(pa.py_buffer(path.read_bytes())).read_all()
     with pa.memory_map(str(path), "r") as source:
         return pa.ipc.open_file(source).read_all()
 
@@ -106,6 +116,13 @@ def write_json_atomic(path: Path, obj: Any, *, durable: Sequence[Path] = ()) -> 
     An unwritable warehouse (read-only, no permission, disk full) raises
     :class:`~catalog.errors.StorageError`; ``path`` is then unchanged.
     """
+    if is_object_path(path):  # one PUT replaces the whole object: atomic, durable when done
+        data = json.dumps(obj, indent=1, sort_keys=True).encode()
+        try:
+            path.write_bytes(data)
+        except OSError as exc:
+            raise StorageError(str(path), str(exc)) from exc
+        return
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as f:
@@ -207,6 +224,13 @@ class CheckpointStore:
         """
         base = self.directory(ckpt.group)
         base.mkdir(parents=True, exist_ok=True)
+        # object stores: the version of CURRENT this save builds on, read before its epoch
+        # is; CURRENT is replaced only if it is still that version (compare-and-swap)
+        seen = (
+            storage.backend(base).version_tag((base / CURRENT).as_posix())
+            if self.warehouse.remote
+            else None
+        )
         current = self.current_epoch(ckpt.group)
         if current is not None and ckpt.epoch <= current:
             raise CheckpointError(
@@ -217,7 +241,11 @@ class CheckpointStore:
         if clash:
             raise CheckpointError(f"checkpoint of {ckpt.group!r}: {sorted(clash)} carried and new")
         self._collect_garbage(base, keep_current=True)
-        tmp = base / f".tmp-{uuid.uuid4().hex}"
+        final = base / f"epoch-{int(ckpt.epoch):012d}-{uuid.uuid4().hex[:8]}"
+        # an object store has no rename: the files go to their final prefix at once, which
+        # no reader looks at before ``CURRENT`` names it (and garbage collection removes it
+        # if ``CURRENT`` never does)
+        tmp = final if self.warehouse.remote else base / f".tmp-{uuid.uuid4().hex}"
         tmp.mkdir()
         state_files: dict[str, str] = {}
         pending_files: dict[str, str] = {}
@@ -244,25 +272,41 @@ class CheckpointStore:
                 "pending": pending_files,
                 "meta": dict(ckpt.meta),
             }
-            with open(tmp / "manifest.json", "w", encoding="utf-8") as f:
-                json.dump(manifest, f, indent=1, sort_keys=True)
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
             written.append(tmp / "manifest.json")
         except (OSError, TypeError, ValueError, pa.ArrowException) as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
             raise CheckpointError(f"cannot write checkpoint of {ckpt.group!r}: {exc}") from exc
         if hook:
             hook("files_written")
-        final = base / f"epoch-{int(ckpt.epoch):012d}-{uuid.uuid4().hex[:8]}"
-        os.rename(tmp, final)
+        if tmp != final:
+            os.rename(tmp, final)
         if hook:
             hook("renamed")
+        check_fence(self.warehouse, ckpt.group)
         pointer = {"epoch": int(ckpt.epoch), "dir": final.name}
+        if self.warehouse.remote:
+            self._swap_pointer(base, pointer, seen, ckpt.group)
+            self._collect_garbage(base, keep_current=True)
+            return final
         # one barrier: the files, the directory's entries, its name in ``base`` and the new
         # pointer's contents durable together; then the pointer is replaced (catalog.durable)
         written = [final / w.name for w in written]
         write_json_atomic(base / CURRENT, pointer, durable=[*written, final, base])
         self._collect_garbage(base, keep_current=True)
         return final
+
+    def _swap_pointer(
+        self, base: Path, pointer: dict[str, Any], seen: str | None, group: str
+    ) -> None:
+        """The commit point on an object store: one conditional ``PutObject`` of ``CURRENT``
+        that succeeds only if no other writer replaced it since this save read it."""
+        data = json.dumps(pointer, indent=1, sort_keys=True).encode()
+        if not storage.backend(base).replace_if((base / CURRENT).as_posix(), data, seen):
+            raise CheckpointError(
+                f"checkpoint of {group!r}: another writer committed a checkpoint while this "
+                f"one was written (epoch {pointer['epoch']}); nothing committed, run it again"
+            )
 
     def _carried_files(self, group: str, keys: Iterable[str]) -> dict[str, Path]:
         wanted = [str(k) for k in keys]
@@ -302,7 +346,7 @@ class CheckpointStore:
         base = self.directory(group)
         if base.exists():
             with self.lock(group):
-                shutil.rmtree(base, ignore_errors=True)
+                remove_tree(base)
 
     def _collect_garbage(self, base: Path, *, keep_current: bool) -> None:
         current = None
@@ -322,7 +366,7 @@ class CheckpointStore:
         for name in doomed:
             target = base / name
             if target.is_dir():
-                shutil.rmtree(target, ignore_errors=True)
+                remove_tree(target)
             else:
                 target.unlink(missing_ok=True)
 
@@ -341,7 +385,10 @@ def _read_manifest(directory: Path, group: str) -> dict[str, Any]:
 
 def _link(source: Path, target: Path) -> bool:
     """Hard-link ``source`` as ``target`` (True), or copy it where links are not possible
-    (False: the copy is not yet durable)."""
+    (False: the copy is not yet durable; an object store copies, durable once written)."""
+    if is_object_path(target):
+        target.write_bytes(source.read_bytes())
+        return True
     try:
         os.link(source, target)
         return True

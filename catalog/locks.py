@@ -19,6 +19,11 @@ the other's half-written directory.  So every writer of a group holds its lock f
 ``flock`` is advisory and local to one machine (or a file system that implements it across
 hosts, e.g. NFSv4 with ``local_lock=none``); see docs/reliability.md.
 
+A warehouse on an object store has no ``flock``: its group lock (and the catalog's lock,
+catalog.store) is a **lease** (catalog.leases.hold_lease: a lock object created with a
+conditional put, renewed while held, broken by others once expired), and the checkpoint's
+commit point checks that the lease is still this process's (:func:`check_fence`).
+
 >>> import tempfile
 >>> from catalog.paths import Warehouse
 >>> wh = Warehouse(tempfile.mkdtemp())
@@ -39,8 +44,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from catalog import leases
 from catalog.errors import CheckpointError, RefreshBusyError
 from catalog.paths import Warehouse
+
+_held: dict[str, leases.Lease] = {}
+"""Leases this process holds, by lock location (object-store warehouses only)."""
 
 DEFAULT_TIMEOUT = 300.0
 POLL_SECONDS = 0.05
@@ -48,6 +57,43 @@ POLL_SECONDS = 0.05
 
 def lock_path(warehouse: Warehouse, group: str) -> Path:
     return warehouse.group_lock_file(group)
+
+
+@contextlib.contextmanager
+def _leased(
+    location: str, group: str, limit: float, on_wait: Callable[[], None] | None
+) -> Iterator[None]:
+    """The lock as a lease (object-store warehouses), registered for :func:`check_fence`."""
+
+    def busy(info: dict[str, Any]) -> BaseException:
+        host, _, pid = str(info.get("owner", "")).partition(":")
+        return RefreshBusyError(group, limit, {**info, "host": host, "pid": pid.split(":")[0]})
+
+    with leases.hold_lease(location, timeout=limit, on_timeout=busy, on_wait=on_wait) as lease:
+        _held[location] = lease
+        try:
+            yield
+        finally:
+            _held.pop(location, None)
+
+
+def check_fence(warehouse: Warehouse, group: str) -> None:
+    """Before a commit point on an object store: raise :class:`CheckpointError` if this
+    process's lease on ``group`` was lost (another writer may have taken over), so a stalled
+    holder never commits over a newer one.  Nothing to check locally (``flock`` is released
+    only with the process) or where this process holds no lease."""
+    if not warehouse.remote:
+        return
+    lease = _held.get(lock_path(warehouse, group).as_posix())
+    if lease is None:
+        return
+    try:
+        lease.check()
+    except leases.LostLeaseError as exc:
+        raise CheckpointError(
+            f"view group {group!r}: {exc}; this refresh stopped before its commit point "
+            "(nothing committed); run it again"
+        ) from None
 
 
 def holder(warehouse: Warehouse, group: str) -> dict[str, Any]:
@@ -83,6 +129,10 @@ def group_lock(
     called once when the lock is found taken (tests use it to interleave processes)."""
     limit = timeout_from_env() if timeout is None else max(0.0, timeout)
     path = lock_path(warehouse, group)
+    if warehouse.remote:
+        with _leased(path.as_posix(), group, limit, on_wait):
+            yield
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

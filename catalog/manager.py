@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -46,6 +45,7 @@ from catalog.errors import (
     UnsupportedProtocolError,
 )
 from catalog.names import Identifier, parse_identifier
+from catalog.object_path import remove_tree
 from catalog.paths import Warehouse, resolve_location
 from catalog.store import CatalogStore, Entry, TableEntry, ViewEntry, ViewKind, default_group
 from catalog.view_options import ViewOptions
@@ -105,7 +105,7 @@ class Catalog:
         entries: list[Entry] = [*self.store.tables(), *self.store.views()]
         owned = {os.path.normpath(e.path) for e in entries}
         if path.exists() and os.path.normpath(str(path)) not in owned:
-            shutil.rmtree(path)
+            remove_tree(path)
 
     # -- tables ---------------------------------------------------------------------------
     def create_table(
@@ -129,7 +129,7 @@ class Catalog:
         try:
             return self.store.add(entry)  # type: ignore[return-value]
         except BaseException:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
             raise
 
     def register_table(
@@ -152,7 +152,7 @@ class Catalog:
             return
         entry = self.store.remove(ident, kind="table")
         if isinstance(entry, TableEntry) and entry.managed:
-            shutil.rmtree(self.warehouse.check_inside(entry.path), ignore_errors=True)
+            remove_tree(self.warehouse.check_inside(entry.path))
 
     # -- views ----------------------------------------------------------------------------
     def create_view(
@@ -191,7 +191,7 @@ class Catalog:
                 properties=dict(opts.properties),  # TBLPROPERTIES: set on the view's Delta table
             )
         except BaseException:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
             raise
         entry = ViewEntry(
             ident,
@@ -206,7 +206,7 @@ class Catalog:
         try:
             return self.store.add(entry)  # type: ignore[return-value]
         except BaseException:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
             raise
 
     def drop_view(self, name: str | Identifier, *, if_exists: bool = False) -> None:
@@ -216,7 +216,7 @@ class Catalog:
             return
         entry = self.store.remove(ident, kind="view")
         assert isinstance(entry, ViewEntry)
-        shutil.rmtree(self.warehouse.check_inside(entry.path), ignore_errors=True)
+        remove_tree(self.warehouse.check_inside(entry.path))
         if not any(v.group == entry.group for v in self.store.views()):
             self.checkpoints.clear(entry.group)
 

@@ -11,6 +11,12 @@
       _ivm/status/<db>/<group>.json   a group's last refresh outcome (spark_exec.status)
       _ivm/spark-warehouse/      the local SparkSession's own warehouse (spark_exec.session)
 
+The warehouse may be a local directory (a path or ``file://`` URI) or an object-store prefix
+(``s3://bucket/prefix``, catalog.storage).  On an object store every layout location is an
+:class:`~catalog.object_path.ObjectPath` (the ``pathlib`` surface the catalog uses, served by
+the storage layer); what must stay local (the SparkSession's scratch warehouse) goes under
+:meth:`Warehouse.local_cache_dir`.
+
 Every path the catalog creates comes from :class:`Warehouse` and passes
 :meth:`Warehouse.check_inside`, which resolves symlinks and ``..`` before comparing, so a
 crafted name or a symlink cannot direct a write elsewhere.  External tables (registered by
@@ -30,6 +36,10 @@ from urllib.parse import unquote, urlparse
 from catalog import storage
 from catalog.errors import InvalidPathError
 from catalog.names import Identifier, parse_identifier
+from catalog.object_path import ObjectPath
+
+CACHE_ENV = "IVM_CACHE_DIR"
+"""Local scratch root for object-store warehouses (default ``~/.cache/spark-ivm``)."""
 
 __all__ = ["Warehouse", "parse_identifier", "resolve_location"]
 
@@ -38,13 +48,36 @@ class Warehouse:
     """Paths inside one warehouse directory (created on demand)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        text = os.fspath(root)
+        text = os.fspath(root).strip()
         if not text or "\x00" in text:
             raise InvalidPathError(text, "empty or contains NUL")
-        self.root = Path(text).expanduser().resolve()
+        try:
+            location = storage.normalize(text)
+        except storage.StorageError as exc:
+            raise InvalidPathError(text, exc.reason) from None
+        #: the warehouse is an object-store prefix (no ``flock``, no rename: see catalog.leases)
+        self.remote = storage.is_object_store(location)
+        # typed as Path: an ObjectPath offers the part of its surface the catalog uses
+        self.root: Path = (
+            ObjectPath(location)  # type: ignore[assignment]
+            if self.remote
+            else Path(location).resolve()
+        )
 
     def __repr__(self) -> str:
         return f"Warehouse({self.root.as_posix()!r})"
+
+    def local_cache_dir(self) -> Path:
+        """Local scratch space of this warehouse: the warehouse's ``_ivm`` itself when local;
+        ``$IVM_CACHE_DIR`` (default ``~/.cache/spark-ivm``) ``/<hash of the URI>`` when it is
+        on an object store."""
+        if not self.remote:
+            return self.internal_dir
+        import hashlib
+
+        base = os.environ.get(CACHE_ENV) or os.path.join("~", ".cache", "spark-ivm")
+        digest = hashlib.sha256(self.root.as_posix().encode()).hexdigest()[:16]
+        return Path(base).expanduser().resolve() / digest
 
     # -- layout ---------------------------------------------------------------------------
     def table_path(self, ident: Identifier) -> Path:
@@ -69,8 +102,9 @@ class Warehouse:
 
     @property
     def spark_warehouse_dir(self) -> Path:
-        """The directory a local SparkSession keeps its own (unused) warehouse in."""
-        return self.internal_dir / "spark-warehouse"
+        """The directory a local SparkSession keeps its own (unused) warehouse in (local
+        scratch, :meth:`local_cache_dir`, for a warehouse on an object store)."""
+        return self.local_cache_dir() / "spark-warehouse"
 
     def group_lock_file(self, group: str) -> Path:
         """The writer lock file of a refresh group (``group`` is an identifier)."""
@@ -107,10 +141,18 @@ class Warehouse:
     # -- safety ---------------------------------------------------------------------------
     def contains(self, path: str | os.PathLike[str]) -> bool:
         """Whether ``path`` (after resolving symlinks and ``..``) lies inside the warehouse."""
-        if storage.is_object_store(path):  # the warehouse is a local directory
+        if storage.is_object_store(path) != self.remote:
             return False
-        resolved = Path(os.fspath(path)).expanduser().resolve()
+        resolved = self._resolve(path)
         return resolved == self.root or self.root in resolved.parents
+
+    def _resolve(self, path: str | os.PathLike[str]) -> Path:
+        if self.remote:
+            text = os.fspath(path)
+            if ".." in text.split("/"):
+                raise InvalidPathError(text, "'..' in an object key")
+            return ObjectPath(text)  # type: ignore[return-value]
+        return Path(os.fspath(path)).expanduser().resolve()
 
     def relative(self, path: str | os.PathLike[str]) -> str:
         """``path`` (inside the warehouse) relative to its root, as stored in the catalog.
@@ -127,11 +169,20 @@ class Warehouse:
             raise InvalidPathError(text, "contains NUL")
         if not self.contains(text):
             raise InvalidPathError(text, f"outside the warehouse {self.root.as_posix()}")
-        return Path(text).expanduser().resolve()
+        return self._resolve(text)
 
     def ensure(self) -> None:
-        """Create the warehouse's top-level directories."""
+        """Create the warehouse's top-level directories (nothing to do on an object store)."""
         self.internal_dir.mkdir(parents=True, exist_ok=True)
+
+    def join(self, stored: str) -> str:
+        """The location of ``stored``, a path relative to the warehouse (as the catalog keeps
+        them).
+
+        >>> Warehouse("s3://b/wh").join("views/default/v")
+        's3://b/wh/views/default/v'
+        """
+        return storage.join(self.root.as_posix(), stored)
 
 
 def resolve_location(location: str | os.PathLike[str]) -> str:
@@ -156,6 +207,8 @@ def resolve_location(location: str | os.PathLike[str]) -> str:
             raise InvalidPathError(text, exc.reason) from None
     if "://" in text or text.startswith("file:"):
         parsed = urlparse(text)
+        if parsed.scheme in storage.UNSUPPORTED_STORES:
+            raise InvalidPathError(text, storage.UNSUPPORTED_STORES[parsed.scheme])
         if parsed.scheme != "file":
             raise InvalidPathError(
                 text, f"unsupported scheme {parsed.scheme!r}; use a local path or s3://"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import uuid
 import zlib
 from collections.abc import Sequence
@@ -48,6 +49,19 @@ __all__ = [
 ]
 
 OBJECT_SCHEMES = ("s3", "s3a")
+_AZURE = (
+    "Azure storage (abfss://, abfs://, wasbs://) is not supported: the storage layer has no "
+    "Azure backend (its put-if-absent commits could not be tested without a local Azure "
+    "server); use a local path or an S3-compatible object store (s3://)"
+)
+UNSUPPORTED_STORES = {
+    "abfss": _AZURE,
+    "abfs": _AZURE,
+    "wasbs": _AZURE,
+    "wasb": _AZURE,
+    "gs": "Google Cloud Storage (gs://) is not supported; use a local path or s3://",
+}
+"""Object stores refused by name, with what to use instead (docs/configuration.md)."""
 
 
 class StorageError(CatalogError):
@@ -82,6 +96,8 @@ def normalize(location: str | os.PathLike[str]) -> str:
         return f"s3://{parsed.netloc}{parsed.path.rstrip('/')}"
     if "://" in text or text.startswith("file:"):
         parsed = urlparse(text)
+        if parsed.scheme in UNSUPPORTED_STORES:
+            raise StorageError(text, UNSUPPORTED_STORES[parsed.scheme])
         if parsed.scheme != "file":
             raise StorageError(
                 text, f"unsupported scheme {parsed.scheme!r}; use a local path or s3://"
@@ -126,6 +142,18 @@ class Storage(Protocol):
 
     def delete(self, location: str) -> None:
         """Remove an object (no error if it is gone)."""
+
+    def delete_tree(self, location: str) -> None:
+        """Remove a directory tree / every object under a prefix (no error if none)."""
+
+    def version_tag(self, location: str) -> str | None:
+        """An opaque tag of the object's current version (``None`` if absent), for
+        :meth:`replace_if`."""
+
+    def replace_if(self, location: str, data: bytes, tag: str | None) -> bool:
+        """Replace the object only if its version is still ``tag`` (``None``: only if it
+        does not exist); ``False`` (nothing written) otherwise.  Object stores only: a local
+        writer holds ``flock`` instead (:class:`LocalStorage` raises)."""
 
     def stamp(self, location: str) -> tuple[int, int, int] | None:
         """(modification time ns, size, identity) of an object, ``None`` if absent: a cheap
@@ -191,6 +219,16 @@ class LocalStorage:
     def delete(self, location: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(location)
+
+    def delete_tree(self, location: str) -> None:
+        shutil.rmtree(location, ignore_errors=True)
+
+    def version_tag(self, location: str) -> str | None:
+        st = self.stamp(location)
+        return None if st is None else ":".join(map(str, st))
+
+    def replace_if(self, location: str, data: bytes, tag: str | None) -> bool:
+        raise StorageError(location, "a conditional replace needs an object store")
 
     def stamp(self, location: str) -> tuple[int, int, int] | None:
         try:
@@ -295,6 +333,28 @@ class S3Storage:
     def exists(self, location: str) -> bool:
         return self.stamp(location) is not None
 
+    def version_tag(self, location: str) -> str | None:
+        bucket, key = _split(location)
+        try:
+            return str(self._client.head_object(Bucket=bucket, Key=key)["ETag"])
+        except Exception as exc:
+            if self._missing(exc):
+                return None
+            raise
+
+    def replace_if(self, location: str, data: bytes, tag: str | None) -> bool:
+        if tag is None:
+            return self.put_if_absent(location, data)
+        bucket, key = _split(location)
+        try:  # conditional writes: If-Match (AWS since 2024-11, MinIO, moto)
+            self._client.put_object(Bucket=bucket, Key=key, Body=data, IfMatch=tag)
+        except Exception as exc:
+            status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if status in (404, 409, 412):  # changed, gone, or a concurrent write won
+                return False
+            raise
+        return True
+
     def listdir(self, location: str) -> list[str]:
         bucket, key = _split(location)
         prefix = f"{key.rstrip('/')}/" if key else ""
@@ -312,6 +372,16 @@ class S3Storage:
     def delete(self, location: str) -> None:
         bucket, key = _split(location)
         self._client.delete_object(Bucket=bucket, Key=key)
+
+    def delete_tree(self, location: str) -> None:
+        bucket, key = _split(location)
+        pages = self._client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=f"{key.rstrip('/')}/"
+        )
+        for page in pages:
+            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if keys:
+                self._client.delete_objects(Bucket=bucket, Delete={"Objects": keys})
 
     def stamp(self, location: str) -> tuple[int, int, int] | None:
         bucket, key = _split(location)

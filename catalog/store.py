@@ -33,7 +33,7 @@ from typing import Any, Literal, get_args
 
 import pyarrow as pa
 
-from catalog import storage
+from catalog import leases, storage
 from catalog.checkpoint import write_json_atomic
 from catalog.dtypes import describe_schema, schema_from_text, schema_to_text
 from catalog.errors import (
@@ -44,6 +44,7 @@ from catalog.errors import (
     UnknownTableError,
     UnknownViewError,
 )
+from catalog.locks import timeout_from_env
 from catalog.names import Identifier, parse_identifier
 from catalog.paths import Warehouse
 from catalog.view_options import ViewOptions
@@ -128,16 +129,19 @@ def _location(
     if fmt == 1 and inside:
         layout = wh.view_path(ident) if kind == "materialized view" else wh.table_path(ident)
         return layout.as_posix()
-    if storage.is_object_store(stored):  # an external table on an object store
+    if storage.is_object_store(stored) and not wh.remote:  # an external table there
         return stored
-    path = stored if os.path.isabs(stored) else (wh.root / stored).as_posix()
+    if wh.remote:
+        path = stored if "://" in stored or stored.startswith("/") else wh.join(stored)
+    else:
+        path = stored if os.path.isabs(stored) else (wh.root / stored).as_posix()
     if inside and not wh.contains(path):
         raise InvalidPathError(
             stored,
             f"the {kind} {ident} must live inside the warehouse {wh.root.as_posix()}; "
             f"fix its entry in {wh.catalog_file.as_posix()} or drop and recreate it",
         )
-    return os.path.normpath(path)
+    return path if wh.remote else os.path.normpath(path)
 
 
 def _decode_table(name: str, d: dict[str, Any], wh: Warehouse, fmt: int) -> TableEntry:
@@ -172,19 +176,18 @@ class CatalogStore:
 
     def __init__(self, warehouse: Warehouse) -> None:
         self.warehouse = warehouse
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, ...] | None = None
         self._tables: dict[str, TableEntry] = {}
         self._views: dict[str, ViewEntry] = {}
 
     # -- reading --------------------------------------------------------------------------
     def _load(self) -> None:
         f = self.warehouse.catalog_file
-        try:
-            st = f.stat()
-        except FileNotFoundError:
+        seen = storage.backend(f).stamp(f.as_posix())
+        if seen is None:
             self._stamp, self._tables, self._views = None, {}, {}
             return
-        stamp = (st.st_mtime_ns, st.st_size)
+        stamp = seen[:2] if not self.warehouse.remote else seen
         if stamp == self._stamp:
             return
         try:
@@ -244,24 +247,41 @@ class CatalogStore:
 
     # -- writing --------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    def _exclusive(self) -> Iterator[None]:
+        """The catalog's lock: ``flock`` locally, a lease on an object store."""
         self.warehouse.ensure()
         lock = self.warehouse.catalog_lock_file
+        if self.warehouse.remote:
+
+            def busy(info: dict[str, Any]) -> BaseException:
+                return CatalogError(
+                    f"the catalog {self.warehouse.catalog_file} is locked by another process "
+                    f"({info.get('owner')}); retry, or wait for its lease to expire"
+                )
+
+            with leases.hold_lease(lock.as_posix(), timeout=timeout_from_env(), on_timeout=busy):
+                yield
+            return
         with open(lock, "a+", encoding="utf-8") as fh:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
             try:
-                self._stamp = None
-                self._load()
-                tables = {k: _encode(v, self.warehouse) for k, v in self._tables.items()}
-                views = {k: _encode(v, self.warehouse) for k, v in self._views.items()}
-                yield tables, views
-                write_json_atomic(
-                    self.warehouse.catalog_file,
-                    {"format": FORMAT, "tables": tables, "views": views},
-                )
-                self._stamp = None
+                yield
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        with self._exclusive():
+            self._stamp = None
+            self._load()
+            tables = {k: _encode(v, self.warehouse) for k, v in self._tables.items()}
+            views = {k: _encode(v, self.warehouse) for k, v in self._views.items()}
+            yield tables, views
+            write_json_atomic(
+                self.warehouse.catalog_file,
+                {"format": FORMAT, "tables": tables, "views": views},
+            )
+            self._stamp = None
 
     def add(self, entry: Entry) -> Entry:
         """Add a table or view; :class:`NameClashError` if the name is taken."""

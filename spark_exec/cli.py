@@ -158,11 +158,12 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _session(args: argparse.Namespace) -> Session:
+    from catalog.paths import Warehouse
     from spark_exec.session import Session
 
     settings = _settings(args)
-    wh = Path(settings.warehouse)
-    if wh.exists() and not wh.is_dir():
+    wh = Warehouse(settings.warehouse)
+    if not wh.remote and wh.root.exists() and not wh.root.is_dir():
         raise WarehouseArgumentError(
             f"warehouse {settings.warehouse} ({settings.sources.get('warehouse', 'default')}): "
             "not a directory (give the warehouse directory; it is created when missing)"
@@ -273,10 +274,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from catalog.paths import Warehouse
     from spark_exec.demo import run_demo
 
     return run_demo(
-        Path(_settings(args).warehouse) / "demo",
+        Warehouse(_settings(args).warehouse).root / "demo",
         progress=progress,
         # the progress bar on a terminal (or with --progress), the spinner otherwise
         refreshing=lambda label, session: refresh_display(args, label, session),

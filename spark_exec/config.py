@@ -300,7 +300,11 @@ def load_settings(
             continue
         values[key] = _parse(key, source, raw)
         sources[key] = source
-    if path is not None and sources.get("warehouse", "").startswith("file"):
+    if (
+        path is not None
+        and sources.get("warehouse", "").startswith("file")
+        and "://" not in values["warehouse"]
+    ):
         # a relative warehouse in a config file is relative to the file, not to the caller
         values["warehouse"] = str((path.parent / values["warehouse"]).resolve())
     return Settings(**values, config_file=None if path is None else str(path), sources=sources)

@@ -17,7 +17,6 @@ view's query where Spark can, against a Python graph search for the recursive on
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -28,6 +27,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from catalog.object_path import remove_tree
 
 VIEWS = {
     "revenue_by_region": """
@@ -133,7 +134,7 @@ def run_demo(
 
     started = time.perf_counter()
     if warehouse.exists():
-        shutil.rmtree(warehouse)
+        remove_tree(warehouse)  # a local directory or an object-store prefix
     warehouse.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(7)
     s = Session(warehouse=warehouse)

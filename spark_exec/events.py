@@ -21,6 +21,7 @@ and :func:`read_event_log` reads it without Spark.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -30,6 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from catalog.object_path import is_object_path
 from catalog.pipeline.progress import Progress
 
 #: one field of an event: text, a count, a time, a flag, a list of names (views), or NULL
@@ -136,8 +138,13 @@ class EventLog:
         if not events:
             return
         day = time.strftime("%Y%m%d", time.gmtime())
-        path = self.directory / f"events-{day}-{os.getpid()}.json"
         data = "".join(json.dumps(dict(e), sort_keys=True, default=str) + "\n" for e in events)
+        if is_object_path(self.directory):  # no appends on an object store: one object each
+            name = f"events-{day}-{os.getpid()}-{time.time_ns()}.json"
+            with contextlib.suppress(OSError):
+                (self.directory / name).write_text(data)
+            return
+        path = self.directory / f"events-{day}-{os.getpid()}.json"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as f:

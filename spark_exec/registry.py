@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from catalog.names import Identifier, parse_identifier
+from catalog.object_path import is_object_path
+from catalog.storage import is_object_store
 from spark_exec.connector import ensure_delta_format
 from spark_exec.errors import SparkSetupError
 
@@ -112,6 +114,10 @@ def register(spark: SparkSession, name: str | Identifier, path: str, *, view: bo
             f"cannot register {name}: this SparkSession has no delta-spark; build it with "
             "spark_exec.spark_session.local_spark() or add spark_exec.spark_session.delta_conf()"
         )
+    if is_object_store(path):
+        from spark_exec import s3a
+
+        s3a.configure(spark)
     ident = parse_identifier(name)
     sql_name = spark_name(ident)
     columns = None
@@ -138,6 +144,10 @@ def unregister(spark: SparkSession, name: str | Identifier) -> bool:
 # -- the attach script for other applications ----------------------------------------------
 def _location(root: Path, path: str) -> str:
     """``path``, relative to ``${spark_ivm.warehouse}`` when inside the warehouse."""
+    if is_object_path(root):  # s3:// locations (a Path would fold the '//')
+        prefix = root.as_posix() + "/"
+        rel = path[len(prefix) :] if path.startswith(prefix) else None
+        return path if rel is None else "${" + WAREHOUSE_VAR + "}/" + rel
     full = Path(os.path.join(root, path))
     try:
         rel = full.relative_to(root).as_posix()
@@ -181,6 +191,9 @@ def write_attach_script(catalog: Catalog) -> Path:
     target = root / ATTACH_FILE
     text = render_attach_script(attach_statements(catalog))
     if target.is_file() and target.read_text() == text:
+        return target
+    if is_object_path(target):  # one PUT replaces the object whole
+        target.write_text(text)
         return target
     root.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".spark_attach-", dir=root)

@@ -154,7 +154,7 @@ class Session:
             config_file=config,
         )
         self.limits = self.settings.limits
-        self.catalog = Catalog(Path(self.settings.warehouse))
+        self.catalog = Catalog(self.settings.warehouse)
         self.catalog.checkpoints.lock_timeout = self.settings.lock_timeout
         self._spark = spark
         self._registered = False
@@ -188,6 +188,7 @@ class Session:
                 self.catalog.warehouse.spark_warehouse_dir,
                 master=self.settings.spark_master,
                 conf=self.settings.spark_settings(),
+                s3=self.catalog.warehouse.remote,
             )
         if not self._registered:
             self._register_all()
@@ -209,6 +210,11 @@ class Session:
         directory.mkdir(parents=True, exist_ok=True)
         try:  # this warehouse's log, also when the SparkSession served another one before
             from spark_exec.registry import _drop_existing  # never a managed table
+
+            if self.catalog.warehouse.remote:
+                from spark_exec import s3a
+
+                s3a.configure(self._spark)
 
             _drop_existing(self._spark, parse_identifier(EVENT_LOG_TABLE), EVENT_LOG_TABLE)
             self._spark.sql(event_log_ddl("'" + directory.as_posix().replace("'", "\\'") + "'"))

@@ -49,14 +49,29 @@ def delta_conf() -> dict[str, str]:
     return {"spark.jars": ",".join(delta_jars()), **DELTA_CONF}
 
 
+def _with_s3a(settings: dict[str, str], *, required: bool) -> dict[str, str]:
+    """``settings`` plus the S3A jars: always when ``required`` (raising, with the fix, if
+    they were not fetched), otherwise when ``./run env`` fetched them."""
+    from spark_exec.delta_jars import s3a_cached, s3a_jars
+
+    if not required and not s3a_cached():
+        return settings
+    jars = [j for j in settings.get("spark.jars", "").split(",") if j]
+    return {**settings, "spark.jars": ",".join([*jars, *s3a_jars()])}
+
+
 def local_spark(
     warehouse_dir: str | os.PathLike[str] | None = None,
     *,
     master: str = "local[*]",
     app_name: str = "spark-ivm",
     conf: Mapping[str, str] | None = None,
+    s3: bool = False,
 ) -> SparkSession:
-    """The process's SparkSession: the active one, or a new local one."""
+    """The process's SparkSession: the active one, or a new local one.
+
+    ``s3``: the caller needs ``s3://`` in Spark SQL (a warehouse on S3): the S3A jars must be
+    there (fetched by ``./run env``); otherwise they are added when present."""
     # pyspark 4.x warns that pandas >= 3 is not fully supported; we do not use pandas here.
     warnings.filterwarnings("ignore", message=".*pandas >= 3.*", category=FutureWarning)
     from pyspark.sql import SparkSession
@@ -67,7 +82,7 @@ def local_spark(
     from spark_exec.delta_jars import require_java
 
     require_java()
-    delta = delta_conf()
+    delta = _with_s3a(delta_conf(), required=s3)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)

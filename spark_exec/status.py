@@ -85,6 +85,12 @@ def record(
             error={"type": type(error).__name__, "message": str(error)[:2000]},
         )
     p = status_path(catalog, group)
+    if catalog.warehouse.remote:  # one PUT replaces the object whole
+        try:
+            p.write_text(json.dumps(doc, indent=1, sort_keys=True))
+        except OSError as exc:
+            log.warning("cannot record the refresh status of %s: %s", group, exc)
+        return
     tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
     try:  # atomic (a reader sees the old or the new record) but not fsynced: advisory only
         p.parent.mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,11 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 pytest.importorskip("moto", reason="moto[server] (the test extra) runs the local S3 server")
@@ -42,7 +45,7 @@ def s3_server() -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # a loaded 2-core machine
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -70,3 +73,44 @@ def s3_bucket(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
     name = f"ivm-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(Bucket=name)
     return f"s3://{name}"
+
+
+# -- a keyed input under random churn, and the per-key oracle of its GROUP BY view ------------
+PER_K_VIEW = "SELECT k, count(*) AS n, sum(v) AS total FROM {table} GROUP BY k"
+
+
+def per_k_oracle(rows: pa.Table) -> Counter[tuple[object, ...]]:
+    """``(k, count(*), sum(v))`` per ``k`` of ``rows``, recomputed in plain Python."""
+    n: Counter[int] = Counter()
+    total: Counter[int] = Counter()
+    for r in rows.to_pylist():
+        n[r["k"]] += 1
+        total[r["k"]] += r["v"]
+    return Counter((k, n[k], total[k]) for k in n)
+
+
+class Churn:
+    """Random inserts, deletes and updates of a Delta table ``(id, k, v)`` at ``path``."""
+
+    def __init__(self, path: str, seed: int, keys: int) -> None:
+        self.path, self.keys, self.next_id = path, keys, 0
+        self.rng = np.random.default_rng(seed)
+
+    def insert(self, n: int) -> None:
+        from catalog import delta
+
+        ids = np.arange(self.next_id, self.next_id + n)
+        self.next_id += n
+        k, v = self.rng.integers(0, self.keys, n), self.rng.integers(0, 100, n)
+        delta.insert(self.path, pa.table({"id": ids, "k": k, "v": v}))
+
+    def step(self, step: int, *, deletes: int) -> None:
+        """A few inserts, ``deletes`` random deletes, and on odd steps an update of one key."""
+        from catalog import delta
+
+        self.insert(int(self.rng.integers(1, 6)))
+        victims = self.rng.choice(self.next_id, deletes, replace=False)
+        delta.delete(self.path, f"id IN ({', '.join(str(int(v)) for v in victims)})")
+        if step % 2:
+            k = int(self.rng.integers(0, self.keys))
+            delta.update(self.path, {"v": "v + 1"}, predicate=f"k = {k}")

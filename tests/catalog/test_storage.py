@@ -16,6 +16,7 @@ from s3_fixture import s3_bucket, s3_server  # noqa: F401 (fixtures)
 from catalog import delta, delta_commit, leases, storage, view_table
 from catalog.changes import DIFF
 from catalog.delta_commit import ConcurrentCommitError
+from catalog.names import parse_identifier
 
 ROWS = pa.schema([("k", pa.int64()), ("s", pa.string())])
 
@@ -66,7 +67,8 @@ def test_locations_are_normalized() -> None:
     assert storage.normalize("s3a://b/x/") == "s3://b/x"
     assert storage.join("s3://b/x", "views/default", "v") == "s3://b/x/views/default/v"
     with pytest.raises(storage.StorageError, match="unsupported scheme"):
-        storage.normalize("gs://b/x")
+        storage.normalize("ftp://b/x")
+
     with pytest.raises(storage.StorageError, match="bucket"):
         storage.normalize("s3:///x")
 
@@ -163,3 +165,55 @@ def test_input_tables_on_s3_through_delta_rs(s3_bucket: str) -> None:  # noqa: F
     assert delta.is_delta_table(path)
     assert _bag(delta.read_snapshot(path)) == Counter({(1, "a"): 1, (3, "c"): 1})
     assert delta.current_version(path) == 2
+
+
+@pytest.mark.parametrize("uri", ["abfss://c@acct.dfs.core.windows.net/wh", "gs://b/wh"])
+def test_unsupported_object_stores_are_refused_by_name(uri: str, tmp_path: Path) -> None:
+    from catalog.errors import InvalidPathError
+    from catalog.paths import Warehouse, resolve_location
+
+    with pytest.raises(storage.StorageError, match="not supported"):
+        storage.normalize(uri)
+    with pytest.raises(InvalidPathError, match="not supported"):
+        Warehouse(uri)
+    with pytest.raises(InvalidPathError, match="not supported"):
+        resolve_location(uri)
+    assert list(tmp_path.iterdir()) == []  # nothing written anywhere
+
+
+def test_file_uri_warehouse_is_the_local_directory(tmp_path: Path) -> None:
+    from catalog import Catalog
+
+    cat = Catalog(f"file://{tmp_path}/wh")
+    assert not cat.warehouse.remote and cat.warehouse.root == tmp_path / "wh"
+    cat.create_table("t", ROWS)
+    assert (tmp_path / "wh" / "_ivm" / "catalog.json").is_file()
+
+
+def test_object_paths_stay_inside_their_warehouse(s3_bucket: str) -> None:  # noqa: F811
+    from catalog.errors import InvalidPathError
+    from catalog.paths import Warehouse
+
+    wh = Warehouse(f"{s3_bucket}/wh/")
+    assert wh.remote and wh.root.as_posix() == f"{s3_bucket}/wh"
+    assert wh.view_path(parse_identifier("db.v")).as_posix() == f"{s3_bucket}/wh/views/db/v"
+    assert wh.relative(f"{s3_bucket}/wh/views/db/v") == "views/db/v"
+    assert not wh.contains(f"{s3_bucket}/other/v") and not wh.contains("/tmp/wh/views/v")
+    for outside in (f"{s3_bucket}/other/v", f"{s3_bucket}/wh/../x", "/tmp/wh/views/v"):
+        with pytest.raises(InvalidPathError):
+            wh.check_inside(outside)
+    assert wh.spark_warehouse_dir.is_absolute()  # scratch stays local
+
+
+def test_an_expired_lease_is_broken_by_one_breaker_only_on_s3(s3_bucket: str) -> None:  # noqa: F811
+    """Two processes that both read the same expired lease: the second one's break (and a late
+    renewal by the old holder) is refused, because each is conditional on the version read."""
+    lease = storage.join(s3_bucket, "_ivm", "locks", "g.lock")
+    store = storage.backend(lease)
+    assert leases.try_lease(lease, "old", -1)  # held, already expired
+    stale = store.version_tag(lease)
+    assert leases.try_lease(lease, "x", 60)  # x breaks it
+    body = json.dumps({"owner": "y", "expires": 1e12}).encode()
+    assert not store.replace_if(lease, body, stale)  # y's break, from the version it read
+    assert not leases.try_lease(lease, "y", 60) and not leases.try_lease(lease, "old", 60)
+    assert json.loads(store.read_bytes(lease))["owner"] == "x"

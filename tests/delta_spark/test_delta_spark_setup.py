@@ -71,3 +71,45 @@ def test_session_has_delta_from_local_jars(spark: SparkSession) -> None:
     assert jars and all(os.path.isfile(j.removeprefix("file:")) for j in jars)
     assert conf.get("spark.jars.packages") is None  # Spark never downloads
     assert has_delta_jvm(spark)
+
+
+def test_s3a_jars_match_the_bundled_hadoop_without_the_sdk_bundle() -> None:
+    jars = delta_jars.s3a_jars()  # raises if ./run env did not fetch them
+    names = {Path(j).name for j in jars}
+    assert f"hadoop-aws-{delta_jars.hadoop_version()}.jar" in names
+    assert any(n.startswith("s3-2.") for n in names)  # the SDK's S3 module, not its bundle
+    assert not any(n.startswith(("bundle-", "hadoop-client")) for n in names)
+
+
+def test_missing_s3a_jars_raise_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPARK_IVM_JARS", str(tmp_path))
+    with pytest.raises(SparkSetupError, match=r"S3A .*hadoop-aws.*\./run env"):
+        delta_jars.s3a_jars()
+    from spark_exec.spark_session import _with_s3a
+
+    assert _with_s3a({"spark.jars": "a.jar"}, required=False) == {"spark.jars": "a.jar"}
+    with pytest.raises(SparkSetupError, match=r"\./run env"):
+        _with_s3a({"spark.jars": "a.jar"}, required=True)
+
+
+def test_s3a_settings_come_from_the_aws_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spark_exec import s3a
+
+    for k, v in {
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+        "AWS_ACCESS_KEY_ID": "k",
+        "AWS_SECRET_ACCESS_KEY": "s",
+        "AWS_REGION": "eu-west-1",
+    }.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    conf = s3a.spark_conf()
+    assert conf["spark.hadoop.fs.s3.impl"] == s3a.S3A_CLASS  # s3:// is read through S3A
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.hadoop.fs.s3a.access.key"] == "k"
+    assert conf["spark.hadoop.fs.s3a.endpoint.region"] == "eu-west-1"
+    assert all(Path(j).is_file() for j in conf["spark.jars"].split(","))

@@ -8,9 +8,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
-from s3_fixture import s3_bucket, s3_server  # noqa: F401 (fixtures)
+from s3_fixture import PER_K_VIEW, Churn, per_k_oracle, s3_bucket, s3_server  # noqa: F401
 
 from catalog import delta
 from spark_exec.session import Session
@@ -21,15 +20,6 @@ if TYPE_CHECKING:
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.int64()), ("v", pa.int64())])
 
 
-def _oracle(rows: pa.Table) -> Counter[tuple[object, ...]]:
-    n: Counter[int] = Counter()
-    total: Counter[int] = Counter()
-    for r in rows.to_pylist():
-        n[r["k"]] += 1
-        total[r["k"]] += r["v"]
-    return Counter((k, n[k], total[k]) for k in n)
-
-
 def test_views_over_an_s3_input_equal_recomputation(
     spark: SparkSession,
     tmp_path: Path,
@@ -37,31 +27,14 @@ def test_views_over_an_s3_input_equal_recomputation(
 ) -> None:
     src = f"{s3_bucket}/data/facts"
     delta.create_table(src, SCHEMA)
-    rng = np.random.default_rng(7)
-    next_id = 0
-
-    def insert(n: int) -> None:
-        nonlocal next_id
-        ids = np.arange(next_id, next_id + n)
-        next_id += n
-        delta.insert(
-            src, pa.table({"id": ids, "k": rng.integers(0, 5, n), "v": rng.integers(0, 100, n)})
-        )
-
-    insert(20)
+    churn = Churn(src, seed=7, keys=5)
+    churn.insert(20)
     s = Session(spark=spark, warehouse=tmp_path / "wh")
     s.sql(f"CREATE TABLE facts USING DELTA LOCATION '{src}'")
     assert s.catalog.table("facts").path == src
-    s.sql(
-        "CREATE MATERIALIZED VIEW per_k AS "
-        "SELECT k, count(*) AS n, sum(v) AS total FROM facts GROUP BY k"
-    )
+    s.sql("CREATE MATERIALIZED VIEW per_k AS " + PER_K_VIEW.format(table="facts"))
     for step in range(5):
-        insert(int(rng.integers(1, 6)))
-        victims = rng.choice(next_id, 3, replace=False)
-        delta.delete(src, f"id IN ({', '.join(str(int(v)) for v in victims)})")
-        if step % 2:
-            delta.update(src, {"v": "v + 1"}, predicate=f"k = {int(rng.integers(0, 5))}")
+        churn.step(step, deletes=3)
         s.refresh()
         got = Counter(tuple(r.values()) for r in s.read("per_k").to_pylist())
-        assert got == _oracle(delta.read_snapshot(src)), f"step {step}"
+        assert got == per_k_oracle(delta.read_snapshot(src)), f"step {step}"
