@@ -510,11 +510,9 @@ class Session:
         return entry
 
     def drop_table(self, name: str, *, if_exists: bool = False) -> bool:
-        ident = parse_identifier(name)
-        if not isinstance(self.catalog.store.find(ident), TableEntry):
-            if if_exists:
-                return False
-            self.catalog.table(ident)  # raises UnknownTableError
+        ident = self._to_drop(name, TableEntry, if_exists)
+        if ident is None:
+            return False
         self.catalog.drop_table(ident)
         self._unregister(str(ident))
         return True
@@ -686,15 +684,25 @@ class Session:
             self._runtime.forget(name)
 
     def drop_view(self, name: str, *, if_exists: bool = False) -> bool:
-        ident = parse_identifier(name)
-        if not isinstance(self.catalog.store.find(ident), ViewEntry):
-            if if_exists:
-                return False
-            self.catalog.view(ident)  # raises UnknownViewError
+        ident = self._to_drop(name, ViewEntry, if_exists)
+        if ident is None:
+            return False
         self.catalog.drop_view(ident)
         self._unregister(str(ident))
         self._runtime.forget()
         return True
+
+    def _to_drop(
+        self, name: str, kind: type[TableEntry] | type[ViewEntry], if_exists: bool
+    ) -> Identifier | None:
+        """The identifier of the ``kind`` entry ``name`` that DROP removes; None when there is
+        none and ``if_exists`` (else the catalog's UnknownTableError / UnknownViewError)."""
+        ident = parse_identifier(name)
+        if not isinstance(self.catalog.store.find(ident), kind):
+            if if_exists:
+                return None
+            (self.catalog.table if kind is TableEntry else self.catalog.view)(ident)  # raises
+        return ident
 
     def datalog(self, text: str) -> list[RefreshReport]:
         """Create a materialized view per ``.output`` relation of a Datalog program.

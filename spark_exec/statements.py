@@ -95,8 +95,14 @@ class CreateView:
 
 
 @dataclass(frozen=True)
-class DropView:
+class Named:
+    """The base of the statements about one named table or view (``name`` as written)."""
+
     name: str
+
+
+@dataclass(frozen=True)
+class DropView(Named):
     if_exists: bool
 
 
@@ -107,8 +113,8 @@ class RefreshView:
 
 
 @dataclass(frozen=True)
-class ExplainView:
-    name: str
+class ExplainView(Named):
+    """``EXPLAIN`` of a materialized view: its plans and dataflow."""
 
 
 @dataclass(frozen=True)
@@ -117,39 +123,32 @@ class ShowViews:
 
 
 @dataclass(frozen=True)
-class DescribeView:
-    name: str
+class DescribeView(Named):
     extended: bool = False
 
 
 @dataclass(frozen=True)
-class ShowCreate:
+class ShowCreate(Named):
     """``SHOW CREATE TABLE name`` (a catalog table or view; anything else goes to Spark)."""
 
-    name: str
-
 
 @dataclass(frozen=True)
-class DescribeHistory:
+class DescribeHistory(Named):
     """``DESCRIBE HISTORY name`` (a catalog table or view; anything else goes to Spark)."""
 
-    name: str
-
 
 @dataclass(frozen=True)
-class AlterViewSchedule:
+class AlterViewSchedule(Named):
     """``ALTER MATERIALIZED VIEW name {ADD|ALTER} SCHEDULE ... | DROP SCHEDULE``."""
 
-    name: str
     action: Literal["ADD", "ALTER", "DROP"]
     schedule: Schedule | None
 
 
 @dataclass(frozen=True)
-class AlterViewClustering:
+class AlterViewClustering(Named):
     """``ALTER MATERIALIZED VIEW name CLUSTER BY (cols) | CLUSTER BY NONE`` (``columns`` empty)."""
 
-    name: str
     columns: tuple[str, ...]
 
 
@@ -159,8 +158,7 @@ class CreateTable:
 
 
 @dataclass(frozen=True)
-class DropTable:
-    name: str
+class DropTable(Named):
     if_exists: bool
 
 
@@ -202,12 +200,7 @@ def parse(st: Statement) -> Stmt:
     try:
         tree = sqlglot.parse_one(st.text, read=d.IvmSpark)
     except ParseError as exc:
-        err = exc.errors[0] if exc.errors else {}
-        raise SqlSyntaxError(
-            f"cannot parse SQL: {err.get('description', exc)}",
-            line=err.get("line"),
-            column=err.get("col"),
-        ) from exc
+        raise SqlSyntaxError.of(exc) from exc
     except TokenError as exc:
         raise SqlSyntaxError(f"cannot read SQL: {exc}", line=st.line, column=st.column) from exc
     check_tree(tree)

@@ -10,6 +10,8 @@ reports them) and the ``construct`` that was refused, so a user can act on the m
 
 from __future__ import annotations
 
+from sqlglot.errors import ParseError
+
 from ivm.errors import SourceError
 
 
@@ -28,6 +30,13 @@ def internal_message(what: str, err: BaseException) -> str:
 
 class SqlSyntaxError(SqlError, ValueError):
     """The text is not valid Spark SQL."""
+
+    @classmethod
+    def of(cls, exc: ParseError) -> SqlSyntaxError:
+        """sqlglot's parse error ``exc`` as ours, at the first error's line and column."""
+        err = exc.errors[0] if exc.errors else {}
+        where = {"line": err.get("line"), "column": err.get("col")}
+        return cls(f"cannot parse SQL: {err.get('description', exc)}", **where)
 
 
 class SqlAnalysisError(SqlError, ValueError):
