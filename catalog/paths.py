@@ -42,6 +42,12 @@ class Warehouse:
         if not text or "\x00" in text:
             raise InvalidPathError(text, "empty or contains NUL")
         self.root = Path(text).expanduser().resolve()
+        #: the engine's own files (catalog, locks, checkpoints), beside the tables
+        self.internal_dir = self.root / "_ivm"
+        self.catalog_file = self.internal_dir / "catalog.json"
+        self.catalog_lock_file = self.internal_dir / "catalog.lock"
+        #: the directory a local SparkSession keeps its own (unused) warehouse in
+        self.spark_warehouse_dir = self.internal_dir / "spark-warehouse"
 
     def __repr__(self) -> str:
         return f"Warehouse({self.root.as_posix()!r})"
@@ -54,23 +60,6 @@ class Warehouse:
     def view_path(self, ident: Identifier) -> Path:
         """Location of a view's table."""
         return self.check_inside(self.root / "views" / ident.database / ident.name)
-
-    @property
-    def internal_dir(self) -> Path:
-        return self.root / "_ivm"
-
-    @property
-    def catalog_file(self) -> Path:
-        return self.internal_dir / "catalog.json"
-
-    @property
-    def catalog_lock_file(self) -> Path:
-        return self.internal_dir / "catalog.lock"
-
-    @property
-    def spark_warehouse_dir(self) -> Path:
-        """The directory a local SparkSession keeps its own (unused) warehouse in."""
-        return self.internal_dir / "spark-warehouse"
 
     def group_lock_file(self, group: str) -> Path:
         """The writer lock file of a refresh group (``group`` is an identifier)."""
