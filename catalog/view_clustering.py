@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from catalog import delta_commit
-from catalog.view_partitions import LayoutColumnError, check_layout_columns
+from catalog.view_partitions import LAYOUT_TYPES, LayoutColumnError, check_layout_columns
 
 DOMAIN = "delta.clustering"
 FEATURES = ("domainMetadata", "clustering")
@@ -83,13 +83,7 @@ class ClusterColumnError(LayoutColumnError):
 
 
 #: the types whose file statistics we write (the protocol requires them for these columns)
-CLUSTERABLE: tuple[Callable[[pa.DataType], bool], ...] = (
-    pa.types.is_integer,
-    pa.types.is_floating,
-    pa.types.is_string,
-    pa.types.is_large_string,
-    pa.types.is_date32,
-)
+CLUSTERABLE = (*LAYOUT_TYPES, pa.types.is_floating)
 
 
 def check_cluster_columns(

@@ -94,14 +94,17 @@ class PartitionColumnError(LayoutColumnError):
     clause = "PARTITIONED BY"
 
 
-#: the column types a view table can be partitioned by
-PARTITIONABLE: tuple[Callable[[pa.DataType], bool], ...] = (
+#: a test of a column type
+TypeTest = Callable[[pa.DataType], bool]
+#: the column types both layouts (partitions, clustering) accept: integers, strings, dates
+LAYOUT_TYPES: tuple[TypeTest, ...] = (
     pa.types.is_integer,
     pa.types.is_string,
     pa.types.is_large_string,
     pa.types.is_date32,
-    pa.types.is_boolean,
 )
+#: the column types a view table can be partitioned by
+PARTITIONABLE = (*LAYOUT_TYPES, pa.types.is_boolean)
 
 
 def check_layout_columns(
@@ -110,7 +113,7 @@ def check_layout_columns(
     *,
     view: str,
     error: type[LayoutColumnError],
-    allowed: Sequence[Callable[[pa.DataType], bool]],
+    allowed: Sequence[TypeTest],
     instead: str,
 ) -> None:
     """Refuse layout columns (partition or clustering) the view lacks, repeats, or whose

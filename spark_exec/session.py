@@ -390,7 +390,7 @@ class Session:
         else:
             detail = ""
         if detail:
-            raise StatementError(what, detail, line=st.line, column=st.column)
+            raise StatementError(what, detail, **st.where)
         options = dataclasses.replace(entry.options, schedule=stmt.schedule)
         self.catalog.store.set_view_options(entry.ident, options)
         shown = stmt.schedule.sql() if stmt.schedule is not None else "no schedule"
@@ -433,10 +433,7 @@ class Session:
             error_class = exc.getCondition() if hasattr(exc, "getCondition") else None
             first = str(exc).strip().splitlines()
             raise SparkSqlError(
-                first[0] if first else type(exc).__name__,
-                spark_error=error_class,
-                line=st.line,
-                column=st.column,
+                first[0] if first else type(exc).__name__, spark_error=error_class, **st.where
             ) from exc
         statement, kind = S.spark_statement_kind(tree, st)
         return self._result(statement, kind, "", dataframe=df)
@@ -446,10 +443,7 @@ class Session:
         if d.location is not None:
             if d.query is not None:
                 raise StatementError(
-                    "CREATE TABLE",
-                    "AS SELECT with LOCATION is not supported",
-                    line=st.line,
-                    column=st.column,
+                    "CREATE TABLE", "AS SELECT with LOCATION is not supported", **st.where
                 )
             entry = self.catalog.register_table(d.name, d.location)
             if d.schema is not None:
@@ -460,8 +454,7 @@ class Session:
                     raise StatementError(
                         f"CREATE TABLE {entry.name}",
                         f"declared columns {declared} differ from the Delta table's {actual}",
-                        line=st.line,
-                        column=st.column,
+                        **st.where,
                     )
             self._register(entry)
             return self._result(
@@ -470,10 +463,7 @@ class Session:
         if d.query is not None:
             if d.schema is not None:
                 raise StatementError(
-                    "CREATE TABLE",
-                    "give columns or AS SELECT, not both",
-                    line=st.line,
-                    column=st.column,
+                    "CREATE TABLE", "give columns or AS SELECT, not both", **st.where
                 )
             ident = parse_identifier(d.name)
             if self.catalog.store.find(ident) is not None and not d.if_not_exists:
@@ -493,12 +483,7 @@ class Session:
                 affected_rows=rows.num_rows,
             )
         if d.schema is None:
-            raise StatementError(
-                "CREATE TABLE",
-                "needs columns, AS SELECT or LOCATION",
-                line=st.line,
-                column=st.column,
-            )
+            raise StatementError("CREATE TABLE", "needs columns, AS SELECT or LOCATION", **st.where)
         entry = self.catalog.create_table(d.name, d.schema, if_not_exists=d.if_not_exists)
         self._register(entry)
         return self._result("CREATE TABLE", "ddl", f"created table {entry.name}")

@@ -25,6 +25,7 @@ from sqlglot.tokens import TokenType
 from catalog.dml import position, table_name
 from catalog.errors import CatalogError
 from catalog.view_options import Schedule, ViewOptions
+from ivm.errors import Where
 from spark_exec import sql_dialect as d
 from spark_exec.errors import StatementError
 from spark_exec.result import StatementKind
@@ -46,6 +47,11 @@ class Statement:
     @property
     def body(self) -> str:
         return self.text.strip()
+
+    @property
+    def where(self) -> Where:
+        """Its position, as the keyword arguments of an error pointing at it."""
+        return {"line": self.line, "column": self.column}
 
 
 def split_statements(script: str) -> list[Statement]:
@@ -202,7 +208,7 @@ def parse(st: Statement) -> Stmt:
     except ParseError as exc:
         raise SqlSyntaxError.of(exc) from exc
     except TokenError as exc:
-        raise SqlSyntaxError(f"cannot read SQL: {exc}", line=st.line, column=st.column) from exc
+        raise SqlSyntaxError(f"cannot read SQL: {exc}", **st.where) from exc
     check_tree(tree)
     return model(tree, st)
 
@@ -325,7 +331,7 @@ _REFUSED_PROPERTIES = {
 
 def create_view(tree: exp.Create, st: Statement) -> CreateView:
     """The model of ``CREATE MATERIALIZED VIEW`` (refusing options it cannot honour, by name)."""
-    where = {"line": st.line, "column": st.column}
+    where = st.where
     if str(tree.args.get("kind", "")).upper() != "VIEW" or not isinstance(
         tree.expression, exp.Query
     ):
