@@ -68,7 +68,7 @@ from catalog.pipeline import (
     refresh_group,
     stale_checkpoint_groups,
 )
-from catalog.sql_types import frontend_columns, view_schema
+from catalog.sql_types import columns_schema, frontend_columns, view_schema
 from catalog.store import TableEntry, ViewEntry
 from catalog.view_clustering import check_cluster_columns
 from catalog.view_options import ViewOptions
@@ -97,6 +97,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("ivm.session")
 
 _DATALOG_ARROW = {"int64": pa.int64(), "float64": pa.float64(), "str": pa.string()}
+#: the columns of ``SHOW MATERIALIZED VIEWS``
+_SHOW_VIEWS = columns_schema(
+    "name STRING, language STRING, inputs STRING, group STRING, status STRING, "
+    "last_refresh STRING, epoch BIGINT, input_versions STRING, behind BIGINT, last_error STRING"
+)
 
 __all__ = ["RefreshReport", "Session", "SqlResult"]
 
@@ -495,12 +500,7 @@ class Session:
         return entry
 
     def drop_table(self, name: str, *, if_exists: bool = False) -> bool:
-        ident = self._to_drop(name, TableEntry, if_exists)
-        if ident is None:
-            return False
-        self.catalog.drop_table(ident)
-        self._unregister(str(ident))
-        return True
+        return self._drop(name, TableEntry, if_exists)
 
     # -- views -----------------------------------------------------------------------------
     def _create_view_stmt(self, stmt: S.CreateView, st: S.Statement | None) -> SqlResult:
@@ -669,25 +669,23 @@ class Session:
             self._runtime.forget(name)
 
     def drop_view(self, name: str, *, if_exists: bool = False) -> bool:
-        ident = self._to_drop(name, ViewEntry, if_exists)
-        if ident is None:
-            return False
-        self.catalog.drop_view(ident)
-        self._unregister(str(ident))
-        self._runtime.forget()
-        return True
+        dropped = self._drop(name, ViewEntry, if_exists)
+        if dropped:
+            self._runtime.forget()
+        return dropped
 
-    def _to_drop(
-        self, name: str, kind: type[TableEntry] | type[ViewEntry], if_exists: bool
-    ) -> Identifier | None:
-        """The identifier of the ``kind`` entry ``name`` that DROP removes; None when there is
+    def _drop(self, name: str, kind: type[TableEntry] | type[ViewEntry], if_exists: bool) -> bool:
+        """Drop the ``kind`` entry ``name`` and its Spark registration; False when there is
         none and ``if_exists`` (else the catalog's UnknownTableError / UnknownViewError)."""
         ident = parse_identifier(name)
+        tables = kind is TableEntry
         if not isinstance(self.catalog.store.find(ident), kind):
             if if_exists:
-                return None
-            (self.catalog.table if kind is TableEntry else self.catalog.view)(ident)  # raises
-        return ident
+                return False
+            (self.catalog.table if tables else self.catalog.view)(ident)  # raises
+        (self.catalog.drop_table if tables else self.catalog.drop_view)(ident)
+        self._unregister(str(ident))
+        return True
 
     def datalog(self, text: str) -> list[RefreshReport]:
         """Create a materialized view per ``.output`` relation of a Datalog program.
@@ -769,21 +767,7 @@ class Session:
                     "last_error": st.last_error,
                 }
             )
-        schema = pa.schema(
-            [
-                ("name", pa.string()),
-                ("language", pa.string()),
-                ("inputs", pa.string()),
-                ("group", pa.string()),
-                ("status", pa.string()),
-                ("last_refresh", pa.string()),
-                ("epoch", pa.int64()),
-                ("input_versions", pa.string()),
-                ("behind", pa.int64()),
-                ("last_error", pa.string()),
-            ]
-        )
-        return pa.Table.from_pylist(rows, schema=schema)
+        return pa.Table.from_pylist(rows, schema=_SHOW_VIEWS)
 
     def read(self, name: str) -> pa.Table:
         """Current rows of a table or view, as Arrow (no Spark)."""

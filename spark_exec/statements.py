@@ -108,12 +108,20 @@ class Named:
 
 
 @dataclass(frozen=True)
-class DropView(Named):
+class Drop(Named):
+    """The base of ``DROP ... [IF EXISTS] name`` (``if_exists``: a missing name is no error)."""
+
     if_exists: bool
+
+
+class DropView(Drop):
+    """``DROP MATERIALIZED VIEW``."""
 
 
 @dataclass(frozen=True)
 class RefreshView:
+    """``REFRESH MATERIALIZED VIEW [name] [FULL]`` (no name: every view)."""
+
     name: str | None
     full: bool = False
 
@@ -125,11 +133,13 @@ class ExplainView(Named):
 
 @dataclass(frozen=True)
 class ShowViews:
-    pass
+    """``SHOW MATERIALIZED VIEWS``."""
 
 
 @dataclass(frozen=True)
 class DescribeView(Named):
+    """``DESCRIBE [EXTENDED] MATERIALIZED VIEW name``."""
+
     extended: bool = False
 
 
@@ -160,12 +170,13 @@ class AlterViewClustering(Named):
 
 @dataclass(frozen=True)
 class CreateTable:
+    """``CREATE TABLE`` in the catalog (columns, ``AS SELECT`` or ``LOCATION``)."""
+
     definition: TableDefinition
 
 
-@dataclass(frozen=True)
-class DropTable(Named):
-    if_exists: bool
+class DropTable(Drop):
+    """``DROP TABLE`` of a catalog table."""
 
 
 @dataclass(frozen=True)
