@@ -50,22 +50,13 @@ Hook = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class Checkpoint:
-    """One saved epoch of a dataflow.
-
-    ``state``: the engine's ``g.state()``; ``pending``: per view, the change batch of this
-    epoch (row columns + ``__diff__``) that the view table must receive; ``input_versions``:
-    the Delta version of every input the state reflects; ``meta``: JSON-able extras (a
-    refresh group's are ``catalog.pipeline.meta.GroupMeta.to_json()``, which also names the
-    state entries; this store treats both as opaque).
-    """
+class Saved:
+    """What every saved epoch records: its group, its epoch, and the Delta version of every
+    input the state reflects (the base of :class:`Checkpoint` and :class:`Manifest`)."""
 
     group: str
     epoch: int
     input_versions: Mapping[str, int]
-    state: Mapping[str, pa.Table] = field(default_factory=dict)
-    pending: Mapping[str, pa.Table] = field(default_factory=dict)
-    meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if int(self.epoch) < 0:
@@ -76,12 +67,25 @@ class Checkpoint:
 
 
 @dataclass(frozen=True)
-class Manifest:
+class Checkpoint(Saved):
+    """One saved epoch of a dataflow.
+
+    ``state``: the engine's ``g.state()``; ``pending``: per view, the change batch of this
+    epoch (row columns + ``__diff__``) that the view table must receive; ``input_versions``:
+    the Delta version of every input the state reflects; ``meta``: JSON-able extras (a
+    refresh group's are ``catalog.pipeline.meta.GroupMeta.to_json()``, which also names the
+    state entries; this store treats both as opaque).
+    """
+
+    state: Mapping[str, pa.Table] = field(default_factory=dict)
+    pending: Mapping[str, pa.Table] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Manifest(Saved):
     """A checkpoint's manifest without its tables (cheap to read)."""
 
-    group: str
-    epoch: int
-    input_versions: Mapping[str, int]
     pending_views: tuple[str, ...]
     meta: Mapping[str, Any]
     directory: Path
