@@ -123,6 +123,39 @@ def write_json_atomic(path: Path, obj: Any, *, durable: Sequence[Path] = ()) -> 
         raise StorageError(str(path), exc.strerror or str(exc)) from exc
 
 
+def _write_files(tmp: Path, ckpt: Checkpoint, carried: Mapping[str, Path]) -> list[Path]:
+    """Write the tables and the manifest of ``ckpt`` into directory ``tmp`` (carried entries
+    linked); returns the files written (not yet durable: the caller fsyncs them)."""
+    state_files: dict[str, str] = {}
+    pending_files: dict[str, str] = {}
+    written: list[Path] = []
+    for i, (key, source) in enumerate(carried.items()):
+        state_files[key] = f"carried-{i:05d}.arrow"
+        if not _link(source, tmp / state_files[key]):
+            written.append(tmp / state_files[key])
+    for i, (key, table) in enumerate(ckpt.state.items()):
+        state_files[str(key)] = f"state-{i:05d}.arrow"
+        _write_table(tmp / state_files[str(key)], _as_table(table, key))
+        written.append(tmp / state_files[str(key)])
+    for i, (view, table) in enumerate(ckpt.pending.items()):
+        pending_files[str(view)] = f"pending-{i:05d}.arrow"
+        _write_table(tmp / pending_files[str(view)], _as_table(table, view))
+        written.append(tmp / pending_files[str(view)])
+    manifest = {
+        "format": FORMAT,
+        "group": ckpt.group,
+        "epoch": int(ckpt.epoch),
+        "input_versions": {k: int(v) for k, v in ckpt.input_versions.items()},
+        "state": state_files,
+        "pending": pending_files,
+        "meta": dict(ckpt.meta),
+    }
+    with open(tmp / "manifest.json", "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+    written.append(tmp / "manifest.json")
+    return written
+
+
 def repair(group: str) -> str:
     """What a user can do about a damaged checkpoint of ``group`` (appended to errors)."""
     return (
@@ -211,46 +244,12 @@ class CheckpointStore:
         """
         base = self.directory(ckpt.group)
         base.mkdir(parents=True, exist_ok=True)
-        current = self.current_epoch(ckpt.group)
-        if current is not None and ckpt.epoch <= current:
-            raise CheckpointError(
-                f"checkpoint of {ckpt.group!r}: epoch {ckpt.epoch} is not after {current}"
-            )
-        carried = self._carried_files(ckpt.group, carry)
-        clash = set(carried) & {str(k) for k in ckpt.state}
-        if clash:
-            raise CheckpointError(f"checkpoint of {ckpt.group!r}: {sorted(clash)} carried and new")
+        carried = self._check_next(ckpt, carry)
         self._collect_garbage(base, keep_current=True)
         tmp = base / f".tmp-{uuid.uuid4().hex}"
         tmp.mkdir()
-        state_files: dict[str, str] = {}
-        pending_files: dict[str, str] = {}
-        written: list[Path] = []
         try:
-            for i, (key, source) in enumerate(carried.items()):
-                state_files[key] = f"carried-{i:05d}.arrow"
-                if not _link(source, tmp / state_files[key]):
-                    written.append(tmp / state_files[key])
-            for i, (key, table) in enumerate(ckpt.state.items()):
-                state_files[str(key)] = f"state-{i:05d}.arrow"
-                _write_table(tmp / state_files[str(key)], _as_table(table, key))
-                written.append(tmp / state_files[str(key)])
-            for i, (view, table) in enumerate(ckpt.pending.items()):
-                pending_files[str(view)] = f"pending-{i:05d}.arrow"
-                _write_table(tmp / pending_files[str(view)], _as_table(table, view))
-                written.append(tmp / pending_files[str(view)])
-            manifest = {
-                "format": FORMAT,
-                "group": ckpt.group,
-                "epoch": int(ckpt.epoch),
-                "input_versions": {k: int(v) for k, v in ckpt.input_versions.items()},
-                "state": state_files,
-                "pending": pending_files,
-                "meta": dict(ckpt.meta),
-            }
-            with open(tmp / "manifest.json", "w", encoding="utf-8") as f:
-                json.dump(manifest, f, indent=1, sort_keys=True)
-            written.append(tmp / "manifest.json")
+            written = _write_files(tmp, ckpt, carried)
         except (OSError, TypeError, ValueError, pa.ArrowException) as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise CheckpointError(f"cannot write checkpoint of {ckpt.group!r}: {exc}") from exc
@@ -267,6 +266,20 @@ class CheckpointStore:
         write_json_atomic(base / CURRENT, pointer, durable=[*written, final, base])
         self._collect_garbage(base, keep_current=True)
         return final
+
+    def _check_next(self, ckpt: Checkpoint, carry: Iterable[str]) -> dict[str, Path]:
+        """The files of the carried entries, checked: ``ckpt`` comes after the current
+        checkpoint, and carries no entry it also writes."""
+        current = self.current_epoch(ckpt.group)
+        if current is not None and ckpt.epoch <= current:
+            raise CheckpointError(
+                f"checkpoint of {ckpt.group!r}: epoch {ckpt.epoch} is not after {current}"
+            )
+        carried = self._carried_files(ckpt.group, carry)
+        clash = set(carried) & {str(k) for k in ckpt.state}
+        if clash:
+            raise CheckpointError(f"checkpoint of {ckpt.group!r}: {sorted(clash)} carried and new")
+        return carried
 
     def _carried_files(self, group: str, keys: Iterable[str]) -> dict[str, Path]:
         wanted = [str(k) for k in keys]

@@ -59,6 +59,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as _pc
 import pyarrow.parquet as pq
+from deltalake import DeltaTable
 
 from catalog import deletion_vectors as dvs
 from catalog import delta, delta_commit, storage
@@ -459,7 +460,7 @@ class _Target:
     """The view table a commit writes: its row schema and its layout."""
 
     path: str
-    table: Any  # the open deltalake.DeltaTable
+    table: DeltaTable
     rows_schema: pa.Schema
     parts: tuple[str, ...]
     clustering: tuple[str, ...]
