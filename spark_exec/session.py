@@ -279,15 +279,8 @@ class Session:
         match stmt:
             case S.CreateView():
                 return self._create_view_stmt(stmt, st)
-            case S.DropView(name=name, if_exists=ie):
-                dropped = self.drop_view(name, if_exists=ie)
-                return self._result(
-                    "DROP MATERIALIZED VIEW",
-                    "ddl",
-                    f"dropped materialized view {name}"
-                    if dropped
-                    else f"no materialized view {name}",
-                )
+            case S.DropView() | S.DropTable():
+                return self._drop_stmt(stmt)
             case S.RefreshView(name=name, full=full):
                 reports = self.refresh(name, full=full)
                 return self._result(
@@ -322,11 +315,6 @@ class Session:
                 return self._alter_clustering(name, columns)
             case S.CreateTable(definition=d):
                 return self._create_table(d, st)
-            case S.DropTable(name=name, if_exists=ie):
-                existed = self.drop_table(name, if_exists=ie)
-                return self._result(
-                    "DROP TABLE", "ddl", f"dropped table {name}" if existed else f"no table {name}"
-                )
             case S.Dml(tree=tree):
                 return self._write_result(
                     tree.key.upper(), dml.write(self.catalog, tree, st, self._spark_rows)
@@ -335,6 +323,15 @@ class Session:
                 return self._spark_sql(st, tree)
             case _:
                 assert_never(stmt)
+
+    def _drop_stmt(self, stmt: S.DropView | S.DropTable) -> SqlResult:
+        """``DROP MATERIALIZED VIEW`` or ``DROP TABLE``; the message says if there was one."""
+        if isinstance(stmt, S.DropView):
+            noun, dropped = "materialized view", self.drop_view(stmt.name, if_exists=stmt.if_exists)
+        else:
+            noun, dropped = "table", self.drop_table(stmt.name, if_exists=stmt.if_exists)
+        message = f"dropped {noun} {stmt.name}" if dropped else f"no {noun} {stmt.name}"
+        return self._result(f"DROP {noun.upper()}", "ddl", message)
 
     def _catalog_or_spark(
         self,

@@ -342,13 +342,27 @@ _REFUSED_PROPERTIES = {
 
 def create_view(tree: exp.Create, st: Statement) -> CreateView:
     """The model of ``CREATE MATERIALIZED VIEW`` (refusing options it cannot honour, by name)."""
-    where = st.where
     if str(tree.args.get("kind", "")).upper() != "VIEW" or not isinstance(
         tree.expression, exp.Query
     ):
         raise UnsupportedSqlError(
-            "this form of CREATE MATERIALIZED VIEW", **where, reason="write ... AS query"
+            "this form of CREATE MATERIALIZED VIEW", **st.where, reason="write ... AS query"
         )
+    options = _view_options(tree, st)
+    start = _query_start(st.text)
+    located = "".join(c if c == "\n" else " " for c in st.text[:start]) + st.text[start:]
+    return CreateView(
+        table_name(tree.this),
+        st.text[start:].strip(),
+        located,
+        if_not_exists=bool(tree.args.get("exists")),
+        or_replace=bool(tree.args.get("replace")),
+        options=options,
+    )
+
+
+def _view_options(tree: exp.Create, st: Statement) -> ViewOptions:
+    """The options of ``CREATE MATERIALIZED VIEW`` (refusing those it cannot honour, by name)."""
     comment: str | None = None
     properties: list[tuple[str, str]] = []
     schedule: Schedule | None = None
@@ -385,23 +399,13 @@ def create_view(tree: exp.Create, st: Statement) -> CreateView:
             raise UnsupportedSqlError(
                 f"{construct} on a materialized view", **position(p, st), reason=reason
             )
-    columns = _column_list(tree.this, st)
-    start = _query_start(st.text)
-    located = "".join(c if c == "\n" else " " for c in st.text[:start]) + st.text[start:]
-    return CreateView(
-        table_name(tree.this),
-        st.text[start:].strip(),
-        located,
-        if_not_exists=bool(tree.args.get("exists")),
-        or_replace=bool(tree.args.get("replace")),
-        options=ViewOptions(
-            comment,
-            columns,
-            tuple(properties),
-            schedule,
-            partitioned_by=partitioned_by,
-            clustered_by=clustered_by,
-        ),
+    return ViewOptions(
+        comment,
+        _column_list(tree.this, st),
+        tuple(properties),
+        schedule,
+        partitioned_by=partitioned_by,
+        clustered_by=clustered_by,
     )
 
 
