@@ -65,7 +65,7 @@ from catalog import deletion_vectors as dvs
 from catalog import delta, delta_commit, storage
 from catalog import view_clustering as vc
 from catalog import view_partitions as vp
-from catalog.change_feed import change_feed
+from catalog.change_feed import FeedCounts, change_feed
 from catalog.changes import DIFF, consolidate, read_changes
 from catalog.delta_commit import FileEntry
 from catalog.dtypes import conform, storage_schema
@@ -424,26 +424,10 @@ def commit_view_changes(
     if on_rows is not None:
         on_rows(change.removed)
     _write_inserts(target, change, out, on_rows)
-    removed_rows = _expand(change.minus_rows, change.minus_counts)
-    feed, kinds = change_feed(removed_rows, change.plus, key=key)
-    cdcs = vp.write_files(target.path, feed, target.parts, cdc=True)
-    out.written += sum(int(c["size"]) for c in cdcs)
+    kinds = _write_feed(target, change, key, out)
     if hook:
         hook(f"files_written:{view}")
-    metrics = {
-        "num_added_rows": change.plus.num_rows,
-        "num_deleted_rows": removed_rows.num_rows,
-        "num_added_files": out.added_files,
-        "num_removed_files": 0 if removal.use_dv else len(removal.touched),
-        "num_deletion_vectors": len(removal.touched) if removal.use_dv else 0,
-        "num_bytes_written": out.written,
-        # Delta's MERGE metrics: what the change data feed holds (catalog.capture checks them)
-        "num_target_rows_inserted": kinds.inserted,
-        "num_target_rows_updated": kinds.updated,
-        "num_target_rows_deleted": kinds.deleted,
-    }
-    out.new_files += [delta_commit.file_location(target.path, c) for c in cdcs]
-    out.actions += [{"cdc": c} for c in cdcs]
+    metrics = _metrics(change, removal, out, kinds)
     refresh = _RefreshCommit(view, int(epoch), input_versions, extra_metadata or {})
     version = removal.version + 1
     delta_commit.commit(
@@ -618,6 +602,39 @@ def _write_inserts(
         )
         if on_rows is not None:
             on_rows(change.removed + start + chunk.num_rows)
+
+
+def _write_feed(
+    target: _Target, change: _SignedChange, key: tuple[str, ...] | None, out: _Actions
+) -> FeedCounts:
+    """Write the change data feed of the change (``key``: a key's removed and inserted copy
+    is an update); returns how many rows of each kind it holds."""
+    removed_rows = _expand(change.minus_rows, change.minus_counts)
+    feed, kinds = change_feed(removed_rows, change.plus, key=key)
+    cdcs = vp.write_files(target.path, feed, target.parts, cdc=True)
+    out.written += sum(int(c["size"]) for c in cdcs)
+    out.new_files += [delta_commit.file_location(target.path, c) for c in cdcs]
+    out.actions += [{"cdc": c} for c in cdcs]
+    return kinds
+
+
+def _metrics(
+    change: _SignedChange, removal: _Removal, out: _Actions, kinds: FeedCounts
+) -> dict[str, int]:
+    """The commit's ``operationMetrics``."""
+    dv = removal.use_dv
+    return {
+        "num_added_rows": change.plus.num_rows,
+        "num_deleted_rows": change.removed,
+        "num_added_files": out.added_files,
+        "num_removed_files": 0 if dv else len(removal.touched),
+        "num_deletion_vectors": len(removal.touched) if dv else 0,
+        "num_bytes_written": out.written,
+        # Delta's MERGE metrics: what the change data feed holds (catalog.capture checks them)
+        "num_target_rows_inserted": kinds.inserted,
+        "num_target_rows_updated": kinds.updated,
+        "num_target_rows_deleted": kinds.deleted,
+    }
 
 
 @dataclass(frozen=True)
