@@ -445,6 +445,8 @@ class Trace:
         bound = (base | np.uint64(upto)) if upto is not None else top
         return base, top, bound
 
+    # Kept whole (its docstring is a third of it): the hot probe loop over the runs; the
+    # gather of the hits is :meth:`_gathered`.
     def lookup(
         self,
         probe_hash: np.ndarray,
@@ -529,6 +531,17 @@ class Trace:
             positions.append(pos)
         if perm is not None and next_time is not None:
             caller_next[perm] = next_time
+        return self._gathered(owners, runs_hit, positions, probe_cols)
+
+    def _gathered(
+        self,
+        owners: list[np.ndarray],
+        runs_hit: list[Run],
+        positions: list[np.ndarray],
+        probe_cols: Columns,
+    ) -> Gathered:
+        """The updates at ``positions`` of ``runs_hit`` (matched by key hash for probes
+        ``owners``), gathered, with hash collisions rejected."""
         if not owners:
             return Gathered(
                 _EMPTY,

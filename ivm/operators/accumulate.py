@@ -133,6 +133,8 @@ class AccumulateReduce(KeepsTrace):
         self.state_dtypes = tuple(state_dtypes)
         self.totals = self.new_trace()
 
+    # Kept whole: one pass per batch (group the changes by key, sum them, add them to the
+    # totals, emit old and new rows); every step reads the groups the first one computed.
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         b = inputs[0]
         if b is None or len(b) == 0:

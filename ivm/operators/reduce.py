@@ -148,6 +148,9 @@ class Reduce(KeepsTrace):
             found.owner[idx], take(found.cols, idx), times[idx], found.diff[idx], found.rowhash[idx]
         )
 
+    # Kept whole: one pass per (operator, time) through the reduce's steps in the order of
+    # the model (probe keys, accumulate input and output before t, evaluate, emit the
+    # difference, schedule later times); the strategies' branches share its local state.
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         delta = inputs[0]
         parts: list[Columns] = self.scheduled.pop(time, [])
