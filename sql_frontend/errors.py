@@ -10,9 +10,12 @@ reports them) and the ``construct`` that was refused, so a user can act on the m
 
 from __future__ import annotations
 
-from sqlglot.errors import ParseError
+from typing import TYPE_CHECKING
 
 from ivm.errors import SourceError
+
+if TYPE_CHECKING:
+    from sqlglot.errors import ParseError
 
 
 class SqlError(SourceError):

@@ -16,6 +16,8 @@ from ivm.schema import coerce_column
 from ivm.trace import Trace
 
 if TYPE_CHECKING:
+    from ivm.dataflow import Dataflow, Scope
+    from ivm.schema import Schema
     from ivm.types import Diffs, Rows
 
 
@@ -151,8 +153,15 @@ class Output(Operator):
 
     kind = "output"
 
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
+    def __init__(
+        self,
+        graph: Dataflow,
+        scope: Scope,
+        inputs: list[Operator],
+        schema: Schema,
+        label: str | None = None,
+    ) -> None:
+        super().__init__(graph, scope, inputs, schema, label)
         self.contents_trace = self._new_contents()
         self._epoch_parts: list[Batch] = []
         self.last_changes: Batch = self.empty_batch()
