@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
+from deltalake import DeltaTable
 
 from catalog import delta
 from catalog.capture import KIND, capture
@@ -121,6 +122,34 @@ def read_changes(
     """
     p = os.fspath(path)
     label = name or p
+    dt = _open_range(p, label, after, upto, table_id)
+    actual, schema = _row_schema(dt, p, label, upto, schema, multiplicity)
+    mult_cols = [multiplicity] if multiplicity is not None else []
+    extra = [DIFF, VERSION] if with_version else [DIFF]
+    if after is None:
+        columns = [*schema.names, *mult_cols]
+        rows = delta.read_snapshot(p, upto, columns=columns, on_rows=on_rows)
+        ones = pa.array(np.ones(rows.num_rows, np.int64))
+        out = rows.select(schema.names).append_column(
+            DIFF, rows.column(multiplicity) if multiplicity is not None else ones
+        )
+        if with_version:
+            out = out.append_column(VERSION, pa.array(np.full(rows.num_rows, upto, np.int64)))
+    elif after == upto:
+        out = _empty(schema, extra)
+    else:
+        wanted = pa.schema([actual.field(c) for c in [*schema.names, *mult_cols]])
+        raw = capture(p, after, upto, wanted, label=label, expected_id=table_id, opened=dt)
+        out = _signed(raw, p, label, schema, multiplicity, with_version)
+    out = conform(out, schema, name=label, extra=extra)
+    return consolidate(out) if consolidated else out
+
+
+def _open_range(
+    p: str, label: str, after: int | None, upto: int, table_id: str | None
+) -> DeltaTable:
+    """The Delta table at ``p``, checked: it exists, is still the table ``table_id`` names,
+    and has the versions ``(after, upto]``."""
     if not delta.is_delta_table(p):
         raise DroppedInputError(label, p)
     dt = delta.open_table(p)
@@ -139,6 +168,20 @@ def read_changes(
         raise DeltaOperationError(
             "read changes", p, f"version {upto} does not exist (latest is {latest})"
         )
+    return dt
+
+
+def _row_schema(
+    dt: DeltaTable,
+    p: str,
+    label: str,
+    upto: int,
+    schema: pa.Schema | None,
+    multiplicity: str | None,
+) -> tuple[pa.Schema, pa.Schema]:
+    """The table's schema at ``upto`` and the row schema read from it (``schema``, or the
+    table's without the ``multiplicity`` column), checked to be there."""
+    latest = int(dt.version())
     actual = pa.schema(dt.schema().to_arrow()) if upto == latest else delta.table_schema(p, upto)
     if schema is None:
         schema = actual
@@ -149,33 +192,30 @@ def read_changes(
     missing = [c for c in [*schema.names, *mult_cols] if c not in actual.names]
     if missing:
         raise SchemaChangeError(label, f"missing column {missing[0]!r} at version {upto}")
-    extra = [DIFF, VERSION] if with_version else [DIFF]
+    return actual, schema
 
-    if after is None:
-        rows = delta.read_snapshot(p, upto, columns=[*schema.names, *mult_cols], on_rows=on_rows)
-        ones = pa.array(np.ones(rows.num_rows, np.int64))
-        out = rows.select(schema.names).append_column(
-            DIFF, rows.column(multiplicity) if multiplicity is not None else ones
-        )
-        if with_version:
-            out = out.append_column(VERSION, pa.array(np.full(rows.num_rows, upto, np.int64)))
-    elif after == upto:
-        out = _empty(schema, extra)
-    else:
-        wanted = pa.schema([actual.field(c) for c in [*schema.names, *mult_cols]])
-        raw = capture(p, after, upto, wanted, label=label, expected_id=table_id, opened=dt)
-        kinds = raw.column(KIND).cast(pa.string()).to_numpy(zero_copy_only=False)
-        signs = np.fromiter((_SIGN.get(k, 0) for k in kinds), np.int64, len(kinds))
-        unknown = {k for k in set(kinds.tolist()) if k not in _SIGN}
-        if unknown:
-            raise DeltaOperationError("read changes", p, f"unknown change types {unknown}")
-        if multiplicity is not None:
-            signs = signs * raw.column(multiplicity).cast(pa.int64()).to_numpy()
-        out = conform(raw, schema, name=label).append_column(DIFF, pa.array(signs))
-        if with_version:
-            out = out.append_column(VERSION, raw.column(CAPTURED_VERSION).cast(pa.int64()))
-    out = conform(out, schema, name=label, extra=extra)
-    return consolidate(out) if consolidated else out
+
+def _signed(
+    raw: pa.Table,
+    p: str,
+    label: str,
+    schema: pa.Schema,
+    multiplicity: str | None,
+    with_version: bool,
+) -> pa.Table:
+    """Captured change rows with the ``__diff__`` their change types (and multiplicities)
+    give, and their commit versions when ``with_version``."""
+    kinds = raw.column(KIND).cast(pa.string()).to_numpy(zero_copy_only=False)
+    signs = np.fromiter((_SIGN.get(k, 0) for k in kinds), np.int64, len(kinds))
+    unknown = {k for k in set(kinds.tolist()) if k not in _SIGN}
+    if unknown:
+        raise DeltaOperationError("read changes", p, f"unknown change types {unknown}")
+    if multiplicity is not None:
+        signs = signs * raw.column(multiplicity).cast(pa.int64()).to_numpy()
+    out = conform(raw, schema, name=label).append_column(DIFF, pa.array(signs))
+    if with_version:
+        out = out.append_column(VERSION, raw.column(CAPTURED_VERSION).cast(pa.int64()))
+    return out
 
 
 def _empty(schema: pa.Schema, extra: list[str]) -> pa.Table:

@@ -52,22 +52,13 @@ Hook = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class Checkpoint:
-    """One saved epoch of a dataflow.
-
-    ``state``: the engine's ``g.state()``; ``pending``: per view, the change batch of this
-    epoch (row columns + ``__diff__``) that the view table must receive; ``input_versions``:
-    the Delta version of every input the state reflects; ``meta``: JSON-able extras (a
-    refresh group's are ``catalog.pipeline.meta.GroupMeta.to_json()``, which also names the
-    state entries; this store treats both as opaque).
-    """
+class Saved:
+    """What every saved epoch records: its group, its epoch, and the Delta version of every
+    input the state reflects (the base of :class:`Checkpoint` and :class:`Manifest`)."""
 
     group: str
     epoch: int
     input_versions: Mapping[str, int]
-    state: Mapping[str, pa.Table] = field(default_factory=dict)
-    pending: Mapping[str, pa.Table] = field(default_factory=dict)
-    meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if int(self.epoch) < 0:
@@ -78,12 +69,25 @@ class Checkpoint:
 
 
 @dataclass(frozen=True)
-class Manifest:
+class Checkpoint(Saved):
+    """One saved epoch of a dataflow.
+
+    ``state``: the engine's ``g.state()``; ``pending``: per view, the change batch of this
+    epoch (row columns + ``__diff__``) that the view table must receive; ``input_versions``:
+    the Delta version of every input the state reflects; ``meta``: JSON-able extras (a
+    refresh group's are ``catalog.pipeline.meta.GroupMeta.to_json()``, which also names the
+    state entries; this store treats both as opaque).
+    """
+
+    state: Mapping[str, pa.Table] = field(default_factory=dict)
+    pending: Mapping[str, pa.Table] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Manifest(Saved):
     """A checkpoint's manifest without its tables (cheap to read)."""
 
-    group: str
-    epoch: int
-    input_versions: Mapping[str, int]
     pending_views: tuple[str, ...]
     meta: Mapping[str, Any]
     directory: Path
@@ -134,6 +138,38 @@ def write_json_atomic(path: Path, obj: Any, *, durable: Sequence[Path] = ()) -> 
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise StorageError(str(path), exc.strerror or str(exc)) from exc
+
+
+def _write_files(tmp: Path, ckpt: Checkpoint, carried: Mapping[str, Path]) -> list[Path]:
+    """Write the tables and the manifest of ``ckpt`` into directory ``tmp`` (carried entries
+    linked); returns the files written (not yet durable: the caller fsyncs them)."""
+    state_files: dict[str, str] = {}
+    pending_files: dict[str, str] = {}
+    written: list[Path] = []
+    for i, (key, source) in enumerate(carried.items()):
+        state_files[key] = f"carried-{i:05d}.arrow"
+        if not _link(source, tmp / state_files[key]):
+            written.append(tmp / state_files[key])
+    for i, (key, table) in enumerate(ckpt.state.items()):
+        state_files[str(key)] = f"state-{i:05d}.arrow"
+        _write_table(tmp / state_files[str(key)], _as_table(table, key))
+        written.append(tmp / state_files[str(key)])
+    for i, (view, table) in enumerate(ckpt.pending.items()):
+        pending_files[str(view)] = f"pending-{i:05d}.arrow"
+        _write_table(tmp / pending_files[str(view)], _as_table(table, view))
+        written.append(tmp / pending_files[str(view)])
+    manifest = {
+        "format": FORMAT,
+        "group": ckpt.group,
+        "epoch": int(ckpt.epoch),
+        "input_versions": {k: int(v) for k, v in ckpt.input_versions.items()},
+        "state": state_files,
+        "pending": pending_files,
+        "meta": dict(ckpt.meta),
+    }
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    written.append(tmp / "manifest.json")
+    return written
 
 
 def repair(group: str) -> str:
@@ -231,15 +267,7 @@ class CheckpointStore:
             if self.warehouse.remote
             else None
         )
-        current = self.current_epoch(ckpt.group)
-        if current is not None and ckpt.epoch <= current:
-            raise CheckpointError(
-                f"checkpoint of {ckpt.group!r}: epoch {ckpt.epoch} is not after {current}"
-            )
-        carried = self._carried_files(ckpt.group, carry)
-        clash = set(carried) & {str(k) for k in ckpt.state}
-        if clash:
-            raise CheckpointError(f"checkpoint of {ckpt.group!r}: {sorted(clash)} carried and new")
+        carried = self._check_next(ckpt, carry)
         self._collect_garbage(base, keep_current=True)
         final = base / f"epoch-{int(ckpt.epoch):012d}-{uuid.uuid4().hex[:8]}"
         # an object store has no rename: the files go to their final prefix at once, which
@@ -247,33 +275,8 @@ class CheckpointStore:
         # if ``CURRENT`` never does)
         tmp = final if self.warehouse.remote else base / f".tmp-{uuid.uuid4().hex}"
         tmp.mkdir()
-        state_files: dict[str, str] = {}
-        pending_files: dict[str, str] = {}
-        written: list[Path] = []
         try:
-            for i, (key, source) in enumerate(carried.items()):
-                state_files[key] = f"carried-{i:05d}.arrow"
-                if not _link(source, tmp / state_files[key]):
-                    written.append(tmp / state_files[key])
-            for i, (key, table) in enumerate(ckpt.state.items()):
-                state_files[str(key)] = f"state-{i:05d}.arrow"
-                _write_table(tmp / state_files[str(key)], _as_table(table, key))
-                written.append(tmp / state_files[str(key)])
-            for i, (view, table) in enumerate(ckpt.pending.items()):
-                pending_files[str(view)] = f"pending-{i:05d}.arrow"
-                _write_table(tmp / pending_files[str(view)], _as_table(table, view))
-                written.append(tmp / pending_files[str(view)])
-            manifest = {
-                "format": FORMAT,
-                "group": ckpt.group,
-                "epoch": int(ckpt.epoch),
-                "input_versions": {k: int(v) for k, v in ckpt.input_versions.items()},
-                "state": state_files,
-                "pending": pending_files,
-                "meta": dict(ckpt.meta),
-            }
-            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
-            written.append(tmp / "manifest.json")
+            written = _write_files(tmp, ckpt, carried)
         except (OSError, TypeError, ValueError, pa.ArrowException) as exc:
             remove_tree(tmp)
             raise CheckpointError(f"cannot write checkpoint of {ckpt.group!r}: {exc}") from exc
@@ -307,6 +310,20 @@ class CheckpointStore:
                 f"checkpoint of {group!r}: another writer committed a checkpoint while this "
                 f"one was written (epoch {pointer['epoch']}); nothing committed, run it again"
             )
+
+    def _check_next(self, ckpt: Checkpoint, carry: Iterable[str]) -> dict[str, Path]:
+        """The files of the carried entries, checked: ``ckpt`` comes after the current
+        checkpoint, and carries no entry it also writes."""
+        current = self.current_epoch(ckpt.group)
+        if current is not None and ckpt.epoch <= current:
+            raise CheckpointError(
+                f"checkpoint of {ckpt.group!r}: epoch {ckpt.epoch} is not after {current}"
+            )
+        carried = self._carried_files(ckpt.group, carry)
+        clash = set(carried) & {str(k) for k in ckpt.state}
+        if clash:
+            raise CheckpointError(f"checkpoint of {ckpt.group!r}: {sorted(clash)} carried and new")
+        return carried
 
     def _carried_files(self, group: str, keys: Iterable[str]) -> dict[str, Path]:
         wanted = [str(k) for k in keys]

@@ -172,12 +172,12 @@ def roaring64_positions(data: bytes) -> np.ndarray:
     if magic != MAGIC:
         raise DeletionVectorError(f"bad deletion vector magic number {magic}")
     p = 12
-    parts = []
+    bitmaps = []
     for _ in range(n):
         (key,) = struct.unpack_from("<I", buf, p)
         vals, p = _roaring32_read(buf, p + 4)
-        parts.append((np.int64(key) << 32) + vals)
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        bitmaps.append((key, vals))
+    return _with_high_keys(bitmaps)
 
 
 def _native_positions(buf: memoryview) -> np.ndarray:
@@ -185,12 +185,17 @@ def _native_positions(buf: memoryview) -> np.ndarray:
     a count of 32-bit bitmaps for high keys 0, 1, ..., each preceded by its byte size."""
     (n,) = struct.unpack_from(">I", buf, 4)
     p = 8
-    parts = []
+    bitmaps = []
     for key in range(n):
         (size,) = struct.unpack_from(">I", buf, p)
-        vals, _ = _roaring32_read(buf, p + 4)
-        parts.append((np.int64(key) << 32) + vals)
+        bitmaps.append((key, _roaring32_read(buf, p + 4)[0]))
         p += 4 + size
+    return _with_high_keys(bitmaps)
+
+
+def _with_high_keys(bitmaps: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """The 64-bit positions of 32-bit bitmaps, each under its high key (in key order)."""
+    parts = [(np.int64(key) << 32) + vals for key, vals in bitmaps]
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import decimal
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol
 
 import pyarrow as pa
 from sqlglot import exp
@@ -30,6 +30,7 @@ from catalog.errors import StatementError, UnsupportedProtocolError
 from catalog.manager import Catalog
 from catalog.names import parse_identifier
 from catalog.store import TableEntry, ViewEntry
+from ivm.errors import Where
 from sql_frontend.errors import UnsupportedSqlError
 
 DIALECT = "spark"
@@ -44,11 +45,6 @@ class Located(Protocol):
 
     @property
     def column(self) -> int: ...
-
-
-class Where(TypedDict):
-    line: int | None
-    column: int | None
 
 
 def position(node: exp.Expr | None, st: Located) -> Where:

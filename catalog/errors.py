@@ -13,7 +13,9 @@ unknown table or view 'edges'
 
 from __future__ import annotations
 
-from ivm.errors import IvmError, SourceError
+from typing import Unpack
+
+from ivm.errors import IvmError, SourceError, Where
 
 
 class CatalogError(IvmError):
@@ -274,14 +276,7 @@ class StatementError(CatalogError, SourceError, ValueError):
     'INSERT INTO edges: 3 values for 2 columns (line 1, column 1)'
     """
 
-    def __init__(
-        self,
-        statement: str,
-        detail: str,
-        *,
-        line: int | None = None,
-        column: int | None = None,
-    ) -> None:
+    def __init__(self, statement: str, detail: str, **where: Unpack[Where]) -> None:
         self.statement = statement
         self.detail = detail
-        super().__init__(f"{statement}: {detail}", line=line, column=column, construct=statement)
+        super().__init__(f"{statement}: {detail}", construct=statement, **where)

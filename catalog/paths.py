@@ -63,6 +63,13 @@ class Warehouse:
             if self.remote
             else Path(location).resolve()
         )
+        #: the engine's own files (catalog, locks, checkpoints), beside the tables
+        self.internal_dir = self.root / "_ivm"
+        self.catalog_file = self.internal_dir / "catalog.json"
+        self.catalog_lock_file = self.internal_dir / "catalog.lock"
+        #: the directory a local SparkSession keeps its own (unused) warehouse in (local
+        #: scratch, :meth:`local_cache_dir`, for a warehouse on an object store)
+        self.spark_warehouse_dir = self.local_cache_dir() / "spark-warehouse"
 
     def __repr__(self) -> str:
         return f"Warehouse({self.root.as_posix()!r})"
@@ -87,24 +94,6 @@ class Warehouse:
     def view_path(self, ident: Identifier) -> Path:
         """Location of a view's table."""
         return self.check_inside(self.root / "views" / ident.database / ident.name)
-
-    @property
-    def internal_dir(self) -> Path:
-        return self.root / "_ivm"
-
-    @property
-    def catalog_file(self) -> Path:
-        return self.internal_dir / "catalog.json"
-
-    @property
-    def catalog_lock_file(self) -> Path:
-        return self.internal_dir / "catalog.lock"
-
-    @property
-    def spark_warehouse_dir(self) -> Path:
-        """The directory a local SparkSession keeps its own (unused) warehouse in (local
-        scratch, :meth:`local_cache_dir`, for a warehouse on an object store)."""
-        return self.local_cache_dir() / "spark-warehouse"
 
     def group_lock_file(self, group: str) -> Path:
         """The writer lock file of a refresh group (``group`` is an identifier)."""

@@ -20,6 +20,7 @@ Decimal128Type(decimal128(10, 2))
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -113,3 +114,17 @@ def frontend_columns(schema: pa.Schema) -> list[tuple[str, str]]:
 def view_schema(columns: Sequence[tuple[str, Any]]) -> pa.Schema:
     """The Arrow row schema of a SQL view (every column nullable, as in Spark)."""
     return pa.schema([pa.field(name, sql_to_arrow(t), True) for name, t in columns])
+
+
+def columns_schema(text: str) -> pa.Schema:
+    """The Arrow schema of a Spark SQL column list ``"name TYPE, ..."`` (as in ``CREATE
+    TABLE t (...)``), every column nullable: how fixed result tables declare their columns.
+
+    >>> columns_schema("version BIGINT, price DECIMAL(10,2)").types
+    [DataType(int64), Decimal128Type(decimal128(10, 2))]
+    """
+    columns = []
+    for item in re.split(r",(?![^()]*\))", text):
+        name, sql_type = item.split(None, 1)
+        columns.append((name, sql_type))
+    return view_schema(columns)

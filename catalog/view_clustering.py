@@ -43,8 +43,7 @@ from typing import Any
 import pyarrow as pa
 
 from catalog import delta_commit
-from catalog.errors import CatalogError
-from catalog.view_partitions import check_layout_columns
+from catalog.view_partitions import LAYOUT_TYPES, LayoutColumnError, check_layout_columns
 
 DOMAIN = "delta.clustering"
 FEATURES = ("domainMetadata", "clustering")
@@ -77,23 +76,14 @@ __all__ = [
 ]
 
 
-class ClusterColumnError(CatalogError, ValueError):
+class ClusterColumnError(LayoutColumnError):
     """``CLUSTER BY`` names something a view table cannot be clustered by."""
 
-    def __init__(self, view: str, detail: str) -> None:
-        self.view = view
-        super().__init__(f"CLUSTER BY of materialized view {view}: {detail}")
+    clause = "CLUSTER BY"
 
 
-def _clusterable(t: pa.DataType) -> bool:
-    """Types whose file statistics we write (the protocol requires them for these columns)."""
-    return bool(
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_date32(t)
-    )
+#: the types whose file statistics we write (the protocol requires them for these columns)
+CLUSTERABLE = (*LAYOUT_TYPES, pa.types.is_floating)
 
 
 def check_cluster_columns(
@@ -110,8 +100,9 @@ def check_cluster_columns(
     check_layout_columns(
         schema,
         columns,
-        allowed=_clusterable,
-        fail=lambda detail: ClusterColumnError(view, detail),
+        view=view,
+        error=ClusterColumnError,
+        allowed=CLUSTERABLE,
         instead="cluster by a number, string or date column (file statistics, which "
         "clustering relies on, are written for those)",
     )

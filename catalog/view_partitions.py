@@ -42,7 +42,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 import numpy as np
@@ -63,6 +63,7 @@ NULL_DIR = "__HIVE_DEFAULT_PARTITION__"
 
 __all__ = [
     "NULL_DIR",
+    "LayoutColumnError",
     "PartitionColumnError",
     "PartitionValues",
     "check_layout_columns",
@@ -77,46 +78,58 @@ __all__ = [
 ]
 
 
-class PartitionColumnError(CatalogError, ValueError):
-    """``PARTITIONED BY`` names something a view table cannot be partitioned by."""
+class LayoutColumnError(CatalogError, ValueError):
+    """A layout clause (``clause``) names something a view table cannot be laid out by."""
+
+    clause: ClassVar[str]
 
     def __init__(self, view: str, detail: str) -> None:
         self.view = view
-        super().__init__(f"PARTITIONED BY of materialized view {view}: {detail}")
+        super().__init__(f"{self.clause} of materialized view {view}: {detail}")
 
 
-def _partitionable(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_integer(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_date32(t)
-        or pa.types.is_boolean(t)
-    )
+class PartitionColumnError(LayoutColumnError):
+    """``PARTITIONED BY`` names something a view table cannot be partitioned by."""
+
+    clause = "PARTITIONED BY"
+
+
+#: a test of a column type
+TypeTest = Callable[[pa.DataType], bool]
+#: the column types both layouts (partitions, clustering) accept: integers, strings, dates
+LAYOUT_TYPES: tuple[TypeTest, ...] = (
+    pa.types.is_integer,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_date32,
+)
+#: the column types a view table can be partitioned by
+PARTITIONABLE = (*LAYOUT_TYPES, pa.types.is_boolean)
 
 
 def check_layout_columns(
     schema: pa.Schema,
     columns: Sequence[str],
     *,
-    allowed: Callable[[pa.DataType], bool],
-    fail: Callable[[str], Exception],
+    view: str,
+    error: type[LayoutColumnError],
+    allowed: Sequence[TypeTest],
     instead: str,
 ) -> None:
     """Refuse layout columns (partition or clustering) the view lacks, repeats, or whose
-    type is not ``allowed`` (``fail(detail)`` is raised; ``instead`` says what to use)."""
+    type none of ``allowed`` accepts (raising ``error``; ``instead`` says what to use)."""
     seen: set[str] = set()
     for c in columns:
         if c not in schema.names:
-            raise fail(
-                f"{c!r} is not a column of the view (its columns: {', '.join(schema.names)})"
+            raise error(
+                view, f"{c!r} is not a column of the view (its columns: {', '.join(schema.names)})"
             )
         if c in seen:
-            raise fail(f"{c!r} is named twice")
+            raise error(view, f"{c!r} is named twice")
         seen.add(c)
         t = schema.field(c).type
-        if not allowed(t):
-            raise fail(f"column {c!r} has type {t}; {instead}")
+        if not any(accepts(t) for accepts in allowed):
+            raise error(view, f"column {c!r} has type {t}; {instead}")
 
 
 def check_partition_columns(schema: pa.Schema, columns: Sequence[str], *, view: str) -> None:
@@ -124,8 +137,9 @@ def check_partition_columns(schema: pa.Schema, columns: Sequence[str], *, view: 
     check_layout_columns(
         schema,
         columns,
-        allowed=_partitionable,
-        fail=lambda detail: PartitionColumnError(view, detail),
+        view=view,
+        error=PartitionColumnError,
+        allowed=PARTITIONABLE,
         instead="partition by an integer, string, date or boolean column",
     )
     if len(set(columns)) == len(schema.names):

@@ -52,19 +52,20 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as _pc
 import pyarrow.parquet as pq
+from deltalake import DeltaTable
 
 from catalog import deletion_vectors as dvs
 from catalog import delta, delta_commit, storage
 from catalog import view_clustering as vc
 from catalog import view_partitions as vp
-from catalog.change_feed import change_feed
+from catalog.change_feed import FeedCounts, change_feed
 from catalog.changes import DIFF, consolidate, read_changes
 from catalog.delta_commit import FileEntry
 from catalog.dtypes import conform, storage_schema
@@ -402,19 +403,81 @@ def commit_view_changes(
     commit (a crash point of the tests).  ``on_rows(n)``: the progress of the write, ``n``
     of the change's copies written (the removed ones once their files are handled, the
     inserted ones file by file), for progress reports.
+
+    The phases: open the target, consolidate the change, locate the rows it removes, write
+    the removals (deletion vectors or rewritten files), the inserts and the change feed, and
+    commit all of it as one version.
     """
-    p = os.fspath(path)
+    target = _open_target(os.fspath(path))
+    done = committed_epoch(target.path, view)
+    if done is not None and done >= epoch:
+        return None
+    change = _signed_change(changes, target.rows_schema, view)
+    if change is None:
+        return None
+    removal = _locate_removal(target, change)
+    out = _Actions(now=int(time.time() * 1000))
+    if removal.touched and removal.use_dv:
+        _remove_by_vectors(target, removal, out)
+    elif removal.touched:
+        _remove_by_rewrite(target, removal, out)
+    if on_rows is not None:
+        on_rows(change.removed)
+    _write_inserts(target, change, out, on_rows)
+    kinds = _write_feed(target, change, key, out)
+    if hook:
+        hook(f"files_written:{view}")
+    metrics = _metrics(change, removal, out, kinds)
+    refresh = _RefreshCommit(view, int(epoch), input_versions, extra_metadata or {})
+    version = removal.version + 1
+    delta_commit.commit(
+        target.path,
+        version,
+        [*refresh.header(metrics, blind=not removal.touched, now=out.now), *out.actions],
+        durable=out.new_files,
+    )
+    return delta.WriteResult(version, metrics)
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The view table a commit writes: its row schema and its layout."""
+
+    path: str
+    table: DeltaTable
+    rows_schema: pa.Schema
+    parts: tuple[str, ...]
+    clustering: tuple[str, ...]
+
+
+def _open_target(p: str) -> _Target:
+    """Open the view table at ``p`` (a legacy one is refused)."""
     dt = delta.open_table(p)
     rows_schema = storage_schema(pa.schema(dt.schema().to_arrow()))
-    parts = tuple(dt.metadata().partition_columns)
     clustering = (
         vc.clustering_columns(p) if "clustering" in (dt.protocol().writer_features or []) else ()
     )
     if dt.metadata().description == LEGACY_MARKER or DIFF in rows_schema.names:
         raise LegacyViewTableError(p)
-    done = committed_epoch(p, view)
-    if done is not None and done >= epoch:
-        return None
+    return _Target(p, dt, rows_schema, tuple(dt.metadata().partition_columns), clustering)
+
+
+@dataclass(frozen=True)
+class _SignedChange:
+    """A consolidated change split by sign: the inserted copies (one row each) and the
+    removed rows with their counts."""
+
+    plus: pa.Table
+    minus_rows: pa.Table
+    minus_counts: np.ndarray
+
+    @property
+    def removed(self) -> int:
+        return int(self.minus_counts.sum()) if self.minus_rows.num_rows else 0
+
+
+def _signed_change(changes: pa.Table, rows_schema: pa.Schema, view: str) -> _SignedChange | None:
+    """``changes`` conformed to the view's rows and consolidated; None when it is empty."""
     batch = conform(changes, rows_schema, name=view, extra=[DIFF])
     batch = batch.set_column(
         batch.num_columns - 1,
@@ -427,117 +490,183 @@ def commit_view_changes(
     diffs = batch.column(DIFF).to_numpy()
     rows = batch.drop_columns([DIFF])
     plus = _expand(rows.filter(pa.array(diffs > 0)), diffs[diffs > 0])
-    minus_rows = rows.filter(pa.array(diffs < 0))
-    minus_counts = -diffs[diffs < 0]
+    return _SignedChange(plus, rows.filter(pa.array(diffs < 0)), -diffs[diffs < 0])
 
+
+@dataclass(frozen=True)
+class _Removal:
+    """Where the removed rows are: the row positions per file (``found``), the files that
+    hold them (``touched``) in table ``version``, and whether deletion vectors remove them."""
+
+    version: int
+    found: dict[str, np.ndarray]
+    touched: list[FileEntry]
+    use_dv: bool
+
+
+def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
+    """Locate the removed rows; a table that would rewrite more than ``COW_MAX_BYTES`` of
+    files is first upgraded to deletion vectors."""
+    p = target.path
     version, files = delta_commit.snapshot_files(p)
-    found = _locate(p, files, minus_rows, minus_counts) if minus_rows.num_rows else {}
+    minus = change.minus_rows
+    found = _locate(p, files, minus, change.minus_counts) if minus.num_rows else {}
     touched = [files[f] for f in found]
-    use_dv = str(dt.metadata().configuration.get(DV_PROPERTY, "false")).lower() == "true"
+    config = target.table.metadata().configuration
+    use_dv = str(config.get(DV_PROPERTY, "false")).lower() == "true"
     if touched and not use_dv and sum(f.size for f in touched) > COW_MAX_BYTES:
         _enable_deletion_vectors(p)
         version, files = delta_commit.snapshot_files(p)
         touched = [files[f] for f in found]
         use_dv = True
+    return _Removal(version, found, touched, use_dv)
 
-    now = int(time.time() * 1000)
-    actions: list[dict[str, Any]] = []
-    new_files: list[str] = []  # written here: made durable with the commit
-    written = 0
-    added_files = 0
-    if touched and use_dv:
-        vectors = []
-        for f in touched:
-            old = (
-                dvs.read_positions(p, f.deletion_vector)
-                if f.deletion_vector is not None
-                else np.zeros(0, np.int64)
-            )
-            vectors.append(np.union1d(old, found[f.path]))
-        dv_path, dv_bytes, descriptors = dvs.write_file(p, vectors)
-        new_files.append(dv_path)
-        written += dv_bytes
-        for f, vec, d in zip(touched, vectors, descriptors, strict=True):
-            actions.append({"remove": _remove_action(f, now)})
-            if len(vec) >= f.num_records:
-                continue
-            stats = {**f.stats, "tightBounds": False}
-            add = {k: v for k, v in f.action.items() if v is not None}
-            add.update(
-                deletionVector=d.to_json(),
-                stats=json.dumps(stats, separators=(",", ":")),
-                dataChange=True,
-            )
-            actions.append({"add": add})
-    elif touched:
-        for f in touched:
-            data = vp.read_file(p, f, rows_schema)
-            keep = np.ones(data.num_rows, dtype=bool)
-            keep[found[f.path]] = False
-            actions.append({"remove": _remove_action(f, now)})
-            if keep.any():
-                kept = data.filter(pa.array(keep))
-                if clustering:  # the rest of the file, in the current clustering order
-                    kept = _sorted(kept, clustering)
-                for add in vp.write_files(p, kept, parts):
-                    written += int(add["size"])
-                    added_files += 1
-                    actions.append({"add": add})
-                    new_files.append(delta_commit.file_location(p, add))
-    removed = int(minus_counts.sum()) if minus_rows.num_rows else 0
-    if on_rows is not None:
-        on_rows(removed)
-    if plus.num_rows:
-        ordered = _sorted(plus, clustering)
-        for start in range(0, ordered.num_rows, FILE_ROWS):  # a file (per partition) at a time
-            chunk = ordered.slice(start, FILE_ROWS)
-            for add in vp.write_files(p, chunk, parts, max_rows=FILE_ROWS):
-                written += int(add["size"])
-                added_files += 1
-                actions.append({"add": add})
-                new_files.append(delta_commit.file_location(p, add))
-            if on_rows is not None:
-                on_rows(removed + start + chunk.num_rows)
-    removed_rows = _expand(minus_rows, minus_counts)
-    feed, kinds = change_feed(removed_rows, plus, key=key)
-    cdcs = vp.write_files(p, feed, parts, cdc=True)
-    written += sum(int(c["size"]) for c in cdcs)
-    if hook:
-        hook(f"files_written:{view}")
 
-    inputs = json.dumps({k: int(v) for k, v in sorted(input_versions.items())})
-    meta = {
-        **(extra_metadata or {}),
-        "ivm.operation": "refresh",
-        "ivm.view": view,
-        "ivm.epoch": str(int(epoch)),
-        "ivm.inputs": inputs,
-    }
-    metrics = {
-        "num_added_rows": plus.num_rows,
-        "num_deleted_rows": removed_rows.num_rows,
-        "num_added_files": added_files,
-        "num_removed_files": sum(1 for f in touched if not use_dv),
-        "num_deletion_vectors": len(touched) if use_dv else 0,
-        "num_bytes_written": written,
+@dataclass
+class _Actions:
+    """The actions of one view commit, the files written for them (made durable with the
+    commit) and what they count."""
+
+    now: int
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    new_files: list[str] = field(default_factory=list)
+    written: int = 0
+    added_files: int = 0
+
+    def add_files(self, p: str, adds: list[dict[str, Any]]) -> None:
+        for add in adds:
+            self.written += int(add["size"])
+            self.added_files += 1
+            self.actions.append({"add": add})
+            self.new_files.append(delta_commit.file_location(p, add))
+
+
+def _remove_by_vectors(target: _Target, removal: _Removal, out: _Actions) -> None:
+    """Remove the rows by deletion vectors: each touched file is re-added with its old
+    vector joined with the new positions (or removed, when no row of it is left)."""
+    p = target.path
+    vectors = []
+    for f in removal.touched:
+        old = (
+            dvs.read_positions(p, f.deletion_vector)
+            if f.deletion_vector is not None
+            else np.zeros(0, np.int64)
+        )
+        vectors.append(np.union1d(old, removal.found[f.path]))
+    dv_path, dv_bytes, descriptors = dvs.write_file(p, vectors)
+    out.new_files.append(dv_path)
+    out.written += dv_bytes
+    for f, vec, d in zip(removal.touched, vectors, descriptors, strict=True):
+        out.actions.append({"remove": _remove_action(f, out.now)})
+        if len(vec) >= f.num_records:
+            continue
+        stats = {**f.stats, "tightBounds": False}
+        add = {k: v for k, v in f.action.items() if v is not None}
+        add.update(
+            deletionVector=d.to_json(),
+            stats=json.dumps(stats, separators=(",", ":")),
+            dataChange=True,
+        )
+        out.actions.append({"add": add})
+
+
+def _remove_by_rewrite(target: _Target, removal: _Removal, out: _Actions) -> None:
+    """Remove the rows by copy on write: each touched file is replaced by its other rows."""
+    p = target.path
+    for f in removal.touched:
+        data = vp.read_file(p, f, target.rows_schema)
+        keep = np.ones(data.num_rows, dtype=bool)
+        keep[removal.found[f.path]] = False
+        out.actions.append({"remove": _remove_action(f, out.now)})
+        if keep.any():
+            kept = data.filter(pa.array(keep))
+            if target.clustering:  # the rest of the file, in the current clustering order
+                kept = _sorted(kept, target.clustering)
+            out.add_files(p, vp.write_files(p, kept, target.parts))
+
+
+def _write_inserts(
+    target: _Target,
+    change: _SignedChange,
+    out: _Actions,
+    on_rows: Callable[[int], None] | None,
+) -> None:
+    """Write the inserted copies, a file (per partition) at a time, in clustering order."""
+    if not change.plus.num_rows:
+        return
+    ordered = _sorted(change.plus, target.clustering)
+    for start in range(0, ordered.num_rows, FILE_ROWS):
+        chunk = ordered.slice(start, FILE_ROWS)
+        out.add_files(
+            target.path, vp.write_files(target.path, chunk, target.parts, max_rows=FILE_ROWS)
+        )
+        if on_rows is not None:
+            on_rows(change.removed + start + chunk.num_rows)
+
+
+def _write_feed(
+    target: _Target, change: _SignedChange, key: tuple[str, ...] | None, out: _Actions
+) -> FeedCounts:
+    """Write the change data feed of the change (``key``: a key's removed and inserted copy
+    is an update); returns how many rows of each kind it holds."""
+    removed_rows = _expand(change.minus_rows, change.minus_counts)
+    feed, kinds = change_feed(removed_rows, change.plus, key=key)
+    cdcs = vp.write_files(target.path, feed, target.parts, cdc=True)
+    out.written += sum(int(c["size"]) for c in cdcs)
+    out.new_files += [delta_commit.file_location(target.path, c) for c in cdcs]
+    out.actions += [{"cdc": c} for c in cdcs]
+    return kinds
+
+
+def _metrics(
+    change: _SignedChange, removal: _Removal, out: _Actions, kinds: FeedCounts
+) -> dict[str, int]:
+    """The commit's ``operationMetrics``."""
+    dv = removal.use_dv
+    return {
+        "num_added_rows": change.plus.num_rows,
+        "num_deleted_rows": change.removed,
+        "num_added_files": out.added_files,
+        "num_removed_files": 0 if dv else len(removal.touched),
+        "num_deletion_vectors": len(removal.touched) if dv else 0,
+        "num_bytes_written": out.written,
         # Delta's MERGE metrics: what the change data feed holds (catalog.capture checks them)
         "num_target_rows_inserted": kinds.inserted,
         "num_target_rows_updated": kinds.updated,
         "num_target_rows_deleted": kinds.deleted,
     }
-    info = delta_commit.commit_info(
-        "MERGE",
-        meta,
-        operationMetrics=metrics,
-        isBlindAppend=not touched,
-        userMetadata=json.dumps({"view": view, "epoch": int(epoch), "inputs": json.loads(inputs)}),
-    )
-    txn = {"txn": {"appId": app_id(view), "version": int(epoch), "lastUpdated": now}}
-    new_files += [delta_commit.file_location(p, c) for c in cdcs]
-    delta_commit.commit(
-        p, version + 1, [info, txn, *actions, *({"cdc": c} for c in cdcs)], durable=new_files
-    )
-    return delta.WriteResult(version + 1, metrics)
+
+
+@dataclass(frozen=True)
+class _RefreshCommit:
+    """What a view's refresh commit says about itself: the view, the epoch, the input
+    versions it reflects (read back by :func:`last_refresh` and ``DESCRIBE HISTORY``)."""
+
+    view: str
+    epoch: int
+    input_versions: Mapping[str, int]
+    extra_metadata: Mapping[str, str]
+
+    def header(self, metrics: Mapping[str, int], *, blind: bool, now: int) -> list[dict[str, Any]]:
+        """The ``commitInfo`` and ``txn`` actions of the commit (``txn``: its epoch, so a
+        retried refresh sees it is done)."""
+        inputs = {k: int(v) for k, v in sorted(self.input_versions.items())}
+        meta = {
+            **self.extra_metadata,
+            "ivm.operation": "refresh",
+            "ivm.view": self.view,
+            "ivm.epoch": str(self.epoch),
+            "ivm.inputs": json.dumps(inputs),
+        }
+        info = delta_commit.commit_info(
+            "MERGE",
+            meta,
+            operationMetrics=metrics,
+            isBlindAppend=blind,
+            userMetadata=json.dumps({"view": self.view, "epoch": self.epoch, "inputs": inputs}),
+        )
+        txn = {"txn": {"appId": app_id(self.view), "version": self.epoch, "lastUpdated": now}}
+        return [info, txn]
 
 
 def _record(c: delta.CommitInfo) -> RefreshRecord | None:

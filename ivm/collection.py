@@ -497,8 +497,18 @@ def delta_join(
     so simultaneous changes count once (see :mod:`ivm.operators.delta_join`).  The same
     collection may appear several times (e.g. the three edge roles of triangles).
     """
-    from ivm.operators.delta_join import HalfJoin
+    conds = _delta_join_conditions(inputs, on)
+    schema = inputs[0].schema
+    for c in inputs[1:]:
+        schema = schema.concat(c.schema)
+    rules = [_delta_rule(inputs, conds, first).rename(schema.names) for first in range(len(inputs))]
+    return rules[0].concat(*rules[1:])
 
+
+def _delta_join_conditions(
+    inputs: Sequence[Collection], on: Sequence[tuple[tuple[int, ColumnRef], tuple[int, ColumnRef]]]
+) -> list[tuple[int, int, int, int]]:
+    """The equalities of :func:`delta_join` as ``(i, column of i, j, column of j)``, checked."""
     if len(inputs) < 2:
         raise PlanError("delta_join needs at least two inputs")
     g = inputs[0].graph
@@ -511,48 +521,48 @@ def delta_join(
         if not (0 <= i < len(inputs) and 0 <= j < len(inputs)) or i == j:
             raise PlanError(f"delta_join: bad condition {((i, a), (j, b))}")
         conds.append((i, inputs[i].schema.index(a), j, inputs[j].schema.index(b)))
-    offsets = [0]
-    for c in inputs:
-        offsets.append(offsets[-1] + len(c.schema))
-    schema = inputs[0].schema
-    for c in inputs[1:]:
-        schema = schema.concat(c.schema)
+    return conds
 
-    rules = []
-    for first in range(len(inputs)):
-        bound = [first]
-        # the stream's columns: the bound inputs' columns, in binding order
-        layout = {first: 0}
-        width = len(inputs[first].schema)
-        stream = inputs[first]
-        while len(bound) < len(inputs):
-            nxt = None
-            for j in range(len(inputs)):
-                if j in layout:
-                    continue
-                keys = [(layout[i] + ci, cj) for i, ci, jj, cj in conds if jj == j and i in layout]
-                keys += [(layout[i] + ci, cj) for jj, cj, i, ci in conds if jj == j and i in layout]
-                if keys:
-                    nxt = (j, keys)
-                    break
-            if nxt is None:
-                raise PlanError("delta_join: the join conditions do not connect every input")
-            j, keys = nxt
-            arr = inputs[j].arrange(tuple(cj for _, cj in keys))
-            out_schema = stream.schema.concat(inputs[j].schema)
-            op = HalfJoin(
-                g,
-                g.root,
-                [g.exchanged(stream.op, tuple(s for s, _ in keys))],
-                out_schema,
-                arrangement=arr,
-                stream_key=tuple(s for s, _ in keys),
-                inclusive=j < first,
-            )
-            stream = Collection(g, op)
-            layout[j] = width
-            width += len(inputs[j].schema)
-            bound.append(j)
-        order = [layout[k] + c for k in range(len(inputs)) for c in range(len(inputs[k].schema))]
-        rules.append(stream.project(*order).rename(schema.names))
-    return rules[0].concat(*rules[1:])
+
+def _delta_rule(
+    inputs: Sequence[Collection], conds: list[tuple[int, int, int, int]], first: int
+) -> Collection:
+    """The rule of :func:`delta_join` for the changes of input ``first``: they look up the
+    other inputs' arrangements one by one, each joined on the columns bound so far; the
+    result's columns are put back in input order."""
+    from ivm.operators.delta_join import HalfJoin
+
+    g = inputs[first].graph
+    # the stream's columns: the bound inputs' columns, in binding order
+    layout = {first: 0}
+    width = len(inputs[first].schema)
+    stream = inputs[first]
+    while len(layout) < len(inputs):
+        nxt = None
+        for j in range(len(inputs)):
+            if j in layout:
+                continue
+            keys = [(layout[i] + ci, cj) for i, ci, jj, cj in conds if jj == j and i in layout]
+            keys += [(layout[i] + ci, cj) for jj, cj, i, ci in conds if jj == j and i in layout]
+            if keys:
+                nxt = (j, keys)
+                break
+        if nxt is None:
+            raise PlanError("delta_join: the join conditions do not connect every input")
+        j, keys = nxt
+        arr = inputs[j].arrange(tuple(cj for _, cj in keys))
+        op = HalfJoin(
+            g,
+            g.root,
+            [g.exchanged(stream.op, tuple(s for s, _ in keys))],
+            stream.schema.concat(inputs[j].schema),
+            arrangement=arr,
+            stream_key=tuple(s for s, _ in keys),
+            inclusive=j < first,
+        )
+        stream = Collection(g, op)
+        layout[j] = width
+        width += len(inputs[j].schema)
+    return stream.project(
+        *[layout[k] + c for k in range(len(inputs)) for c in range(len(inputs[k].schema))]
+    )

@@ -7,6 +7,8 @@ not know this package.
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
 
 class IvmError(Exception):
     """Root of every error raised by spark-ivm."""
@@ -32,22 +34,25 @@ class PlanError(IvmError, ValueError):
     """A dataflow that cannot be built as asked (bad column, loop misuse, ...)."""
 
 
+class Where(TypedDict, total=False):
+    """Where in the user's source text an error is: 1-based ``line`` and ``column`` (the
+    keyword arguments every :class:`SourceError` takes, passed on as ``**where``)."""
+
+    line: int | None
+    column: int | None
+
+
 class SourceError(IvmError):
     """Base of errors that point into user source text (SQL, Datalog)."""
 
     def __init__(
-        self,
-        message: str,
-        *,
-        line: int | None = None,
-        column: int | None = None,
-        construct: str | None = None,
+        self, message: str, *, construct: str | None = None, **where: Unpack[Where]
     ) -> None:
-        self.line = line
-        self.column = column
+        self.line = where.get("line")
+        self.column = where.get("column")
         self.construct = construct
-        where = f" (line {line}, column {column})" if line is not None else ""
-        super().__init__(f"{message}{where}")
+        at = f" (line {self.line}, column {self.column})" if self.line is not None else ""
+        super().__init__(f"{message}{at}")
 
 
 class ArithmeticOverflowError(IvmError, OverflowError):

@@ -373,6 +373,9 @@ def _match_block(
     return k, m
 
 
+# Kept whole (a third of it is signature and docstring): the one linear pass of a spine's
+# merge, compiled by numba; its two cursors and outputs are shared by every branch, and the
+# block matching and the gather are already kernels of their own.
 @njit(cache=True, nogil=True)
 def merge_runs(
     sk_a: np.ndarray,

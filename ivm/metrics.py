@@ -18,11 +18,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Difference:
+    """The ``rows`` updates operator ``operator`` (of ``kind``) processed at ``time``."""
+
     operator: str
     kind: str
-    epoch: int
-    iteration: tuple[int, ...]
+    time: Time
     rows: int
+
+    @property
+    def epoch(self) -> int:
+        return self.time[0]
+
+    @property
+    def iteration(self) -> tuple[int, ...]:
+        """The loop counters of the time (empty outside loops)."""
+        return self.time[1:]
 
 
 class Metrics:
@@ -55,7 +65,7 @@ class Metrics:
             if epoch is not None and t[0] != epoch:
                 continue
             op = self._ops[oid]
-            out.append(Difference(op.name, op.kind, t[0], t[1:], n))
+            out.append(Difference(op.name, op.kind, t, n))
         return out
 
     def total(self, epoch: int | None = None, kind: str | None = None) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -70,6 +70,15 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 #: by numpy, whose vectorized sort beats numba's, and whose stable sort (timsort) merges
 #: the already-sorted pieces of a merged run in near linear time
 _KERNEL_SORT = 4096
+
+
+class RunHints(TypedDict, total=False):
+    """What a caller already knows of the updates it makes a run of: their row hashes, their
+    key hashes, and whether they are sorted runs one after the other (``merged``)."""
+
+    rowhash: np.ndarray | None
+    keyhash: np.ndarray | None
+    merged: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,16 +223,11 @@ class Trace:
         return Run(sk, kh, rh, cols, times, diff, abs(int(diff[0])) if n else 0)
 
     def consolidated_run(
-        self,
-        cols: Columns,
-        times: np.ndarray,
-        diff: np.ndarray,
-        rowhash: np.ndarray | None = None,
-        keyhash: np.ndarray | None = None,
-        merged: bool = False,
+        self, cols: Columns, times: np.ndarray, diff: np.ndarray, **known: Unpack[RunHints]
     ) -> Run:
         """Sum equal ``(row, time)`` updates, drop zeros, and sort."""
         n = len(diff)
+        rowhash, keyhash = known.get("rowhash"), known.get("keyhash")
         rowh = hash_rows(cols, n) if rowhash is None else rowhash
         if n > 1:
             h = hash_times(rowh, times) if times.shape[1] else rowh
@@ -237,7 +241,7 @@ class Trace:
             keep = _EMPTY
             cols, times, diff, rowh = take(cols, keep), times[:0], diff[:0], rowh[:0]
             keyhash = None if keyhash is None else keyhash[:0]
-        return self.make_run(cols, times, diff, rowh, keyhash, merged)
+        return self.make_run(cols, times, diff, rowh, keyhash, known.get("merged", False))
 
     # -- writing -------------------------------------------------------------------------
     def stage(self, batch: Batch, time: tuple[int, ...], rowhash: np.ndarray | None = None) -> None:
@@ -358,8 +362,8 @@ class Trace:
             cols,
             np.concatenate([p.times for p in parts]),
             np.concatenate([p.diff for p in parts]),
-            rowhash,
-            rowhash if shared else np.concatenate([p.keyhash for p in parts]),
+            rowhash=rowhash,
+            keyhash=rowhash if shared else np.concatenate([p.keyhash for p in parts]),
             merged=True,
         )
 
@@ -441,6 +445,8 @@ class Trace:
         bound = (base | np.uint64(upto)) if upto is not None else top
         return base, top, bound
 
+    # Kept whole (its docstring is a third of it): the hot probe loop over the runs; the
+    # gather of the hits is :meth:`_gathered`.
     def lookup(
         self,
         probe_hash: np.ndarray,
@@ -525,6 +531,17 @@ class Trace:
             positions.append(pos)
         if perm is not None and next_time is not None:
             caller_next[perm] = next_time
+        return self._gathered(owners, runs_hit, positions, probe_cols)
+
+    def _gathered(
+        self,
+        owners: list[np.ndarray],
+        runs_hit: list[Run],
+        positions: list[np.ndarray],
+        probe_cols: Columns,
+    ) -> Gathered:
+        """The updates at ``positions`` of ``runs_hit`` (matched by key hash for probes
+        ``owners``), gathered, with hash collisions rejected."""
         if not owners:
             return Gathered(
                 _EMPTY,

@@ -321,10 +321,18 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``ivm`` command line: the global options, then one subcommand."""
     p = argparse.ArgumentParser(
         prog="ivm",
         description="Incrementally maintained views for Apache Spark on differential dataflow.",
     )
+    _add_global_options(p)
+    _add_commands(p.add_subparsers(dest="command", required=True))
+    return p
+
+
+def _add_global_options(p: argparse.ArgumentParser) -> None:
+    """The options of every subcommand: the warehouse, output, Spark and limits."""
     p.add_argument(
         "--warehouse",
         default=None,
@@ -374,7 +382,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="resident bytes of this process, 0: no limit (default: 80%% of the memory)",
     )
-    sub = p.add_subparsers(dest="command", required=True)
+
+
+def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The subcommands, each with its handler as ``fn``."""
     s = sub.add_parser("sql", help="run the ;-separated statements of a SQL file (or of -e TEXT)")
     s.add_argument("file", nargs="?")
     s.add_argument("-e", "--execute", metavar="SQL", help="run these statements instead of a file")
@@ -415,7 +426,6 @@ def build_parser() -> argparse.ArgumentParser:
     pr.set_defaults(fn=cmd_pipelines_run)
     c = sub.add_parser("config", help="show every setting, its value and where it came from")
     c.set_defaults(fn=cmd_config)
-    return p
 
 
 def console_main() -> NoReturn:

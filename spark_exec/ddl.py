@@ -15,13 +15,11 @@ import json
 import pyarrow as pa
 
 from catalog import delta
-from catalog.sql_types import arrow_to_sql
+from catalog.sql_types import arrow_to_sql, columns_schema
 from catalog.store import TableEntry, ViewEntry
 from catalog.view_options import ViewOptions
 
-_DESCRIBE = pa.schema(
-    [("col_name", pa.string()), ("data_type", pa.string()), ("comment", pa.string())]
-)
+_DESCRIBE = columns_schema("col_name STRING, data_type STRING, comment STRING")
 
 
 def _quote(name: str) -> str:
@@ -100,14 +98,9 @@ def create_statement(e: TableEntry | ViewEntry) -> str:
     return "\n".join([head, *clauses, f"AS {query}"])
 
 
-_HISTORY = pa.schema(
-    [
-        ("version", pa.int64()),
-        ("timestamp", pa.string()),
-        ("operation", pa.string()),
-        ("operationMetrics", pa.string()),
-        ("userMetadata", pa.string()),
-    ]
+_HISTORY = columns_schema(
+    "version BIGINT, timestamp STRING, operation STRING, operationMetrics STRING, "
+    "userMetadata STRING"
 )
 
 

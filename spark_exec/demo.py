@@ -126,7 +126,6 @@ def run_demo(
     """The tour.  ``progress(label)`` is shown around slow steps; ``refreshing(label,
     session)`` around the steps that load or refresh views (the command line's progress bar on
     a terminal, spark_exec.cli.refresh_display; ``progress`` when not given)."""
-    from catalog import delta
     from spark_exec.session import Session
 
     def loading(label: str) -> AbstractContextManager[Any]:
@@ -139,6 +138,34 @@ def run_demo(
     rng = np.random.default_rng(7)
     s = Session(warehouse=warehouse)
     print(f"warehouse: {s.warehouse}\n")
+    _load_tables(s, rng)
+    for name, query in VIEWS.items():
+        with loading(f"CREATE MATERIALIZED VIEW {name}"):
+            s.sql(f"CREATE MATERIALIZED VIEW {name} AS {query}")
+    with loading("Datalog program (on_cycle)"):
+        s.datalog(DATALOG)
+    print("\n" + str(s.sql("SHOW MATERIALIZED VIEWS")) + "\n")
+    with progress("starting Spark"):
+        spark = s.spark
+    failures = 0
+    for i, (label, apply) in enumerate(_batches(s, rng), 1):
+        print(f"== batch {i}: {label}")
+        apply()
+        with loading("refresh"):
+            reports = s.refresh()
+        _print_reports(reports)
+        spark.sql("SELECT * FROM revenue_by_region ORDER BY region").show()
+        failures += _check(s, spark, progress)
+    print(
+        f"demo finished in {time.perf_counter() - started:.0f}s: "
+        + ("every view matched its oracle" if not failures else f"{failures} MISMATCH(ES)")
+    )
+    return 1 if failures else 0
+
+
+def _load_tables(s: Any, rng: np.random.Generator) -> None:
+    """Create ``customers``, ``orders`` and ``edges`` and load their first rows."""
+    from catalog import delta
 
     s.sql("""
         CREATE TABLE customers (id BIGINT NOT NULL, name STRING, region STRING);
@@ -174,16 +201,12 @@ def run_demo(
         f"{len(src):,} rows\n"
     )
 
-    for name, query in VIEWS.items():
-        with loading(f"CREATE MATERIALIZED VIEW {name}"):
-            s.sql(f"CREATE MATERIALIZED VIEW {name} AS {query}")
-    with loading("Datalog program (on_cycle)"):
-        s.datalog(DATALOG)
-    print("\n" + str(s.sql("SHOW MATERIALIZED VIEWS")) + "\n")
-    with progress("starting Spark"):
-        spark = s.spark
 
-    batches: list[tuple[str, Callable[[], object]]] = [
+def _batches(s: Any, rng: np.random.Generator) -> list[tuple[str, Callable[[], object]]]:
+    """The batches of changes the tour applies, each with its label."""
+    from catalog import delta
+
+    return [
         (
             "insert orders and a customer, add edges",
             lambda: s.sql("""
@@ -231,29 +254,19 @@ def run_demo(
             ),
         ),
     ]
-    failures = 0
-    header = (
+
+
+def _print_reports(reports: list[Any]) -> None:
+    """One line per refreshed view: epoch, rows in, differences, rows written, time."""
+    print(
         f"{'view':<18} {'epoch':>5} {'rows in':>8} {'differences':>11} "
         f"{'rows written':>12} {'ms':>7}"
     )
-    for i, (label, apply) in enumerate(batches, 1):
-        print(f"== batch {i}: {label}")
-        apply()
-        with loading("refresh"):
-            reports = s.refresh()
-        print(header)
-        for r in reports:
-            print(
-                f"{r.view:<18} {r.epoch!s:>5} {r.rows_in:>8} {r.differences:>11} "
-                f"{r.rows_written:>12} {r.seconds * 1000:>7.0f}"
-            )
-        spark.sql("SELECT * FROM revenue_by_region ORDER BY region").show()
-        failures += _check(s, spark, progress)
-    print(
-        f"demo finished in {time.perf_counter() - started:.0f}s: "
-        + ("every view matched its oracle" if not failures else f"{failures} MISMATCH(ES)")
-    )
-    return 1 if failures else 0
+    for r in reports:
+        print(
+            f"{r.view:<18} {r.epoch!s:>5} {r.rows_in:>8} {r.differences:>11} "
+            f"{r.rows_written:>12} {r.seconds * 1000:>7.0f}"
+        )
 
 
 def _check(s: Any, spark: Any, progress: Callable[[str], AbstractContextManager[None]]) -> int:

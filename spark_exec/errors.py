@@ -12,8 +12,10 @@ left is a statement that is well-formed but wrong for the table it targets
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from catalog.errors import StatementError
-from ivm.errors import IvmError, SourceError
+from ivm.errors import IvmError, SourceError, Where
 
 __all__ = ["RefreshFailedError", "SparkSetupError", "SparkSqlError", "StatementError"]
 
@@ -43,15 +45,10 @@ class SparkSqlError(SourceError, ValueError):
     ``spark_error`` is Spark's error class (e.g. ``PARSE_SYNTAX_ERROR``) when it gives one."""
 
     def __init__(
-        self,
-        detail: str,
-        *,
-        spark_error: str | None = None,
-        line: int | None = None,
-        column: int | None = None,
+        self, detail: str, *, spark_error: str | None = None, **where: Unpack[Where]
     ) -> None:
         self.spark_error = spark_error
-        super().__init__(f"Spark SQL refused the statement: {detail}", line=line, column=column)
+        super().__init__(f"Spark SQL refused the statement: {detail}", **where)
 
 
 class SparkSetupError(IvmError, RuntimeError):

@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from catalog.object_path import is_object_path
 from catalog.pipeline.progress import Progress
+from catalog.sql_types import arrow_to_sql, columns_schema
 
 #: one field of an event: text, a count, a time, a flag, a list of names (views), or NULL
 EventValue = str | int | float | bool | list[str] | None
@@ -43,31 +44,11 @@ EventCallback = Callable[[Event], None]
 
 EVENT_LOG_TABLE = "ivm_event_log"
 #: the event log's columns (a refresh event per view; a failure per group)
-EVENT_LOG_SCHEMA = pa.schema(
-    [
-        ("time", pa.string()),
-        ("event", pa.string()),
-        ("view", pa.string()),
-        ("group", pa.string()),
-        ("epoch", pa.int64()),
-        ("committed", pa.bool_()),
-        ("version", pa.int64()),
-        ("input_changes", pa.int64()),
-        ("differences", pa.int64()),
-        ("rows_written", pa.int64()),
-        ("seconds", pa.float64()),
-        ("recomputed", pa.bool_()),
-        ("input_versions", pa.string()),
-        ("error", pa.string()),
-        ("pid", pa.int64()),
-    ]
+EVENT_LOG_SCHEMA = columns_schema(
+    "time STRING, event STRING, view STRING, group STRING, epoch BIGINT, committed BOOLEAN, "
+    "version BIGINT, input_changes BIGINT, differences BIGINT, rows_written BIGINT, "
+    "seconds DOUBLE, recomputed BOOLEAN, input_versions STRING, error STRING, pid BIGINT"
 )
-_SQL_TYPES = {
-    pa.string(): "STRING",
-    pa.int64(): "BIGINT",
-    pa.bool_(): "BOOLEAN",
-    pa.float64(): "DOUBLE",
-}
 
 
 def event_log_dir(internal_dir: Path) -> Path:
@@ -76,7 +57,7 @@ def event_log_dir(internal_dir: Path) -> Path:
 
 def event_log_ddl(location: str) -> str:
     """``CREATE TABLE`` of the event log over its JSON files (``location``: a SQL literal)."""
-    cols = ", ".join(f"`{f.name}` {_SQL_TYPES[f.type]}" for f in EVENT_LOG_SCHEMA)
+    cols = ", ".join(f"`{f.name}` {arrow_to_sql(f.type)}" for f in EVENT_LOG_SCHEMA)
     return f"CREATE TABLE IF NOT EXISTS {EVENT_LOG_TABLE} ({cols}) USING json LOCATION {location}"
 
 

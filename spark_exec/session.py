@@ -68,7 +68,7 @@ from catalog.pipeline import (
     refresh_group,
     stale_checkpoint_groups,
 )
-from catalog.sql_types import frontend_columns, view_schema
+from catalog.sql_types import columns_schema, frontend_columns, view_schema
 from catalog.store import TableEntry, ViewEntry
 from catalog.view_clustering import check_cluster_columns
 from catalog.view_options import ViewOptions
@@ -97,6 +97,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("ivm.session")
 
 _DATALOG_ARROW = {"int64": pa.int64(), "float64": pa.float64(), "str": pa.string()}
+#: the columns of ``SHOW MATERIALIZED VIEWS``
+_SHOW_VIEWS = columns_schema(
+    "name STRING, language STRING, inputs STRING, group STRING, status STRING, "
+    "last_refresh STRING, epoch BIGINT, input_versions STRING, behind BIGINT, last_error STRING"
+)
 
 __all__ = ["RefreshReport", "Session", "SqlResult"]
 
@@ -280,15 +285,8 @@ class Session:
         match stmt:
             case S.CreateView():
                 return self._create_view_stmt(stmt, st)
-            case S.DropView(name=name, if_exists=ie):
-                dropped = self.drop_view(name, if_exists=ie)
-                return self._result(
-                    "DROP MATERIALIZED VIEW",
-                    "ddl",
-                    f"dropped materialized view {name}"
-                    if dropped
-                    else f"no materialized view {name}",
-                )
+            case S.DropView() | S.DropTable():
+                return self._drop_stmt(stmt)
             case S.RefreshView(name=name, full=full):
                 reports = self.refresh(name, full=full)
                 return self._result(
@@ -323,11 +321,6 @@ class Session:
                 return self._alter_clustering(name, columns)
             case S.CreateTable(definition=d):
                 return self._create_table(d, st)
-            case S.DropTable(name=name, if_exists=ie):
-                existed = self.drop_table(name, if_exists=ie)
-                return self._result(
-                    "DROP TABLE", "ddl", f"dropped table {name}" if existed else f"no table {name}"
-                )
             case S.Dml(tree=tree):
                 return self._write_result(
                     tree.key.upper(), dml.write(self.catalog, tree, st, self._spark_rows)
@@ -336,6 +329,15 @@ class Session:
                 return self._spark_sql(st, tree)
             case _:
                 assert_never(stmt)
+
+    def _drop_stmt(self, stmt: S.DropView | S.DropTable) -> SqlResult:
+        """``DROP MATERIALIZED VIEW`` or ``DROP TABLE``; the message says if there was one."""
+        if isinstance(stmt, S.DropView):
+            noun, dropped = "materialized view", self.drop_view(stmt.name, if_exists=stmt.if_exists)
+        else:
+            noun, dropped = "table", self.drop_table(stmt.name, if_exists=stmt.if_exists)
+        message = f"dropped {noun} {stmt.name}" if dropped else f"no {noun} {stmt.name}"
+        return self._result(f"DROP {noun.upper()}", "ddl", message)
 
     def _catalog_or_spark(
         self,
@@ -396,7 +398,7 @@ class Session:
         else:
             detail = ""
         if detail:
-            raise StatementError(what, detail, line=st.line, column=st.column)
+            raise StatementError(what, detail, **st.where)
         options = dataclasses.replace(entry.options, schedule=stmt.schedule)
         self.catalog.store.set_view_options(entry.ident, options)
         shown = stmt.schedule.sql() if stmt.schedule is not None else "no schedule"
@@ -439,10 +441,7 @@ class Session:
             error_class = exc.getCondition() if hasattr(exc, "getCondition") else None
             first = str(exc).strip().splitlines()
             raise SparkSqlError(
-                first[0] if first else type(exc).__name__,
-                spark_error=error_class,
-                line=st.line,
-                column=st.column,
+                first[0] if first else type(exc).__name__, spark_error=error_class, **st.where
             ) from exc
         statement, kind = S.spark_statement_kind(tree, st)
         return self._result(statement, kind, "", dataframe=df)
@@ -452,10 +451,7 @@ class Session:
         if d.location is not None:
             if d.query is not None:
                 raise StatementError(
-                    "CREATE TABLE",
-                    "AS SELECT with LOCATION is not supported",
-                    line=st.line,
-                    column=st.column,
+                    "CREATE TABLE", "AS SELECT with LOCATION is not supported", **st.where
                 )
             entry = self.catalog.register_table(d.name, d.location)
             if d.schema is not None:
@@ -466,8 +462,7 @@ class Session:
                     raise StatementError(
                         f"CREATE TABLE {entry.name}",
                         f"declared columns {declared} differ from the Delta table's {actual}",
-                        line=st.line,
-                        column=st.column,
+                        **st.where,
                     )
             self._register(entry)
             return self._result(
@@ -476,10 +471,7 @@ class Session:
         if d.query is not None:
             if d.schema is not None:
                 raise StatementError(
-                    "CREATE TABLE",
-                    "give columns or AS SELECT, not both",
-                    line=st.line,
-                    column=st.column,
+                    "CREATE TABLE", "give columns or AS SELECT, not both", **st.where
                 )
             ident = parse_identifier(d.name)
             if self.catalog.store.find(ident) is not None and not d.if_not_exists:
@@ -499,12 +491,7 @@ class Session:
                 affected_rows=rows.num_rows,
             )
         if d.schema is None:
-            raise StatementError(
-                "CREATE TABLE",
-                "needs columns, AS SELECT or LOCATION",
-                line=st.line,
-                column=st.column,
-            )
+            raise StatementError("CREATE TABLE", "needs columns, AS SELECT or LOCATION", **st.where)
         entry = self.catalog.create_table(d.name, d.schema, if_not_exists=d.if_not_exists)
         self._register(entry)
         return self._result("CREATE TABLE", "ddl", f"created table {entry.name}")
@@ -516,14 +503,7 @@ class Session:
         return entry
 
     def drop_table(self, name: str, *, if_exists: bool = False) -> bool:
-        ident = parse_identifier(name)
-        if not isinstance(self.catalog.store.find(ident), TableEntry):
-            if if_exists:
-                return False
-            self.catalog.table(ident)  # raises UnknownTableError
-        self.catalog.drop_table(ident)
-        self._unregister(str(ident))
-        return True
+        return self._drop(name, TableEntry, if_exists)
 
     # -- views -----------------------------------------------------------------------------
     def _create_view_stmt(self, stmt: S.CreateView, st: S.Statement | None) -> SqlResult:
@@ -692,14 +672,22 @@ class Session:
             self._runtime.forget(name)
 
     def drop_view(self, name: str, *, if_exists: bool = False) -> bool:
+        dropped = self._drop(name, ViewEntry, if_exists)
+        if dropped:
+            self._runtime.forget()
+        return dropped
+
+    def _drop(self, name: str, kind: type[TableEntry] | type[ViewEntry], if_exists: bool) -> bool:
+        """Drop the ``kind`` entry ``name`` and its Spark registration; False when there is
+        none and ``if_exists`` (else the catalog's UnknownTableError / UnknownViewError)."""
         ident = parse_identifier(name)
-        if not isinstance(self.catalog.store.find(ident), ViewEntry):
+        tables = kind is TableEntry
+        if not isinstance(self.catalog.store.find(ident), kind):
             if if_exists:
                 return False
-            self.catalog.view(ident)  # raises UnknownViewError
-        self.catalog.drop_view(ident)
+            (self.catalog.table if tables else self.catalog.view)(ident)  # raises
+        (self.catalog.drop_table if tables else self.catalog.drop_view)(ident)
         self._unregister(str(ident))
-        self._runtime.forget()
         return True
 
     def datalog(self, text: str) -> list[RefreshReport]:
@@ -782,21 +770,7 @@ class Session:
                     "last_error": st.last_error,
                 }
             )
-        schema = pa.schema(
-            [
-                ("name", pa.string()),
-                ("language", pa.string()),
-                ("inputs", pa.string()),
-                ("group", pa.string()),
-                ("status", pa.string()),
-                ("last_refresh", pa.string()),
-                ("epoch", pa.int64()),
-                ("input_versions", pa.string()),
-                ("behind", pa.int64()),
-                ("last_error", pa.string()),
-            ]
-        )
-        return pa.Table.from_pylist(rows, schema=schema)
+        return pa.Table.from_pylist(rows, schema=_SHOW_VIEWS)
 
     def read(self, name: str) -> pa.Table:
         """Current rows of a table or view, as Arrow (no Spark)."""

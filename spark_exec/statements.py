@@ -25,6 +25,7 @@ from sqlglot.tokens import TokenType
 from catalog.dml import position, table_name
 from catalog.errors import CatalogError
 from catalog.view_options import Schedule, ViewOptions
+from ivm.errors import Where
 from spark_exec import sql_dialect as d
 from spark_exec.errors import StatementError
 from spark_exec.result import StatementKind
@@ -46,6 +47,11 @@ class Statement:
     @property
     def body(self) -> str:
         return self.text.strip()
+
+    @property
+    def where(self) -> Where:
+        """Its position, as the keyword arguments of an error pointing at it."""
+        return {"line": self.line, "column": self.column}
 
 
 def split_statements(script: str) -> list[Statement]:
@@ -95,73 +101,82 @@ class CreateView:
 
 
 @dataclass(frozen=True)
-class DropView:
+class Named:
+    """The base of the statements about one named table or view (``name`` as written)."""
+
     name: str
+
+
+@dataclass(frozen=True)
+class Drop(Named):
+    """The base of ``DROP ... [IF EXISTS] name`` (``if_exists``: a missing name is no error)."""
+
     if_exists: bool
+
+
+class DropView(Drop):
+    """``DROP MATERIALIZED VIEW``."""
 
 
 @dataclass(frozen=True)
 class RefreshView:
+    """``REFRESH MATERIALIZED VIEW [name] [FULL]`` (no name: every view)."""
+
     name: str | None
     full: bool = False
 
 
 @dataclass(frozen=True)
-class ExplainView:
-    name: str
+class ExplainView(Named):
+    """``EXPLAIN`` of a materialized view: its plans and dataflow."""
 
 
 @dataclass(frozen=True)
 class ShowViews:
-    pass
+    """``SHOW MATERIALIZED VIEWS``."""
 
 
 @dataclass(frozen=True)
-class DescribeView:
-    name: str
+class DescribeView(Named):
+    """``DESCRIBE [EXTENDED] MATERIALIZED VIEW name``."""
+
     extended: bool = False
 
 
 @dataclass(frozen=True)
-class ShowCreate:
+class ShowCreate(Named):
     """``SHOW CREATE TABLE name`` (a catalog table or view; anything else goes to Spark)."""
 
-    name: str
-
 
 @dataclass(frozen=True)
-class DescribeHistory:
+class DescribeHistory(Named):
     """``DESCRIBE HISTORY name`` (a catalog table or view; anything else goes to Spark)."""
 
-    name: str
-
 
 @dataclass(frozen=True)
-class AlterViewSchedule:
+class AlterViewSchedule(Named):
     """``ALTER MATERIALIZED VIEW name {ADD|ALTER} SCHEDULE ... | DROP SCHEDULE``."""
 
-    name: str
     action: Literal["ADD", "ALTER", "DROP"]
     schedule: Schedule | None
 
 
 @dataclass(frozen=True)
-class AlterViewClustering:
+class AlterViewClustering(Named):
     """``ALTER MATERIALIZED VIEW name CLUSTER BY (cols) | CLUSTER BY NONE`` (``columns`` empty)."""
 
-    name: str
     columns: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class CreateTable:
+    """``CREATE TABLE`` in the catalog (columns, ``AS SELECT`` or ``LOCATION``)."""
+
     definition: TableDefinition
 
 
-@dataclass(frozen=True)
-class DropTable:
-    name: str
-    if_exists: bool
+class DropTable(Drop):
+    """``DROP TABLE`` of a catalog table."""
 
 
 @dataclass(frozen=True)
@@ -202,14 +217,9 @@ def parse(st: Statement) -> Stmt:
     try:
         tree = sqlglot.parse_one(st.text, read=d.IvmSpark)
     except ParseError as exc:
-        err = exc.errors[0] if exc.errors else {}
-        raise SqlSyntaxError(
-            f"cannot parse SQL: {err.get('description', exc)}",
-            line=err.get("line"),
-            column=err.get("col"),
-        ) from exc
+        raise SqlSyntaxError.of(exc) from exc
     except TokenError as exc:
-        raise SqlSyntaxError(f"cannot read SQL: {exc}", line=st.line, column=st.column) from exc
+        raise SqlSyntaxError(f"cannot read SQL: {exc}", **st.where) from exc
     check_tree(tree)
     return model(tree, st)
 
@@ -332,13 +342,27 @@ _REFUSED_PROPERTIES = {
 
 def create_view(tree: exp.Create, st: Statement) -> CreateView:
     """The model of ``CREATE MATERIALIZED VIEW`` (refusing options it cannot honour, by name)."""
-    where = {"line": st.line, "column": st.column}
     if str(tree.args.get("kind", "")).upper() != "VIEW" or not isinstance(
         tree.expression, exp.Query
     ):
         raise UnsupportedSqlError(
-            "this form of CREATE MATERIALIZED VIEW", **where, reason="write ... AS query"
+            "this form of CREATE MATERIALIZED VIEW", **st.where, reason="write ... AS query"
         )
+    options = _view_options(tree, st)
+    start = _query_start(st.text)
+    located = "".join(c if c == "\n" else " " for c in st.text[:start]) + st.text[start:]
+    return CreateView(
+        table_name(tree.this),
+        st.text[start:].strip(),
+        located,
+        if_not_exists=bool(tree.args.get("exists")),
+        or_replace=bool(tree.args.get("replace")),
+        options=options,
+    )
+
+
+def _view_options(tree: exp.Create, st: Statement) -> ViewOptions:
+    """The options of ``CREATE MATERIALIZED VIEW`` (refusing those it cannot honour, by name)."""
     comment: str | None = None
     properties: list[tuple[str, str]] = []
     schedule: Schedule | None = None
@@ -375,23 +399,13 @@ def create_view(tree: exp.Create, st: Statement) -> CreateView:
             raise UnsupportedSqlError(
                 f"{construct} on a materialized view", **position(p, st), reason=reason
             )
-    columns = _column_list(tree.this, st)
-    start = _query_start(st.text)
-    located = "".join(c if c == "\n" else " " for c in st.text[:start]) + st.text[start:]
-    return CreateView(
-        table_name(tree.this),
-        st.text[start:].strip(),
-        located,
-        if_not_exists=bool(tree.args.get("exists")),
-        or_replace=bool(tree.args.get("replace")),
-        options=ViewOptions(
-            comment,
-            columns,
-            tuple(properties),
-            schedule,
-            partitioned_by=partitioned_by,
-            clustered_by=clustered_by,
-        ),
+    return ViewOptions(
+        comment,
+        _column_list(tree.this, st),
+        tuple(properties),
+        schedule,
+        partitioned_by=partitioned_by,
+        clustered_by=clustered_by,
     )
 
 

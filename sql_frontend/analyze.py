@@ -135,12 +135,7 @@ def parse(sql: str) -> exp.Expr:
     try:
         statements = sqlglot.parse(sql, read=DIALECT)
     except ParseError as e:
-        err = e.errors[0] if e.errors else {}
-        raise SqlSyntaxError(
-            f"cannot parse SQL: {err.get('description', e)}",
-            line=err.get("line"),
-            column=err.get("col"),
-        ) from e
+        raise SqlSyntaxError.of(e) from e
     except ValueError as e:  # sqlglot's function builders reject some arguments this way
         raise SqlSyntaxError(f"cannot parse SQL: {e}") from e
     statements = [s for s in statements if s is not None]

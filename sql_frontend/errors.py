@@ -10,7 +10,12 @@ reports them) and the ``construct`` that was refused, so a user can act on the m
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ivm.errors import SourceError
+
+if TYPE_CHECKING:
+    from sqlglot.errors import ParseError
 
 
 class SqlError(SourceError):
@@ -28,6 +33,13 @@ def internal_message(what: str, err: BaseException) -> str:
 
 class SqlSyntaxError(SqlError, ValueError):
     """The text is not valid Spark SQL."""
+
+    @classmethod
+    def of(cls, exc: ParseError) -> SqlSyntaxError:
+        """sqlglot's parse error ``exc`` as ours, at the first error's line and column."""
+        err = exc.errors[0] if exc.errors else {}
+        where = {"line": err.get("line"), "column": err.get("col")}
+        return cls(f"cannot parse SQL: {err.get('description', exc)}", **where)
 
 
 class SqlAnalysisError(SqlError, ValueError):

@@ -23,7 +23,7 @@ from ivm.difference import add_arrays, mul_arrays, segment_sums
 from ivm.errors import MultiplicityOverflowError, SumOverflowError
 from ivm.lattice import Time
 from ivm.operators.aggregates import _not_null, int_sum
-from ivm.operators.base import Operator
+from ivm.operators.base import KeepsTrace
 from ivm.reduce_plan import ReducePlan, ReduceStrategy
 from ivm.schema import DTYPES
 from ivm.trace import Trace
@@ -98,10 +98,11 @@ def _add(a: np.ndarray, b: np.ndarray, column: str | None) -> np.ndarray:
     )
 
 
-class AccumulateReduce(Operator):
+class AccumulateReduce(KeepsTrace):
     """COUNT(*), COUNT(col) and SUM(col) per key, maintained from the changes alone."""
 
     kind = "accumulate"
+    state_key = "totals"
     plan = ReducePlan(ReduceStrategy.ACCUMULABLE)
 
     def __init__(
@@ -130,8 +131,10 @@ class AccumulateReduce(Operator):
                     else np.dtype(np.int64)
                 )
         self.state_dtypes = tuple(state_dtypes)
-        self.totals = Trace(self.state_dtypes, tuple(range(nkey)), ())
+        self.totals = self.new_trace()
 
+    # Kept whole: one pass per batch (group the changes by key, sum them, add them to the
+    # totals, emit old and new rows); every step reads the groups the first one computed.
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         b = inputs[0]
         if b is None or len(b) == 0:
@@ -240,26 +243,11 @@ class AccumulateReduce(Operator):
                     out.append(total.astype(want))
         return tuple(out)
 
-    def end_epoch(self) -> None:
-        self.totals.compact()
-
-    def snapshot(self) -> object:
-        return self.totals.snapshot()
-
-    def restore(self, snap: object) -> None:
-        assert isinstance(snap, tuple)
-        self.totals.restore(snap)
-
-    def state(self) -> dict[str, tuple]:
-        return {"totals": self.totals.all_updates()}
+    def new_trace(self) -> Trace:
+        return Trace(self.state_dtypes, tuple(range(len(self.key_idx))), ())
 
     def checkpoint_dtypes(self, key: str) -> tuple[np.dtype, ...]:
         return self.state_dtypes
-
-    def load_state(self, state: dict[str, tuple]) -> None:
-        self.totals = Trace(self.state_dtypes, tuple(range(len(self.key_idx))), ())
-        cols, times, diff = state["totals"]
-        self.totals.insert(cols, times, diff)
 
     def describe(self) -> str:
         aggs = ", ".join(

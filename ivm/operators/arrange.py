@@ -11,42 +11,28 @@ from typing import Any
 
 from ivm.batch import Batch, hash_rows
 from ivm.lattice import Time
-from ivm.operators.base import Operator
+from ivm.operators.base import KeepsTrace
 from ivm.trace import Trace
 
 
-class Arrange(Operator):
+class Arrange(KeepsTrace):
     kind = "arrange"
+    state_key = "trace"
 
     def __init__(self, *args: Any, key_idx: tuple[int, ...], **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.key_idx = key_idx
-        self.trace = Trace(self.dtypes, key_idx, self.scope.kinds)
+        self.trace = self.new_trace()
         self.users = 0
+
+    def new_trace(self) -> Trace:
+        return Trace(self.dtypes, self.key_idx, self.scope.kinds)
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         b = inputs[0]
         if b is None:
             return
         self.emit(time, self.trace.stage_batch(b, time, hash_rows(b.cols, len(b))))
-
-    def end_epoch(self) -> None:
-        self.trace.compact()
-
-    def snapshot(self) -> object:
-        return self.trace.snapshot()
-
-    def restore(self, snap: object) -> None:
-        assert isinstance(snap, tuple)
-        self.trace.restore(snap)
-
-    def state(self) -> dict[str, tuple]:
-        return {"trace": self.trace.all_updates()}
-
-    def load_state(self, state: dict[str, tuple]) -> None:
-        self.trace = Trace(self.dtypes, self.key_idx, self.scope.kinds)
-        cols, times, diff = state["trace"]
-        self.trace.insert(cols, times, diff)
 
     def describe(self) -> str:
         keys = [self.schema.names[i] for i in self.key_idx]

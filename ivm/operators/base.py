@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from ivm.schema import DTYPES, Schema
 
 if TYPE_CHECKING:
     from ivm.dataflow import Dataflow, Scope
+    from ivm.trace import Trace
 
 
 class Operator:
@@ -153,3 +154,37 @@ class Operator:
 
     def describe(self) -> str:
         return f"{self.name} {self.schema}"
+
+
+class KeepsTrace(Operator):
+    """An operator whose whole state is one trace, kept in the attribute named ``state_key``
+    (also its checkpoint key): compaction, snapshots and checkpoints all go to that trace."""
+
+    state_key: ClassVar[str]
+
+    def new_trace(self) -> Trace:
+        """An empty trace of the kept shape (dtypes, key, time kinds)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say its trace's shape")
+
+    @property
+    def kept(self) -> Trace:
+        trace: Trace = getattr(self, self.state_key)
+        return trace
+
+    def end_epoch(self) -> None:
+        self.kept.compact()
+
+    def snapshot(self) -> object:
+        return self.kept.snapshot()
+
+    def restore(self, snap: object) -> None:
+        assert isinstance(snap, tuple)
+        self.kept.restore(snap)
+
+    def state(self) -> dict[str, tuple]:
+        return {self.state_key: self.kept.all_updates()}
+
+    def load_state(self, state: dict[str, tuple]) -> None:
+        trace = self.new_trace()
+        trace.insert(*state[self.state_key])
+        setattr(self, self.state_key, trace)

@@ -162,7 +162,7 @@ class Output(Operator):
         label: str | None = None,
     ) -> None:
         super().__init__(graph, scope, inputs, schema, label)
-        self.contents_trace = Trace(self.dtypes, tuple(range(len(self.schema))), ())
+        self.contents_trace = self._new_contents()
         self._epoch_parts: list[Batch] = []
         self.last_changes: Batch = self.empty_batch()
 
@@ -198,9 +198,12 @@ class Output(Operator):
         return {"contents": self.contents_trace.all_updates()}
 
     def load_state(self, state: dict[str, tuple]) -> None:
-        self.contents_trace = Trace(self.dtypes, tuple(range(len(self.schema))), ())
-        cols, times, diff = state["contents"]
-        self.contents_trace.insert(cols, times, diff)
+        self.contents_trace = self._new_contents()
+        self.contents_trace.insert(*state["contents"])
+
+    def _new_contents(self) -> Trace:
+        """An empty trace of the contents (the whole row is the key; no inner times)."""
+        return Trace(self.dtypes, tuple(range(len(self.schema))), ())
 
     # -- reading (user API) ----------------------------------------------------------------
     def _table(self, b: Batch, diff_col: str | None) -> pa.Table:

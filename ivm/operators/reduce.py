@@ -35,7 +35,7 @@ from ivm.kernels import counting_order
 from ivm.lattice import Time, join_rows, less_equal_rows
 from ivm.operators.aggregates import DistinctKernel, Kernel
 from ivm.operators.arrange import Arrange
-from ivm.operators.base import Operator
+from ivm.operators.base import KeepsTrace
 from ivm.operators.join import pad_times
 from ivm.operators.prefix_cache import PrefixCache
 from ivm.reduce_plan import ReducePlan, general_plan
@@ -98,8 +98,9 @@ def consolidate_groups(acc: Gathered) -> tuple[np.ndarray, np.ndarray]:
     return keep_in[order], counts[order]
 
 
-class Reduce(Operator):
+class Reduce(KeepsTrace):
     kind = "reduce"
+    state_key = "out"
 
     def __init__(
         self,
@@ -119,8 +120,7 @@ class Reduce(Operator):
         self.kinds = self.scope.kinds
         self.depth = len(self.kinds)
         self.plan = plan if plan is not None else general_plan(self.depth)
-        nkey = len(self.key_idx)
-        self.out = Trace(self.dtypes, tuple(range(nkey)), self.kinds)
+        self.out = self.new_trace()
         self.scheduled: dict[Time, list[Columns]] = {}
         self.cache = PrefixCache(source.dtypes, self.dtypes)
         # distinct (set semantics): the key is the whole row, so every accumulated group
@@ -148,6 +148,9 @@ class Reduce(Operator):
             found.owner[idx], take(found.cols, idx), times[idx], found.diff[idx], found.rowhash[idx]
         )
 
+    # Kept whole: one pass per (operator, time) through the reduce's steps in the order of
+    # the model (probe keys, accumulate input and output before t, evaluate, emit the
+    # difference, schedule later times); the strategies' branches share its local state.
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         delta = inputs[0]
         parts: list[Columns] = self.scheduled.pop(time, [])
@@ -352,23 +355,17 @@ class Reduce(Operator):
         assert not self.scheduled, f"{self.name}: work scheduled past the end of the epoch"
         self.cache.compact()
 
-    def snapshot(self) -> object:
-        return self.out.snapshot()
+    def new_trace(self) -> Trace:
+        return Trace(self.dtypes, tuple(range(len(self.key_idx))), self.kinds)
 
     def restore(self, snap: object) -> None:
-        assert isinstance(snap, tuple)
-        self.out.restore(snap)
+        super().restore(snap)
         self.scheduled.clear()
         self.cache.clear()
         self.out.compact()
 
-    def state(self) -> dict[str, tuple]:
-        return {"out": self.out.all_updates()}
-
     def load_state(self, state: dict[str, tuple]) -> None:
-        self.out = Trace(self.dtypes, tuple(range(len(self.key_idx))), self.kinds)
-        cols, times, diff = state["out"]
-        self.out.insert(cols, times, diff)
+        super().load_state(state)
         self.cache.clear()
 
     def describe(self) -> str:

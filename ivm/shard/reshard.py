@@ -51,6 +51,40 @@ def reshard(
 ) -> list[dict[str, pa.Table]]:
     """The checkpoints of ``targets`` (shards ``0..M-1``) holding the state of ``sources``
     (shards ``0..N-1``, whose checkpoints are ``states``)."""
+    epoch, src_ops, dst_ops = _check_shards(states, sources, targets)
+    m = len(targets)
+    out: list[dict[str, pa.Table]] = [
+        {
+            "__meta__": pa.table(
+                {"epoch": [epoch], "ops": [len(t.ops)], "signature": [t.signature()]}
+            )
+        }
+        for t in targets
+    ]
+    for i, proto in enumerate(src_ops[0]):
+        for name in proto.state():
+            gathered = _gather(states, [ops[i] for ops in src_ops], name)
+            if gathered is None:
+                continue
+            cols, times, diff = gathered
+            key = _shard_key(proto, len(cols))
+            dest = shard_of(hash_rows(tuple(cols[j] for j in key), len(diff)), m)
+            for q in range(m):
+                sel = np.flatnonzero(dest == q)
+                out[q][f"{dst_ops[q][i].id}.{name}"] = _to_arrow(
+                    tuple(c[sel] for c in cols), times[sel], diff[sel]
+                )
+    return out
+
+
+def _check_shards(
+    states: Sequence[dict[str, pa.Table]],
+    sources: Sequence[Dataflow],
+    targets: Sequence[Dataflow],
+) -> tuple[int, list[list[Operator]], list[list[Operator]]]:
+    """The common epoch of the source checkpoints and the stateful operators of the source
+    and target shards, checked: one checkpoint per source, taken from it, targets numbered
+    ``0..M-1``, and every dataflow built alike."""
     if len(states) != len(sources) or not sources or not targets:
         raise PlanError("resharding needs one checkpoint per source shard and a target")
     m = len(targets)
@@ -69,44 +103,31 @@ def reshard(
     for ops in src_ops + dst_ops:
         if [(op.kind, str(op.schema)) for op in ops] != shape:
             raise PlanError("resharding between differently built dataflows")
-    epoch = epochs.pop()
-    out: list[dict[str, pa.Table]] = [
-        {
-            "__meta__": pa.table(
-                {"epoch": [epoch], "ops": [len(t.ops)], "signature": [t.signature()]}
-            )
-        }
-        for t in targets
-    ]
-    for i, proto in enumerate(src_ops[0]):
-        for name in proto.state():
-            cols_parts, time_parts, diff_parts = [], [], []
-            for s, ops in zip(states, src_ops, strict=True):
-                table = s.get(f"{ops[i].id}.{name}")
-                if table is None:
-                    continue
-                cols, times, diff = _from_arrow(table, ops[i], name)
-                cols_parts.append(cols)
-                time_parts.append(times)
-                diff_parts.append(diff)
-            if not diff_parts:
-                continue
-            cols = tuple(
-                np.concatenate([c[j] for c in cols_parts]) for j in range(len(cols_parts[0]))
-            )
-            depth = max(t.shape[1] for t in time_parts)
-            times = np.concatenate(
-                [
-                    t if t.shape[1] == depth else np.zeros((t.shape[0], depth), dtype=np.int64)
-                    for t in time_parts
-                ]
-            )
-            diff = np.concatenate(diff_parts)
-            key = _shard_key(proto, len(cols))
-            dest = shard_of(hash_rows(tuple(cols[j] for j in key), len(diff)), m)
-            for q in range(m):
-                sel = np.flatnonzero(dest == q)
-                out[q][f"{dst_ops[q][i].id}.{name}"] = _to_arrow(
-                    tuple(c[sel] for c in cols), times[sel], diff[sel]
-                )
-    return out
+    return epochs.pop(), src_ops, dst_ops
+
+
+def _gather(
+    states: Sequence[dict[str, pa.Table]], ops: Sequence[Operator], name: str
+) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray] | None:
+    """The updates of state entry ``name`` of one operator (``ops``: its copy in each source
+    shard) over every source checkpoint, times padded to the deepest; None if none has it."""
+    cols_parts, time_parts, diff_parts = [], [], []
+    for s, op in zip(states, ops, strict=True):
+        table = s.get(f"{op.id}.{name}")
+        if table is None:
+            continue
+        cols, times, diff = _from_arrow(table, op, name)
+        cols_parts.append(cols)
+        time_parts.append(times)
+        diff_parts.append(diff)
+    if not diff_parts:
+        return None
+    cols = tuple(np.concatenate([c[j] for c in cols_parts]) for j in range(len(cols_parts[0])))
+    depth = max(t.shape[1] for t in time_parts)
+    times = np.concatenate(
+        [
+            t if t.shape[1] == depth else np.zeros((t.shape[0], depth), dtype=np.int64)
+            for t in time_parts
+        ]
+    )
+    return cols, times, np.concatenate(diff_parts)
