@@ -1,0 +1,186 @@
+"""MIN and MAX (with COUNT and SUM beside them) outside loops, over a value → count map.
+
+Per key the operator keeps, as :class:`~ivm.operators.accumulate.AccumulateReduce` does, one
+state row with the row count and, per aggregate, the non-null count and the SUM — or, for
+MIN and MAX, the current extreme.  Beside it, per column that a MIN or MAX reads, one
+arrangement of ``(key, value)`` with the value's multiplicity: the group's sorted multiset
+(CIDR 2013 §3.4: the output is a function of the accumulated input ``A(t)``; the multiset is
+``A(t)`` projected on the columns the function reads, so nothing else of the input rows is
+kept).
+
+A change updates the extreme from the change alone unless it deletes a value at or beyond
+the current extreme (``<=`` the minimum, ``>=`` the maximum, or an incomparable one such as
+NaN): an insert can only move the minimum down, and a delete of a value above it leaves it
+where it is.  Only then is the key's multiset read back, once per key and epoch.  Deletes
+that hit the extreme are rare under random changes (about 2 in a group's size per delete),
+so the work follows the change; a workload that always deletes the extreme (a sliding window
+over the MIN of its timestamps) re-reads its groups, where the hierarchical plan
+(:mod:`ivm.hierarchy`) bounds the work by a bucket — the planner picks that one for large
+groups (:func:`ivm.reduce_plan.plan_reduce`).
+
+Like the accumulable plan it assumes one time per epoch (outside loops) and an input that
+stays a multiset (a row is never deleted more often than it was inserted), as SQL tables do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ivm.aggregate_spec import Agg, AggFunction
+from ivm.batch import Batch, Columns, take
+from ivm.difference import segment_sums
+from ivm.operators.accumulate import AccumulateReduce
+from ivm.operators.aggregates import AggregateKernel, _not_null
+from ivm.operators.reduce import consolidate_groups
+from ivm.reduce_plan import ReducePlan, ReduceStrategy
+from ivm.schema import DTYPES
+from ivm.trace import Trace
+
+EXTREMES = (AggFunction.MIN, AggFunction.MAX)
+
+
+def _extreme(
+    fn: AggFunction, group: np.ndarray, col: np.ndarray, use: np.ndarray, n: int, dtype: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per group ``0..n-1`` (rows sorted by ``group``): the MIN or MAX of the values where
+    ``use``, and whether there was one."""
+    has = np.zeros(n, dtype=bool)
+    has[group[use]] = True
+    return AggregateKernel._extreme(fn, group, col, use, np.arange(n), dtype), has
+
+
+class ValueCountsReduce(AccumulateReduce):
+    """COUNT, SUM, MIN and MAX per key: the linear ones from the change, MIN and MAX from
+    the change and, when it deletes the extreme, the key's value → count map."""
+
+    kind = "value_counts"
+    plan = ReducePlan(ReduceStrategy.VALUE_COUNTS)
+
+    def __init__(
+        self,
+        *args: Any,
+        key_idx: tuple[int, ...],
+        aggs: list[Agg],
+        in_dtypes: tuple[str, ...],
+        **kw: Any,
+    ) -> None:
+        self.in_dtypes = in_dtypes
+        super().__init__(*args, key_idx=key_idx, aggs=aggs, in_dtypes=in_dtypes, **kw)
+        nkey = len(key_idx)
+        key_dtypes = tuple(self.state_dtypes[:nkey])
+        #: the columns a MIN or MAX reads, each with its (key, value) → count arrangement
+        self.extreme_cols = sorted({c for fn, c in aggs if fn in EXTREMES and c is not None})
+        self.values = {
+            c: Trace((*key_dtypes, DTYPES[in_dtypes[c]]), tuple(range(nkey)), ())
+            for c in self.extreme_cols
+        }
+
+    @staticmethod
+    def _slot_dtype(fn: AggFunction, col_dtype: str) -> np.dtype:
+        if fn in EXTREMES:
+            return DTYPES[col_dtype]
+        return AccumulateReduce._slot_dtype(fn, col_dtype)
+
+    def _settle(
+        self,
+        b: Batch,
+        order: np.ndarray,
+        starts: np.ndarray,
+        probe_h: np.ndarray,
+        probe_cols: Columns,
+        old_vals: list[np.ndarray],
+        new_vals: list[np.ndarray],
+    ) -> None:
+        n = len(starts)
+        keys = tuple(b.cols[i] for i in self.key_idx)
+        valid = {}
+        for c in self.extreme_cols:
+            ok = _not_null(b.cols[c])
+            valid[c] = ok
+            rows = np.flatnonzero(ok)
+            cols = (*take(keys, rows), b.cols[c][rows])
+            self.values[c].insert(cols, np.zeros((len(rows), 0), dtype=np.int64), b.diff[rows])
+        # the batch grouped by probe: row i of the sorted batch belongs to probe group[i]
+        group = np.repeat(np.arange(n), np.diff(np.append(starts, len(order))))
+        diff = b.diff[order]
+        slot = 1
+        for fn, c in self.aggs:
+            if c is None:
+                continue
+            nn, ext = slot, slot + 1
+            slot += 2
+            if fn not in EXTREMES:
+                continue
+            dtype = self.in_dtypes[c]
+            col = b.cols[c][order]
+            ok = valid[c][order]
+            ins, has_ins = _extreme(fn, group, col, ok & (diff > 0), n, dtype)
+            dele, has_del = _extreme(fn, group, col, ok & (diff < 0), n, dtype)
+            old_ok = old_vals[nn] > 0
+            out = new_vals[ext]
+            # an insert moves the extreme only outward
+            both = np.flatnonzero(has_ins & old_ok)
+            better = np.minimum if fn is AggFunction.MIN else np.maximum
+            out[both] = better(out[both], ins[both])
+            only = np.flatnonzero(has_ins & ~old_ok)
+            out[only] = ins[only]
+            # a delete at or beyond the extreme (or incomparable: NaN) re-reads the key
+            hit = has_del & ~old_ok
+            sel = np.flatnonzero(has_del & old_ok)
+            inside = np.greater if fn is AggFunction.MIN else np.less
+            hit[sel] = ~np.asarray(inside(dele[sel], old_vals[ext][sel]), dtype=bool)
+            reread = np.flatnonzero(hit & (new_vals[nn] > 0))
+            if len(reread):
+                out[reread] = self._reread(fn, c, probe_h[reread], take(probe_cols, reread))
+            if out.dtype == object:
+                out[new_vals[nn] <= 0] = None
+
+    def _reread(
+        self, fn: AggFunction, c: int, probe_h: np.ndarray, probe_cols: Columns
+    ) -> np.ndarray:
+        """The MIN or MAX of each probed key's values with a positive count."""
+        acc = self.values[c].lookup(probe_h, probe_cols, None)
+        pos, counts = consolidate_groups(acc)
+        vals = acc.cols[len(self.key_idx)][pos]
+        res, _ = _extreme(fn, acc.owner[pos], vals, counts > 0, len(probe_h), self.in_dtypes[c])
+        return res
+
+    def end_epoch(self) -> None:
+        super().end_epoch()
+        for t in self.values.values():
+            t.compact()
+
+    def snapshot(self) -> object:
+        return (super().snapshot(), {c: t.snapshot() for c, t in self.values.items()})
+
+    def restore(self, snap: object) -> None:
+        assert isinstance(snap, tuple)
+        totals, values = snap
+        super().restore(totals)
+        for c, s in values.items():
+            self.values[c].restore(s)
+
+    def state(self) -> dict[str, tuple]:
+        out = super().state()
+        for c, t in self.values.items():
+            out[f"values{c}"] = t.all_updates()
+        return out
+
+    def checkpoint_dtypes(self, key: str) -> tuple[np.dtype, ...]:
+        if key.startswith("values"):
+            return self.values[int(key[len("values") :])].dtypes
+        return super().checkpoint_dtypes(key)
+
+    def load_state(self, state: dict[str, tuple]) -> None:
+        super().load_state(state)
+        for c, t in list(self.values.items()):
+            fresh = Trace(t.dtypes, t.key_idx, ())
+            cols, times, diff = state[f"values{c}"]
+            fresh.insert(cols, times, diff)
+            self.values[c] = fresh
+
+    def describe(self) -> str:
+        held = sum(t.rows_held() for t in self.values.values())
+        return f"{super().describe()} value_rows={held}"
