@@ -87,9 +87,21 @@ class Manifest:
     directory: Path
 
 
+#: tables from this many rows (a base's traces) are written zstd-compressed: sorted keys,
+#: repeated keys and multiplicities of 1 shrink several-fold; smaller ones (a refresh's
+#: deltas) stay uncompressed, memory-mapped without a copy when read
+COMPRESS_ROWS = 65_536
+
+
 def _write_table(path: Path, table: pa.Table) -> None:
     """Write ``table`` as an Arrow IPC file (not yet durable: the caller fsyncs it)."""
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+    options = pa.ipc.IpcWriteOptions(
+        compression="zstd" if table.num_rows >= COMPRESS_ROWS else None
+    )
+    with (
+        pa.OSFile(str(path), "wb") as sink,
+        pa.ipc.new_file(sink, table.schema, options=options) as writer,
+    ):
         writer.write_table(table)
 
 

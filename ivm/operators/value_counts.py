@@ -30,7 +30,7 @@ import numpy as np
 
 from ivm.aggregate_spec import Agg, AggFunction
 from ivm.batch import Batch, Columns, take
-from ivm.difference import segment_sums
+from ivm.errors import SchemaError
 from ivm.operators.accumulate import AccumulateReduce
 from ivm.operators.aggregates import AggregateKernel, _not_null
 from ivm.operators.reduce import consolidate_groups
@@ -42,10 +42,24 @@ EXTREMES = (AggFunction.MIN, AggFunction.MAX)
 
 
 def _extreme(
-    fn: AggFunction, group: np.ndarray, col: np.ndarray, use: np.ndarray, n: int, dtype: str
+    fn: AggFunction,
+    group: np.ndarray,
+    col: np.ndarray,
+    use: np.ndarray,
+    n: int,
+    dtype: str,
+    starts: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per group ``0..n-1`` (rows sorted by ``group``): the MIN or MAX of the values where
-    ``use``, and whether there was one."""
+    """Per group ``0..n-1`` (rows sorted by ``group``; ``starts``: where each group begins,
+    if every group has rows): the MIN or MAX of the values where ``use``, and whether
+    there was one."""
+    if starts is not None and len(col) and use.all():
+        # every row counts (an initial load's inserts): one pass, no gathers
+        ufunc = np.minimum if fn is AggFunction.MIN else np.maximum
+        try:
+            return ufunc.reduceat(col, starts), np.ones(n, dtype=bool)
+        except TypeError as exc:
+            raise SchemaError(f"{fn} over values that cannot be compared: {exc}") from None
     has = np.zeros(n, dtype=bool)
     has[group[use]] = True
     return AggregateKernel._extreme(fn, group, col, use, np.arange(n), dtype), has
@@ -99,9 +113,12 @@ class ValueCountsReduce(AccumulateReduce):
         for c in self.extreme_cols:
             ok = _not_null(b.cols[c])
             valid[c] = ok
-            rows = np.flatnonzero(ok)
-            cols = (*take(keys, rows), b.cols[c][rows])
-            self.values[c].insert(cols, np.zeros((len(rows), 0), dtype=np.int64), b.diff[rows])
+            if ok.all():
+                cols, vdiff = (*keys, b.cols[c]), b.diff
+            else:
+                rows = np.flatnonzero(ok)
+                cols, vdiff = (*take(keys, rows), b.cols[c][rows]), b.diff[rows]
+            self.values[c].insert(cols, np.zeros((len(vdiff), 0), dtype=np.int64), vdiff)
         # the batch grouped by probe: row i of the sorted batch belongs to probe group[i]
         group = np.repeat(np.arange(n), np.diff(np.append(starts, len(order))))
         diff = b.diff[order]
@@ -116,7 +133,7 @@ class ValueCountsReduce(AccumulateReduce):
             dtype = self.in_dtypes[c]
             col = b.cols[c][order]
             ok = valid[c][order]
-            ins, has_ins = _extreme(fn, group, col, ok & (diff > 0), n, dtype)
+            ins, has_ins = _extreme(fn, group, col, ok & (diff > 0), n, dtype, starts)
             dele, has_del = _extreme(fn, group, col, ok & (diff < 0), n, dtype)
             old_ok = old_vals[nn] > 0
             out = new_vals[ext]
