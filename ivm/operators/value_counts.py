@@ -90,6 +90,8 @@ class ValueCountsReduce(AccumulateReduce):
             c: Trace((*key_dtypes, DTYPES[in_dtypes[c]]), tuple(range(nkey)), ())
             for c in self.extreme_cols
         }
+        #: keys whose values were read back (a change deleted their extreme), in total
+        self.keys_reread = 0
 
     @staticmethod
     def _slot_dtype(fn: AggFunction, col_dtype: str) -> np.dtype:
@@ -150,6 +152,7 @@ class ValueCountsReduce(AccumulateReduce):
             hit[sel] = ~np.asarray(inside(dele[sel], old_vals[ext][sel]), dtype=bool)
             reread = np.flatnonzero(hit & (new_vals[nn] > 0))
             if len(reread):
+                self.keys_reread += len(reread)
                 out[reread] = self._reread(fn, c, probe_h[reread], take(probe_cols, reread))
             if out.dtype == object:
                 out[new_vals[nn] <= 0] = None
@@ -200,4 +203,4 @@ class ValueCountsReduce(AccumulateReduce):
 
     def describe(self) -> str:
         held = sum(t.rows_held() for t in self.values.values())
-        return f"{super().describe()} value_rows={held}"
+        return f"{super().describe()} value_rows={held} keys_reread={self.keys_reread}"
