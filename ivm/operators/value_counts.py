@@ -112,15 +112,15 @@ class ValueCountsReduce(AccumulateReduce):
         n = len(starts)
         keys = tuple(b.cols[i] for i in self.key_idx)
         valid = {}
-        for c in self.extreme_cols:
-            ok = _not_null(b.cols[c])
-            valid[c] = ok
+        for vc in self.extreme_cols:
+            ok = _not_null(b.cols[vc])
+            valid[vc] = ok
             if ok.all():
-                cols, vdiff = (*keys, b.cols[c]), b.diff
+                cols, vdiff = (*keys, b.cols[vc]), b.diff
             else:
                 rows = np.flatnonzero(ok)
-                cols, vdiff = (*take(keys, rows), b.cols[c][rows]), b.diff[rows]
-            self.values[c].insert(cols, np.zeros((len(vdiff), 0), dtype=np.int64), vdiff)
+                cols, vdiff = (*take(keys, rows), b.cols[vc][rows]), b.diff[rows]
+            self.values[vc].insert(cols, np.zeros((len(vdiff), 0), dtype=np.int64), vdiff)
         # the batch grouped by probe: row i of the sorted batch belongs to probe group[i]
         group = np.repeat(np.arange(n), np.diff(np.append(starts, len(order))))
         diff = b.diff[order]
