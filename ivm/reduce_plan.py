@@ -126,27 +126,22 @@ def general_plan(depth: int) -> ReducePlan:
 def check_plan(plan: ReducePlan, specs: Specs, dtypes: Sequence[str], depth: int) -> None:
     """Raise :class:`PlanError` if ``plan`` cannot compute ``specs`` at loop ``depth``."""
     asked = ", ".join(fn for fn, _ in specs)
-    if plan.strategy is ReduceStrategy.ACCUMULABLE:
+    # the plans that assume one time per epoch: what each computes, and what else to use
+    outside_loops = {
+        ReduceStrategy.ACCUMULABLE: (_accumulable, "COUNT and SUM (not of bool)", "'hierarchical' or 'general'"),
+        ReduceStrategy.VALUE_COUNTS: (_value_counts, "COUNT, SUM (not of bool), MIN and MAX", "'general'"),
+    }  # fmt: skip
+    if plan.strategy in outside_loops:
+        computes, what, instead = outside_loops[plan.strategy]
         if depth != 0:
             raise PlanError(
-                "reduce plan 'accumulable' runs only outside loops (it assumes one time per "
-                "epoch); use 'general' or 'hierarchical' inside iterate"
+                f"reduce plan '{plan.strategy.value}' runs only outside loops (it assumes one "
+                "time per epoch); use 'general' or 'hierarchical' inside iterate"
             )
-        if not _accumulable(specs, dtypes):
+        if not computes(specs, dtypes):
             raise PlanError(
-                f"reduce plan 'accumulable' computes only COUNT and SUM (not of bool); "
-                f"asked for [{asked}]: use 'hierarchical' or 'general'"
-            )
-    if plan.strategy is ReduceStrategy.VALUE_COUNTS:
-        if depth != 0:
-            raise PlanError(
-                "reduce plan 'value-counts' runs only outside loops (it assumes one time per "
-                "epoch); use 'general' or 'hierarchical' inside iterate"
-            )
-        if not _value_counts(specs, dtypes):
-            raise PlanError(
-                f"reduce plan 'value-counts' computes only COUNT, SUM (not of bool), MIN and "
-                f"MAX; asked for [{asked}]: use 'general'"
+                f"reduce plan '{plan.strategy.value}' computes only {what}; asked for "
+                f"[{asked}]: use {instead}"
             )
     if plan.strategy is ReduceStrategy.HIERARCHICAL and not _hierarchical(specs):
         raise PlanError(

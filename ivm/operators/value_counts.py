@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ivm.aggregate_spec import Agg, AggFunction
+from ivm.aggregate_spec import AggFunction
 from ivm.batch import Batch, Columns, take
 from ivm.errors import SchemaError
 from ivm.operators.accumulate import AccumulateReduce
@@ -72,17 +72,13 @@ class ValueCountsReduce(AccumulateReduce):
     kind = "value_counts"
     plan = ReducePlan(ReduceStrategy.VALUE_COUNTS)
 
-    def __init__(
-        self,
-        *args: Any,
-        key_idx: tuple[int, ...],
-        aggs: list[Agg],
-        in_dtypes: tuple[str, ...],
-        **kw: Any,
-    ) -> None:
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        """Arguments as :class:`AccumulateReduce`'s (``key_idx``, ``aggs``, ``in_dtypes``)."""
+        super().__init__(*args, **kw)
+        in_dtypes: tuple[str, ...] = kw["in_dtypes"]
         self.in_dtypes = in_dtypes
-        super().__init__(*args, key_idx=key_idx, aggs=aggs, in_dtypes=in_dtypes, **kw)
-        nkey = len(key_idx)
+        aggs = self.aggs
+        nkey = len(self.key_idx)
         key_dtypes = tuple(self.state_dtypes[:nkey])
         #: the columns a MIN or MAX reads, each with its (key, value) → count arrangement
         self.extreme_cols = sorted({c for fn, c in aggs if fn in EXTREMES and c is not None})
