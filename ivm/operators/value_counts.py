@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ivm.aggregate_spec import AggFunction
 from ivm.batch import Batch, Columns, take
@@ -63,6 +64,21 @@ def _extreme(
     has = np.zeros(n, dtype=bool)
     has[group[use]] = True
     return AggregateKernel._extreme(fn, group, col, use, np.arange(n), dtype), has
+
+
+def _as_int64(col: np.ndarray) -> np.ndarray | None:
+    """An object column's values as int64 (NULL as 0: the caller masks it) when every
+    value is a Python int within 64 bits (a nullable BIGINT), else None: extremes over it
+    are then compared in numpy, not value by value."""
+    if col.dtype != object or len(col) == 0:
+        return None
+    try:
+        arr = pa.array(col, from_pandas=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None
+    if arr.type != pa.int64():
+        return None
+    return np.asarray(arr.fill_null(0).to_numpy())
 
 
 class ValueCountsReduce(AccumulateReduce):
@@ -108,9 +124,12 @@ class ValueCountsReduce(AccumulateReduce):
         n = len(starts)
         keys = tuple(b.cols[i] for i in self.key_idx)
         valid = {}
+        compared = {}  # each column as its extremes are compared: int64 where it can be
         for vc in self.extreme_cols:
             ok = _not_null(b.cols[vc])
             valid[vc] = ok
+            ints = _as_int64(b.cols[vc])
+            compared[vc] = b.cols[vc] if ints is None else ints
             if ok.all():
                 cols, vdiff = (*keys, b.cols[vc]), b.diff
             else:
@@ -129,12 +148,14 @@ class ValueCountsReduce(AccumulateReduce):
             if fn not in EXTREMES:
                 continue
             dtype = self.in_dtypes[c]
-            col = b.cols[c][order]
+            col = compared[c][order]
             ok = valid[c][order]
             ins, has_ins = _extreme(fn, group, col, ok & (diff > 0), n, dtype, starts)
             dele, has_del = _extreme(fn, group, col, ok & (diff < 0), n, dtype)
             old_ok = old_vals[nn] > 0
             out = new_vals[ext]
+            if out.dtype != ins.dtype:
+                ins = ins.astype(out.dtype)  # int64 compared, Python ints kept
             # an insert moves the extreme only outward
             both = np.flatnonzero(has_ins & old_ok)
             better = np.minimum if fn is AggFunction.MIN else np.maximum
