@@ -12,6 +12,7 @@ sums are added checked (:mod:`ivm.difference`): past 64 bits they raise, never w
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -96,6 +97,18 @@ def _add(a: np.ndarray, b: np.ndarray, column: str | None) -> np.ndarray:
         [y if x is None else (x if y is None else x + y) for x, y in zip(a, b, strict=True)],
         dtype=object,
     )
+
+
+@dataclass(frozen=True)
+class GroupedBatch:
+    """A batch grouped by key: ``order`` puts each key's rows together, the key ``g``'s
+    from ``starts[g]``; ``probe_h``/``probe_cols``: each key's hash and columns."""
+
+    batch: Batch
+    order: np.ndarray
+    starts: np.ndarray
+    probe_h: np.ndarray
+    probe_cols: Columns
 
 
 class AccumulateReduce(Operator):
@@ -188,7 +201,7 @@ class AccumulateReduce(Operator):
         for j, delta in enumerate(deltas):
             old = old_vals[j + 1]
             new_vals.append(old.copy() if delta is None else _add(old, delta, sum_names[j]))
-        self._settle(b, order, starts, probe_h, probe_cols, old_vals, new_vals)
+        self._settle(GroupedBatch(b, order, starts, probe_h, probe_cols), old_vals, new_vals)
         new_present = new_vals[0] > 0
         # keep a state row while the key has any rows (even a negative count: it is the
         # accumulated input, not the output)
@@ -226,17 +239,9 @@ class AccumulateReduce(Operator):
         return np.dtype(np.int64)
 
     def _settle(
-        self,
-        b: Batch,
-        order: np.ndarray,
-        starts: np.ndarray,
-        probe_h: np.ndarray,
-        probe_cols: Columns,
-        old_vals: list[np.ndarray],
-        new_vals: list[np.ndarray],
+        self, grouped: GroupedBatch, old_vals: list[np.ndarray], new_vals: list[np.ndarray]
     ) -> None:
-        """Fill the slots this class leaves alone (``new_vals``, in place), given the
-        batch grouped by key (``order``/``starts``, one group per probe); none here."""
+        """Fill the slots this class leaves alone (``new_vals``, in place); none here."""
 
     def _output_rows(self, probe_cols: Columns, vals: list[np.ndarray]) -> Columns:
         out: list[np.ndarray] = list(probe_cols)

@@ -30,9 +30,9 @@ import numpy as np
 import pyarrow as pa
 
 from ivm.aggregate_spec import AggFunction
-from ivm.batch import Batch, Columns, take
+from ivm.batch import Columns, take
 from ivm.errors import SchemaError
-from ivm.operators.accumulate import AccumulateReduce
+from ivm.operators.accumulate import AccumulateReduce, GroupedBatch
 from ivm.operators.aggregates import AggregateKernel, _not_null
 from ivm.operators.reduce import consolidate_groups
 from ivm.reduce_plan import ReducePlan, ReduceStrategy
@@ -112,15 +112,10 @@ class ValueCountsReduce(AccumulateReduce):
         return AccumulateReduce._slot_dtype(fn, col_dtype)
 
     def _settle(
-        self,
-        b: Batch,
-        order: np.ndarray,
-        starts: np.ndarray,
-        probe_h: np.ndarray,
-        probe_cols: Columns,
-        old_vals: list[np.ndarray],
-        new_vals: list[np.ndarray],
+        self, grouped: GroupedBatch, old_vals: list[np.ndarray], new_vals: list[np.ndarray]
     ) -> None:
+        b, order, starts = grouped.batch, grouped.order, grouped.starts
+        probe_h, probe_cols = grouped.probe_h, grouped.probe_cols
         n = len(starts)
         keys = tuple(b.cols[i] for i in self.key_idx)
         valid = {}
