@@ -8,7 +8,7 @@ strings, not read by the views) is written with delta-rs (not timed).  Then, in 
 
 * ``CREATE MATERIALIZED VIEW`` of ``--view sum`` (``SELECT k, count(*), sum(v), avg(v) FROM
   events GROUP BY k``: accumulable aggregates) or ``--view minmax`` (``count``, ``sum``,
-  ``min``, ``max``: MIN/MAX are hierarchical, ivm/hierarchy.py) through a ``Session``
+  ``min``, ``max``: the value-counts plan, ivm/operators/value_counts.py) through a ``Session``
   (reading the table, the engine's initial computation, the checkpoint, the view table's
   first commit);
 * the checkpoint's bytes on disk beside the input table's Parquet bytes.

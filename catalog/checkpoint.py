@@ -93,15 +93,27 @@ class Manifest(Saved):
     directory: Path
 
 
+#: tables from this many rows (a base's traces) are written zstd-compressed: sorted keys,
+#: repeated keys and multiplicities of 1 shrink several-fold; smaller ones (a refresh's
+#: deltas) stay uncompressed, memory-mapped without a copy when read
+COMPRESS_ROWS = 65_536
+
+
 def _write_table(path: Path, table: pa.Table) -> None:
     """Write ``table`` as an Arrow IPC file (not yet durable locally: the caller fsyncs it)."""
+    options = pa.ipc.IpcWriteOptions(
+        compression="zstd" if table.num_rows >= COMPRESS_ROWS else None
+    )
     if is_object_path(path):
         buf = pa.BufferOutputStream()
-        with pa.ipc.new_file(buf, table.schema) as writer:
+        with pa.ipc.new_file(buf, table.schema, options=options) as writer:
             writer.write_table(table)
         path.write_bytes(buf.getvalue().to_pybytes())
         return
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+    with (
+        pa.OSFile(str(path), "wb") as sink,
+        pa.ipc.new_file(sink, table.schema, options=options) as writer,
+    ):
         writer.write_table(table)
 
 

@@ -18,6 +18,7 @@ from ivm.operators.iterate import Enter, Feedback, Leave, Retract, Variable
 from ivm.operators.join import Join
 from ivm.operators.linear import Concat, Consolidate, Filter, FlatMap, Map, Negate, Project
 from ivm.operators.reduce import Reduce
+from ivm.operators.value_counts import ValueCountsReduce
 from ivm.reduce_plan import ReducePlan, ReduceStrategy, check_plan, plan_reduce
 from ivm.schema import ColumnRef, Schema
 from ivm.types import AggSpec, Diffs, GroupFn, RowFn, Rows, SchemaSpec
@@ -183,6 +184,7 @@ class Collection:
         aggs: Iterable[AggSpec],
         names: Sequence[str] | None = None,
         plan: ReducePlan | ReduceStrategy | str | None = None,
+        group_rows: float | None = None,
     ) -> Collection:
         """Per group of ``key``: ``[("count",), ("sum", col), ("min", col), ...]``.
 
@@ -190,6 +192,8 @@ class Collection:
         other by :func:`distinct_names`.  ``plan`` overrides the planner's choice of strategy
         (:func:`ivm.reduce_plan.plan_reduce`); a plan that cannot compute the aggregates
         raises :class:`PlanError`.  The chosen plan is the result operator's ``plan``.
+        ``group_rows``: an estimate of the rows per group, if known (it chooses between
+        the value-counts and hierarchical plans of MIN/MAX).
         """
         key_idx = self.schema.indices(key) if key != () else ()
         specs: list[Agg] = []
@@ -209,17 +213,23 @@ class Collection:
         kernel = K.AggregateKernel(specs, self.schema.dtypes, out_names)
         depth = self.scope.depth
         if plan is None:
-            chosen = plan_reduce(specs, self.schema.dtypes, depth)
+            chosen = plan_reduce(specs, self.schema.dtypes, depth, group_rows)
         else:
             chosen = ReducePlan.of(plan)
             check_plan(chosen, specs, self.schema.dtypes, depth)
-        if chosen.strategy is ReduceStrategy.ACCUMULABLE:
-            # count/sum outside loops: updated from the change alone, no group re-reads
+        if chosen.strategy in (ReduceStrategy.ACCUMULABLE, ReduceStrategy.VALUE_COUNTS):
+            # outside loops: count/sum updated from the change alone, no group re-reads;
+            # min/max too, unless a change deletes a group's extreme
             schema = Schema(
                 tuple(self.schema.names[i] for i in key_idx) + kernel.out_names,
                 tuple(self.schema.dtypes[i] for i in key_idx) + kernel.out_dtypes,
             )
-            op = AccumulateReduce(
+            op_class = (
+                AccumulateReduce
+                if chosen.strategy is ReduceStrategy.ACCUMULABLE
+                else ValueCountsReduce
+            )
+            op = op_class(
                 self.graph,
                 self.scope,
                 [self.graph.exchanged(self.op, key_idx)],

@@ -519,7 +519,7 @@ def _to_arrow(cols: tuple[np.ndarray, ...], times: np.ndarray, diff: np.ndarray)
         if c.dtype == object:
             try:
                 arrays[f"c{i}"] = pa.array(c, from_pandas=False)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
                 arrays[f"p{i}"] = pa.array([pickle.dumps(v) for v in c.tolist()], pa.binary())
         else:
             arrays[f"c{i}"] = pa.array(c)

@@ -9,6 +9,11 @@ output accumulates, at each time t, to ``f(A(t))``); they differ in the work a c
 * ``HIERARCHICAL`` (:mod:`ivm.hierarchy`): COUNT, SUM, MIN, MAX in stages over hash buckets,
   so a change re-reads its bucket, not its group.  Correct at any depth (its stages are
   general reduces), chosen outside loops when a MIN or MAX is asked for.
+* ``VALUE_COUNTS`` (:mod:`ivm.operators.value_counts`): COUNT, SUM, MIN, MAX outside loops;
+  COUNT and SUM as the accumulable plan does, MIN and MAX from the change and a value → count
+  map per key, read back only when a change deletes a key's extreme.  State: one row per
+  key plus one per distinct (key, value).  Chosen outside loops for a MIN or MAX unless the
+  groups are estimated to be large (:data:`LARGE_GROUP_ROWS`).
 * ``GENERAL`` (:mod:`ivm.operators.reduce`): any aggregate; re-reads each touched group at
   every interesting time.  With ``prefix_cache`` (one loop deep only), keys with a long
   history keep cached accumulations (:mod:`ivm.operators.prefix_cache`).
@@ -36,6 +41,7 @@ HIERARCHICAL_FUNCTIONS = frozenset(
 class ReduceStrategy(enum.Enum):
     ACCUMULABLE = "accumulable"
     HIERARCHICAL = "hierarchical"
+    VALUE_COUNTS = "value-counts"
     GENERAL = "general"
 
 
@@ -69,6 +75,11 @@ class ReducePlan:
 
 Specs = Sequence[Agg]
 
+#: estimated rows per group from which MIN/MAX outside loops are hierarchical: a value-counts
+#: reduce re-reads a group whose extreme is deleted (every time, for a workload that always
+#: deletes it), the hierarchy at most a bucket of ``1/256`` of it and 2 × 16 partials
+LARGE_GROUP_ROWS = 4096
+
 
 def _accumulable(specs: Specs, dtypes: Sequence[str]) -> bool:
     return all(
@@ -80,17 +91,29 @@ def _hierarchical(specs: Specs) -> bool:
     return {fn for fn, _ in specs} <= HIERARCHICAL_FUNCTIONS
 
 
-def plan_reduce(specs: Specs, dtypes: Sequence[str], depth: int) -> ReducePlan:
+def _value_counts(specs: Specs, dtypes: Sequence[str]) -> bool:
+    return _hierarchical(specs) and all(
+        fn is not AggFunction.SUM or (col is not None and dtypes[col] != "bool")
+        for fn, col in specs
+    )
+
+
+def plan_reduce(
+    specs: Specs, dtypes: Sequence[str], depth: int, group_rows: float | None = None
+) -> ReducePlan:
     """The plan for aggregates ``specs`` over columns ``dtypes`` at loop ``depth``.
 
-    Outside loops: accumulable when every aggregate is linear, hierarchical when a MIN or
-    MAX is among aggregates that combine from partials; otherwise (and inside loops) the
-    general reduce, with the prefix cache exactly one loop deep.
+    Outside loops: accumulable when every aggregate is linear; when a MIN or MAX is among
+    COUNT/SUM/MIN/MAX, value-counts, or hierarchical if ``group_rows`` (an estimate of the
+    rows per group, None when unknown) reaches :data:`LARGE_GROUP_ROWS`; otherwise (and
+    inside loops) the general reduce, with the prefix cache exactly one loop deep.
     """
     fns = {fn for fn, _ in specs}
     if depth == 0 and _accumulable(specs, dtypes):
         return ReducePlan(ReduceStrategy.ACCUMULABLE)
     if depth == 0 and fns & {AggFunction.MIN, AggFunction.MAX} and _hierarchical(specs):
+        if (group_rows is None or group_rows < LARGE_GROUP_ROWS) and _value_counts(specs, dtypes):
+            return ReducePlan(ReduceStrategy.VALUE_COUNTS)
         return ReducePlan(ReduceStrategy.HIERARCHICAL)
     return general_plan(depth)
 
@@ -103,16 +126,22 @@ def general_plan(depth: int) -> ReducePlan:
 def check_plan(plan: ReducePlan, specs: Specs, dtypes: Sequence[str], depth: int) -> None:
     """Raise :class:`PlanError` if ``plan`` cannot compute ``specs`` at loop ``depth``."""
     asked = ", ".join(fn for fn, _ in specs)
-    if plan.strategy is ReduceStrategy.ACCUMULABLE:
+    # the plans that assume one time per epoch: what each computes, and what else to use
+    outside_loops = {
+        ReduceStrategy.ACCUMULABLE: (_accumulable, "COUNT and SUM (not of bool)", "'hierarchical' or 'general'"),
+        ReduceStrategy.VALUE_COUNTS: (_value_counts, "COUNT, SUM (not of bool), MIN and MAX", "'general'"),
+    }  # fmt: skip
+    if plan.strategy in outside_loops:
+        computes, what, instead = outside_loops[plan.strategy]
         if depth != 0:
             raise PlanError(
-                "reduce plan 'accumulable' runs only outside loops (it assumes one time per "
-                "epoch); use 'general' or 'hierarchical' inside iterate"
+                f"reduce plan '{plan.strategy.value}' runs only outside loops (it assumes one "
+                "time per epoch); use 'general' or 'hierarchical' inside iterate"
             )
-        if not _accumulable(specs, dtypes):
+        if not computes(specs, dtypes):
             raise PlanError(
-                f"reduce plan 'accumulable' computes only COUNT and SUM (not of bool); "
-                f"asked for [{asked}]: use 'hierarchical' or 'general'"
+                f"reduce plan '{plan.strategy.value}' computes only {what}; asked for "
+                f"[{asked}]: use {instead}"
             )
     if plan.strategy is ReduceStrategy.HIERARCHICAL and not _hierarchical(specs):
         raise PlanError(

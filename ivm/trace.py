@@ -232,7 +232,9 @@ class Trace:
         if n > 1:
             h = hash_times(rowh, times) if times.shape[1] else rowh
             keep, diff = consolidate_hashed(h, cols, diff, times)
-            if len(keep) < n:
+            # all rows kept may still be reordered: on a hash collision (CPython hashes
+            # 2**62 like 2) consolidate_hashed groups by sorting, and ``diff`` follows it
+            if len(keep) < n or (keep[1:] < keep[:-1]).any():
                 same = keyhash is rowh
                 cols, times, rowh = take(cols, keep), times[keep], rowh[keep]
                 if keyhash is not None:

@@ -763,10 +763,9 @@ class Translator:
                 aggs.append(p.AggCall(p.AggFunc.COUNT_STAR, None, False, BIGINT))
                 agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
                 continue
-            col = len(pre_exprs)
             if arg.type.name == "STRING" and fname in ("sum", "avg"):
                 arg = cast_to(arg, sum_type(arg.type))
-            pre_exprs.append(arg)
+            col = _pre_column(pre_exprs, arg, len(group_exprs))
             if fname == "count":
                 aggs.append(p.AggCall(p.AggFunc.COUNT, col, distinct and True, BIGINT))
                 agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
@@ -1316,6 +1315,20 @@ def _fold_constant(e: Scalar, where: exp.Expr) -> Lit:
     if sc.refs(e):
         raise unsupported("a LAG / LEAD default that is not a constant", where)
     return Lit(compile_scalar(e)(np.zeros(1, dtype=object))[0], e.type)
+
+
+def _pre_column(pre_exprs: list[Scalar], arg: Scalar, first: int) -> int:
+    """The column of the aggregation's input that holds ``arg``: a column reference already
+    there after the group keys (``pre_exprs[first:]``; grouping sets null the keys) is read
+    again (``min(v), max(v)`` read one column, so a reduce keeps one copy of it), anything
+    else gets its own column."""
+    if isinstance(arg, Ref):
+        for i in range(first, len(pre_exprs)):
+            e = pre_exprs[i]
+            if isinstance(e, Ref) and e.index == arg.index and e.type == arg.type:
+                return i
+    pre_exprs.append(arg)
+    return len(pre_exprs) - 1
 
 
 def _when(cond: Scalar, value: Scalar) -> Scalar:

@@ -230,8 +230,14 @@ def next_epoch(spec: GroupSpec, previous: Previous, engine: Engine) -> int:
 
 
 def step(engine: Engine, changes: Mapping[str, pa.Table], epoch: int) -> Stepped:
-    """Send ``changes`` into the dataflow and run epoch ``epoch``."""
+    """Send ``changes`` into the dataflow and run epoch ``epoch``.
+
+    A recomputed group's changes are its inputs' snapshots: once sent they are dropped
+    from ``changes`` (the new base checkpoint does not log them), so their Arrow memory is
+    free before the engine's initial computation allocates its own."""
     rows_in = engine.group.send(changes)
+    if engine.recomputed and isinstance(changes, dict):
+        changes.clear()
     report = engine.group.g.step(epoch=epoch)
     return Stepped(epoch, changes, rows_in, report.differences)
 

@@ -12,6 +12,7 @@ sums are added checked (:mod:`ivm.difference`): past 64 bits they raise, never w
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,18 @@ def _add(a: np.ndarray, b: np.ndarray, column: str | None) -> np.ndarray:
     )
 
 
+@dataclass(frozen=True)
+class GroupedBatch:
+    """A batch grouped by key: ``order`` puts each key's rows together, the key ``g``'s
+    from ``starts[g]``; ``probe_h``/``probe_cols``: each key's hash and columns."""
+
+    batch: Batch
+    order: np.ndarray
+    starts: np.ndarray
+    probe_h: np.ndarray
+    probe_cols: Columns
+
+
 class AccumulateReduce(KeepsTrace):
     """COUNT(*), COUNT(col) and SUM(col) per key, maintained from the changes alone."""
 
@@ -124,12 +137,7 @@ class AccumulateReduce(KeepsTrace):
             if col is not None:
                 self.value_cols.append(col)
                 state_dtypes.append(np.dtype(np.int64))
-                d = in_dtypes[col]
-                state_dtypes.append(
-                    DTYPES["any" if d == "str" else d]
-                    if fn is AggFunction.SUM
-                    else np.dtype(np.int64)
-                )
+                state_dtypes.append(self._slot_dtype(fn, in_dtypes[col]))
         self.state_dtypes = tuple(state_dtypes)
         self.totals = self.new_trace()
 
@@ -148,7 +156,7 @@ class AccumulateReduce(KeepsTrace):
         probe_h = h[first]
         n = len(starts)
         d_rows = segment_sums(b.diff[order], starts)
-        deltas: list[np.ndarray] = []
+        deltas: list[np.ndarray | None] = []
         # per delta: None for a count, else the SUM's output column (named in errors)
         sum_names: list[str | None] = []
         for j, (fn, col) in enumerate(self.aggs):
@@ -169,8 +177,10 @@ class AccumulateReduce(KeepsTrace):
                     deltas.append(_object_sum(c, valid, b.diff, order, starts))
                 else:
                     deltas.append(_segment_sum(np.where(valid, c * b.diff, 0), order, starts))
-            else:
+            elif fn is AggFunction.COUNT:
                 deltas.append(np.zeros(n, dtype=np.int64))
+            else:  # a slot of a subclass's own (see _settle)
+                deltas.append(None)
 
         # the old state rows of these keys (at most one live row per key)
         found = self.totals.lookup(probe_h, probe_cols, None)
@@ -192,7 +202,9 @@ class AccumulateReduce(KeepsTrace):
                 old_vals[j][owners] = merged.cols[1 + nkey + j][live]
         new_vals = [add_arrays(old_vals[0], d_rows)]
         for j, delta in enumerate(deltas):
-            new_vals.append(_add(old_vals[j + 1], delta, sum_names[j]))
+            old = old_vals[j + 1]
+            new_vals.append(old.copy() if delta is None else _add(old, delta, sum_names[j]))
+        self._settle(GroupedBatch(b, order, starts, probe_h, probe_cols), old_vals, new_vals)
         new_present = new_vals[0] > 0
         # keep a state row while the key has any rows (even a negative count: it is the
         # accumulated input, not the output)
@@ -221,6 +233,18 @@ class AccumulateReduce(KeepsTrace):
             )
             s = Batch.concat([old_state, new_state])
             self.totals.insert(s.cols, np.zeros((len(s), 0), dtype=np.int64), s.diff)
+
+    @staticmethod
+    def _slot_dtype(fn: AggFunction, col_dtype: str) -> np.dtype:
+        """The dtype of an aggregate's second state slot (after its non-null count)."""
+        if fn is AggFunction.SUM:
+            return DTYPES["any" if col_dtype == "str" else col_dtype]
+        return np.dtype(np.int64)
+
+    def _settle(
+        self, grouped: GroupedBatch, old_vals: list[np.ndarray], new_vals: list[np.ndarray]
+    ) -> None:
+        """Fill the slots this class leaves alone (``new_vals``, in place); none here."""
 
     def _output_rows(self, probe_cols: Columns, vals: list[np.ndarray]) -> Columns:
         out: list[np.ndarray] = list(probe_cols)

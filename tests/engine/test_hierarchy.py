@@ -78,8 +78,8 @@ def test_hierarchical_aggregates_match_a_reference(bits: tuple[int, int], change
     g = ivm.Dataflow()
     src = g.input("t", SCHEMA)
     with bucket_bits(*bits):
-        by_k = g.output(src.reduce(["k"], AGGS), "by_k")
-        total = g.output(src.reduce((), AGGS), "total")
+        by_k = g.output(src.reduce(["k"], AGGS, plan="hierarchical"), "by_k")
+        total = g.output(src.reduce((), AGGS, plan="hierarchical"), "total")
     reduces = sum(isinstance(op, Reduce) for op in g.ops)
     levels = 1 + -(-(bits[0] - bits[1]) // bits[1])  # leaf + coarsening stages
     assert reduces == 2 * (levels + 1)
@@ -91,14 +91,16 @@ def test_hierarchical_aggregates_match_a_reference(bits: tuple[int, int], change
         prev = want
 
 
-def test_large_group_and_checkpoint_restore() -> None:
+@pytest.mark.parametrize("plan", ["hierarchical", "value-counts"])
+def test_large_group_and_checkpoint_restore(plan: str) -> None:
     """One group of 5,000 rows: deleting its minimum and maximum, before and after a
     checkpoint restored into a new dataflow, gives the next ones."""
 
     def build() -> tuple[ivm.Dataflow, ivm.InputCollection, ivm.Output]:
         g = ivm.Dataflow("minmax")
         src = g.input("t", SCHEMA)
-        out = g.output(src.reduce(["k"], [("min", "v"), ("max", "v"), ("count",)]), "o")
+        aggs = [("min", "v"), ("max", "v"), ("count",)]
+        out = g.output(src.reduce(["k"], aggs, plan=plan), "o")
         return g, src, out
 
     g, src, out = build()

@@ -38,7 +38,7 @@ from ivm.batch import Batch
 from ivm.errors import PlanError
 from ivm.lattice import Time
 from ivm.operators.base import Operator
-from ivm.reduce_plan import ReducePlan, ReduceStrategy, check_plan
+from ivm.reduce_plan import LARGE_GROUP_ROWS, ReducePlan, ReduceStrategy, check_plan
 
 SCHEMA = [("k", "int64"), ("v", "int64"), ("s", "str"), ("d", "int64")]
 MAX_DELAY = 3
@@ -71,6 +71,7 @@ PLANS = [
     ReducePlan(ReduceStrategy.ACCUMULABLE),
     ReducePlan(ReduceStrategy.HIERARCHICAL),
     ReducePlan(ReduceStrategy.HIERARCHICAL, prefix_cache=True),
+    ReducePlan(ReduceStrategy.VALUE_COUNTS),
     ReducePlan(ReduceStrategy.GENERAL),
     ReducePlan(ReduceStrategy.GENERAL, prefix_cache=True),
 ]
@@ -210,7 +211,11 @@ def test_the_planner_chooses_by_aggregates_and_depth() -> None:
     assert t.reduce("k", [("count",), ("sum", "v")]).op.plan == ReducePlan(
         ReduceStrategy.ACCUMULABLE
     )
-    hier = t.reduce("k", [("count",), ("min", "s")]).op.plan
+    minmax = [("count",), ("min", "s")]
+    assert t.reduce("k", minmax).op.plan == ReducePlan(ReduceStrategy.VALUE_COUNTS)
+    assert t.reduce("k", minmax, group_rows=100).op.plan == ReducePlan(ReduceStrategy.VALUE_COUNTS)
+    # large groups: a deleted extreme would re-read the group, a bucket re-reads 1/256 of it
+    hier = t.reduce("k", minmax, group_rows=LARGE_GROUP_ROWS).op.plan
     assert hier == ReducePlan(ReduceStrategy.HIERARCHICAL)
     assert t.reduce("k", [("count_distinct", "s")]).op.plan == ReducePlan(ReduceStrategy.GENERAL)
     plans = []
@@ -224,6 +229,7 @@ def test_the_planner_chooses_by_aggregates_and_depth() -> None:
     assert plans == [ReducePlan(ReduceStrategy.GENERAL, prefix_cache=True)]
     assert "plan=general + prefix cache" in g.explain()
     assert "plan=hierarchical" in g.explain()
+    assert "plan=value-counts" in g.explain()
     assert "plan=accumulable" in g.explain()
 
 
@@ -232,6 +238,8 @@ def test_the_planner_chooses_by_aggregates_and_depth() -> None:
     [
         ([("min", "v")], "accumulable", False, "computes only COUNT and SUM"),
         ([("count",)], "accumulable", True, "only outside loops"),
+        ([("min", "v")], "value-counts", True, "only outside loops"),
+        ([("count_distinct", "s")], "value-counts", False, "computes only COUNT, SUM"),
         ([("count_distinct", "s")], "hierarchical", False, "combines only COUNT, SUM, MIN"),
         ([("count",)], ReducePlan(ReduceStrategy.GENERAL, prefix_cache=True), False, "one loop"),
         ([("count",)], "fastest", False, "unknown reduce strategy"),

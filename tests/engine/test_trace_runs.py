@@ -87,3 +87,16 @@ def test_pair_merge_never_sums_different_rows_that_share_a_hash() -> None:
     for i in range(len(merged)):
         got[int(merged.cols[0][i]), merged.cols[1][i]] += int(merged.diff[i])
     assert +got == Counter({(2, "y"): 1, (3, "z"): 1})
+
+
+def test_an_insert_of_rows_whose_hashes_collide_keeps_each_row_with_its_count() -> None:
+    """CPython hashes 2**62 like 2: consolidation groups such rows by sorting, and every
+    kept row must stay beside its own count even when none cancels."""
+    t = Trace((np.dtype(np.int64), np.dtype(object)), (0,), ())
+    v = np.empty(3, dtype=object)
+    v[:] = [2**62, 0, 2]
+    k = np.array([2, 1, 2])
+    t.insert((k, v), np.zeros((3, 0), dtype=np.int64), np.array([1, 2, 3]))
+    cols, _, diff = t.all_updates()
+    got = sorted(zip(cols[0].tolist(), cols[1].tolist(), diff.tolist(), strict=True))
+    assert got == [(1, 0, 2), (2, 2, 3), (2, 2**62, 1)]
