@@ -56,6 +56,7 @@ EVENT_LOG_SCHEMA = pa.schema(
         ("seconds", pa.float64()),
         ("recomputed", pa.bool_()),
         ("input_versions", pa.string()),
+        ("executor", pa.string()),
         ("error", pa.string()),
         ("pid", pa.int64()),
     ]
@@ -98,6 +99,8 @@ def report_event(report: Any) -> Event:
         "seconds": round(float(report.seconds), 6),
         "recomputed": report.recomputed,
         "input_versions": json.dumps(dict(report.input_versions), sort_keys=True),
+        # where the epoch ran, its shard balance, rounds and bytes exchanged (JSON)
+        "executor": json.dumps(report.placement.to_json(), sort_keys=True),
         "pid": os.getpid(),
     }
 
