@@ -32,6 +32,7 @@ it.
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -86,6 +87,18 @@ def group_override(spec: GroupSpec, default: str) -> str:
             f"one dataflow runs in one place: give them the same '{EXECUTOR_PROPERTY}'"
         )
     return kinds.pop() if kinds else default
+
+
+def _check_hash_seed(spark: Any) -> None:
+    """The driver splits and merges shard states with the workers' string hash: Python's,
+    so both need the same ``PYTHONHASHSEED`` (PySpark gives workers ``0`` unless set)."""
+    want = spark.sparkContext.getConf().get("spark.executorEnv.PYTHONHASHSEED", "0")
+    if os.environ.get("PYTHONHASHSEED") != want:
+        raise ExecutorSettingError(
+            f"sharded epochs need the driver's PYTHONHASHSEED to equal the workers' ({want}), "
+            f"not {os.environ.get('PYTHONHASHSEED')!r}: string keys are routed by Python's "
+            f"hash; start Python with PYTHONHASHSEED={want}"
+        )
 
 
 def pending_rows(g: ivm.Dataflow) -> int:
@@ -182,6 +195,7 @@ class ShardedRefresh:
     def _step_sharded(self, group: BuiltGroup, epoch: int, why: str) -> tuple[int, Placement]:
         g = group.g
         ex = self._executor(group.spec)
+        _check_hash_seed(ex.spark)
         key = (group.spec.name, group.spec.fingerprint)
         synced = self._synced.pop(key, None)
         in_step = (
@@ -190,16 +204,17 @@ class ShardedRefresh:
             and synced.current == ex.current
             and synced.epoch == g.epoch
         )
+        sent = {name: list(op.pending) for name, op in g.inputs.items() if op.pending}
+        for op in g.inputs.values():
+            op.pending.clear()  # the epoch's change goes to the shards
         if not in_step and (ex.current is not None or g.epoch != 0):
             ex.adopt(g.state())  # local -> sharded: split the checkpoint's state
-        ex.pending = {name: list(op.pending) for name, op in g.inputs.items() if op.pending}
+        ex.pending = sent
         ex.fault, self.fault = self.fault, None
         try:
             result = ex.step(epoch)
         finally:
             ex.fault = None
-            for op in g.inputs.values():
-                op.pending.clear()
         differences = self._take_result(g, ex, result)
         self._synced[key] = _Synced(weakref.ref(g), ex.current, g.epoch)
         placement = Placement(

@@ -1,0 +1,179 @@
+"""Views created and refreshed through a Session, sharded on ``local-cluster[2,1,1024]``,
+equal the same views maintained in-process, after random insert/delete/update steps.
+
+Run as a script (its own process: one SparkContext per process) by
+``test_session_sharded.py``.  Two Sessions get the same statements.  The first runs its
+epochs on the cluster: a SQL group of two views with ``ivm.executor = 'spark'``, and a
+recursive connected-components view with ``'auto'`` (its initial load and bulk inserts
+sharded, small changes in-process).  The second runs every epoch in-process.  After every
+refresh, every view of the first equals the second's, each view gained exactly one Delta
+version when it changed and none otherwise, and the group checkpoints moved one epoch.
+Prints one JSON line of figures and exits non-zero on a mismatch.  ``--steps N``: random
+steps after the initial load (default 2).  ``--kill``: at step 1, shard 1 SIGKILLs its
+executor JVM in round 5 of the SQL group's epoch, and the refresh must still succeed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from spark_exec import Session  # noqa: E402
+from spark_exec.sharded import ExecutorPolicy  # noqa: E402
+
+VIEWS = {
+    "deg": (
+        "spark",
+        "SELECT src, count(*) AS n, min(dst) AS first_dst FROM e GROUP BY src",
+    ),
+    "deg_hist": ("spark", "SELECT n, count(*) AS nodes FROM deg GROUP BY n"),
+    "wcc": (
+        "auto",
+        "WITH RECURSIVE cc(n, l) AS (SELECT src, src FROM e UNION SELECT dst, dst FROM e "
+        "UNION SELECT e.dst, cc.l FROM cc JOIN e ON cc.n = e.src UNION "
+        "SELECT e.src, cc.l FROM cc JOIN e ON cc.n = e.dst) SELECT n, min(l) AS label FROM cc "
+        "GROUP BY n",
+    ),
+}
+NODES = 150
+BULK = 160  # an 'auto' epoch of at least this many changed rows runs sharded (the policy)
+
+
+def rows(t: Any) -> Counter:
+    return Counter(tuple(map(repr, r.values())) for r in t.to_pylist())
+
+
+def log_files(s: Session, view: str) -> dict[int, Path]:
+    log = Path(s.catalog.view(view).path) / "_delta_log"
+    return {int(p.name.split(".")[0]): p for p in log.glob("*.json")}
+
+
+def refresh_commits(s: Session, view: str, since: int) -> int:
+    """Delta versions after ``since`` written by a refresh (they carry its ``txn``; a
+    compaction by the maintenance policy does not)."""
+    return sum(
+        any("txn" in json.loads(line) for line in p.read_text().splitlines() if line.strip())
+        for v, p in log_files(s, view).items()
+        if v > since
+    )
+
+
+def checkpoint(s: Session, group: str) -> tuple[str, int]:
+    m = s.catalog.checkpoints.manifest(group)
+    assert m is not None
+    current = (s.catalog.checkpoints.directory(group) / "CURRENT").read_text()
+    return current, m.epoch
+
+
+def values(edges: list[tuple[int, int]]) -> str:
+    return ", ".join(f"({a}, {b})" for a, b in edges)
+
+
+def step_statements(rng: random.Random, edges: list[tuple[int, int]], bulk: bool) -> list[str]:
+    """A random step: inserts, deletes of existing edges, an update (also keeps ``edges``)."""
+    out = []
+    new = [(rng.randrange(NODES), rng.randrange(NODES)) for _ in range(BULK if bulk else 1)]
+    out.append(f"INSERT INTO e VALUES {values(new)}")
+    edges.extend(new)
+    if not bulk:
+        a, b = edges.pop(rng.randrange(len(edges)))
+        out.append(f"DELETE FROM e WHERE src = {a} AND dst = {b}")
+        edges[:] = [x for x in edges if x != (a, b)]
+        a, b = rng.choice(edges)
+        c = rng.randrange(NODES)
+        out.append(f"UPDATE e SET dst = {c} WHERE src = {a} AND dst = {b}")
+        edges[:] = [(a, c) if x == (a, b) else x for x in edges]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--kill", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    t0 = time.perf_counter()
+    spark = (
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .appName("ivm-session-sharded-check")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.executorEnv.PYTHONPATH", str(ROOT))
+        .config("spark.task.maxFailures", "1")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    figures: dict[str, Any] = {"start_seconds": round(time.perf_counter() - t0, 1), "steps": []}
+    rng = random.Random(17)
+    with tempfile.TemporaryDirectory() as tmp:
+        policy = ExecutorPolicy(large_change_rows=BULK)
+        sharded = Session(
+            warehouse=Path(tmp) / "sharded", shard_spark=spark, executor_policy=policy
+        )
+        local = Session(warehouse=Path(tmp) / "local")
+        chain = [(i, i + 1) for i in range(30)]
+        edges = chain + [(rng.randrange(NODES), rng.randrange(NODES)) for _ in range(170)]
+        statements = [
+            "CREATE TABLE e (src BIGINT, dst BIGINT)",
+            f"INSERT INTO e VALUES {values(edges)}",
+        ]
+        statements += [
+            f"CREATE MATERIALIZED VIEW {v} TBLPROPERTIES ('ivm.executor' = '{ex}') AS {q}"
+            for v, (ex, q) in VIEWS.items()
+        ]
+        for st in statements:
+            local.sql(st)
+            sharded.sql(st)
+        figures["created"] = {g: p.to_json() for g, p in sharded.executors.last.items()}
+        plan = [i % 3 == 2 for i in range(args.steps)]  # every third step is a bulk insert
+        for i, bulk in enumerate(plan):
+            for st in step_statements(rng, edges, bulk):
+                local.sql(st)
+                sharded.sql(st)
+            before = {v: max(log_files(sharded, v)) for v in VIEWS}
+            ck_before = {g: checkpoint(sharded, g) for g in ("deg", "wcc")}
+            if args.kill and i == 0:
+                sharded.executors.fault = "kill:1"
+            local.refresh()
+            reports = sharded.refresh()
+            for v in VIEWS:
+                if rows(sharded.read(v)) != rows(local.read(v)):
+                    print(f"MISMATCH {v} after step {i + 1}", file=sys.stderr)
+                    return 1
+            for r in reports:
+                grown = refresh_commits(sharded, r.view, before[r.view])
+                if grown != (1 if r.committed else 0):
+                    print(f"{r.view}: {grown} Delta versions in one epoch", file=sys.stderr)
+                    return 1
+            ck_after = {g: checkpoint(sharded, g) for g in ck_before}
+            for g, (cur, epoch) in ck_after.items():
+                if epoch != ck_before[g][1] + 1 or cur == ck_before[g][0]:
+                    print(f"group {g}: checkpoint {ck_before[g]} -> {cur}", file=sys.stderr)
+                    return 1
+            figures["steps"].append(
+                {
+                    "bulk": bulk,
+                    "placements": {r.view: r.placement.to_json() for r in reports},
+                    "seconds": {r.view: round(r.seconds, 2) for r in reports},
+                }
+            )
+        figures["explain"] = sharded.explain("wcc")
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
