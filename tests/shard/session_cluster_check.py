@@ -46,8 +46,8 @@ VIEWS = {
         "GROUP BY n",
     ),
 }
-NODES = 150
-BULK = 160  # an 'auto' epoch of at least this many changed rows runs sharded (the policy)
+NODES = 100
+BULK = 100  # an 'auto' epoch of at least this many changed rows runs sharded (the policy)
 
 
 def rows(t: Any) -> Counter:
@@ -125,7 +125,7 @@ def main() -> int:
         )
         local = Session(warehouse=Path(tmp) / "local")
         chain = [(i, i + 1) for i in range(30)]
-        edges = chain + [(rng.randrange(NODES), rng.randrange(NODES)) for _ in range(170)]
+        edges = chain + [(rng.randrange(NODES), rng.randrange(NODES)) for _ in range(90)]
         statements = [
             "CREATE TABLE e (src BIGINT, dst BIGINT)",
             f"INSERT INTO e VALUES {values(edges)}",
