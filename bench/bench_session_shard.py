@@ -43,21 +43,11 @@ def main(argv: list[str]) -> int:
     if os.environ.get("PYTHONHASHSEED") != "0":
         print("run with PYTHONHASHSEED=0 (the shard workers' seed)", file=sys.stderr)
         return 2
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
     from spark_exec import Session
+    from spark_exec.sharded import shard_spark
 
     t0 = time.perf_counter()
-    spark = (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
-        .appName("ivm-bench-session-shard")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.executorEnv.PYTHONPATH", str(ROOT))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = shard_spark(app="ivm-bench-session-shard")
     spark.sparkContext.parallelize(range(2), 2).count()  # executors registered
     out: dict = {"cluster_start_s": round(time.perf_counter() - t0, 1), "edges": m + 25}
     rng = random.Random(3)

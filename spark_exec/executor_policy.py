@@ -145,8 +145,9 @@ class ShardedRefresh:
     default: str = "local"
     policy: ExecutorPolicy = field(default_factory=ExecutorPolicy)
     max_attempts: int = 3
-    #: fault injection for tests, on the next sharded epoch's first attempt (``kill:<p>``)
-    fault: str | None = None
+    #: fault injection for tests: group -> fault of its next sharded epoch's first attempt
+    #: (``kill:<p>``: shard p SIGKILLs its executor JVM in exchange round 5)
+    faults: dict[str, str] = field(default_factory=dict)
     #: the last placement of each group (EXPLAIN shows it)
     last: dict[str, Placement] = field(default_factory=dict)
     _executors: dict[tuple[str, str], SparkShardedExecutor] = field(default_factory=dict)
@@ -210,7 +211,7 @@ class ShardedRefresh:
         if not in_step and (ex.current is not None or g.epoch != 0):
             ex.adopt(g.state())  # local -> sharded: split the checkpoint's state
         ex.pending = sent
-        ex.fault, self.fault = self.fault, None
+        ex.fault = self.faults.pop(group.spec.name, None)
         try:
             result = ex.step(epoch)
         finally:

@@ -172,7 +172,7 @@ class Session:
         self._spark = spark
         self._registered = False
         self._runtime = GroupRuntime()
-        #: where each epoch runs (spark_exec.executor_policy); ``executors.fault`` injects
+        #: where each epoch runs (spark_exec.executor_policy); ``executors.faults`` injects
         self.executors = ShardedRefresh(
             (lambda: shard_spark) if shard_spark is not None else (lambda: self.spark),
             self.catalog.warehouse.internal_dir / "shards",

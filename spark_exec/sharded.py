@@ -491,3 +491,32 @@ class SparkShardedExecutor:
             out[name] = o._table(b, "__diff__")
             merged[name] = b
         return out, merged
+
+
+def shard_spark(
+    master: str = "local-cluster[2,1,1024]",
+    app: str = "ivm-sharded",
+    conf: Mapping[str, str] | None = None,
+) -> Any:
+    """A plain SparkSession for sharded epochs (no Delta needed): the UI off, quiet logs,
+    executors running this interpreter with this project on their ``PYTHONPATH``.
+    ``local-cluster[2,1,1024]`` starts 2 executor JVMs on this machine (the tests' cluster;
+    about 15–60 s to start)."""
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = str(Path(__file__).resolve().parents[1])
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.executorEnv.PYTHONPATH", root)
+    )
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -8,13 +8,11 @@ every view after every step with a second Session that runs in-process.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from cluster_script import run_script
 
 from catalog.changes import DIFF
 from catalog.errors import CatalogError
@@ -22,9 +20,6 @@ from catalog.pipeline import build_group, plan_groups
 from spark_exec import Session
 from spark_exec.executor_policy import ExecutorSettingError
 from spark_exec.sharded import ExecutorPolicy
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 
 
 @pytest.fixture
@@ -70,7 +65,7 @@ def test_auto_runs_a_large_initial_load_sharded(session: Session) -> None:
 
 
 def test_executor_property_is_checked(session: Session) -> None:
-    with pytest.raises(CatalogError, match="'ivm.executor' must be 'auto', 'local' or 'spark'"):
+    with pytest.raises(CatalogError, match=r"'ivm\.executor' must be 'auto', 'local' or 'spark'"):
         session.sql(
             "CREATE MATERIALIZED VIEW v TBLPROPERTIES ('ivm.executor' = 'gpu') AS SELECT src FROM e"
         )
@@ -95,18 +90,7 @@ def test_session_executor_settings_are_checked(tmp_path: Path) -> None:
 
 
 def run_check(*args: str) -> dict:
-    env = dict(
-        os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable, PYTHONHASHSEED="0"
-    )
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "session_cluster_check.py"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_script("session_cluster_check.py", *args)
 
 
 def _check_sharded(p: dict) -> None:
@@ -147,13 +131,18 @@ def test_session_views_sharded_on_local_cluster_equal_in_process() -> None:
 
 @pytest.mark.slow
 def test_session_sharded_survives_a_killed_executor() -> None:
-    """Shard 1 SIGKILLs its executor JVM in round 5 of the SQL group's first step: the
-    refresh still succeeds (the epoch re-run from the shards' checkpoint as attempt 1), the
-    views are exact, the group's CURRENT moved one epoch and each view got one Delta
-    version.  Then more steps, bulk inserts moving the recursive view to the cluster and
-    back."""
+    """Shard 1 SIGKILLs its executor JVM in round 5 of the recursive view's first bulk
+    epoch: the refresh still succeeds (the epoch re-run from the shards' checkpoint as
+    attempt 1), the views are exact, the group's CURRENT moved one epoch and each view got
+    one Delta version.  More steps follow; bulk inserts move the recursive view to the
+    cluster and small changes back."""
     figures = run_check("--steps", "6", "--kill")
-    assert figures["steps"][0]["placements"]["deg"]["attempts_failed"] == 1
-    assert all(s["placements"]["deg"]["attempts_failed"] == 0 for s in figures["steps"][1:])
+    failed = [
+        (i, v)
+        for i, s in enumerate(figures["steps"])
+        for v, p in s["placements"].items()
+        if p["attempts_failed"]
+    ]
+    assert failed == [(2, "wcc")]  # the first bulk step, on attempt 1
     assert sum(s["bulk"] for s in figures["steps"]) == 2
     _check_steps(figures)
