@@ -4,7 +4,8 @@
 (:class:`catalog.pipeline.placement.EpochRunner`).  A Session makes one.  For each epoch it:
 
 1. finds the group's override: the views' ``TBLPROPERTIES ('ivm.executor' = 'spark' |
-   'local' | 'auto')``, else the Session's ``executor`` setting.  A group's views must
+   'local' | 'auto')`` or ``WITH (executor = ...)``, else the Session's ``executor``
+   setting.  A group's views must
    not ask for different executors;
 2. asks :class:`~spark_exec.sharded.ExecutorPolicy` where the epoch runs, from the state
    held (arranged rows), the change sent and the memory budget
@@ -43,6 +44,7 @@ import ivm
 from catalog.errors import CatalogError
 from catalog.pipeline.groups import BuiltGroup, GroupSpec
 from catalog.pipeline.placement import (
+    EXECUTOR_KEYS,
     EXECUTOR_PROPERTY,
     EXECUTORS,
     GroupBuilder,
@@ -72,7 +74,7 @@ def group_override(spec: GroupSpec, default: str) -> str:
     asked: dict[str, str] = {}
     for v in spec.views:
         for key, value in v.options.properties:
-            if key.lower() == EXECUTOR_PROPERTY:
+            if key.lower() in EXECUTOR_KEYS:
                 if value.strip().lower() not in EXECUTORS:
                     raise CatalogError(
                         f"view {v.name}: TBLPROPERTIES '{EXECUTOR_PROPERTY}' must be 'auto', "

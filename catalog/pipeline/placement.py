@@ -25,8 +25,10 @@ from catalog.pipeline.groups import BuiltGroup, GroupSpec
 from catalog.pipeline.languages import GroupDataflow, language_of
 
 EXECUTORS = ("auto", "local", "spark")
-#: the view property that overrides where a view's group runs (TBLPROPERTIES)
+#: the view property that overrides where a view's group runs: ``TBLPROPERTIES
+#: ('ivm.executor' = ...)``, or ``WITH (executor = ...)`` (the same property, short name)
 EXECUTOR_PROPERTY = "ivm.executor"
+EXECUTOR_KEYS = (EXECUTOR_PROPERTY, "executor")
 
 
 @dataclass(frozen=True)

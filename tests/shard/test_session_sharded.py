@@ -80,6 +80,8 @@ def test_executor_property_is_checked(session: Session) -> None:
         )
     assert [v.name for v in session.catalog.views()] == ["v"]
     assert "executor: local" in session.explain("v")
+    session.sql("CREATE MATERIALIZED VIEW w WITH (executor = 'local') AS SELECT count(*) FROM v")
+    assert "executor: local" in session.explain("w")
 
 
 def test_session_executor_settings_are_checked(tmp_path: Path) -> None:
