@@ -48,6 +48,11 @@ class RefreshReport:
     peak_rss_bytes: int = 0  # the process's peak resident memory after the refresh (0: unknown)
     placement: Placement = LOCAL  # where the epoch ran: in-process or sharded (its figures)
 
+    @property
+    def executor(self) -> str:
+        """Where the epoch ran: ``"local"`` or ``"spark <master>"``."""
+        return self.placement.executor
+
     def __str__(self) -> str:
         what = (
             f"wrote {self.rows_written} rows in {self.files_written} file(s) as version "
