@@ -103,6 +103,12 @@ def _check_hash_seed(spark: Any) -> None:
         )
 
 
+def _current_on_disk(ex: SparkShardedExecutor) -> str | None:
+    """The shards' ``CURRENT`` as written (``None``: no checkpoint yet)."""
+    cur = ex.root / "CURRENT"
+    return cur.read_text().strip() if cur.exists() else None
+
+
 def pending_rows(g: ivm.Dataflow) -> int:
     """Rows sent to the dataflow's inputs and not yet stepped (the epoch's change)."""
     return sum(len(b) for op in g.inputs.values() for b in op.pending)
@@ -201,10 +207,15 @@ class ShardedRefresh:
         _check_hash_seed(ex.spark)
         key = (group.spec.name, group.spec.fingerprint)
         synced = self._synced.pop(key, None)
+        on_disk = _current_on_disk(ex)
+        if on_disk != ex.current:
+            # another driver (a process that died before its commit, another Session) ran
+            # epochs here since: its checkpoint is not ours; the next adopt replaces it
+            ex.current = on_disk
         in_step = (
             synced is not None
             and synced.dataflow() is g
-            and synced.current == ex.current
+            and synced.current == on_disk
             and synced.epoch == g.epoch
         )
         sent = {name: list(op.pending) for name, op in g.inputs.items() if op.pending}

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -99,11 +101,67 @@ def step_statements(rng: random.Random, edges: list[tuple[int, int]], bulk: bool
     return out
 
 
+def crashing_driver(warehouse: str) -> int:
+    """A second driver process: it refreshes the SQL group sharded, and dies (``os._exit``)
+    after the shards wrote and published their epoch, before the catalog commit."""
+
+    def die(step: str) -> None:
+        if step == "stepped":
+            os._exit(9)
+
+    spark = shard_spark(app="ivm-crashing-driver", conf={"spark.task.maxFailures": "1"})
+    Session(warehouse=warehouse, shard_spark=spark, refresh_hook=die).refresh("deg")
+    return 0  # not reached
+
+
+def driver_crash(sharded: Session, local: Session, warehouse: Path) -> dict[str, Any]:
+    """A driver process dies between the sharded epoch and its commit; then this (long-lived)
+    Session refreshes: the views are exact, with one refresh Delta version each."""
+    for s in (sharded, local):
+        s.sql("INSERT INTO e VALUES (7, 8), (8, 9)")
+    before = {v: max(log_files(sharded, v)) for v in ("deg", "deg_hist")}
+    ck = checkpoint(sharded, "deg")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    child = subprocess.run(
+        [sys.executable, __file__, "--child-refresh", str(warehouse)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    shard_roots = list((warehouse / "_ivm" / "shards" / "deg").glob("*/CURRENT"))
+    out: dict[str, Any] = {
+        "child_exit": child.returncode,
+        "catalog_unchanged_by_child": checkpoint(sharded, "deg") == ck,
+        "shards_current_after_crash": [p.read_text() for p in shard_roots],
+    }
+    local.refresh()
+    reports = sharded.refresh("deg")
+    out["equal"] = all(rows(sharded.read(v)) == rows(local.read(v)) for v in VIEWS)
+    out["commits"] = {v: refresh_commits(sharded, v, before[v]) for v in before}
+    out["epoch_moved"] = checkpoint(sharded, "deg")[1] - ck[1]
+    out["placement"] = reports[0].placement.to_json()
+    out["ok"] = (
+        out["child_exit"] == 9
+        and out["catalog_unchanged_by_child"]
+        and out["equal"]
+        and out["commits"] == {"deg": 1, "deg_hist": 1}
+        and out["epoch_moved"] == 1
+    )
+    if child.returncode != 9:
+        out["child_stderr"] = child.stderr[-2000:]
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--kill", action="store_true")
+    ap.add_argument("--driver-crash", action="store_true")
+    ap.add_argument("--child-refresh", help="(internal) refresh this warehouse, die unpublished")
     args = ap.parse_args()
+    if args.child_refresh:
+        return crashing_driver(args.child_refresh)
     t0 = time.perf_counter()
     spark = shard_spark(app="ivm-session-sharded-check", conf={"spark.task.maxFailures": "1"})
     figures: dict[str, Any] = {"start_seconds": round(time.perf_counter() - t0, 1), "steps": []}
@@ -162,6 +220,11 @@ def main() -> int:
                     "seconds": {r.view: round(r.seconds, 2) for r in reports},
                 }
             )
+        if args.driver_crash:
+            figures["crash"] = driver_crash(sharded, local, Path(tmp) / "sharded")
+            if not figures["crash"]["ok"]:
+                print(f"driver crash: {figures['crash']}", file=sys.stderr)
+                return 1
         figures["explain"] = sharded.explain("wcc")
     print(json.dumps(figures))
     return 0

@@ -132,13 +132,14 @@ def test_session_views_sharded_on_local_cluster_equal_in_process() -> None:
 
 
 @pytest.mark.slow
-def test_session_sharded_survives_a_killed_executor() -> None:
+def test_session_sharded_survives_a_killed_executor_and_driver() -> None:
     """Shard 1 SIGKILLs its executor JVM in round 5 of the recursive view's first bulk
     epoch: the refresh still succeeds (the epoch re-run from the shards' checkpoint as
     attempt 1), the views are exact, the group's CURRENT moved one epoch and each view got
     one Delta version.  More steps follow; bulk inserts move the recursive view to the
-    cluster and small changes back."""
-    figures = run_check("--steps", "6", "--kill")
+    cluster and small changes back.  Then a second driver process dies between its sharded
+    epoch and the commit, and this Session's next refresh is exact."""
+    figures = run_check("--steps", "6", "--kill", "--driver-crash")
     failed = [
         (i, v)
         for i, s in enumerate(figures["steps"])
@@ -148,3 +149,8 @@ def test_session_sharded_survives_a_killed_executor() -> None:
     assert failed == [(2, "wcc")]  # the first bulk step, on attempt 1
     assert sum(s["bulk"] for s in figures["steps"]) == 2
     _check_steps(figures)
+    # a driver process died after its shards published epoch e+1, before the commit: the
+    # catalog kept epoch e, and this Session's next refresh resharded from it, exactly
+    crash = figures["crash"]
+    assert crash["ok"] and crash["shards_current_after_crash"], crash
+    _check_sharded(crash["placement"])
