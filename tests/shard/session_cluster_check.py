@@ -48,6 +48,14 @@ VIEWS = {
         "GROUP BY n",
     ),
 }
+SCC = """
+.decl e(x: number, y: number)  .input e
+.decl path(x: number, y: number)
+.decl scc(x: number, y: number) .output scc
+path(x, y) :- e(x, y).
+path(x, z) :- path(x, y), e(y, z).
+scc(x, y) :- path(x, y), path(y, x).
+"""
 NODES = 100
 BULK = 100  # rows a bulk step inserts
 SHARDED_FROM = 80  # an 'auto' epoch of this many changed rows runs sharded (the policy;
@@ -158,6 +166,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--kill", action="store_true")
     ap.add_argument("--driver-crash", action="store_true")
+    ap.add_argument("--datalog", action="store_true", help="also an SCC program ('auto')")
     ap.add_argument("--child-refresh", help="(internal) refresh this warehouse, die unpublished")
     args = ap.parse_args()
     if args.child_refresh:
@@ -169,7 +178,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         policy = ExecutorPolicy(large_change_rows=SHARDED_FROM)
         sharded = Session(
-            warehouse=Path(tmp) / "sharded", shard_spark=spark, executor_policy=policy
+            warehouse=Path(tmp) / "sharded",
+            shard_spark=spark,
+            executor_policy=policy,
+            executor="auto",  # for the Datalog program (the SQL views say where they run)
         )
         local = Session(warehouse=Path(tmp) / "local")
         chain = [(i, i + 1) for i in range(30)]
@@ -185,6 +197,11 @@ def main() -> int:
         for st in statements:
             local.sql(st)
             sharded.sql(st)
+        names = [*VIEWS]
+        if args.datalog:
+            local.datalog(SCC)
+            sharded.datalog(SCC)
+            names.append("scc")
         figures["created"] = {g: p.to_json() for g, p in sharded.executors.last.items()}
         plan = [i % 3 == 2 for i in range(args.steps)]  # every third step is a bulk insert
         killed = False
@@ -192,14 +209,14 @@ def main() -> int:
             for st in step_statements(rng, edges, bulk):
                 local.sql(st)
                 sharded.sql(st)
-            before = {v: max(log_files(sharded, v)) for v in VIEWS}
-            ck_before = {g: checkpoint(sharded, g) for g in ("deg", "wcc")}
+            before = {v: max(log_files(sharded, v)) for v in names}
+            ck_before = {g: checkpoint(sharded, g) for g in ("deg", "wcc", *names[3:])}
             if args.kill and bulk and not killed:
                 killed = True  # the recursive view's epoch has dozens of exchange rounds
                 sharded.executors.faults["wcc"] = "kill:1"
             local.refresh()
             reports = sharded.refresh()
-            for v in VIEWS:
+            for v in names:
                 if rows(sharded.read(v)) != rows(local.read(v)):
                     print(f"MISMATCH {v} after step {i + 1}", file=sys.stderr)
                     return 1

@@ -136,10 +136,11 @@ def test_session_sharded_survives_a_killed_executor_and_driver() -> None:
     """Shard 1 SIGKILLs its executor JVM in round 5 of the recursive view's first bulk
     epoch: the refresh still succeeds (the epoch re-run from the shards' checkpoint as
     attempt 1), the views are exact, the group's CURRENT moved one epoch and each view got
-    one Delta version.  More steps follow; bulk inserts move the recursive view to the
-    cluster and small changes back.  Then a second driver process dies between its sharded
-    epoch and the commit, and this Session's next refresh is exact."""
-    figures = run_check("--steps", "6", "--kill", "--driver-crash")
+    one Delta version.  More steps follow: bulk inserts move the recursive view and an SCC
+    Datalog program (both 'auto') to the cluster, and small changes move them back.  Then
+    a second driver process dies between its sharded epoch and the commit, and this
+    Session's next refresh is exact."""
+    figures = run_check("--steps", "6", "--kill", "--driver-crash", "--datalog")
     failed = [
         (i, v)
         for i, s in enumerate(figures["steps"])
@@ -151,6 +152,13 @@ def test_session_sharded_survives_a_killed_executor_and_driver() -> None:
     _check_steps(figures)
     # a driver process died after its shards published epoch e+1, before the commit: the
     # catalog kept epoch e, and this Session's next refresh resharded from it, exactly
+    _check_sharded(figures["created"]["scc"])  # the SCC program ('auto'): as the CC view
+    for step in figures["steps"]:
+        scc = step["placements"]["scc"]
+        if step["bulk"]:
+            _check_sharded(scc)
+        else:
+            assert scc["executor"] == "local", scc
     crash = figures["crash"]
     assert crash["ok"] and crash["shards_current_after_crash"], crash
     _check_sharded(crash["placement"])
