@@ -31,6 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from spark_cluster_check import SCC as SCC_PROGRAM  # noqa: E402
+
 from spark_exec import Session  # noqa: E402
 from spark_exec.sharded import ExecutorPolicy, shard_spark  # noqa: E402
 
@@ -48,14 +50,6 @@ VIEWS = {
         "GROUP BY n",
     ),
 }
-SCC = """
-.decl e(x: number, y: number)  .input e
-.decl path(x: number, y: number)
-.decl scc(x: number, y: number) .output scc
-path(x, y) :- e(x, y).
-path(x, z) :- path(x, y), e(y, z).
-scc(x, y) :- path(x, y), path(y, x).
-"""
 NODES = 100
 BULK = 100  # rows a bulk step inserts
 SHARDED_FROM = 80  # an 'auto' epoch of this many changed rows runs sharded (the policy;
@@ -199,8 +193,8 @@ def main() -> int:
             sharded.sql(st)
         names = [*VIEWS]
         if args.datalog:
-            local.datalog(SCC)
-            sharded.datalog(SCC)
+            local.datalog(SCC_PROGRAM.text)
+            sharded.datalog(SCC_PROGRAM.text)
             names.append("scc")
         figures["created"] = {g: p.to_json() for g, p in sharded.executors.last.items()}
         plan = [i % 3 == 2 for i in range(args.steps)]  # every third step is a bulk insert
