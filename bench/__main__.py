@@ -9,6 +9,8 @@ Commands:
   triangles binary-join vs delta-query state on a skewed graph (see bench/bench_triangles.py)
   view-table  1M-row view under 10-row changes; 500 one-row refreshes (bench/bench_view_table.py)
   shard     WCC single-process vs 2 shards (lockstep; file transport): rounds, balance
+  session-shard  1-row refreshes of a 20-iteration recursive view sharded on local-cluster
+            vs in-process, and where the hybrid policy runs them (PYTHONHASHSEED=0)
   sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)
   cold-refresh  a cold `ivm refresh` of a 1-row change in a new process (bench/bench_cold_refresh.py)
   pipelines the example Declarative Pipelines project: incremental run vs Spark's full recompute
@@ -66,6 +68,7 @@ MODULES = {
     "triangles": "bench.bench_triangles",
     "sql": "bench.bench_sql",
     "shard": "bench.bench_shard",
+    "session-shard": "bench.bench_session_shard",
     "cold-refresh": "bench.bench_cold_refresh",
     "pipelines": "bench.bench_pipelines",
     "clustering": "bench.bench_clustering",

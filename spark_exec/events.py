@@ -47,7 +47,8 @@ EVENT_LOG_TABLE = "ivm_event_log"
 EVENT_LOG_SCHEMA = columns_schema(
     "time STRING, event STRING, view STRING, group STRING, epoch BIGINT, committed BOOLEAN, "
     "version BIGINT, input_changes BIGINT, differences BIGINT, rows_written BIGINT, "
-    "seconds DOUBLE, recomputed BOOLEAN, input_versions STRING, error STRING, pid BIGINT"
+    "seconds DOUBLE, recomputed BOOLEAN, input_versions STRING, executor STRING, "
+    "error STRING, pid BIGINT"
 )
 
 
@@ -81,6 +82,8 @@ def report_event(report: Any) -> Event:
         "seconds": round(float(report.seconds), 6),
         "recomputed": report.recomputed,
         "input_versions": json.dumps(dict(report.input_versions), sort_keys=True),
+        # where the epoch ran, its shard balance, rounds and bytes exchanged (JSON)
+        "executor": json.dumps(report.placement.to_json(), sort_keys=True),
         "pid": os.getpid(),
     }
 

@@ -115,6 +115,7 @@ _REPORT_COLUMNS = (
     ("files_written", "files_written", pa.int64()),
     ("seconds", "seconds", pa.float64()),
     ("recomputed", "recomputed", pa.bool_()),
+    ("executor", "executor", pa.string()),  # "local" or "spark <master>" (docs/executors.md)
 )
 
 

@@ -88,7 +88,9 @@ from spark_exec.events import (
     read_event_log,
     report_event,
 )
+from spark_exec.executor_policy import ShardedRefresh
 from spark_exec.result import MetricValue, SqlResult, StatementKind, affected_rows
+from spark_exec.sharded import ExecutorPolicy
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -127,6 +129,13 @@ class Session:
     ``memory_budget`` resident bytes of this process (default: 80% of the machine's memory).  ``None`` lifts a
     limit.  Past one, the refresh is rolled back and
     :class:`~ivm.limits.ResourceLimitError` names the views and the setting to change.
+
+    Where each epoch runs (:mod:`spark_exec.executor_policy`): ``executor`` is the default of
+    the views without ``TBLPROPERTIES ('ivm.executor' = ...)``: ``'local'`` (in this
+    process, the default), ``'spark'`` (sharded: one Spark barrier stage of ``shards``
+    engines per epoch) or ``'auto'`` (``executor_policy`` decides per epoch from the state,
+    the change and its memory budget).  Sharded epochs run on ``shard_spark`` if given, else
+    on :attr:`spark`.
     """
 
     def __init__(
@@ -144,6 +153,10 @@ class Session:
         shuffle_partitions: int | None = None,
         lock_timeout: float | None = None,
         config: str | os.PathLike[str] | None = None,
+        executor: str = "local",
+        shards: int = 2,
+        shard_spark: SparkSession | None = None,
+        executor_policy: ExecutorPolicy | None = None,
     ) -> None:
         self.settings = load_settings(
             {
@@ -164,6 +177,14 @@ class Session:
         self._spark = spark
         self._registered = False
         self._runtime = GroupRuntime()
+        #: where each epoch runs (spark_exec.executor_policy); ``executors.faults`` injects
+        self.executors = ShardedRefresh(
+            (lambda: shard_spark) if shard_spark is not None else (lambda: self.spark),
+            self.catalog.warehouse.internal_dir / "shards",
+            shards,
+            executor,
+            executor_policy or ExecutorPolicy(),
+        )
         self.refresh_hook = refresh_hook
         #: called with each refresh event (spark_exec.events); also settable later
         self.on_event: EventCallback | None = on_event
@@ -877,6 +898,7 @@ class Session:
                             hook=self._phase_hook(spec),
                             built=built,
                             progress=self._progress_callback(),
+                            runner=self.executors,
                         )
                 except Exception as exc:
                     if isinstance(exc, ivm_limits.ResourceLimitError) and exc.view is None:
@@ -905,6 +927,7 @@ class Session:
             f"{', '.join(t.name for t in spec.tables) or '(none)'}",
         ]
         head.extend(language_of(entry).explain_lines(entry))
+        head.extend(self.executors.explain_lines(spec))
         return "\n".join(
             [*head, built.plans.get(entry.name, ""), "== Dataflow ==", built.g.explain()]
         )

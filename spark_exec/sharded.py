@@ -121,6 +121,7 @@ class EpochResult:
     shards: list[ShardReport]
     seconds: float
     attempts_failed: list[str] = field(default_factory=list)
+    batches: dict[str, Batch] = field(default_factory=dict)  # ``changes`` as engine batches
 
     @property
     def balance(self) -> list[int]:
@@ -362,10 +363,12 @@ class SparkShardedExecutor:
             if tables:
                 write_tables(d / f"input-{p}.arrow", tables)
 
-    def step(self) -> EpochResult:
-        """Run the next epoch on the cluster; retried from ``CURRENT`` up to
-        ``max_attempts`` times."""
-        e = self.epoch + 1
+    def step(self, epoch: int | None = None) -> EpochResult:
+        """Run epoch ``epoch`` (default: the next one) on the cluster; retried from
+        ``CURRENT`` up to ``max_attempts`` times."""
+        e = self.epoch + 1 if epoch is None else epoch
+        if e <= self.epoch:
+            raise ShardedEpochError(f"epoch {e} is not after the checkpoint's epoch {self.epoch}")
         failures: list[str] = []
         for k in range(self.max_attempts):
             attempt = f"{e}-{k}"
@@ -382,7 +385,7 @@ class SparkShardedExecutor:
             if self.fault == "crash-before-commit" and k == 0:
                 # fault injection: the driver dies after the shards wrote, before CURRENT
                 raise SimulatedDriverCrash(f"epoch {e}: stopped before the commit")
-            changes = self._commit(attempt)
+            changes, batches = self._commit(attempt)
             self.pending = {}
             self.epoch = e
             shutil.rmtree(self.root / "exchange" / attempt, ignore_errors=True)
@@ -395,6 +398,7 @@ class SparkShardedExecutor:
                 sorted(reports, key=lambda r: r.shard),
                 _clock.perf_counter() - started,
                 failures,
+                batches,
             )
         raise ShardedEpochError(
             f"epoch {e} failed on {self.max_attempts} attempts: " + "; ".join(failures)
@@ -471,11 +475,12 @@ class SparkShardedExecutor:
         if old is not None and old != name:
             shutil.rmtree(ck / old, ignore_errors=True)
 
-    def _commit(self, attempt: str) -> dict[str, pa.Table]:
+    def _commit(self, attempt: str) -> tuple[dict[str, pa.Table], dict[str, Batch]]:
         tmp = self.root / "checkpoints" / f".tmp-{attempt}"
         parts = [read_tables(tmp / f"changes-{p}.arrow") for p in range(self.n)]
         self._publish(tmp, attempt)
         out: dict[str, pa.Table] = {}
+        merged: dict[str, Batch] = {}
         for name, o in self.template.outputs.items():
             batches = []
             for tables in parts:
@@ -484,4 +489,34 @@ class SparkShardedExecutor:
                     batches.append(Batch(cols, diff))
             b = Batch.concat(batches).consolidate() if batches else o.empty_batch()
             out[name] = o._table(b, "__diff__")
-        return out
+            merged[name] = b
+        return out, merged
+
+
+def shard_spark(
+    master: str = "local-cluster[2,1,1024]",
+    app: str = "ivm-sharded",
+    conf: Mapping[str, str] | None = None,
+) -> Any:
+    """A plain SparkSession for sharded epochs (no Delta needed): the UI off, quiet logs,
+    executors running this interpreter with this project on their ``PYTHONPATH``.
+    ``local-cluster[2,1,1024]`` starts 2 executor JVMs on this machine (the tests' cluster;
+    about 15–60 s to start)."""
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = str(Path(__file__).resolve().parents[1])
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.executorEnv.PYTHONPATH", root)
+    )
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -40,6 +40,7 @@ from catalog.checkpoint import Hook, Manifest
 from catalog.dtypes import conform
 from catalog.pipeline.groups import BuiltGroup, GroupSpec, build_group
 from catalog.pipeline.meta import CheckpointFormatError, GroupMeta, GroupState, LogKey, encode_key
+from catalog.pipeline.placement import LOCAL, EpochRunner, Placement, step_in_process
 from catalog.pipeline.progress import ProgressReporter, snapshot_rows
 from catalog.refresh import RefreshResult, ViewTarget, commit_refresh, publish
 from ivm.errors import PlanError
@@ -218,6 +219,7 @@ class Stepped:
     changes: Mapping[str, pa.Table]
     rows_in: int
     differences: int
+    placement: Placement = LOCAL  # where the epoch ran (catalog.pipeline.placement)
 
 
 def next_epoch(spec: GroupSpec, previous: Previous, engine: Engine) -> int:
@@ -229,8 +231,11 @@ def next_epoch(spec: GroupSpec, previous: Previous, engine: Engine) -> int:
     return max([last, *committed]) + 1
 
 
-def step(engine: Engine, changes: Mapping[str, pa.Table], epoch: int) -> Stepped:
-    """Send ``changes`` into the dataflow and run epoch ``epoch``.
+def step(
+    engine: Engine, changes: Mapping[str, pa.Table], epoch: int, runner: EpochRunner | None = None
+) -> Stepped:
+    """Send ``changes`` into the dataflow and run epoch ``epoch``: in this process, or where
+    ``runner`` decides (catalog.pipeline.placement).
 
     A recomputed group's changes are its inputs' snapshots: once sent they are dropped
     from ``changes`` (the new base checkpoint does not log them), so their Arrow memory is
@@ -238,8 +243,11 @@ def step(engine: Engine, changes: Mapping[str, pa.Table], epoch: int) -> Stepped
     rows_in = engine.group.send(changes)
     if engine.recomputed and isinstance(changes, dict):
         changes.clear()
-    report = engine.group.g.step(epoch=epoch)
-    return Stepped(epoch, changes, rows_in, report.differences)
+    if runner is None:
+        differences, placement = step_in_process(engine.group, epoch)
+    else:
+        differences, placement = runner.step(engine.group, epoch)
+    return Stepped(epoch, changes, rows_in, differences, placement)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any, ParamSpec, TypeVar
 from catalog import Catalog
 from catalog.pipeline import phases as ph
 from catalog.pipeline.groups import BuiltGroup, GroupSpec
+from catalog.pipeline.placement import LOCAL, EpochRunner, Placement
 from catalog.pipeline.progress import ProgressCallback, ProgressReporter
 from catalog.refresh import RefreshResult
 
@@ -45,6 +46,12 @@ class RefreshReport:
     input_versions: Mapping[str, int] = field(default_factory=dict)
     timings: Mapping[str, float] = field(default_factory=dict)
     peak_rss_bytes: int = 0  # the process's peak resident memory after the refresh (0: unknown)
+    placement: Placement = LOCAL  # where the epoch ran: in-process or sharded (its figures)
+
+    @property
+    def executor(self) -> str:
+        """Where the epoch ran: ``"local"`` or ``"spark <master>"``."""
+        return self.placement.executor
 
     def __str__(self) -> str:
         what = (
@@ -54,9 +61,11 @@ class RefreshReport:
             else "view unchanged, nothing written"
         )
         how = "recomputed from the inputs, " if self.recomputed else ""
+        where = f"; {self.placement.describe()}" if self.placement.sharded else ""
         return (
             f"{self.view}: epoch {self.epoch}, {how}{self.rows_in} input changes, "
             f"{self.differences} differences processed, {what} ({self.seconds * 1000:.0f} ms)"
+            f"{where}"
         )
 
 
@@ -120,9 +129,11 @@ def refresh_group(
     hook: Hook | None = None,
     built: BuiltGroup | None = None,
     progress: ProgressCallback | None = None,
+    runner: EpochRunner | None = None,
 ) -> list[RefreshReport]:
     """One refresh (one epoch) of ``spec``; ``built``: a fresh build to use if recomputing;
-    ``progress``: called with the refresh's :class:`~catalog.pipeline.progress.Progress`."""
+    ``progress``: called with the refresh's :class:`~catalog.pipeline.progress.Progress`;
+    ``runner``: where the epoch runs (default: this process; catalog.pipeline.placement)."""
     hook = hook or _noop
     meter = ProgressReporter(spec.name, progress) if progress is not None else None
     clock = Timings()
@@ -147,9 +158,9 @@ def refresh_group(
     epoch = ph.next_epoch(spec, previous, engine)
     if meter is not None:
         with meter.observing(engine.group.g):
-            stepped = clock.run("engine", ph.step, engine, changes, epoch)
+            stepped = clock.run("engine", ph.step, engine, changes, epoch, runner)
     else:
-        stepped = clock.run("engine", ph.step, engine, changes, epoch)
+        stepped = clock.run("engine", ph.step, engine, changes, epoch, runner)
     hook("stepped")
     outputs = clock.run("write", ph.write_outputs, catalog, spec, previous, engine, stepped, inputs)
     written = meter.rows_written if meter is not None else None
@@ -193,6 +204,7 @@ def _reports(
                 input_versions=inputs.versions,
                 timings=dict(clock.phases),
                 peak_rss_bytes=peak,
+                placement=done[0].placement if done is not None else LOCAL,
             )
         )
     return out

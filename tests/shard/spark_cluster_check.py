@@ -8,7 +8,6 @@ Run as a script (its own process: one SparkContext per process) by
 from __future__ import annotations
 
 import json
-import os
 import random
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from spark_exec.sharded import (  # noqa: E402
     SimulatedDriverCrash,
     SparkShardedExecutor,
     SqlViews,
+    shard_spark,
 )
 
 EDGES = {"e": [("src", "bigint"), ("dst", "bigint")]}
@@ -64,20 +64,8 @@ def rows(t: pa.Table) -> Counter:
 
 def main() -> int:
     kill = "--kill" in sys.argv
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
     t0 = time.perf_counter()
-    spark = (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
-        .appName("ivm-sharded-check")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.executorEnv.PYTHONPATH", str(ROOT))
-        .config("spark.task.maxFailures", "1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = shard_spark(app="ivm-sharded-check", conf={"spark.task.maxFailures": "1"})
     figures: dict = {"start_seconds": round(time.perf_counter() - t0, 1)}
     rng = random.Random(5)
     with tempfile.TemporaryDirectory() as tmp:

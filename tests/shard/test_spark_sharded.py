@@ -9,29 +9,12 @@ Arrow IPC files, and compares every epoch's changes with the in-process executor
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+from cluster_script import run_script
 
 
 def run_check(*args: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable)
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "spark_cluster_check.py"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_script("spark_cluster_check.py", *args)
 
 
 def test_local_cluster_epochs_equal_in_process() -> None:

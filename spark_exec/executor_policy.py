@@ -1,0 +1,272 @@
+"""Where each epoch of a view group runs: in this process, or sharded on Spark (issue 17).
+
+:class:`ShardedRefresh` is the refresh pipeline's epoch runner
+(:class:`catalog.pipeline.placement.EpochRunner`).  A Session makes one.  For each epoch it:
+
+1. finds the group's override: the views' ``TBLPROPERTIES ('ivm.executor' = 'spark' |
+   'local' | 'auto')`` or ``WITH (executor = ...)``, else the Session's ``executor``
+   setting.  A group's views must
+   not ask for different executors;
+2. asks :class:`~spark_exec.sharded.ExecutorPolicy` where the epoch runs, from the state
+   held (arranged rows), the change sent and the memory budget
+   (``docs/design/2026-11-23-sharded-execution.md`` §4).  The override wins; otherwise a
+   state beyond the budget or a large change (an initial load, a backfill) runs sharded,
+   and a small change runs in-process;
+3. runs the epoch in-process (:meth:`ivm.Dataflow.step`), or as one Spark barrier stage of
+   ``shards`` engines (:class:`~spark_exec.sharded.SparkShardedExecutor`, its checkpoints
+   under ``<warehouse>/_ivm/shards/<group>/<fingerprint>/``).
+
+The group's catalog checkpoint stays the truth, so a view moves between the executors
+through it.  Before a sharded epoch, the in-process state at the checkpoint is split into
+shard checkpoints (``adopt``: :mod:`ivm.shard.reshard`).  This is skipped when the shards'
+``CURRENT`` was written by the previous epoch of this same in-memory dataflow.  After a
+sharded epoch, the shards' states are merged back (``export_single``) and loaded into the
+in-process dataflow, together with the merged view changes.  The pipeline then writes and
+commits them as usual: one Delta version per changed view and epoch.  A failed barrier
+stage (a lost executor) is re-run from the shards' ``CURRENT``, up to
+``max_attempts`` times, before the refresh fails.  If it fails, nothing was committed.
+
+Limitation: the driver still holds the merged state at the end of a sharded epoch.  So the
+sharded path spreads an epoch's work over the cluster, but the driver's memory still bounds
+it.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ivm
+from catalog.errors import CatalogError
+from catalog.pipeline.groups import BuiltGroup, GroupSpec
+from catalog.pipeline.placement import (
+    EXECUTOR_KEYS,
+    EXECUTOR_PROPERTY,
+    EXECUTORS,
+    GroupBuilder,
+    Placement,
+    step_in_process,
+)
+from ivm.errors import IvmError
+from spark_exec.sharded import EpochResult, ExecutorPolicy, SparkShardedExecutor
+
+
+class ExecutorSettingError(IvmError, ValueError):
+    """A Session's ``executor`` or ``shards`` setting that cannot be used."""
+
+
+def check_executor(value: str, where: str) -> str:
+    """``value`` as one of 'auto', 'local', 'spark' (else an error naming ``where``)."""
+    v = str(value).strip().lower()
+    if v not in EXECUTORS:
+        raise ExecutorSettingError(
+            f"{where}: executor must be 'auto', 'local' or 'spark', not {value!r}"
+        )
+    return v
+
+
+def group_override(spec: GroupSpec, default: str) -> str:
+    """The executor the group's views ask for (``ivm.executor``), else ``default``."""
+    asked: dict[str, str] = {}
+    for v in spec.views:
+        for key, value in v.options.properties:
+            if key.lower() in EXECUTOR_KEYS:
+                if value.strip().lower() not in EXECUTORS:
+                    raise CatalogError(
+                        f"view {v.name}: TBLPROPERTIES '{EXECUTOR_PROPERTY}' must be 'auto', "
+                        f"'local' or 'spark', not {value!r}"
+                    )
+                asked[v.name] = value.strip().lower()
+    kinds = set(asked.values())
+    if len(kinds) > 1:
+        detail = ", ".join(f"{k} = {v!r}" for k, v in sorted(asked.items()))
+        raise CatalogError(
+            f"refresh group {spec.name}: its views ask for different executors ({detail}); "
+            f"one dataflow runs in one place: give them the same '{EXECUTOR_PROPERTY}'"
+        )
+    return kinds.pop() if kinds else default
+
+
+def _check_hash_seed(spark: Any) -> None:
+    """The driver splits and merges shard states with the workers' string hash: Python's,
+    so both need the same ``PYTHONHASHSEED`` (PySpark gives workers ``0`` unless set)."""
+    want = spark.sparkContext.getConf().get("spark.executorEnv.PYTHONHASHSEED", "0")
+    if os.environ.get("PYTHONHASHSEED") != want:
+        raise ExecutorSettingError(
+            f"sharded epochs need the driver's PYTHONHASHSEED to equal the workers' ({want}), "
+            f"not {os.environ.get('PYTHONHASHSEED')!r}: string keys are routed by Python's "
+            f"hash; start Python with PYTHONHASHSEED={want}"
+        )
+
+
+def _current_on_disk(ex: SparkShardedExecutor) -> str | None:
+    """The shards' ``CURRENT`` as written (``None``: no checkpoint yet)."""
+    cur = ex.root / "CURRENT"
+    return cur.read_text().strip() if cur.exists() else None
+
+
+def pending_rows(g: ivm.Dataflow) -> int:
+    """Rows sent to the dataflow's inputs and not yet stepped (the epoch's change)."""
+    return sum(len(b) for op in g.inputs.values() for b in op.pending)
+
+
+def state_rows(g: ivm.Dataflow) -> int:
+    """Rows the dataflow holds in its traces (arrangements, reduces, outputs)."""
+    return int(sum(g.arrangement_rows().values()))
+
+
+def reason_for(policy: ExecutorPolicy, state: int, change: int, override: str) -> str:
+    """Why :meth:`ExecutorPolicy.choose` chose what it chose (for reports and EXPLAIN)."""
+    if override != "auto":
+        return f"executor = '{override}'"
+    need = (state + change) * policy.bytes_per_row
+    if need > policy.memory_budget_bytes:
+        return (
+            f"auto: state {state + change} rows ~ {need >> 20} MiB > budget "
+            f"{policy.memory_budget_bytes >> 20} MiB"
+        )
+    if change >= policy.large_change_rows:
+        return f"auto: change of {change} rows >= {policy.large_change_rows}"
+    return f"auto: change of {change} rows, state {state} rows fit in-process"
+
+
+@dataclass
+class _Synced:
+    """The dataflow whose state the shards' ``CURRENT`` holds (no reshard needed)."""
+
+    dataflow: weakref.ref[ivm.Dataflow]
+    current: str | None
+    epoch: int
+
+
+@dataclass
+class ShardedRefresh:
+    """The Session's epoch runner: the hybrid policy, and sharded epochs on Spark."""
+
+    spark: Callable[[], Any]  # the SparkSession that runs sharded epochs (started lazily)
+    root: Path  # where shard checkpoints, exchange files and epoch inputs live
+    shards: int = 2
+    default: str = "local"
+    policy: ExecutorPolicy = field(default_factory=ExecutorPolicy)
+    max_attempts: int = 3
+    #: fault injection for tests: group -> fault of its next sharded epoch's first attempt
+    #: (``kill:<p>``: shard p SIGKILLs its executor JVM in exchange round 5)
+    faults: dict[str, str] = field(default_factory=dict)
+    #: the last placement of each group (EXPLAIN shows it)
+    last: dict[str, Placement] = field(default_factory=dict)
+    _executors: dict[tuple[str, str], SparkShardedExecutor] = field(default_factory=dict)
+    _synced: dict[tuple[str, str], _Synced] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.default = check_executor(self.default, "Session(executor=...)")
+        if not isinstance(self.shards, int) or self.shards < 1:
+            raise ExecutorSettingError(
+                f"Session(shards=...): a whole number of shards >= 1, not {self.shards!r}"
+            )
+
+    def choose(self, group: BuiltGroup) -> tuple[str, str]:
+        """Where the group's next epoch runs (``"local"`` or ``"spark"``), and why."""
+        override = group_override(group.spec, self.default)
+        state, change = state_rows(group.g), pending_rows(group.g)
+        return self.policy.choose(state, change, override), reason_for(
+            self.policy, state, change, override
+        )
+
+    def step(self, group: BuiltGroup, epoch: int) -> tuple[int, Placement]:
+        where, why = self.choose(group)
+        if where == "local":
+            differences, placement = step_in_process(group, epoch, why)
+        else:
+            differences, placement = self._step_sharded(group, epoch, why)
+        self.last[group.spec.name] = placement
+        return differences, placement
+
+    # -- sharded epochs ------------------------------------------------------------------------
+    def _executor(self, spec: GroupSpec) -> SparkShardedExecutor:
+        key = (spec.name, spec.fingerprint)
+        ex = self._executors.get(key)
+        if ex is None:
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec.name)
+            ex = SparkShardedExecutor(
+                self.spark(),
+                GroupBuilder(spec),
+                self.shards,
+                self.root / safe / f"{spec.fingerprint}-n{self.shards}",
+                max_attempts=self.max_attempts,
+            )
+            self._executors[key] = ex
+        return ex
+
+    def _step_sharded(self, group: BuiltGroup, epoch: int, why: str) -> tuple[int, Placement]:
+        g = group.g
+        ex = self._executor(group.spec)
+        _check_hash_seed(ex.spark)
+        key = (group.spec.name, group.spec.fingerprint)
+        synced = self._synced.pop(key, None)
+        on_disk = _current_on_disk(ex)
+        if on_disk != ex.current:
+            # another driver (a process that died before its commit, another Session) ran
+            # epochs here since: its checkpoint is not ours; the next adopt replaces it
+            ex.current = on_disk
+        in_step = (
+            synced is not None
+            and synced.dataflow() is g
+            and synced.current == on_disk
+            and synced.epoch == g.epoch
+        )
+        sent = {name: list(op.pending) for name, op in g.inputs.items() if op.pending}
+        for op in g.inputs.values():
+            op.pending.clear()  # the epoch's change goes to the shards
+        if not in_step and (ex.current is not None or g.epoch != 0):
+            ex.adopt(g.state())  # local -> sharded: split the checkpoint's state
+        ex.pending = sent
+        ex.fault = self.faults.pop(group.spec.name, None)
+        try:
+            result = ex.step(epoch)
+        finally:
+            ex.fault = None
+        differences = self._take_result(g, ex, result)
+        self._synced[key] = _Synced(weakref.ref(g), ex.current, g.epoch)
+        placement = Placement(
+            executor=result.executor,
+            reason=why,
+            shard_rows=tuple(result.balance),
+            rounds=result.rounds,
+            bytes_exchanged=result.bytes_exchanged,
+            attempts_failed=len(result.attempts_failed),
+            seconds=result.seconds,
+            extra={"cache_hits": [s.cache_hit for s in result.shards]},
+        )
+        return differences, placement
+
+    @staticmethod
+    def _take_result(g: ivm.Dataflow, ex: SparkShardedExecutor, result: EpochResult) -> int:
+        """Sharded -> local: load the merged shard states and the epoch's view changes into
+        the in-process dataflow; the number of changed output rows."""
+        g.load_state(ex.export_single())
+        changed = 0
+        for name, o in g.outputs.items():
+            o.last_changes = result.batches[name]
+            changed += len(o.last_changes)
+        return changed
+
+    def explain_lines(self, spec: GroupSpec) -> list[str]:
+        """What EXPLAIN says about where the group's epochs run."""
+        override = group_override(spec, self.default)
+        p = self.policy
+        lines = [
+            f"executor: {override} ({EXECUTOR_PROPERTY} of the views, else the Session's "
+            f"executor = '{self.default}'); {self.shards} shards when sharded",
+            "policy: 'local' and 'spark' always run there; 'auto' runs an epoch sharded when "
+            f"(state + change rows) x {p.bytes_per_row} B > memory budget "
+            f"{p.memory_budget_bytes >> 20} MiB or the change has >= {p.large_change_rows} "
+            "rows, else in-process",
+        ]
+        last = self.last.get(spec.name)
+        if last is not None:
+            lines.append(f"last epoch: {last.describe()}")
+        return lines
