@@ -27,6 +27,9 @@ from sql_frontend.scalar import Scalar
 from sql_frontend.sql_types import SqlType
 
 Schema = tuple[tuple[str, SqlType], ...]
+Equalities = tuple[tuple[int, int, int, int], ...]
+"""A :class:`MultiJoin`'s ``conds``: ``(i, ci, j, cj)``, column ``ci`` of input ``i`` equals
+column ``cj`` of input ``j``."""
 E = TypeVar("E", bound=StrEnum)
 
 
@@ -80,24 +83,45 @@ HOLISTIC_AGGS = frozenset(AggFunc) - {
     AggFunc.AVG,
 }
 """Aggregates with no incremental form: their Aggregate is recomputed per affected group."""
-WINDOW_FUNCS = (
-    "row_number",
-    "rank",
-    "dense_rank",
-    "count",
-    "count_star",
-    "sum",
-    "min",
-    "max",
-    "avg",
-    "lag",
-    "lead",
-    "ntile",
-    "first_value",
-    "last_value",
-    "percent_rank",
-    "cume_dist",
+
+
+class WindowFunc(StrEnum):
+    """The function of a :class:`WindowCall`."""
+
+    ROW_NUMBER = "row_number"
+    RANK = "rank"
+    DENSE_RANK = "dense_rank"
+    COUNT = "count"
+    COUNT_STAR = "count_star"
+    SUM = "sum"
+    MIN = "min"
+    MAX = "max"
+    AVG = "avg"
+    LAG = "lag"
+    LEAD = "lead"
+    NTILE = "ntile"
+    FIRST_VALUE = "first_value"
+    LAST_VALUE = "last_value"
+    PERCENT_RANK = "percent_rank"
+    CUME_DIST = "cume_dist"
+
+
+WINDOW_FUNCS = tuple(f.value for f in WindowFunc)
+RUNNING_WINDOW_AGGS = frozenset(
+    {
+        WindowFunc.COUNT,
+        WindowFunc.COUNT_STAR,
+        WindowFunc.SUM,
+        WindowFunc.MIN,
+        WindowFunc.MAX,
+        WindowFunc.AVG,
+    }
 )
+"""Aggregates over a window: the whole partition without ORDER BY, else a running aggregate."""
+FRAMED_WINDOW_FUNCS = RUNNING_WINDOW_AGGS | {WindowFunc.FIRST_VALUE, WindowFunc.LAST_VALUE}
+"""The window functions that take an explicit frame (``ROWS/RANGE BETWEEN ...``)."""
+ORDERED_WINDOW_FUNCS = frozenset(WindowFunc) - FRAMED_WINDOW_FUNCS
+"""The window functions that need an ORDER BY."""
 
 
 def _as_member(node: object, field: str, vocabulary: type[E], what: str) -> None:
@@ -169,8 +193,9 @@ class Node:
         return len(self.schema)
 
     def label(self) -> str:
-        """One line describing this node (without children) for EXPLAIN."""
-        raise NotImplementedError
+        """One line describing this node (without children) for EXPLAIN: by default the name
+        of its class; nodes with fields worth showing say more."""
+        return type(self).__name__
 
 
 class _DeclaredSchema(Node):
@@ -378,9 +403,6 @@ class Distinct(_InputSchema):
 
     input: Node
 
-    def label(self) -> str:
-        return "Distinct"
-
 
 @dataclass(frozen=True)
 class SetOp(Node):
@@ -448,7 +470,7 @@ class TopK(_InputSchema):
 class WindowCall:
     """A window function over column ``arg`` (None for ranking functions and COUNT(*))."""
 
-    func: str
+    func: WindowFunc
     arg: int | None
     type: SqlType
     param: object = None
@@ -458,8 +480,7 @@ class WindowCall:
     (negative = PRECEDING), 0 = CURRENT ROW, None = UNBOUNDED."""
 
     def __post_init__(self) -> None:
-        if self.func not in WINDOW_FUNCS:
-            raise PlanError(f"unknown window function {self.func!r}; known: {WINDOW_FUNCS}")
+        _as_member(self, "func", WindowFunc, "window function")
 
     def __str__(self) -> str:
         out = f"{self.func}({'' if self.arg is None else f'#{self.arg}'})"
@@ -526,9 +547,6 @@ class Empty(_DeclaredSchema):
     """No rows (the seed of a recursive relation defined only through others)."""
 
     columns: Schema
-
-    def label(self) -> str:
-        return "Empty"
 
 
 @dataclass(frozen=True)
@@ -694,7 +712,7 @@ class MultiJoin(Node):
     by EXPLAIN."""
 
     inputs: tuple[Node, ...]
-    conds: tuple[tuple[int, int, int, int], ...]
+    conds: Equalities
     residual: Scalar | None
     strategy: str
     arrangements: tuple[str, ...] = ()
@@ -835,6 +853,7 @@ __all__ = [
     "Binding",
     "Distinct",
     "Empty",
+    "Equalities",
     "Filter",
     "Join",
     "JoinKind",
@@ -851,6 +870,7 @@ __all__ = [
     "Values",
     "Window",
     "WindowCall",
+    "WindowFunc",
     "explain",
     "tables",
     "transform_up",

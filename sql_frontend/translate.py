@@ -10,7 +10,7 @@ follow. Whatever has no translation is refused by name with its position.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -32,7 +32,13 @@ from sql_frontend.sql_types import (
 )
 from sql_frontend.translate_expr import ExprTranslator, cast_to
 
-_AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
+_AGGS: dict[type[exp.Expr], str] = {
+    exp.Count: "count",
+    exp.Sum: "sum",
+    exp.Min: "min",
+    exp.Max: "max",
+    exp.Avg: "avg",
+}
 _RANKING = {exp.RowNumber: "row_number"}
 
 
@@ -698,171 +704,105 @@ class Translator:
                 self.use(x, "expressions")
         group_exprs = [tr(g) for g in group_nodes]
         n_keys = len(group_exprs) + (1 if sets is not None else 0)
-        calls: list[exp.Expr] = []
-        for x in [
-            *s.selects,
-            s.args.get("having"),
-            *(s.args["order"].expressions if s.args.get("order") else []),
-        ]:
-            if x is None:
-                continue
-            for a in _aggregates(x):
-                if isinstance(a, exp.Grouping | exp.GroupingId):
-                    continue  # a function of the grouping set, see ``grouping`` below
-                if key_of(a) not in {key_of(c) for c in calls}:
-                    calls.append(a)
-        pre_exprs: list[Scalar] = list(group_exprs)
+        st = _AggState(list(group_exprs), n_keys)
         if sets is not None:
-            pre_exprs.append(Lit(0, INT_T))  # the set's position, set per branch below
-        aggs: list[p.AggCall] = []
+            st.column(Lit(0, INT_T))  # the set's position, set per branch below
+        for a in _aggregate_calls(s):
+            if not self.more_aggregates(a, tr, st):
+                self.plain_aggregate(a, tr, st)
+        pre = self.pre_aggregate(rel.node, sets, group_exprs, st.pre_exprs)
+        names = tuple([f"_g{i}" for i in range(n_keys)] + [f"_a{i}" for i in range(len(st.aggs))])
+        agg = p.Aggregate(pre, tuple(range(n_keys)), tuple(st.aggs), names)
         post: dict[str, Scalar] = {}
-        agg_cols: list[tuple[str, Scalar]] = []
-        base = n_keys
-        for a in calls:
-            if self.more_aggregates(a, tr, pre_exprs, aggs, agg_cols, base):
-                continue
-            cond = None
-            if isinstance(a, exp.Filter):
-                cond, inner = self.agg_filter(a, tr), a.this
-            else:
-                inner = a
-            key = key_of(a)
-            a = inner
-            fname = _AGGS.get(type(a))
-            if fname is None:
-                raise unsupported(f"aggregate {a.sql_name()}", a)
-            arg_node = a.this
-            distinct = isinstance(arg_node, exp.Distinct)
-            if distinct:
-                if len(arg_node.expressions) != 1:
-                    raise unsupported(f"{fname.upper()}(DISTINCT on several columns)", a)
-                arg_node = arg_node.expressions[0]
-            if fname == "count" and (isinstance(arg_node, exp.Star) or arg_node is None):
-                if cond is not None:
-                    pre_exprs.append(_when(cond, Lit(1, INT_T)))
-                    aggs.append(p.AggCall(p.AggFunc.COUNT, len(pre_exprs) - 1, False, BIGINT))
-                    agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
-                    continue
-                aggs.append(p.AggCall(p.AggFunc.COUNT_STAR, None, False, BIGINT))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
-                continue
-            if fname == "count" and a.expressions:
-                raise unsupported("COUNT of several columns", a, "write COUNT(DISTINCT a, b)")
-            arg = tr(arg_node)
-            if cond is not None:
-                arg = _when(cond, arg)
-            if distinct and fname in ("sum", "avg"):
-                t = sum_type(arg.type) if fname == "sum" else avg_type(arg.type)
-                if arg.type.name == "STRING":
-                    arg = cast_to(arg, sum_type(arg.type))
-                pre_exprs.append(arg)
-                aggs.append(p.AggCall(p.AggFunc(f"{fname}_distinct"), len(pre_exprs) - 1, True, t))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, t)))
-                continue
-            if isinstance(arg, Lit) and fname == "count" and arg.value is not None:
-                aggs.append(p.AggCall(p.AggFunc.COUNT_STAR, None, False, BIGINT))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
-                continue
-            col = len(pre_exprs)
-            if arg.type.name == "STRING" and fname in ("sum", "avg"):
-                arg = cast_to(arg, sum_type(arg.type))
-            pre_exprs.append(arg)
-            if fname == "count":
-                aggs.append(p.AggCall(p.AggFunc.COUNT, col, distinct and True, BIGINT))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
-            elif fname in ("min", "max"):
-                aggs.append(p.AggCall(p.AggFunc(fname), col, False, arg.type))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, arg.type)))
-            elif fname == "sum":
-                t = sum_type(arg.type)
-                aggs.append(p.AggCall(p.AggFunc.SUM, col, False, t))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, t)))
-            else:  # avg = sum / count
-                st = sum_type(arg.type)
-                aggs.append(p.AggCall(p.AggFunc.SUM, col, False, st))
-                aggs.append(p.AggCall(p.AggFunc.COUNT, col, False, BIGINT))
-                s_ref = Ref(base + len(aggs) - 2, st)
-                c_ref = Ref(base + len(aggs) - 1, BIGINT)
-                agg_cols.append((key, Call("avg", (s_ref, c_ref), avg_type(arg.type))))
-        pre_names = tuple(f"_g{i}" for i in range(len(pre_exprs)))
-        pre: p.Node
-        if sets is None:
-            pre = p.Project(rel.node, tuple(pre_exprs), pre_names)
-        else:
-            branches: list[p.Node] = []
-            for pos, members in enumerate(sets):
-                exprs = [
-                    e if i in members else Lit(None, e.type) for i, e in enumerate(group_exprs)
-                ]
-                exprs.append(Lit(pos, INT_T))
-                exprs += pre_exprs[n_keys:]
-                branches.append(p.Project(rel.node, tuple(exprs), pre_names))
-            pre = self.union_all(branches)
-        names = tuple([f"_g{i}" for i in range(n_keys)] + [f"_a{i}" for i in range(len(aggs))])
-        agg = p.Aggregate(pre, tuple(range(n_keys)), tuple(aggs), names)
         for i, (g, ge) in enumerate(zip(group_nodes, group_exprs, strict=True)):
             post[key_of(g)] = Ref(
                 i, ge.type, g.alias_or_name if isinstance(g, exp.Column) else f"_g{i}"
             )
-        for k, e in agg_cols:
+        for k, e in st.agg_cols:
             post[k] = e
-        group_scalars = {ge: i for i, ge in enumerate(group_exprs)}
-
-        def grouping_index(x: exp.Expr) -> int:
-            i = group_scalars.get(tr(x))
-            if i is None:
-                raise SqlAnalysisError(
-                    f"{x.sql(dialect='spark')} in GROUPING / GROUPING_ID is not a grouping column",
-                    construct=x.sql(dialect="spark"),
-                )
-            return i
-
-        def grouping(node: exp.Grouping | exp.GroupingId) -> Scalar:
-            if sets is None:
-                raise unsupported(
-                    node.sql_name(), node, "GROUPING and GROUPING_ID need grouping sets"
-                )
-            args = list(node.expressions) or (
-                list(group_nodes) if isinstance(node, exp.GroupingId) else []
-            )
-            if isinstance(node, exp.Grouping) and len(args) != 1:
-                raise unsupported("GROUPING of several columns", node)
-            idx = [grouping_index(a) for a in args]
-            pos = Ref(len(group_exprs), INT_T)
-            t = TINYINT if isinstance(node, exp.Grouping) else BIGINT
-            case: list[Scalar] = []
-            for k, members in enumerate(sets):
-                bits = sum(1 << (len(idx) - 1 - j) for j, i in enumerate(idx) if i not in members)
-                case += [Call("eq", (pos, Lit(k, INT_T)), BOOLEAN), Lit(bits, t)]
-            return Call("case", (*case, Lit(None, t)), t)
-
-        def lookup(node: exp.Expr) -> Scalar | None:
-            hit = post.get(key_of(node))
-            if hit is not None:
-                return hit
-            if isinstance(node, exp.Grouping | exp.GroupingId):
-                return grouping(node)
-            if isinstance(node, exp.Column):
-                try:
-                    e = tr(node)
-                except SqlAnalysisError:
-                    return None
-                if e in group_scalars:
-                    i = group_scalars[e]
-                    return Ref(i, e.type, node.name)
-                raise SqlAnalysisError(
-                    f"column {node.sql()} is neither grouped nor aggregated", construct=node.sql()
-                )
-            return None
-
+        group_index = {ge: i for i, ge in enumerate(group_exprs)}
+        lookup = _GroupedLookup(tr, sets, group_nodes, group_index, len(group_exprs), post)
         out = Relation(agg, [Field("", n) for n in names], None, grouped=True)
         return out, lookup
+
+    def plain_aggregate(self, a: exp.Expr, tr: ExprTranslator, st: _AggState) -> None:
+        """COUNT/SUM/MIN/MAX/AVG, with DISTINCT or FILTER, added to ``st`` (AVG is SUM / COUNT)."""
+        cond = None
+        key = key_of(a)
+        if isinstance(a, exp.Filter):
+            cond, a = self.agg_filter(a, tr), a.this
+        fname = _AGGS.get(type(a))
+        if fname is None:
+            what = a.sql_name() if isinstance(a, exp.Func) else type(a).__name__
+            raise unsupported(f"aggregate {what}", a)
+        arg_node = a.this
+        distinct = isinstance(arg_node, exp.Distinct)
+        if distinct:
+            if len(arg_node.expressions) != 1:
+                raise unsupported(f"{fname.upper()}(DISTINCT on several columns)", a)
+            arg_node = arg_node.expressions[0]
+        if fname == "count" and (isinstance(arg_node, exp.Star) or arg_node is None):
+            if cond is None:
+                st.agg_cols.append((key, st.call(p.AggFunc.COUNT_STAR, None, BIGINT)))
+            else:
+                col = st.column(_when(cond, Lit(1, INT_T)))
+                st.agg_cols.append((key, st.call(p.AggFunc.COUNT, col, BIGINT)))
+            return
+        if fname == "count" and a.expressions:
+            raise unsupported("COUNT of several columns", a, "write COUNT(DISTINCT a, b)")
+        arg = tr(arg_node)
+        if cond is not None:
+            arg = _when(cond, arg)
+        if distinct and fname in ("sum", "avg"):
+            t = sum_type(arg.type) if fname == "sum" else avg_type(arg.type)
+            if arg.type.name == "STRING":
+                arg = cast_to(arg, sum_type(arg.type))
+            ref = st.call(p.AggFunc(f"{fname}_distinct"), st.column(arg), t, True)
+            st.agg_cols.append((key, ref))
+            return
+        if isinstance(arg, Lit) and fname == "count" and arg.value is not None:
+            st.agg_cols.append((key, st.call(p.AggFunc.COUNT_STAR, None, BIGINT)))
+            return
+        if arg.type.name == "STRING" and fname in ("sum", "avg"):
+            arg = cast_to(arg, sum_type(arg.type))
+        col = st.column(arg)
+        if fname == "count":
+            st.agg_cols.append((key, st.call(p.AggFunc.COUNT, col, BIGINT, distinct)))
+        elif fname in ("min", "max"):
+            st.agg_cols.append((key, st.call(p.AggFunc(fname), col, arg.type)))
+        elif fname == "sum":
+            st.agg_cols.append((key, st.call(p.AggFunc.SUM, col, sum_type(arg.type))))
+        else:  # avg = sum / count
+            s_ref = st.call(p.AggFunc.SUM, col, sum_type(arg.type))
+            c_ref = st.call(p.AggFunc.COUNT, col, BIGINT)
+            st.agg_cols.append((key, Call("avg", (s_ref, c_ref), avg_type(arg.type))))
+
+    def pre_aggregate(
+        self,
+        node: p.Node,
+        sets: list[frozenset[int]] | None,
+        group_exprs: list[Scalar],
+        pre_exprs: list[Scalar],
+    ) -> p.Node:
+        """What the Aggregate reads: ``pre_exprs`` over ``node``; with grouping sets, Spark's
+        ``Expand`` (one branch per set, absent keys NULL, the set's position, UNION ALL)."""
+        pre_names = tuple(f"_g{i}" for i in range(len(pre_exprs)))
+        if sets is None:
+            return p.Project(node, tuple(pre_exprs), pre_names)
+        n_keys = len(group_exprs) + 1
+        branches: list[p.Node] = []
+        for pos, members in enumerate(sets):
+            exprs = [e if i in members else Lit(None, e.type) for i, e in enumerate(group_exprs)]
+            exprs.append(Lit(pos, INT_T))
+            exprs += pre_exprs[n_keys:]
+            branches.append(p.Project(node, tuple(exprs), pre_names))
+        return self.union_all(branches)
 
     def more_window(self, f: exp.Expr, tr: ExprTranslator, column_of) -> p.WindowCall:
         """LAG/LEAD, NTILE, FIRST_VALUE/LAST_VALUE, PERCENT_RANK, CUME_DIST: like every window
         function, recomputed per affected partition."""
         if isinstance(f, exp.Lag | exp.Lead):
-            name = "lag" if isinstance(f, exp.Lag) else "lead"
+            name = p.WindowFunc.LAG if isinstance(f, exp.Lag) else p.WindowFunc.LEAD
             x = tr(f.this)
             offset = _literal_int(f.args.get("offset"), f, f"{name.upper()} offset")
             offset = 1 if offset is None else offset
@@ -877,13 +817,21 @@ class Translator:
             n = _literal_int(f.this, f, "NTILE count")
             if n is None or n <= 0:
                 raise unsupported("NTILE of a non-positive or non-constant count", f)
-            return p.WindowCall("ntile", None, INT_T, n)
+            return p.WindowCall(p.WindowFunc.NTILE, None, INT_T, n)
         if isinstance(f, exp.FirstValue | exp.LastValue):
             x = tr(f.this)
-            name = "first_value" if isinstance(f, exp.FirstValue) else "last_value"
+            name = (
+                p.WindowFunc.FIRST_VALUE
+                if isinstance(f, exp.FirstValue)
+                else p.WindowFunc.LAST_VALUE
+            )
             return p.WindowCall(name, column_of(x), x.type)
         if isinstance(f, exp.PercentRank | exp.CumeDist):
-            name = "percent_rank" if isinstance(f, exp.PercentRank) else "cume_dist"
+            name = (
+                p.WindowFunc.PERCENT_RANK
+                if isinstance(f, exp.PercentRank)
+                else p.WindowFunc.CUME_DIST
+            )
             return p.WindowCall(name, None, DOUBLE)
         if isinstance(f, exp.IgnoreNulls | exp.RespectNulls):
             raise unsupported("IGNORE NULLS / RESPECT NULLS", f)
@@ -899,15 +847,7 @@ class Translator:
         self.use(where, "this")
         return tr.boolean(where.this if isinstance(where, exp.Where) else where)
 
-    def more_aggregates(
-        self,
-        a: exp.Expr,
-        tr: ExprTranslator,
-        pre_exprs: list[Scalar],
-        aggs: list[p.AggCall],
-        agg_cols: list[tuple[str, Scalar]],
-        base: int,
-    ) -> bool:
+    def more_aggregates(self, a: exp.Expr, tr: ExprTranslator, st: _AggState) -> bool:
         """Aggregates beyond COUNT/SUM/MIN/MAX/AVG, as Spark computes them; False for those
         five (without FILTER). Incremental where they are functions of sums and counts
         (count_if, bool_and/or, the variance family), recomputed per group otherwise."""
@@ -923,24 +863,17 @@ class Translator:
         if type(node) in _AGGS and not multi:
             return False
         key = key_of(a)
+        agg_cols = st.agg_cols
 
         def arg(n: exp.Expr) -> Scalar:
             x = tr(n)
             return _when(cond, x) if cond is not None else x
 
         def add(func: str, e: Scalar, t: SqlType, extra: tuple[Scalar, ...] = (), param=None):
-            pre_exprs.append(e)
-            col = len(pre_exprs) - 1
-            more = []
-            for x in extra:
-                pre_exprs.append(x)
-                more.append(len(pre_exprs) - 1)
-            aggs.append(
-                p.AggCall(
-                    p.AggFunc(func), col, func == "count_distinct_tuple", t, tuple(more), param
-                )
-            )
-            return Ref(base + len(aggs) - 1, t)
+            col = st.column(e)
+            more = tuple(st.column(x) for x in extra)
+            distinct = func == "count_distinct_tuple"
+            return st.call(p.AggFunc(func), col, t, distinct, more, param)
 
         name = _agg_name(node)
         one = Lit(1, INT_T)
@@ -1045,68 +978,8 @@ class Translator:
 
         groups: dict[tuple, list[tuple[exp.Window, p.WindowCall]]] = {}
         for w in windows:
-            frame = _frame(w.args.get("spec"))
-            self.use(w, "this", "partition_by", "order", "over", "spec")
-            if w.args.get("order") is not None:
-                self.use(w.args["order"], "expressions")
-                for o in w.args["order"].expressions:
-                    self.use(o, "this", "desc", "nulls_first")
-            part = tuple(column_of(tr(x)) for x in (w.args.get("partition_by") or []))
-            order = []
-            if w.args.get("order") is not None:
-                for o in w.args["order"].expressions:
-                    desc = bool(o.args.get("desc"))
-                    nf = o.args.get("nulls_first")
-                    order.append(
-                        p.SortKey(
-                            column_of(tr(o.this)), desc, (not desc) if nf is None else bool(nf)
-                        )
-                    )
-            f = w.this
-            if isinstance(f, exp.RowNumber):
-                call = p.WindowCall("row_number", None, BIGINT)
-            elif isinstance(f, exp.Anonymous) and str(f.name).lower() in ("rank", "dense_rank"):
-                call = p.WindowCall(str(f.name).lower(), None, INT_T)
-            elif type(f).__name__ in ("Rank", "DenseRank"):
-                call = p.WindowCall(
-                    "rank" if type(f).__name__ == "Rank" else "dense_rank", None, INT_T
-                )
-            elif type(f) in _AGGS:
-                fname = _AGGS[type(f)]
-                arg_node = f.this
-                if isinstance(arg_node, exp.Distinct):
-                    raise unsupported(f"{fname.upper()}(DISTINCT) OVER", f)
-                if fname == "count" and (arg_node is None or isinstance(arg_node, exp.Star)):
-                    call = p.WindowCall("count_star", None, BIGINT)
-                else:
-                    arg = tr(arg_node)
-                    t = (
-                        BIGINT
-                        if fname == "count"
-                        else sum_type(arg.type)
-                        if fname == "sum"
-                        else avg_type(arg.type)
-                        if fname == "avg"
-                        else arg.type
-                    )
-                    call = p.WindowCall(fname, column_of(arg), t)
-            else:
-                call = self.more_window(f, tr, column_of)
-            if frame is not None:
-                if call.func not in _FRAMED:
-                    raise unsupported(
-                        f"a window frame for {call.func}", w, f"{call.func} has a fixed frame"
-                    )
-                if frame[0] == "range" and any(b not in (None, 0) for b in frame[1:]):
-                    raise unsupported(
-                        "RANGE BETWEEN with an offset",
-                        w,
-                        "write ROWS BETWEEN n PRECEDING ..., or RANGE with UNBOUNDED / CURRENT ROW",
-                    )
-                call = p.WindowCall(call.func, call.arg, call.type, call.param, frame)
-            if call.func in _ORDERED and not order:
-                raise unsupported(f"{call.func.upper()} without ORDER BY", w)
-            groups.setdefault((part, tuple(order)), []).append((w, call))
+            part, order, call = self.window_spec(w, tr, column_of)
+            groups.setdefault((part, order), []).append((w, call))
         node = rel.node
         if extra:
             node = _extend(node, extra)
@@ -1132,6 +1005,174 @@ class Translator:
             return lookup(n) if lookup is not None else None
 
         return out, new_lookup
+
+    def window_spec(
+        self, w: exp.Window, tr: ExprTranslator, column_of
+    ) -> tuple[tuple[int, ...], tuple[p.SortKey, ...], p.WindowCall]:
+        """The partition columns, sort keys and function of one ``OVER`` (columns in the order
+        the window reads them: partition, order, then the function's argument)."""
+        frame = _frame(w.args.get("spec"))
+        self.use(w, "this", "partition_by", "order", "over", "spec")
+        sorts = w.args["order"].expressions if w.args.get("order") is not None else []
+        if w.args.get("order") is not None:
+            self.use(w.args["order"], "expressions")
+        for o in sorts:
+            self.use(o, "this", "desc", "nulls_first")
+        part = tuple(column_of(tr(x)) for x in (w.args.get("partition_by") or []))
+        order = []
+        for o in sorts:
+            desc = bool(o.args.get("desc"))
+            nf = o.args.get("nulls_first")
+            first = (not desc) if nf is None else bool(nf)
+            order.append(p.SortKey(column_of(tr(o.this)), desc, first))
+        call = self.window_call(w.this, tr, column_of)
+        if frame is not None:
+            call = _with_frame(call, frame, w)
+        if call.func in p.ORDERED_WINDOW_FUNCS and not order:
+            raise unsupported(f"{call.func.upper()} without ORDER BY", w)
+        return part, tuple(order), call
+
+    def window_call(self, f: exp.Expr, tr: ExprTranslator, column_of) -> p.WindowCall:
+        """The window function ``f`` (the part before ``OVER``)."""
+        if isinstance(f, exp.RowNumber):
+            return p.WindowCall(p.WindowFunc.ROW_NUMBER, None, BIGINT)
+        if isinstance(f, exp.Anonymous) and str(f.name).lower() in ("rank", "dense_rank"):
+            return p.WindowCall(p.WindowFunc(str(f.name).lower()), None, INT_T)
+        if type(f).__name__ in ("Rank", "DenseRank"):
+            rank = p.WindowFunc.RANK if type(f).__name__ == "Rank" else p.WindowFunc.DENSE_RANK
+            return p.WindowCall(rank, None, INT_T)
+        if type(f) in _AGGS:
+            return self.window_aggregate(f, tr, column_of)
+        return self.more_window(f, tr, column_of)
+
+    def window_aggregate(self, f: exp.Expr, tr: ExprTranslator, column_of) -> p.WindowCall:
+        """COUNT/SUM/MIN/MAX/AVG over a window, typed as Spark types the aggregate."""
+        func = p.WindowFunc(_AGGS[type(f)])
+        arg_node = f.this
+        if isinstance(arg_node, exp.Distinct):
+            raise unsupported(f"{func.upper()}(DISTINCT) OVER", f)
+        if func == p.WindowFunc.COUNT and (arg_node is None or isinstance(arg_node, exp.Star)):
+            return p.WindowCall(p.WindowFunc.COUNT_STAR, None, BIGINT)
+        arg = tr(arg_node)
+        if func == p.WindowFunc.COUNT:
+            t = BIGINT
+        elif func == p.WindowFunc.SUM:
+            t = sum_type(arg.type)
+        elif func == p.WindowFunc.AVG:
+            t = avg_type(arg.type)
+        else:
+            t = arg.type
+        return p.WindowCall(func, column_of(arg), t)
+
+
+def _aggregate_calls(s: exp.Select) -> list[exp.Expr]:
+    """The distinct aggregate calls of the SELECT list, HAVING and ORDER BY of ``s``, in order
+    (``grouping``/``grouping_id`` are functions of the grouping set, not aggregates)."""
+    calls: list[exp.Expr] = []
+    seen: set[str] = set()
+    for x in [
+        *s.selects,
+        s.args.get("having"),
+        *(s.args["order"].expressions if s.args.get("order") else []),
+    ]:
+        if x is None:
+            continue
+        for a in _aggregates(x):
+            if not isinstance(a, exp.Grouping | exp.GroupingId) and key_of(a) not in seen:
+                seen.add(key_of(a))
+                calls.append(a)
+    return calls
+
+
+@dataclass
+class _AggState:
+    """An Aggregate built call by call: the expressions it reads (the grouping keys first,
+    ``base`` of them), its calls, and per aggregate of the query (by key) the scalar over the
+    Aggregate's output that answers it."""
+
+    pre_exprs: list[Scalar]
+    base: int
+    aggs: list[p.AggCall] = field(default_factory=list)
+    agg_cols: list[tuple[str, Scalar]] = field(default_factory=list)
+
+    def column(self, e: Scalar) -> int:
+        """Read ``e``: its column of the Aggregate's input."""
+        self.pre_exprs.append(e)
+        return len(self.pre_exprs) - 1
+
+    def call(
+        self,
+        func: p.AggFunc,
+        col: int | None,
+        t: SqlType,
+        distinct: bool = False,
+        extra: tuple[int, ...] = (),
+        param: object = None,
+    ) -> Ref:
+        """Compute ``func`` of column ``col``: its column of the Aggregate's output."""
+        self.aggs.append(p.AggCall(func, col, distinct, t, extra, param))
+        return Ref(self.base + len(self.aggs) - 1, t)
+
+
+@dataclass(frozen=True)
+class _GroupedLookup:
+    """Resolves an expression above a GROUP BY: a grouping key or aggregate (``post``), a
+    ``grouping``/``grouping_id`` call, or a grouped column; a column neither grouped nor
+    aggregated is refused."""
+
+    tr: ExprTranslator
+    sets: list[frozenset[int]] | None
+    group_nodes: list[exp.Expr]
+    group_index: dict[Scalar, int]
+    """Each grouping key's position."""
+    n_group: int
+    post: dict[str, Scalar]
+
+    def __call__(self, node: exp.Expr) -> Scalar | None:
+        hit = self.post.get(key_of(node))
+        if hit is not None:
+            return hit
+        if isinstance(node, exp.Grouping | exp.GroupingId):
+            return self.grouping(node)
+        if isinstance(node, exp.Column):
+            try:
+                e = self.tr(node)
+            except SqlAnalysisError:
+                return None
+            if e in self.group_index:
+                return Ref(self.group_index[e], e.type, node.name)
+            raise SqlAnalysisError(
+                f"column {node.sql()} is neither grouped nor aggregated", construct=node.sql()
+            )
+        return None
+
+    def grouping(self, node: exp.Grouping | exp.GroupingId) -> Scalar:
+        """``grouping(x)`` / ``grouping_id(...)``: a bit per argument absent from the row's
+        grouping set, a CASE over the set's position."""
+        if self.sets is None:
+            raise unsupported(node.sql_name(), node, "GROUPING and GROUPING_ID need grouping sets")
+        args = list(node.expressions) or (
+            list(self.group_nodes) if isinstance(node, exp.GroupingId) else []
+        )
+        if isinstance(node, exp.Grouping) and len(args) != 1:
+            raise unsupported("GROUPING of several columns", node)
+        idx = [self.grouping_index(a) for a in args]
+        pos = Ref(self.n_group, INT_T)
+        t = TINYINT if isinstance(node, exp.Grouping) else BIGINT
+        case: list[Scalar] = []
+        for k, members in enumerate(self.sets):
+            bits = sum(1 << (len(idx) - 1 - j) for j, i in enumerate(idx) if i not in members)
+            case += [Call("eq", (pos, Lit(k, INT_T)), BOOLEAN), Lit(bits, t)]
+        return Call("case", (*case, Lit(None, t)), t)
+
+    def grouping_index(self, x: exp.Expr) -> int:
+        i = self.group_index.get(self.tr(x))
+        if i is None:
+            raise SqlAnalysisError(
+                f"{x.sql(dialect='spark')} in GROUPING / GROUPING_ID is not a grouping column",
+                construct=x.sql(dialect="spark"),
+            )
+        return i
 
 
 INT_T = SqlType("INT")
@@ -1264,12 +1305,18 @@ def _agg_name(node: exp.Expr) -> str:
     )
 
 
-_FRAMED = frozenset(
-    {"count", "count_star", "sum", "min", "max", "avg", "first_value", "last_value"}
-)
-_ORDERED = frozenset(
-    {"row_number", "rank", "dense_rank", "lag", "lead", "ntile", "percent_rank", "cume_dist"}
-)
+def _with_frame(call: p.WindowCall, frame: tuple, w: exp.Window) -> p.WindowCall:
+    """``call`` over the explicit ``frame`` of ``w``, refused where Spark has a fixed frame or
+    where the engine supports no RANGE offset."""
+    if call.func not in p.FRAMED_WINDOW_FUNCS:
+        raise unsupported(f"a window frame for {call.func}", w, f"{call.func} has a fixed frame")
+    if frame[0] == "range" and any(b not in (None, 0) for b in frame[1:]):
+        raise unsupported(
+            "RANGE BETWEEN with an offset",
+            w,
+            "write ROWS BETWEEN n PRECEDING ..., or RANGE with UNBOUNDED / CURRENT ROW",
+        )
+    return p.WindowCall(call.func, call.arg, call.type, call.param, frame)
 
 
 def _frame(spec: exp.Expr | None) -> tuple | None:

@@ -38,6 +38,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
 
 from sql_frontend.positions import unsupported
+from sql_frontend.rules.ancestors import enclosing_query
 
 _FORBIDDEN_CORRELATED = (
     "group",
@@ -73,16 +74,9 @@ def _predicates(select: exp.Select) -> list[exp.Expr]:
     for node in select.find_all(exp.In, exp.Exists):
         if isinstance(node, exp.In) and not node.args.get("query"):
             continue
-        if _enclosing_select(node) is select:
+        if enclosing_query(node) is select:
             out.append(node)
     return out
-
-
-def _enclosing_select(node: exp.Expr) -> exp.Expr | None:
-    parent = node.parent
-    while parent is not None and not isinstance(parent, exp.Select | exp.SetOperation):
-        parent = parent.parent
-    return parent
 
 
 def _top_level_conjunct(node: exp.Expr) -> bool:
@@ -138,7 +132,7 @@ def _in_aggregate(node: exp.Expr, select: exp.Select) -> bool:
     of each input row, which the mark joins (they keep every row once) give before grouping."""
     parent = node.parent
     while parent is not None and parent is not select:
-        if isinstance(parent, exp.AggFunc | exp.Filter) and _enclosing_select(parent) is select:
+        if isinstance(parent, exp.AggFunc | exp.Filter) and enclosing_query(parent) is select:
             return not parent.find_ancestor(exp.Window)
         parent = parent.parent
     return False
@@ -147,7 +141,7 @@ def _in_aggregate(node: exp.Expr, select: exp.Select) -> bool:
 def _has_aggregate(select: exp.Select) -> bool:
     for e in select.expressions:
         for agg in e.find_all(exp.AggFunc):
-            if _enclosing_select(agg) is select and not agg.find_ancestor(exp.Window):
+            if enclosing_query(agg) is select and not agg.find_ancestor(exp.Window):
                 return True
     return False
 
