@@ -864,7 +864,7 @@ def _window_values(f: p.WindowCall, rows: list[tuple], order_cols: list[int]) ->
                 dense += 1
             out.append(rank if f.func == p.WindowFunc.RANK else dense)
         return out
-    if f.func not in p.RUNNING_WINDOW_AGGS or f.frame is not None:
+    if f.func not in p.INCREMENTAL_AGGS or f.frame is not None:
         from sql_frontend.expressions.windows import window_values
 
         return window_values(f.func, f.arg, f.param, f.frame, f.type, rows, peers, _aggregate)
@@ -892,19 +892,19 @@ def _window_values(f: p.WindowCall, rows: list[tuple], order_cols: list[int]) ->
 def _aggregate(f: p.WindowCall, vals: list[object]) -> object:
     from decimal import Decimal
 
-    if f.func == p.WindowFunc.COUNT_STAR:
+    if f.func == p.AggFunc.COUNT_STAR:
         return len(vals)
     live = [v for v in vals if v is not None]
-    if f.func == p.WindowFunc.COUNT:
+    if f.func == p.AggFunc.COUNT:
         return len(live)
     if not live:
         return None
-    if f.func == p.WindowFunc.MIN:
+    if f.func == p.AggFunc.MIN:
         return min(live)  # type: ignore[type-var]
-    if f.func == p.WindowFunc.MAX:
+    if f.func == p.AggFunc.MAX:
         return max(live)  # type: ignore[type-var]
     total = sum(live)  # type: ignore[arg-type]
-    if f.func == p.WindowFunc.SUM:
+    if f.func == p.AggFunc.SUM:
         if f.type.is_fractional:
             return float(total)
         return total

@@ -74,29 +74,21 @@ class AggFunc(StrEnum):
 JOIN_KINDS = tuple(k.value for k in JoinKind)
 SET_KINDS = tuple(k.value for k in SetKind)
 AGG_FUNCS = tuple(f.value for f in AggFunc)
-HOLISTIC_AGGS = frozenset(AggFunc) - {
-    AggFunc.COUNT,
-    AggFunc.COUNT_STAR,
-    AggFunc.SUM,
-    AggFunc.MIN,
-    AggFunc.MAX,
-    AggFunc.AVG,
-}
+INCREMENTAL_AGGS = frozenset(
+    {AggFunc.COUNT, AggFunc.COUNT_STAR, AggFunc.SUM, AggFunc.MIN, AggFunc.MAX, AggFunc.AVG}
+)
+"""Aggregates maintained from their changes (also the aggregates a window can run)."""
+HOLISTIC_AGGS = frozenset(AggFunc) - INCREMENTAL_AGGS
 """Aggregates with no incremental form: their Aggregate is recomputed per affected group."""
 
 
 class WindowFunc(StrEnum):
-    """The function of a :class:`WindowCall`."""
+    """A ranking or offset function of a :class:`WindowCall` (its other functions are the
+    :data:`INCREMENTAL_AGGS`, run over the window's frame)."""
 
     ROW_NUMBER = "row_number"
     RANK = "rank"
     DENSE_RANK = "dense_rank"
-    COUNT = "count"
-    COUNT_STAR = "count_star"
-    SUM = "sum"
-    MIN = "min"
-    MAX = "max"
-    AVG = "avg"
     LAG = "lag"
     LEAD = "lead"
     NTILE = "ntile"
@@ -106,19 +98,11 @@ class WindowFunc(StrEnum):
     CUME_DIST = "cume_dist"
 
 
-WINDOW_FUNCS = tuple(f.value for f in WindowFunc)
-RUNNING_WINDOW_AGGS = frozenset(
-    {
-        WindowFunc.COUNT,
-        WindowFunc.COUNT_STAR,
-        WindowFunc.SUM,
-        WindowFunc.MIN,
-        WindowFunc.MAX,
-        WindowFunc.AVG,
-    }
+WINDOW_FUNCS = (
+    *(f.value for f in WindowFunc),
+    *(a.value for a in AggFunc if a in INCREMENTAL_AGGS),
 )
-"""Aggregates over a window: the whole partition without ORDER BY, else a running aggregate."""
-FRAMED_WINDOW_FUNCS = RUNNING_WINDOW_AGGS | {WindowFunc.FIRST_VALUE, WindowFunc.LAST_VALUE}
+FRAMED_WINDOW_FUNCS = INCREMENTAL_AGGS | {WindowFunc.FIRST_VALUE, WindowFunc.LAST_VALUE}
 """The window functions that take an explicit frame (``ROWS/RANGE BETWEEN ...``)."""
 ORDERED_WINDOW_FUNCS = frozenset(WindowFunc) - FRAMED_WINDOW_FUNCS
 """The window functions that need an ORDER BY."""
@@ -468,9 +452,10 @@ class TopK(_InputSchema):
 
 @dataclass(frozen=True)
 class WindowCall:
-    """A window function over column ``arg`` (None for ranking functions and COUNT(*))."""
+    """A window function over column ``arg`` (None for ranking functions and COUNT(*)): a
+    :class:`WindowFunc` or an incremental aggregate (a running aggregate, or over a frame)."""
 
-    func: WindowFunc
+    func: WindowFunc | AggFunc
     arg: int | None
     type: SqlType
     param: object = None
@@ -480,7 +465,13 @@ class WindowCall:
     (negative = PRECEDING), 0 = CURRENT ROW, None = UNBOUNDED."""
 
     def __post_init__(self) -> None:
-        _as_member(self, "func", WindowFunc, "window function")
+        func = self.func
+        if func in INCREMENTAL_AGGS:
+            object.__setattr__(self, "func", AggFunc(func))
+        elif func not in WINDOW_FUNCS:
+            raise PlanError(f"unknown window function {func!r}; known: {WINDOW_FUNCS}")
+        else:
+            object.__setattr__(self, "func", WindowFunc(func))
 
     def __str__(self) -> str:
         out = f"{self.func}({'' if self.arg is None else f'#{self.arg}'})"

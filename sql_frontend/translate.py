@@ -9,7 +9,7 @@ follow. Whatever has no translation is refused by name with its position.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -18,7 +18,7 @@ from sql_frontend import plan as p
 from sql_frontend import scalar as sc
 from sql_frontend.coercion import common_type
 from sql_frontend.completeness import Consumption
-from sql_frontend.errors import SqlAnalysisError
+from sql_frontend.errors import SqlAnalysisError, UnsupportedSqlError
 from sql_frontend.positions import analysis_error, unsupported
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
 from sql_frontend.scc import is_recursive, strongly_connected_components
@@ -436,87 +436,22 @@ class Translator:
         if j.args.get("method") or j.args.get("match_condition"):
             raise unsupported("join method", j)
         self.use(j, "this", "on", "side", "kind", "using")
-        if kind in ("semi", "anti"):
-            jk = kind
-        elif side in ("left", "right", "full"):
-            jk = side
-        elif kind in ("", "inner", "cross", "outer"):
-            jk = "inner"
-        else:
-            raise unsupported(f"{kind.upper()} JOIN", j)
-        both = Relation(p.Join(left.node, right.node, p.JoinKind.CROSS), left.fields + right.fields)
-        cond = j.args.get("on")
-        using = j.args.get("using")
-        conds: list[Scalar] = []
-        tr = ExprTranslator(both.resolve)
-        if using:
-            for ident in using:
-                name = ident.name
-                li = max(i for i, f in enumerate(left.fields) if f.name == name)
-                ri = next(i for i, f in enumerate(right.fields) if f.name == name)
-                conds.append(
-                    tr.compare(
-                        "eq",
-                        Ref(li, left.node.schema[li][1], name),
-                        Ref(left.node.width + ri, right.node.schema[ri][1], name),
-                    )
-                )
-        null_aware = False
-        if cond is not None:
-            if jk == "anti" and _is_null_aware(cond):
-                null_aware = True
-                cond = cond.this  # x = v
-            pred = tr.boolean(cond)
-            conds += sc.conjuncts(pred)
+        jk = _join_kind(side, kind, j)
+        conds, cond, null_aware = self.join_conditions(left, right, j, jk)
         lw = left.node.width
-        lkeys: list[int] = []
-        rkeys: list[int] = []
-        safe: list[bool] = []  # per key: <=> (NULL matches NULL)
-        residual: list[Scalar] = []
-        lnode, rnode = left.node, right.node
-        extra_l: list[Scalar] = []
-        extra_r: list[Scalar] = []
-        left_filters: list[Scalar] = []
-        right_filters: list[Scalar] = []
+        split = _JoinSplit(lw, right.node.width)
         for c in conds:
-            used = sc.refs(c)
-            # A condition on one side only filters that side where the join kind allows it.
-            if used and max(used) < lw and jk in ("inner", "right", "semi"):
-                left_filters.append(c)
-                continue
-            if used and min(used) >= lw and jk in ("inner", "left", "semi", "anti"):
-                right_filters.append(sc.shift(c, -lw))
-                continue
-            if isinstance(c, Call) and (c.op == "eq" or (c.op == "eq_null_safe" and not arrival)):
-                a, b = c.args
-                ra, rb = sc.refs(a), sc.refs(b)
-                if ra and rb and max(ra) < lw <= min(rb):
-                    pass
-                elif ra and rb and max(rb) < lw <= min(ra):
-                    a, b = b, a
-                else:
-                    residual.append(c)
-                    continue
-                safe.append(c.op == "eq_null_safe")
-                if isinstance(a, Ref):
-                    lkeys.append(a.index)
-                else:
-                    lkeys.append(lw + len(extra_l))
-                    extra_l.append(a)
-                b = sc.shift(b, -lw)
-                if isinstance(b, Ref):
-                    rkeys.append(b.index)
-                else:
-                    rkeys.append(rnode.width + len(extra_r))
-                    extra_r.append(b)
-            elif isinstance(c, Lit) and c.value is True:
-                continue
-            else:
-                residual.append(c)
-        if left_filters:
-            lnode = p.Filter(lnode, sc.conjunction(left_filters))  # type: ignore[arg-type]
-        if right_filters:
-            rnode = p.Filter(rnode, sc.conjunction(right_filters))  # type: ignore[arg-type]
+            split.add(c, jk, arrival)
+        lkeys = [k[0] for k in split.keys]
+        rkeys = [k[1] for k in split.keys]
+        safe = [k[2] for k in split.keys]
+        residual = split.residual
+        extra_l, extra_r = split.extra
+        lnode, rnode = left.node, right.node
+        if split.filters[0]:
+            lnode = p.Filter(lnode, sc.conjunction(split.filters[0]))  # type: ignore[arg-type]
+        if split.filters[1]:
+            rnode = p.Filter(rnode, sc.conjunction(split.filters[1]))  # type: ignore[arg-type]
         if null_aware and (len(lkeys) != 1 or residual):
             raise unsupported("correlated or multi-column NOT IN", cond)
         if extra_l:
@@ -525,9 +460,8 @@ class Translator:
             rnode = _extend(rnode, extra_r)
         res = sc.conjunction(residual)
         if res is not None and extra_l:  # right columns moved by the extra left columns
-            n_extra = len(extra_l)
             res = sc.remap(
-                res, lambda r: Ref(r.index + n_extra, r.type, r.name) if r.index >= lw else r
+                res, lambda r: Ref(r.index + len(extra_l), r.type, r.name) if r.index >= lw else r
             )
         if jk == "inner" and not lkeys and res is None:
             jk = "cross"
@@ -556,13 +490,37 @@ class Translator:
             keep = list(range(lw))
             if jk not in ("semi", "anti"):
                 keep += [lnode.width + i for i in range(right.node.width)]
-            node = p.Project(
-                node,
-                tuple(Ref(i, node.schema[i][1], node.schema[i][0]) for i in keep),
-                tuple(node.schema[i][0] for i in keep),
-            )
+            node = _keep_columns(node, keep)
         fields = left.fields if jk in ("semi", "anti") else left.fields + right.fields
         return Relation(node, fields)
+
+    def join_conditions(
+        self, left: Relation, right: Relation, j: exp.Join, jk: str
+    ) -> tuple[list[Scalar], exp.Expr | None, bool]:
+        """The conjuncts of ``j``'s USING and ON over the concatenated row, its ON, and
+        whether it is a null-aware anti join (NOT IN: ON is then ``x = v``)."""
+        both = Relation(p.Join(left.node, right.node, p.JoinKind.CROSS), left.fields + right.fields)
+        cond = j.args.get("on")
+        conds: list[Scalar] = []
+        tr = ExprTranslator(both.resolve)
+        for ident in j.args.get("using") or []:
+            name = ident.name
+            li = max(i for i, f in enumerate(left.fields) if f.name == name)
+            ri = next(i for i, f in enumerate(right.fields) if f.name == name)
+            conds.append(
+                tr.compare(
+                    "eq",
+                    Ref(li, left.node.schema[li][1], name),
+                    Ref(left.node.width + ri, right.node.schema[ri][1], name),
+                )
+            )
+        null_aware = False
+        if cond is not None:
+            if jk == "anti" and _is_null_aware(cond):
+                null_aware = True
+                cond = cond.this  # x = v
+            conds += sc.conjuncts(tr.boolean(cond))
+        return conds, cond, null_aware
 
     def asof_join(self, left: Relation, j: exp.Join, env: Env) -> Relation:
         """``l ASOF [LEFT] JOIN r ON l.k = r.k AND … AND l.t >= r.t`` (DuckDB's form): the
@@ -581,41 +539,8 @@ class Translator:
         self.use(j, "this", "on", "side", "kind", "method")
         both = Relation(p.Join(left.node, right.node, p.JoinKind.CROSS), left.fields + right.fields)
         lw = left.node.width
-        keys: list[tuple[Scalar, Scalar]] = []
-        times: list[tuple[Scalar, Scalar]] = []
-        flip = {"eq": "eq", "ge": "le", "le": "ge", "gt": "lt", "lt": "gt"}
-        for c in sc.conjuncts(ExprTranslator(both.resolve).boolean(cond)):
-            if not (isinstance(c, Call) and c.op in flip):
-                raise unsupported(
-                    "ASOF JOIN condition",
-                    cond,
-                    "the ON clause of an ASOF JOIN is equalities and one l.t >= r.t",
-                )
-            a, b = c.args
-            op = c.op
-            ra, rb = sc.refs(a), sc.refs(b)
-            if ra and rb and max(rb) < lw <= min(ra):
-                a, b, op = b, a, flip[op]
-            elif not (ra and rb and max(ra) < lw <= min(rb)):
-                raise unsupported(
-                    "ASOF JOIN condition",
-                    cond,
-                    "each condition of an ASOF JOIN compares the left side with the right side",
-                )
-            if op == "eq":
-                keys.append((a, sc.shift(b, -lw)))
-            elif op == "ge":
-                times.append((a, sc.shift(b, -lw)))
-            else:
-                raise unsupported(
-                    "ASOF JOIN condition",
-                    cond,
-                    "only l.t >= r.t is supported (the latest right row at or before the left row)",
-                )
-        if len(times) != 1:
-            raise unsupported(
-                "ASOF JOIN condition", cond, "an ASOF JOIN needs exactly one l.t >= r.t condition"
-            )
+        conds = sc.conjuncts(ExprTranslator(both.resolve).boolean(cond))
+        keys, times = _asof_conditions(conds, cond, lw)
         extra_l: list[Scalar] = []
         extra_r: list[Scalar] = []
 
@@ -635,11 +560,7 @@ class Translator:
         node: p.Node = p.AsofJoin(lnode, rnode, p.JoinKind(jk), lkeys, rkeys, lt, rt)
         if extra_l or extra_r:
             keep = [*range(lw), *(lnode.width + i for i in range(rw))]
-            node = p.Project(
-                node,
-                tuple(Ref(i, node.schema[i][1], node.schema[i][0]) for i in keep),
-                tuple(node.schema[i][0] for i in keep),
-            )
+            node = _keep_columns(node, keep)
         return Relation(node, left.fields + right.fields)
 
     # ------------------------------------------------------------ subqueries
@@ -884,30 +805,7 @@ class Translator:
             b = tr.boolean(node.this)
             agg_cols.append((key, add("count", _when(b, one if cond is None else cond), BIGINT)))
         elif name in ("bool_and", "bool_or", "every", "some"):
-            args = node.expressions if isinstance(node, exp.Anonymous) else [node.this]
-            if len(args) != 1:
-                raise unsupported(f"{name} of {len(args)} arguments", node)
-            b = tr.boolean(args[0])
-            b = _when(cond, b) if cond is not None else b
-            n = add("count", b, BIGINT)
-            hit = b if name in ("bool_or", "some") else Call("not", (b,), BOOLEAN)
-            k = add("count", _when(hit, one), BIGINT)
-            zero = Lit(0, BIGINT)
-            test = "eq" if name in ("bool_and", "every") else "gt"
-            agg_cols.append(
-                (
-                    key,
-                    Call(
-                        "case",
-                        (
-                            Call("eq", (n, zero), BOOLEAN),
-                            Lit(None, BOOLEAN),
-                            Call(test, (k, zero), BOOLEAN),
-                        ),
-                        BOOLEAN,
-                    ),
-                )
-            )
+            agg_cols.append((key, _bool_aggregate(name, node, tr, cond, add)))
         elif name in _VARIANCE:
             first = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
             x = cast_to(arg(first), DOUBLE)
@@ -925,23 +823,8 @@ class Translator:
             if not xp.type.is_numeric and xp.type.name != "NULL":
                 raise unsupported(f"{name} of {xp.type}", node, "percentiles need a numeric value")
             agg_cols.append((key, add("percentile", cast_to(xp, DOUBLE), DOUBLE, (), fraction)))
-        elif name in ("first", "last", "any_value", "first_value", "last_value"):
-            raise unsupported(
-                name,
-                node,
-                f"{name} depends on the order rows arrive in, which Spark does not fix; "
-                "write min(x) or max(x), or max_by(x, ordering) / min_by(x, ordering)",
-            )
-        elif name in ("collect_list", "collect_set", "array_agg"):
-            raise unsupported(
-                name, node, "array columns are not a type of views yet; aggregate to scalars"
-            )
         else:
-            raise unsupported(
-                f"aggregate {name}",
-                node,
-                "see docs/sql-support.md for the aggregates views support",
-            )
+            raise _unsupported_aggregate(name, node)
         return True
 
     def percentile_args(self, node: exp.Expr, name: str) -> tuple[exp.Expr, float]:
@@ -1047,22 +930,176 @@ class Translator:
 
     def window_aggregate(self, f: exp.Expr, tr: ExprTranslator, column_of) -> p.WindowCall:
         """COUNT/SUM/MIN/MAX/AVG over a window, typed as Spark types the aggregate."""
-        func = p.WindowFunc(_AGGS[type(f)])
+        func = p.AggFunc(_AGGS[type(f)])
         arg_node = f.this
         if isinstance(arg_node, exp.Distinct):
             raise unsupported(f"{func.upper()}(DISTINCT) OVER", f)
-        if func == p.WindowFunc.COUNT and (arg_node is None or isinstance(arg_node, exp.Star)):
-            return p.WindowCall(p.WindowFunc.COUNT_STAR, None, BIGINT)
+        if func == p.AggFunc.COUNT and (arg_node is None or isinstance(arg_node, exp.Star)):
+            return p.WindowCall(p.AggFunc.COUNT_STAR, None, BIGINT)
         arg = tr(arg_node)
-        if func == p.WindowFunc.COUNT:
+        if func == p.AggFunc.COUNT:
             t = BIGINT
-        elif func == p.WindowFunc.SUM:
+        elif func == p.AggFunc.SUM:
             t = sum_type(arg.type)
-        elif func == p.WindowFunc.AVG:
+        elif func == p.AggFunc.AVG:
             t = avg_type(arg.type)
         else:
             t = arg.type
         return p.WindowCall(func, column_of(arg), t)
+
+
+def _join_kind(side: str, kind: str, j: exp.Join) -> str:
+    """The plan's join kind of SQL's ``side`` and ``kind`` words (CROSS and OUTER read as
+    INNER here; a join without condition becomes a cross join later)."""
+    if kind in ("semi", "anti"):
+        return kind
+    if side in ("left", "right", "full"):
+        return side
+    if kind in ("", "inner", "cross", "outer"):
+        return "inner"
+    raise unsupported(f"{kind.upper()} JOIN", j)
+
+
+@dataclass
+class _JoinSplit:
+    """A join's conjuncts sorted (over the concatenated row, ``lw`` left columns): filters of
+    one side, equi-join keys (an expression key becomes an extra column of its side), and
+    the residual."""
+
+    lw: int
+    right_width: int
+    keys: list[tuple[int, int, bool]] = field(default_factory=list)
+    """Per key: its left column, its right column, and whether it is ``<=>`` (NULL matches
+    NULL)."""
+    residual: list[Scalar] = field(default_factory=list)
+    extra: tuple[list[Scalar], list[Scalar]] = field(default_factory=lambda: ([], []))
+    """The expression keys computed as extra columns: of the left side, of the right side."""
+    filters: tuple[list[Scalar], list[Scalar]] = field(default_factory=lambda: ([], []))
+    """The conditions on one side only: the left's, the right's (over its own columns)."""
+
+    def add(self, c: Scalar, jk: str, arrival: bool) -> None:
+        lw = self.lw
+        used = sc.refs(c)
+        # A condition on one side only filters that side where the join kind allows it.
+        if used and max(used) < lw and jk in ("inner", "right", "semi"):
+            self.filters[0].append(c)
+        elif used and min(used) >= lw and jk in ("inner", "left", "semi", "anti"):
+            self.filters[1].append(sc.shift(c, -lw))
+        elif isinstance(c, Call) and (c.op == "eq" or (c.op == "eq_null_safe" and not arrival)):
+            self.add_equality(c)
+        elif not (isinstance(c, Lit) and c.value is True):
+            self.residual.append(c)
+
+    def add_equality(self, c: Call) -> None:
+        """``a = b`` (or ``<=>``): a key pair when one side reads only left columns and the
+        other only right ones, else residual."""
+        lw = self.lw
+        a, b = c.args
+        ra, rb = sc.refs(a), sc.refs(b)
+        if ra and rb and max(rb) < lw <= min(ra):
+            a, b = b, a
+        elif not (ra and rb and max(ra) < lw <= min(rb)):
+            self.residual.append(c)
+            return
+        left_col = self.column(0, a, lw)
+        right_col = self.column(1, sc.shift(b, -lw), self.right_width)
+        self.keys.append((left_col, right_col, c.op == "eq_null_safe"))
+
+    def column(self, side: int, e: Scalar, width: int) -> int:
+        """The column of a key ``e`` of one side (of ``width`` columns): its own, or an extra."""
+        if isinstance(e, Ref):
+            return e.index
+        self.extra[side].append(e)
+        return width + len(self.extra[side]) - 1
+
+
+def _bool_aggregate(
+    name: str, node: exp.Expr, tr: ExprTranslator, cond: Scalar | None, add: Callable
+) -> Scalar:
+    """bool_and/every and bool_or/some from two counts (incremental): NULL over no non-NULL
+    value, else whether no row is FALSE (and) or some row is TRUE (or)."""
+    args = node.expressions if isinstance(node, exp.Anonymous) else [node.this]
+    if len(args) != 1:
+        raise unsupported(f"{name} of {len(args)} arguments", node)
+    b = tr.boolean(args[0])
+    b = _when(cond, b) if cond is not None else b
+    n = add("count", b, BIGINT)
+    hit = b if name in ("bool_or", "some") else Call("not", (b,), BOOLEAN)
+    k = add("count", _when(hit, Lit(1, INT_T)), BIGINT)
+    zero = Lit(0, BIGINT)
+    test = "eq" if name in ("bool_and", "every") else "gt"
+    case = (Call("eq", (n, zero), BOOLEAN), Lit(None, BOOLEAN), Call(test, (k, zero), BOOLEAN))
+    return Call("case", case, BOOLEAN)
+
+
+def _unsupported_aggregate(name: str, node: exp.Expr) -> UnsupportedSqlError:
+    """The refusal of an aggregate views do not support, saying what to write instead."""
+    if name in ("first", "last", "any_value", "first_value", "last_value"):
+        return unsupported(
+            name,
+            node,
+            f"{name} depends on the order rows arrive in, which Spark does not fix; "
+            "write min(x) or max(x), or max_by(x, ordering) / min_by(x, ordering)",
+        )
+    if name in ("collect_list", "collect_set", "array_agg"):
+        return unsupported(
+            name, node, "array columns are not a type of views yet; aggregate to scalars"
+        )
+    return unsupported(
+        f"aggregate {name}", node, "see docs/sql-support.md for the aggregates views support"
+    )
+
+
+def _asof_conditions(
+    conds: list[Scalar], cond: exp.Expr, lw: int
+) -> tuple[list[tuple[Scalar, Scalar]], list[tuple[Scalar, Scalar]]]:
+    """The key equalities and the as-of condition(s) of an ASOF JOIN's ON, each as a (left,
+    right) pair of expressions over their own side; refused where ON is anything else."""
+    keys: list[tuple[Scalar, Scalar]] = []
+    times: list[tuple[Scalar, Scalar]] = []
+    flip = {"eq": "eq", "ge": "le", "le": "ge", "gt": "lt", "lt": "gt"}
+    for c in conds:
+        if not (isinstance(c, Call) and c.op in flip):
+            raise unsupported(
+                "ASOF JOIN condition",
+                cond,
+                "the ON clause of an ASOF JOIN is equalities and one l.t >= r.t",
+            )
+        a, b = c.args
+        op = c.op
+        ra, rb = sc.refs(a), sc.refs(b)
+        if ra and rb and max(rb) < lw <= min(ra):
+            a, b, op = b, a, flip[op]
+        elif not (ra and rb and max(ra) < lw <= min(rb)):
+            raise unsupported(
+                "ASOF JOIN condition",
+                cond,
+                "each condition of an ASOF JOIN compares the left side with the right side",
+            )
+        if op == "eq":
+            keys.append((a, sc.shift(b, -lw)))
+        elif op == "ge":
+            times.append((a, sc.shift(b, -lw)))
+        else:
+            raise unsupported(
+                "ASOF JOIN condition",
+                cond,
+                "only l.t >= r.t is supported (the latest right row at or before the left row)",
+            )
+    if len(times) != 1:
+        raise unsupported(
+            "ASOF JOIN condition", cond, "an ASOF JOIN needs exactly one l.t >= r.t condition"
+        )
+    return keys, times
+
+
+def _keep_columns(node: p.Node, keep: list[int]) -> p.Project:
+    """The columns ``keep`` of ``node``, names kept (dropping a join's extra key columns)."""
+    return p.Project(
+        node,
+        tuple(Ref(i, node.schema[i][1], node.schema[i][0]) for i in keep),
+        tuple(node.schema[i][0] for i in keep),
+    )
 
 
 def _aggregate_calls(s: exp.Select) -> list[exp.Expr]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sql_frontend.plan import WindowCall, WindowFunc
+from sql_frontend.plan import AggFunc, WindowCall, WindowFunc
 from sql_frontend.sql_types import SqlType
 
 
@@ -50,7 +50,7 @@ def frame_bounds(frame: tuple | None, peers: list[tuple], ordered: bool) -> list
 
 
 def window_values(
-    func: WindowFunc,
+    func: WindowFunc | AggFunc,
     arg: int | None,
     param: Any,
     frame: tuple | None,
