@@ -610,34 +610,50 @@ class Recursive(Node):
 
 
 @dataclass(frozen=True)
-class ArrivalJoin(Node):
+class _AsOf(Node):
+    """An as-of join: ``left``'s rows each paired with (at most) one version of ``right``'s
+    matching rows; output the left columns then the right ones."""
+
+    left: Node
+    right: Node
+
+    @cached_property
+    def schema(self) -> Schema:
+        return self.left.schema + self.right.schema
+
+
+def _check_as_of(
+    node: ArrivalJoin | AsofJoin, left_cols: tuple[int, ...], right_cols: tuple[int, ...]
+) -> None:
+    """What both as-of joins require: inner or left, one right key per left key, the key (and
+    time) columns within their side."""
+    what = type(node).__name__
+    _as_member(node, "kind", JoinKind, "join kind")
+    if node.kind not in (JoinKind.INNER, JoinKind.LEFT):
+        raise PlanError(f"an as-of join is inner or left, not {node.kind.value!r}")
+    if len(node.left_keys) != len(node.right_keys):
+        raise PlanError(f"{what} needs as many left keys as right keys")
+    _check_cols(f"{what} left key", left_cols, node.left.width)
+    _check_cols(f"{what} right key", right_cols, node.right.width)
+
+
+@dataclass(frozen=True)
+class ArrivalJoin(_AsOf):
     """Processing-time as-of join (``JOIN r FOR SYSTEM_TIME AS OF PROCTIME()``): each row of
     ``left`` joins ``right`` as it is when the row arrives; later changes of ``right`` never
     revise it. A retraction of a left row subtracts its join with ``right`` as it is at the
     retraction. ``kind`` is inner or left (an unmatched row is padded with NULLs at arrival);
     keys and residual as in :class:`Join`."""
 
-    left: Node
-    right: Node
     kind: JoinKind
     left_keys: tuple[int, ...] = ()
     right_keys: tuple[int, ...] = ()
     residual: Scalar | None = None
 
     def __post_init__(self) -> None:
-        _as_member(self, "kind", JoinKind, "join kind")
-        if self.kind not in (JoinKind.INNER, JoinKind.LEFT):
-            raise PlanError(f"an as-of join is inner or left, not {self.kind.value!r}")
-        if len(self.left_keys) != len(self.right_keys):
-            raise PlanError("ArrivalJoin needs as many left keys as right keys")
-        _check_cols("ArrivalJoin left key", self.left_keys, self.left.width)
-        _check_cols("ArrivalJoin right key", self.right_keys, self.right.width)
+        _check_as_of(self, self.left_keys, self.right_keys)
         if self.residual is not None:
             _check_refs("ArrivalJoin residual", self.residual, self.left.width + self.right.width)
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.left.schema + self.right.schema
 
     def as_join(self) -> Join:
         """The ordinary join that each arriving (or retracted) left row is put through."""
@@ -650,14 +666,12 @@ class ArrivalJoin(Node):
 
 
 @dataclass(frozen=True)
-class AsofJoin(Node):
+class AsofJoin(_AsOf):
     """Event-time as-of join (DuckDB's ``ASOF JOIN … ON l.k = r.k AND l.t >= r.t``): each
     row of ``left`` is paired, among the rows of ``right`` with equal keys (NULL keys never
     match), with the one whose ``right_time`` is the greatest ``<= left_time`` (ties: the
     smallest row). ``kind`` left keeps unmatched left rows, padded with NULLs."""
 
-    left: Node
-    right: Node
     kind: JoinKind
     left_keys: tuple[int, ...]
     right_keys: tuple[int, ...]
@@ -665,17 +679,11 @@ class AsofJoin(Node):
     right_time: int
 
     def __post_init__(self) -> None:
-        _as_member(self, "kind", JoinKind, "join kind")
-        if self.kind not in (JoinKind.INNER, JoinKind.LEFT):
-            raise PlanError(f"an as-of join is inner or left, not {self.kind.value!r}")
-        if len(self.left_keys) != len(self.right_keys):
-            raise PlanError("AsofJoin needs as many left keys as right keys")
-        _check_cols("AsofJoin left key", (*self.left_keys, self.left_time), self.left.width)
-        _check_cols("AsofJoin right key", (*self.right_keys, self.right_time), self.right.width)
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.left.schema + self.right.schema
+        left_cols, right_cols = (
+            (*self.left_keys, self.left_time),
+            (*self.right_keys, self.right_time),
+        )
+        _check_as_of(self, left_cols, right_cols)
 
     def label(self) -> str:
         lw = self.left.width
