@@ -442,9 +442,7 @@ class Translator:
         split = _JoinSplit(lw, right.node.width)
         for c in conds:
             split.add(c, jk, arrival)
-        lkeys = [k[0] for k in split.keys]
-        rkeys = [k[1] for k in split.keys]
-        safe = [k[2] for k in split.keys]
+        lkeys, rkeys, safe = split.key_columns()
         residual = split.residual
         extra_l, extra_r = split.extra
         lnode, rnode = left.node, right.node
@@ -467,14 +465,7 @@ class Translator:
             jk = "cross"
         node: p.Node
         if arrival:
-            if jk not in ("inner", "cross", "left"):
-                raise unsupported(
-                    f"{jk.upper()} JOIN … FOR SYSTEM_TIME AS OF",
-                    j,
-                    "a processing-time as-of join is INNER or LEFT",
-                )
-            kind = p.JoinKind.LEFT if jk == "left" else p.JoinKind.INNER
-            node = p.ArrivalJoin(lnode, rnode, kind, tuple(lkeys), tuple(rkeys), res)
+            node = _arrival_join(j, jk, lnode, rnode, lkeys, rkeys, res)
         else:
             node = p.Join(
                 lnode,
@@ -1005,6 +996,10 @@ class _JoinSplit:
         right_col = self.column(1, sc.shift(b, -lw), self.right_width)
         self.keys.append((left_col, right_col, c.op == "eq_null_safe"))
 
+    def key_columns(self) -> tuple[list[int], list[int], list[bool]]:
+        """The left key columns, the right ones, and per key whether it is ``<=>``."""
+        return [k[0] for k in self.keys], [k[1] for k in self.keys], [k[2] for k in self.keys]
+
     def column(self, side: int, e: Scalar, width: int) -> int:
         """The column of a key ``e`` of one side (of ``width`` columns): its own, or an extra."""
         if isinstance(e, Ref):
@@ -1048,6 +1043,26 @@ def _unsupported_aggregate(name: str, node: exp.Expr) -> UnsupportedSqlError:
     return unsupported(
         f"aggregate {name}", node, "see docs/sql-support.md for the aggregates views support"
     )
+
+
+def _arrival_join(
+    j: exp.Join,
+    jk: str,
+    lnode: p.Node,
+    rnode: p.Node,
+    lkeys: list[int],
+    rkeys: list[int],
+    residual: Scalar | None,
+) -> p.ArrivalJoin:
+    """``JOIN r FOR SYSTEM_TIME AS OF PROCTIME()``: INNER or LEFT only."""
+    if jk not in ("inner", "cross", "left"):
+        raise unsupported(
+            f"{jk.upper()} JOIN … FOR SYSTEM_TIME AS OF",
+            j,
+            "a processing-time as-of join is INNER or LEFT",
+        )
+    kind = p.JoinKind.LEFT if jk == "left" else p.JoinKind.INNER
+    return p.ArrivalJoin(lnode, rnode, kind, tuple(lkeys), tuple(rkeys), residual)
 
 
 def _asof_conditions(
