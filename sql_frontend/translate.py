@@ -32,6 +32,22 @@ from sql_frontend.sql_types import (
 )
 from sql_frontend.translate_expr import ExprTranslator, cast_to
 
+_REFUSED_CLAUSES = (
+    "qualify",
+    "windows",
+    "laterals",
+    "pivots",
+    "sample",
+    "connect",
+    "into",
+    "kind",
+    "locks",
+    "cluster",
+    "distribute",
+    "sort",
+    "prewhere",
+)
+"""The clauses of a SELECT that views refuse, by name."""
 _AGGS: dict[type[exp.Expr], str] = {
     exp.Count: "count",
     exp.Sum: "sum",
@@ -150,19 +166,7 @@ class Translator:
         distinct: dict[str, bool] = {}
         for cte in ctes:
             name = cte.alias_or_name
-            body = cte.this
-            parts: list[exp.Expr] = []
-            flags: set[bool] = set()
-            while isinstance(body, exp.Union):
-                self.use(body, "this", "expression", "distinct")
-                parts.append(body.expression)
-                flags.add(bool(body.args.get("distinct")))
-                body = body.this
-            parts.append(body)
-            parts.reverse()
-            if len(flags) > 1:
-                raise unsupported("recursive CTE mixing UNION and UNION ALL", cte)
-            distinct[name] = flags.pop() if flags else False
+            parts, distinct[name] = self.union_parts(cte)
             seed_parts = [x for x in parts if not _mentions(x, names)]
             steps[name] = [x for x in parts if _mentions(x, names)]
             if seed_parts:
@@ -206,6 +210,23 @@ class Translator:
             )
         group = tuple(bindings)
         return {b.name: p.Recursive(group, i) for i, b in enumerate(group)}
+
+    def union_parts(self, cte: exp.CTE) -> tuple[list[exp.Expr], bool]:
+        """The parts of a recursive CTE's ``UNION [ALL]`` chain, in order, and whether it is
+        UNION (distinct); mixing UNION and UNION ALL is refused."""
+        body = cte.this
+        parts: list[exp.Expr] = []
+        flags: set[bool] = set()
+        while isinstance(body, exp.Union):
+            self.use(body, "this", "expression", "distinct")
+            parts.append(body.expression)
+            flags.add(bool(body.args.get("distinct")))
+            body = body.this
+        parts.append(body)
+        parts.reverse()
+        if len(flags) > 1:
+            raise unsupported("recursive CTE mixing UNION and UNION ALL", cte)
+        return parts, flags.pop() if flags else False
 
     def union_all(self, nodes: list[p.Node]) -> p.Node:
         out = nodes[0]
@@ -260,21 +281,7 @@ class Translator:
 
     # ------------------------------------------------------------ SELECT
     def select(self, s: exp.Select, env: Env) -> p.Node:
-        for arg in (
-            "qualify",
-            "windows",
-            "laterals",
-            "pivots",
-            "sample",
-            "connect",
-            "into",
-            "kind",
-            "locks",
-            "cluster",
-            "distribute",
-            "sort",
-            "prewhere",
-        ):
+        for arg in _REFUSED_CLAUSES:
             if s.args.get(arg):
                 raise unsupported(
                     arg.upper(), s.args[arg] if isinstance(s.args[arg], exp.Expr) else s
@@ -1253,11 +1260,7 @@ def _grouping_sets(
         raise unsupported("GROUP BY ... WITH TOTALS", group)
     items = list(group.expressions)
     if group.args.get("all"):
-        if items:
-            raise unsupported("GROUP BY ALL with expressions", group)
-        if any(f.name.lower() == "all" for f in rel.fields):
-            return [exp.column("all")], None  # Spark resolves a column named all first
-        return [x.unalias() for x in s.selects if not _aggregates(x)], None
+        return _group_by_all(group, s, rel), None
     exprs: list[exp.Expr] = []
     keys: list[str] = []
 
@@ -1300,6 +1303,16 @@ def _grouping_sets(
             options = [members(x)]
         product = [a | b for a in product for b in options]
     return exprs, product
+
+
+def _group_by_all(group: exp.Group, s: exp.Select, rel: Relation) -> list[exp.Expr]:
+    """``GROUP BY ALL``: every SELECT item without an aggregate, unless the input has a column
+    named ``all`` (Spark resolves that column first)."""
+    if group.expressions:
+        raise unsupported("GROUP BY ALL with expressions", group)
+    if any(f.name.lower() == "all" for f in rel.fields):
+        return [exp.column("all")]
+    return [x.unalias() for x in s.selects if not _aggregates(x)]
 
 
 def _expand(kind: str, parts: list[frozenset[int]]) -> list[frozenset[int]]:

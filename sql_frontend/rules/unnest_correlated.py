@@ -305,13 +305,15 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
         _unnest(node, q, kind, refs, select, base, counter)
 
 
-def _to_unnest(
-    select: exp.Select, aliases: set[str]
-) -> list[tuple[exp.Expr, exp.Select, str, list[exp.Column]]]:
+_Todo = tuple[exp.Expr, exp.Select, str, list[exp.Column]]
+"""A subquery to unnest: its node, its query, its kind and its outer references."""
+
+
+def _to_unnest(select: exp.Select, aliases: set[str]) -> list[_Todo]:
     """The subqueries of ``select`` this rule unnests, with their kind and outer references;
     EXISTS past an OFFSET, or over an uncorrelated grouping, first becomes a count compared
     with the offset (a scalar subquery, unnested in turn)."""
-    todo: list[tuple[exp.Expr, exp.Select, str, list[exp.Column]]] = []
+    todo: list[_Todo] = []
     work = [(node, q, kind, False) for node, q, kind in _subqueries(select)]
     while work:
         node, q, kind, ours = work.pop(0)  # ours: made by this rule, unnested here
