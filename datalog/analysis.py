@@ -129,11 +129,10 @@ def analyze(text: str) -> Analysis:
     for info in checked.relations.values():
         if info.arity == 0:
             pos = info.decl.pos
-            raise UnsupportedError(
+            raise UnsupportedError.at(
                 f"relation {info.name!r} has no attributes; nullary relations are not supported",
-                line=pos.line,
-                column=pos.column,
-                construct=info.name,
+                pos,
+                info.name,
             )
     strata = stratify(checked.relations, (r.rule for r in checked.rules))
     plans = tuple(plan_rule(r.rule) for r in checked.rules)

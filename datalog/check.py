@@ -109,20 +109,18 @@ def check(program: ast.Program) -> CheckedProgram:
     for decl in program.declarations:
         if decl.name in relations:
             first = relations[decl.name].decl.pos
-            raise UndeclaredRelationError(
+            raise UndeclaredRelationError.at(
                 f"relation {decl.name!r} is declared twice (first at line {first.line})",
-                line=decl.pos.line,
-                column=decl.pos.column,
-                construct=decl.name,
+                decl.pos,
+                decl.name,
             )
         names = [a.name for a in decl.attributes]
         for i, attr in enumerate(decl.attributes):
             if attr.name in names[:i]:
-                raise UndeclaredRelationError(
+                raise UndeclaredRelationError.at(
                     f"attribute {attr.name!r} appears twice in relation {decl.name!r}",
-                    line=attr.pos.line,
-                    column=attr.pos.column,
-                    construct=attr.name,
+                    attr.pos,
+                    attr.name,
                 )
         types = tuple(_primitive(a.type, aliases, a.pos) for a in decl.attributes)
         relations[decl.name] = RelationInfo(
@@ -135,11 +133,10 @@ def check(program: ast.Program) -> CheckedProgram:
         )
     for directive in program.directives:
         if directive.relation not in relations:
-            raise UndeclaredRelationError(
+            raise UndeclaredRelationError.at(
                 f".{directive.kind} of undeclared relation {directive.relation!r}",
-                line=directive.pos.line,
-                column=directive.pos.column,
-                construct=directive.relation,
+                directive.pos,
+                directive.relation,
             )
 
     rules: list[CheckedRule] = []
@@ -162,12 +159,7 @@ def _resolve_types(program: ast.Program) -> dict[str, ast.TypeDecl]:
     aliases: dict[str, ast.TypeDecl] = {}
     for t in program.types:
         if t.name in aliases or t.name in ast.PRIMITIVE_TYPES:
-            raise UndeclaredRelationError(
-                f"type {t.name!r} is declared twice",
-                line=t.pos.line,
-                column=t.pos.column,
-                construct=t.name,
-            )
+            raise UndeclaredRelationError.at(f"type {t.name!r} is declared twice", t.pos, t.name)
         aliases[t.name] = t
     for t in program.types:
         _primitive(t.name, aliases, t.pos)
@@ -178,20 +170,16 @@ def _primitive(name: str, aliases: Mapping[str, ast.TypeDecl], pos: ast.Pos) -> 
     seen: list[str] = []
     while name not in ast.PRIMITIVE_TYPES:
         if name not in aliases:
-            raise UndeclaredRelationError(
+            raise UndeclaredRelationError.at(
                 f"unknown type {name!r} (known: number, unsigned, float, symbol"
                 + "".join(f", {a}" for a in aliases)
                 + ")",
-                line=pos.line,
-                column=pos.column,
-                construct=name,
+                pos,
+                name,
             )
         if name in seen:
-            raise UndeclaredRelationError(
-                f"type {name!r} is defined in terms of itself",
-                line=pos.line,
-                column=pos.column,
-                construct=name,
+            raise UndeclaredRelationError.at(
+                f"type {name!r} is defined in terms of itself", pos, name
             )
         seen.append(name)
         name = aliases[name].base
@@ -201,19 +189,15 @@ def _primitive(name: str, aliases: Mapping[str, ast.TypeDecl], pos: ast.Pos) -> 
 def _relation(atom: ast.Atom, relations: Mapping[str, RelationInfo]) -> RelationInfo:
     info = relations.get(atom.relation)
     if info is None:
-        raise UndeclaredRelationError(
-            f"relation {atom.relation!r} is not declared (.decl)",
-            line=atom.pos.line,
-            column=atom.pos.column,
-            construct=atom.relation,
+        raise UndeclaredRelationError.at(
+            f"relation {atom.relation!r} is not declared (.decl)", atom.pos, atom.relation
         )
     if len(atom.args) != info.arity:
-        raise ArityError(
+        raise ArityError.at(
             f"relation {atom.relation!r} has {info.arity} attributes, "
             f"but {len(atom.args)} arguments are given",
-            line=atom.pos.line,
-            column=atom.pos.column,
-            construct=atom.relation,
+            atom.pos,
+            atom.relation,
         )
     return info
 
@@ -224,11 +208,10 @@ def _check_fact(rule: ast.Rule, relations: Mapping[str, RelationInfo]) -> None:
     for arg, cls in zip(rule.head.args, info.classes, strict=True):
         for node in _walk(arg):
             if isinstance(node, ast.Var | ast.Wildcard | ast.Aggregate):
-                raise UnsafeVariableError(
+                raise UnsafeVariableError.at(
                     f"fact {rule.head.relation}(...) must be ground, found {node}",
-                    line=node.pos.line,
-                    column=node.pos.column,
-                    construct=str(node),
+                    node.pos,
+                    str(node),
                 )
         typer.expect(arg, cls, {}, f"attribute of {info.name!r}")
 
@@ -241,7 +224,7 @@ def _walk(term: ast.Term) -> list[ast.Term]:
 
 
 def _type_error(msg: str, node: ast.Term | ast.Literal) -> DatalogTypeError:
-    return DatalogTypeError(msg, line=node.pos.line, column=node.pos.column, construct=str(node))
+    return DatalogTypeError.at(msg, node.pos, str(node))
 
 
 class _RuleTyper:

@@ -133,12 +133,11 @@ def _inputs(
         dtypes = tuple(d for _, d in info.schema)
         if tuple(coll.schema.dtypes) != dtypes:
             pos = info.decl.pos
-            raise DatalogTypeError(
+            raise DatalogTypeError.at(
                 f"input {name!r} has dtypes {tuple(coll.schema.dtypes)}, but "
                 f"the .decl says {dtypes}",
-                line=pos.line,
-                column=pos.column,
-                construct=name,
+                pos,
+                name,
             )
         same = tuple(coll.schema.names) == tuple(info.columns)
         out[name] = coll if same else coll.rename(list(info.columns))

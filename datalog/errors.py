@@ -9,11 +9,21 @@ constructor protocol; syntax errors are ``ValueError``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Self
+
 from ivm.errors import SourceError
+
+if TYPE_CHECKING:
+    from datalog.ast import Pos
 
 
 class DatalogError(SourceError):
     """Base of every error in a Datalog program."""
+
+    @classmethod
+    def at(cls, message: str, pos: Pos, construct: str | None = None) -> Self:
+        """The error ``message`` pointing at ``pos`` in the program text, about ``construct``."""
+        return cls(message, line=pos.line, column=pos.column, construct=construct)
 
 
 class DatalogSyntaxError(DatalogError, ValueError):

@@ -21,6 +21,7 @@ when ``b`` contains ``a``; ``match(p, s)`` when the regular expression ``p`` mat
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -174,6 +175,7 @@ def _map1(ev: Evaluated, fn: Callable[[np.ndarray], np.ndarray]) -> Evaluated:
 
 
 def _binary(op: str, lt: CompiledTerm, rt: CompiledTerm, term: ast.Term) -> CompiledTerm:
+    # kept whole: one match over the operators, each case one operator's semantics
     cls = lt.cls
     lf, rf = lt.fn, rt.fn
     is_int = cls == "int"
@@ -254,99 +256,92 @@ def _parse_number(text: object, kind: type) -> tuple[object, bool]:
         return 0, False
 
 
+def _evaluate(
+    args: Sequence[CompiledTerm], cols: Columns, n: int
+) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """The values of every argument, and the rows where all are valid."""
+    values: list[np.ndarray] = []
+    valid: np.ndarray | None = None
+    for a in args:
+        v, ok = a.fn(cols, n)
+        values.append(v)
+        valid = _and(valid, ok)
+    return values, valid
+
+
+def _objects(values: list[object]) -> np.ndarray:
+    arr: np.ndarray = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr
+
+
+def _substr(vs: list[np.ndarray], n: int) -> np.ndarray:
+    return _objects([s[max(i, 0) : max(i, 0) + max(k, 0)] for s, i, k in zip(*vs, strict=True)])
+
+
+#: The total functors: name -> (result class, None for the first argument's; the values of
+#: the arguments and the row count -> the result).
+_TOTAL_FUNCTORS: Mapping[
+    str, tuple[TypeClass | None, Callable[[list[np.ndarray], int], np.ndarray]]
+] = {
+    "cat": ("symbol", lambda vs, n: _objects(["".join(p) for p in zip(*vs, strict=True)])),
+    "strlen": ("int", lambda vs, n: np.fromiter((len(s) for s in vs[0]), np.int64, n)),
+    "substr": ("symbol", _substr),
+    "to_string": ("symbol", lambda vs, n: _objects([str(x) for x in vs[0]])),
+    "min": (None, lambda vs, n: functools.reduce(np.minimum, vs)),
+    "max": (None, lambda vs, n: functools.reduce(np.maximum, vs)),
+}
+
+
 def _functor(name: str, args: list[CompiledTerm], term: ast.Term) -> CompiledTerm:
-    fns = [a.fn for a in args]
     partial = any(a.partial for a in args)
+    if name in ("to_number", "to_unsigned", "to_float"):
+        return _conversion(name, args, term)
+    if name not in _TOTAL_FUNCTORS:
+        raise AssertionError(f"unknown function {name}")
+    cls, fn = _TOTAL_FUNCTORS[name]
 
-    def evaluate(cols: Columns, n: int) -> tuple[list[np.ndarray], np.ndarray | None]:
-        values: list[np.ndarray] = []
-        valid: np.ndarray | None = None
-        for f in fns:
-            v, ok = f(cols, n)
-            values.append(v)
-            valid = _and(valid, ok)
-        return values, valid
+    def run(cols: Columns, n: int) -> Evaluated:
+        vs, ok = _evaluate(args, cols, n)
+        return fn(vs, n), ok
 
-    def objects(values: list[object], dtype: type = object) -> np.ndarray:
-        arr: np.ndarray = np.empty(len(values), dtype=dtype)
-        arr[:] = values
-        return arr
+    return CompiledTerm(run, args[0].cls if cls is None else cls, partial)
 
-    match name:
-        case "cat":
 
-            def cat(cols: Columns, n: int) -> Evaluated:
-                vs, ok = evaluate(cols, n)
-                return objects(["".join(parts) for parts in zip(*vs, strict=True)]), ok
+def _conversion(name: str, args: list[CompiledTerm], term: ast.Term) -> CompiledTerm:
+    """``to_number``/``to_unsigned``/``to_float``: of a number, a conversion (a float that does
+    not fit 64 bits raises); of a symbol, a parse (rows that are no number are invalid)."""
+    kind: type = float if name == "to_float" else int
+    cls: TypeClass = "float" if kind is float else "int"
+    if args[0].cls != "symbol":
 
-            return CompiledTerm(cat, "symbol", partial)
-        case "strlen":
+        def convert(cols: Columns, n: int) -> Evaluated:
+            vs, ok = _evaluate(args, cols, n)
+            if kind is float or vs[0].dtype != np.float64:
+                return as_array(vs[0], cls), ok
+            t = np.trunc(vs[0])
+            fits = (t >= -(2.0**63)) & (t < 2.0**63)  # False for NaN and infinities
+            _raise_if(~fits, ok, term, f"{name} of a float")
+            return np.where(fits, t, 0).astype(np.int64), ok
 
-            def strlen(cols: Columns, n: int) -> Evaluated:
-                vs, ok = evaluate(cols, n)
-                return np.fromiter((len(s) for s in vs[0]), np.int64, n), ok
+        return CompiledTerm(convert, cls, any(a.partial for a in args))
 
-            return CompiledTerm(strlen, "int", partial)
-        case "substr":
+    def parse_(cols: Columns, n: int) -> Evaluated:
+        vs, ok = _evaluate(args, cols, n)
+        parsed = [_parse_number(s, kind) for s in vs[0]]
+        if kind is int:
+            big = [
+                v
+                for (v, good) in parsed
+                if good and not INT64_MIN <= v <= INT64_MAX  # type: ignore[operator]
+            ]
+            if big:
+                raise _overflow(term, f"{name} of {big[0]}")
+        nums: np.ndarray = np.array([p[0] for p in parsed], dtype=_NP_DTYPE[cls])
+        good = np.fromiter((p[1] for p in parsed), bool, n)
+        return nums.reshape(n), _and(ok, good)
 
-            def substr(cols: Columns, n: int) -> Evaluated:
-                vs, ok = evaluate(cols, n)
-                return objects(
-                    [s[max(i, 0) : max(i, 0) + max(k, 0)] for s, i, k in zip(*vs, strict=True)]
-                ), ok
-
-            return CompiledTerm(substr, "symbol", partial)
-        case "to_string":
-
-            def to_string(cols: Columns, n: int) -> Evaluated:
-                vs, ok = evaluate(cols, n)
-                return objects([str(x) for x in vs[0]]), ok
-
-            return CompiledTerm(to_string, "symbol", partial)
-        case "to_number" | "to_unsigned" | "to_float":
-            kind: type = float if name == "to_float" else int
-            cls: TypeClass = "float" if kind is float else "int"
-            if args[0].cls != "symbol":
-
-                def convert(cols: Columns, n: int) -> Evaluated:
-                    vs, ok = evaluate(cols, n)
-                    if kind is float or vs[0].dtype != np.float64:
-                        return as_array(vs[0], cls), ok
-                    t = np.trunc(vs[0])
-                    fits = (t >= -(2.0**63)) & (t < 2.0**63)  # False for NaN and infinities
-                    _raise_if(~fits, ok, term, f"{name} of a float")
-                    return np.where(fits, t, 0).astype(np.int64), ok
-
-                return CompiledTerm(convert, cls, partial)
-
-            def parse_(cols: Columns, n: int) -> Evaluated:
-                vs, ok = evaluate(cols, n)
-                parsed = [_parse_number(s, kind) for s in vs[0]]
-                if kind is int:
-                    big = [
-                        v
-                        for (v, good) in parsed
-                        if good and not INT64_MIN <= v <= INT64_MAX  # type: ignore[operator]
-                    ]
-                    if big:
-                        raise _overflow(term, f"{name} of {big[0]}")
-                nums: np.ndarray = np.array([p[0] for p in parsed], dtype=_NP_DTYPE[cls])
-                good = np.fromiter((p[1] for p in parsed), bool, n)
-                return nums.reshape(n), _and(ok, good)
-
-            return CompiledTerm(parse_, cls, True)
-        case "min" | "max":
-            reduce = np.minimum if name == "min" else np.maximum
-
-            def minmax(cols: Columns, n: int) -> Evaluated:
-                vs, ok = evaluate(cols, n)
-                out = vs[0]
-                for v in vs[1:]:
-                    out = reduce(out, v)
-                return out, ok
-
-            return CompiledTerm(minmax, args[0].cls, partial)
-    raise AssertionError(f"unknown function {name}")
+    return CompiledTerm(parse_, cls, True)
 
 
 _COMPARE: Mapping[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {

@@ -104,12 +104,11 @@ def parse(text: str) -> ast.Program:
     tokens = tokenize(text)
     if len(tokens) > MAX_TOKENS:
         tok = tokens[MAX_TOKENS]
-        raise DatalogLimitError(
+        raise DatalogLimitError.at(
             f"program of {len(tokens)} tokens is longer than the limit of {MAX_TOKENS}; "
             "load large fact sets from tables (.input) instead of inline facts",
-            line=tok.pos.line,
-            column=tok.pos.column,
-            construct="program size",
+            tok.pos,
+            "program size",
         )
     return _Parser(tokens).program()
 
@@ -132,11 +131,10 @@ class _Parser:
                 if self.nesting > MAX_NESTING
                 else f"more than {MAX_DEPTH} levels deep (a long operator chain)"
             )
-            raise DatalogLimitError(
+            raise DatalogLimitError.at(
                 f"expression {what}; split it with intermediate variables or relations",
-                line=tok.pos.line,
-                column=tok.pos.column,
-                construct=tok.text or None,
+                tok.pos,
+                tok.text or None,
             )
 
     def leave(self, levels: int = 1, *, nest: bool = True) -> None:
@@ -163,11 +161,8 @@ class _Parser:
 
     def error(self, expected: str, tok: Token | None = None) -> DatalogSyntaxError:
         tok = tok or self.tok
-        return DatalogSyntaxError(
-            f"expected {expected}, found {tok.describe()}",
-            line=tok.pos.line,
-            column=tok.pos.column,
-            construct=tok.text or None,
+        return DatalogSyntaxError.at(
+            f"expected {expected}, found {tok.describe()}", tok.pos, tok.text or None
         )
 
     def expect(self, text: str) -> Token:
@@ -200,11 +195,8 @@ class _Parser:
                 return [self.type_decl(tok.pos)]
             case "input" | "output":
                 return self.io(tok)
-        raise UnsupportedError(
-            f"directive .{tok.text} is not supported",
-            line=tok.pos.line,
-            column=tok.pos.column,
-            construct=f".{tok.text}",
+        raise UnsupportedError.at(
+            f"directive .{tok.text} is not supported", tok.pos, f".{tok.text}"
         )
 
     def decl(self, pos: Pos) -> ast.RelationDecl:
@@ -225,11 +217,8 @@ class _Parser:
         while self.tok.kind is Kind.IDENT and self.peek().text not in ("(", ","):
             q = self.tok
             if q.text in UNSUPPORTED_QUALIFIERS:
-                raise UnsupportedError(
-                    f"relation qualifier {q.text!r} is not supported",
-                    line=q.pos.line,
-                    column=q.pos.column,
-                    construct=q.text,
+                raise UnsupportedError.at(
+                    f"relation qualifier {q.text!r} is not supported", q.pos, q.text
                 )
             if q.text not in QUALIFIERS:
                 break
@@ -242,19 +231,11 @@ class _Parser:
             raise self.error("'<:' or '='")
         self.advance()
         if self.at("["):
-            raise UnsupportedError(
-                "record types are not supported",
-                line=self.tok.pos.line,
-                column=self.tok.pos.column,
-                construct="[",
-            )
+            raise UnsupportedError.at("record types are not supported", self.tok.pos, "[")
         base = self.ident("a base type")
         if self.at("|") or self.at("{"):
-            raise UnsupportedError(
-                "union and algebraic data types are not supported",
-                line=self.tok.pos.line,
-                column=self.tok.pos.column,
-                construct=self.tok.text,
+            raise UnsupportedError.at(
+                "union and algebraic data types are not supported", self.tok.pos, self.tok.text
             )
         return ast.TypeDecl(name.text, base.text, pos)
 
@@ -321,18 +302,12 @@ class _Parser:
         if self.at("!"):
             self.advance()
             if self.tok.kind is Kind.IDENT and self.tok.text in CONSTRAINTS:
-                raise UnsupportedError(
-                    f"negated {self.tok.text}(...) is not supported",
-                    line=tok.pos.line,
-                    column=tok.pos.column,
-                    construct="!" + self.tok.text,
+                raise UnsupportedError.at(
+                    f"negated {self.tok.text}(...) is not supported", tok.pos, "!" + self.tok.text
                 )
             if self.at("("):
-                raise UnsupportedError(
-                    "negation of a parenthesized body is not supported",
-                    line=tok.pos.line,
-                    column=tok.pos.column,
-                    construct="!(",
+                raise UnsupportedError.at(
+                    "negation of a parenthesized body is not supported", tok.pos, "!("
                 )
             return [[ast.Negation(self.atom(), tok.pos)]]
         if self.at("(") and self._parenthesized_body():
@@ -348,11 +323,8 @@ class _Parser:
             self.advance()
             args = self.arguments()
             if len(args) != 2:
-                raise DatalogSyntaxError(
-                    f"{tok.text} takes 2 arguments, got {len(args)}",
-                    line=tok.pos.line,
-                    column=tok.pos.column,
-                    construct=tok.text,
+                raise DatalogSyntaxError.at(
+                    f"{tok.text} takes 2 arguments, got {len(args)}", tok.pos, tok.text
                 )
             return [[ast.Constraint(tok.text, args, tok.pos)]]
         if tok.kind is Kind.IDENT and self.peek().text == "(" and tok.text not in FUNCTORS:
@@ -467,11 +439,8 @@ class _Parser:
     def _int64(self, value: int, tok: Token) -> int:
         # 2**63 is allowed here for "-9223372036854775808"; compile checks the folded value
         if not INT64_MIN <= value <= INT64_MAX + 1:
-            raise DatalogOverflowError(
-                f"number {tok.text} does not fit a signed 64-bit integer",
-                line=tok.pos.line,
-                column=tok.pos.column,
-                construct=tok.text,
+            raise DatalogOverflowError.at(
+                f"number {tok.text} does not fit a signed 64-bit integer", tok.pos, tok.text
             )
         return value
 
@@ -487,11 +456,10 @@ class _Parser:
             return self.aggregate(tok, target)
         if self.at("("):
             if tok.text not in FUNCTORS:
-                raise DatalogSyntaxError(
+                raise DatalogSyntaxError.at(
                     f"{tok.text!r} is not a built-in function (atoms are not terms)",
-                    line=tok.pos.line,
-                    column=tok.pos.column,
-                    construct=tok.text,
+                    tok.pos,
+                    tok.text,
                 )
             args = self.arguments()
             if tok.text in ("min", "max") and self.at(":"):
@@ -503,12 +471,7 @@ class _Parser:
 
     def aggregate(self, tok: Token, target: ast.Term) -> ast.Aggregate:
         if tok.text == "mean":
-            raise UnsupportedError(
-                "aggregate mean is not supported",
-                line=tok.pos.line,
-                column=tok.pos.column,
-                construct="mean",
-            )
+            raise UnsupportedError.at("aggregate mean is not supported", tok.pos, "mean")
         if not self.at(":"):
             raise self.error(f"':' after the target of {tok.text}")
         self.advance()
@@ -521,11 +484,8 @@ class _Parser:
         alternatives = self.conj()
         self.leave()
         if self.at(";") or len(alternatives) != 1:
-            raise UnsupportedError(
-                "disjunction inside an aggregate is not supported",
-                line=self.tok.pos.line,
-                column=self.tok.pos.column,
-                construct=";",
+            raise UnsupportedError.at(
+                "disjunction inside an aggregate is not supported", self.tok.pos, ";"
             )
         self.expect("}")
         return tuple(alternatives[0])

@@ -91,11 +91,16 @@ Start = Scan | Unit | Seed
 
 
 @dataclass(frozen=True)
-class Join:
-    """Join a positive atom on the variables ``on`` it shares with the binding (may be empty)."""
+class _AtomStep:
+    """A step against ``atom`` on the variables ``on`` it shares with the binding."""
 
     atom: ast.Atom
     on: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Join(_AtomStep):
+    """Join a positive atom on the variables ``on`` it shares with the binding (may be empty)."""
 
 
 @dataclass(frozen=True)
@@ -114,11 +119,8 @@ class Bind:
 
 
 @dataclass(frozen=True)
-class AntiJoin:
+class AntiJoin(_AtomStep):
     """Drop bindings whose values of ``on`` match the negated atom."""
-
-    atom: ast.Atom
-    on: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -180,9 +182,7 @@ class _Fresh:
 
 def _no_wildcard(term: ast.Term, where: str) -> None:
     if isinstance(term, ast.Wildcard):
-        raise UnsafeVariableError(
-            f"'_' is not allowed {where}", line=term.pos.line, column=term.pos.column, construct="_"
-        )
+        raise UnsafeVariableError.at(f"'_' is not allowed {where}", term.pos, "_")
     for child in ast.term_children(term):
         _no_wildcard(child, where)
 
@@ -282,12 +282,7 @@ def _names(terms: Iterable[ast.Term]) -> list[str]:
 
 def _unsafe(var: ast.Var, why: str) -> UnsafeVariableError:
     shown = var.name if not var.name.startswith("@") else "an expression"
-    return UnsafeVariableError(
-        f"variable {shown} is not bound {why}",
-        line=var.pos.line,
-        column=var.pos.column,
-        construct=var.name,
-    )
+    return UnsafeVariableError.at(f"variable {shown} is not bound {why}", var.pos, var.name)
 
 
 def _plan_conjunction(
@@ -354,13 +349,12 @@ def _atom_vars(atom: ast.Atom) -> list[str]:
 
 def _stuck(lit: BodyLiteral, bound: list[str]) -> UnsafeVariableError:
     if isinstance(lit, AggregateLiteral):
-        return UnsafeVariableError(
+        return UnsafeVariableError.at(
             f"aggregate {lit.aggregate.function} cannot be evaluated: "
             "its variables shared with the rule are not bound outside "
             "it",
-            line=lit.pos.line,
-            column=lit.pos.column,
-            construct=lit.aggregate.function,
+            lit.pos,
+            lit.aggregate.function,
         )
     terms = lit.atom.args if isinstance(lit, ast.Negation) else ast.literal_terms(lit)
     for term in terms:

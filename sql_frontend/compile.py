@@ -77,6 +77,27 @@ def _names(n: int) -> list[str]:
 
 
 @dataclass(frozen=True)
+class _Sides:
+    """The two inputs of a join: whole, without the rows whose keys are NULL (``lnn``/``rnn``;
+    possibly with a constant key column added), and their key columns."""
+
+    left: Collection
+    right: Collection
+    lnn: Collection
+    rnn: Collection
+    lkeys: tuple[int, ...]
+    rkeys: tuple[int, ...]
+
+    def on(self) -> list[tuple[str, str]]:
+        """The equi-join condition, as column-name pairs (left's name, right's name)."""
+        return [(f"c{a}", f"c{b}") for a, b in zip(self.lkeys, self.rkeys, strict=True)]
+
+    def flipped(self) -> _Sides:
+        """The same join seen from the right side."""
+        return _Sides(self.right, self.left, self.rnn, self.lnn, self.rkeys, self.lkeys)
+
+
+@dataclass(frozen=True)
 class CompiledView:
     """A SQL view compiled into a dataflow.
 
@@ -466,8 +487,7 @@ class _Compiler:
         if not node.left_keys and node.kind != "inner":
             # no equi keys: join on a constant (every pair is a candidate)
             left2, right2 = self.const_col(left), self.const_col(right)
-            inner_node = p.Join(node.left, node.right, p.JoinKind.INNER, (), (), node.residual)
-            return self.outer_like(node, left, right, left2, right2, (lw,), (rw,), inner_node)
+            return self.outer_like(node, _Sides(left, right, left2, right2, (lw,), (rw,)))
         lkeys, rkeys = node.left_keys, node.right_keys
         # <=> keys keep their NULLs; a NOT NULL column has none to drop
         safe = node.null_safe or (False,) * len(lkeys)
@@ -479,80 +499,40 @@ class _Compiler:
         rnn = self.drop_null_keys(
             right, tuple(k for k, s, n in zip(rkeys, safe, rnull, strict=True) if n and not s)
         )
-        return self.outer_like(node, left, right, lnn, rnn, lkeys, rkeys, node)
+        return self.outer_like(node, _Sides(left, right, lnn, rnn, lkeys, rkeys))
 
-    def inner(
-        self,
-        lnn: Collection,
-        rnn: Collection,
-        lkeys: tuple[int, ...],
-        rkeys: tuple[int, ...],
-        lw: int,
-        rw: int,
-        residual: Scalar | None,
-    ) -> Collection:
-        lcols = len(lnn.schema)
-        j = lnn.join(rnn, on=[(f"c{a}", f"c{b}") for a, b in zip(lkeys, rkeys, strict=True)])
+    def inner(self, s: _Sides, lw: int, rw: int, residual: Scalar | None) -> Collection:
+        lcols = len(s.lnn.schema)
+        j = s.lnn.join(s.rnn, on=s.on())
         keep = list(range(lw)) + [lcols + i for i in range(rw)]
-        j = self.named(j.project(*keep)) if lcols != lw or len(rnn.schema) != rw else self.named(j)
+        j = (
+            self.named(j.project(*keep))
+            if lcols != lw or len(s.rnn.schema) != rw
+            else self.named(j)
+        )
         if residual is not None:
             j = j.filter(compile_predicate(residual))
         return j
 
-    def outer_like(
-        self,
-        node: p.Join,
-        left: Collection,
-        right: Collection,
-        lnn: Collection,
-        rnn: Collection,
-        lkeys: tuple[int, ...],
-        rkeys: tuple[int, ...],
-        shape: p.Join,
-    ) -> Collection:
+    def outer_like(self, node: p.Join, s: _Sides) -> Collection:
         lw, rw = node.left.width, node.right.width
         if not node.left_keys and node.kind == "inner":
-            lnn, rnn = self.const_col(left), self.const_col(right)
-            lkeys, rkeys = (lw,), (rw,)
-        inner = self.inner(lnn, rnn, lkeys, rkeys, lw, rw, node.residual)
+            s = _Sides(
+                s.left, s.right, self.const_col(s.left), self.const_col(s.right), (lw,), (rw,)
+            )
+        inner = self.inner(s, lw, rw, node.residual)
         if node.kind == "inner":
             return inner
-        all_l = list(range(lw))
-        all_r = list(range(lw, lw + rw))
         if node.kind in ("semi", "anti"):
-            if node.residual is None:
-                keys = [(f"c{a}", f"c{b}") for a, b in zip(lkeys, rkeys, strict=True)]
-                src = lnn if node.kind == "semi" else left
-                if len(lnn.schema) != lw:  # constant key column added
-                    src = self.const_col(left)
-                    out = (
-                        src.semijoin(rnn, keys) if node.kind == "semi" else src.antijoin(rnn, keys)
-                    )
-                    return self.named(out.project(*all_l))
-                return src.semijoin(rnn, keys) if node.kind == "semi" else src.antijoin(rnn, keys)
-            matched = self.named(inner.project(*all_l)).distinct()
-            on = [(f"c{i}", f"c{i}") for i in all_l]
-            return left.semijoin(matched, on) if node.kind == "semi" else left.antijoin(matched, on)
+            return self.semi_anti(node, s, inner)
         parts = [inner]
         if node.kind in ("left", "full"):
-            if node.residual is None and len(lnn.schema) == lw:
-                unmatched_l = left.antijoin(
-                    rnn, [(f"c{a}", f"c{b}") for a, b in zip(lkeys, rkeys, strict=True)]
-                )
-            else:
-                matched = self.named(inner.project(*all_l)).distinct()
-                unmatched_l = left.antijoin(matched, [(f"c{i}", f"c{i}") for i in all_l])
-            parts.append(self.pad_nulls(unmatched_l, lw, list(right.schema.dtypes), True))
+            unmatched_l = self.unmatched(s, inner, 0, lw, node.residual)
+            parts.append(self.pad_nulls(unmatched_l, lw, list(s.right.schema.dtypes), True))
         if node.kind in ("right", "full"):
-            if node.residual is None and len(rnn.schema) == rw:
-                unmatched_r = right.antijoin(
-                    lnn, [(f"c{b}", f"c{a}") for a, b in zip(lkeys, rkeys, strict=True)]
-                )
-            else:
-                matched_r = self.named(inner.project(*all_r)).distinct()
-                unmatched_r = right.antijoin(matched_r, [(f"c{i}", f"c{i}") for i in range(rw)])
+            unmatched_r = self.unmatched(s.flipped(), inner, lw, rw, node.residual)
             parts.append(
-                self.pad_nulls(self.named(unmatched_r), rw, list(left.schema.dtypes), False)
+                self.pad_nulls(self.named(unmatched_r), rw, list(s.left.schema.dtypes), False)
             )
         out = self.named(parts[0])
         target = [
@@ -561,6 +541,33 @@ class _Compiler:
         ]
         parts = [self.retype(self.named(x), target) for x in parts]
         return parts[0].concat(*parts[1:])
+
+    def semi_anti(self, node: p.Join, s: _Sides, inner: Collection) -> Collection:
+        """The left rows with (semi) or without (anti) a match: on the keys when there is no
+        residual, else against the distinct left rows of the inner join."""
+        lw = node.left.width
+        semi = node.kind == "semi"
+        if node.residual is None:
+            keys = s.on()
+            src = s.lnn if semi else s.left
+            if len(s.lnn.schema) != lw:  # constant key column added
+                src = self.const_col(s.left)
+                out = src.semijoin(s.rnn, keys) if semi else src.antijoin(s.rnn, keys)
+                return self.named(out.project(*range(lw)))
+            return src.semijoin(s.rnn, keys) if semi else src.antijoin(s.rnn, keys)
+        matched = self.named(inner.project(*range(lw))).distinct()
+        on = [(f"c{i}", f"c{i}") for i in range(lw)]
+        return s.left.semijoin(matched, on) if semi else s.left.antijoin(matched, on)
+
+    def unmatched(
+        self, s: _Sides, inner: Collection, first: int, width: int, residual: Scalar | None
+    ) -> Collection:
+        """The rows of ``s.left`` (columns ``first`` to ``first + width`` of ``inner``) that
+        match no row of ``s.right``: the rows an outer join pads with NULLs."""
+        if residual is None and len(s.lnn.schema) == width:
+            return s.left.antijoin(s.rnn, s.on())
+        matched = self.named(inner.project(*range(first, first + width))).distinct()
+        return s.left.antijoin(matched, [(f"c{i}", f"c{i}") for i in range(width)])
 
     def null_aware_anti(self, node: p.Join, left: Collection, right: Collection) -> Collection:
         lw = node.left.width
@@ -845,19 +852,19 @@ def _row_comparator(order: tuple[p.SortKey, ...]) -> Callable[[tuple, tuple], in
 
 def _window_values(f: p.WindowCall, rows: list[tuple], order_cols: list[int]) -> list[object]:
     n = len(rows)
-    if f.func == "row_number":
+    if f.func == p.WindowFunc.ROW_NUMBER:
         return list(range(1, n + 1))
     peers = [tuple(r[i] for i in order_cols) for r in rows]
-    if f.func in ("rank", "dense_rank"):
+    if f.func in (p.WindowFunc.RANK, p.WindowFunc.DENSE_RANK):
         out: list[object] = []
         rank = dense = 0
         for i in range(n):
             if i == 0 or peers[i] != peers[i - 1]:
                 rank = i + 1
                 dense += 1
-            out.append(rank if f.func == "rank" else dense)
+            out.append(rank if f.func == p.WindowFunc.RANK else dense)
         return out
-    if f.func in _MORE_WINDOW or f.frame is not None:
+    if f.func not in p.INCREMENTAL_AGGS or f.frame is not None:
         from sql_frontend.expressions.windows import window_values
 
         return window_values(f.func, f.arg, f.param, f.frame, f.type, rows, peers, _aggregate)
@@ -882,27 +889,22 @@ def _window_values(f: p.WindowCall, rows: list[tuple], order_cols: list[int]) ->
     return results
 
 
-_MORE_WINDOW = frozenset(
-    {"lag", "lead", "ntile", "first_value", "last_value", "percent_rank", "cume_dist"}
-)
-
-
 def _aggregate(f: p.WindowCall, vals: list[object]) -> object:
     from decimal import Decimal
 
-    if f.func == "count_star":
+    if f.func == p.AggFunc.COUNT_STAR:
         return len(vals)
     live = [v for v in vals if v is not None]
-    if f.func == "count":
+    if f.func == p.AggFunc.COUNT:
         return len(live)
     if not live:
         return None
-    if f.func == "min":
+    if f.func == p.AggFunc.MIN:
         return min(live)  # type: ignore[type-var]
-    if f.func == "max":
+    if f.func == p.AggFunc.MAX:
         return max(live)  # type: ignore[type-var]
     total = sum(live)  # type: ignore[arg-type]
-    if f.func == "sum":
+    if f.func == p.AggFunc.SUM:
         if f.type.is_fractional:
             return float(total)
         return total

@@ -27,6 +27,9 @@ from sql_frontend.scalar import Scalar
 from sql_frontend.sql_types import SqlType
 
 Schema = tuple[tuple[str, SqlType], ...]
+Equalities = tuple[tuple[int, int, int, int], ...]
+"""A :class:`MultiJoin`'s ``conds``: ``(i, ci, j, cj)``, column ``ci`` of input ``i`` equals
+column ``cj`` of input ``j``."""
 E = TypeVar("E", bound=StrEnum)
 
 
@@ -71,33 +74,38 @@ class AggFunc(StrEnum):
 JOIN_KINDS = tuple(k.value for k in JoinKind)
 SET_KINDS = tuple(k.value for k in SetKind)
 AGG_FUNCS = tuple(f.value for f in AggFunc)
-HOLISTIC_AGGS = frozenset(AggFunc) - {
-    AggFunc.COUNT,
-    AggFunc.COUNT_STAR,
-    AggFunc.SUM,
-    AggFunc.MIN,
-    AggFunc.MAX,
-    AggFunc.AVG,
-}
-"""Aggregates with no incremental form: their Aggregate is recomputed per affected group."""
-WINDOW_FUNCS = (
-    "row_number",
-    "rank",
-    "dense_rank",
-    "count",
-    "count_star",
-    "sum",
-    "min",
-    "max",
-    "avg",
-    "lag",
-    "lead",
-    "ntile",
-    "first_value",
-    "last_value",
-    "percent_rank",
-    "cume_dist",
+INCREMENTAL_AGGS = frozenset(
+    {AggFunc.COUNT, AggFunc.COUNT_STAR, AggFunc.SUM, AggFunc.MIN, AggFunc.MAX, AggFunc.AVG}
 )
+"""Aggregates maintained from their changes (also the aggregates a window can run)."""
+HOLISTIC_AGGS = frozenset(AggFunc) - INCREMENTAL_AGGS
+"""Aggregates with no incremental form: their Aggregate is recomputed per affected group."""
+
+
+class WindowFunc(StrEnum):
+    """A ranking or offset function of a :class:`WindowCall` (its other functions are the
+    :data:`INCREMENTAL_AGGS`, run over the window's frame)."""
+
+    ROW_NUMBER = "row_number"
+    RANK = "rank"
+    DENSE_RANK = "dense_rank"
+    LAG = "lag"
+    LEAD = "lead"
+    NTILE = "ntile"
+    FIRST_VALUE = "first_value"
+    LAST_VALUE = "last_value"
+    PERCENT_RANK = "percent_rank"
+    CUME_DIST = "cume_dist"
+
+
+WINDOW_FUNCS = (
+    *(f.value for f in WindowFunc),
+    *(a.value for a in AggFunc if a in INCREMENTAL_AGGS),
+)
+FRAMED_WINDOW_FUNCS = INCREMENTAL_AGGS | {WindowFunc.FIRST_VALUE, WindowFunc.LAST_VALUE}
+"""The window functions that take an explicit frame (``ROWS/RANGE BETWEEN ...``)."""
+ORDERED_WINDOW_FUNCS = frozenset(WindowFunc) - FRAMED_WINDOW_FUNCS
+"""The window functions that need an ORDER BY."""
 
 
 def _as_member(node: object, field: str, vocabulary: type[E], what: str) -> None:
@@ -169,8 +177,9 @@ class Node:
         return len(self.schema)
 
     def label(self) -> str:
-        """One line describing this node (without children) for EXPLAIN."""
-        raise NotImplementedError
+        """One line describing this node (without children) for EXPLAIN: by default the name
+        of its class; nodes with fields worth showing say more."""
+        return type(self).__name__
 
 
 class _DeclaredSchema(Node):
@@ -378,9 +387,6 @@ class Distinct(_InputSchema):
 
     input: Node
 
-    def label(self) -> str:
-        return "Distinct"
-
 
 @dataclass(frozen=True)
 class SetOp(Node):
@@ -446,9 +452,10 @@ class TopK(_InputSchema):
 
 @dataclass(frozen=True)
 class WindowCall:
-    """A window function over column ``arg`` (None for ranking functions and COUNT(*))."""
+    """A window function over column ``arg`` (None for ranking functions and COUNT(*)): a
+    :class:`WindowFunc` or an incremental aggregate (a running aggregate, or over a frame)."""
 
-    func: str
+    func: WindowFunc | AggFunc
     arg: int | None
     type: SqlType
     param: object = None
@@ -458,8 +465,13 @@ class WindowCall:
     (negative = PRECEDING), 0 = CURRENT ROW, None = UNBOUNDED."""
 
     def __post_init__(self) -> None:
-        if self.func not in WINDOW_FUNCS:
-            raise PlanError(f"unknown window function {self.func!r}; known: {WINDOW_FUNCS}")
+        func = self.func
+        if func in INCREMENTAL_AGGS:
+            object.__setattr__(self, "func", AggFunc(func))
+        elif func not in WINDOW_FUNCS:
+            raise PlanError(f"unknown window function {func!r}; known: {WINDOW_FUNCS}")
+        else:
+            object.__setattr__(self, "func", WindowFunc(func))
 
     def __str__(self) -> str:
         out = f"{self.func}({'' if self.arg is None else f'#{self.arg}'})"
@@ -526,9 +538,6 @@ class Empty(_DeclaredSchema):
     """No rows (the seed of a recursive relation defined only through others)."""
 
     columns: Schema
-
-    def label(self) -> str:
-        return "Empty"
 
 
 @dataclass(frozen=True)
@@ -601,34 +610,50 @@ class Recursive(Node):
 
 
 @dataclass(frozen=True)
-class ArrivalJoin(Node):
+class _AsOf(Node):
+    """An as-of join: ``left``'s rows each paired with (at most) one version of ``right``'s
+    matching rows; output the left columns then the right ones."""
+
+    left: Node
+    right: Node
+
+    @cached_property
+    def schema(self) -> Schema:
+        return self.left.schema + self.right.schema
+
+
+def _check_as_of(
+    node: ArrivalJoin | AsofJoin, left_cols: tuple[int, ...], right_cols: tuple[int, ...]
+) -> None:
+    """What both as-of joins require: inner or left, one right key per left key, the key (and
+    time) columns within their side."""
+    what = type(node).__name__
+    _as_member(node, "kind", JoinKind, "join kind")
+    if node.kind not in (JoinKind.INNER, JoinKind.LEFT):
+        raise PlanError(f"an as-of join is inner or left, not {node.kind.value!r}")
+    if len(node.left_keys) != len(node.right_keys):
+        raise PlanError(f"{what} needs as many left keys as right keys")
+    _check_cols(f"{what} left key", left_cols, node.left.width)
+    _check_cols(f"{what} right key", right_cols, node.right.width)
+
+
+@dataclass(frozen=True)
+class ArrivalJoin(_AsOf):
     """Processing-time as-of join (``JOIN r FOR SYSTEM_TIME AS OF PROCTIME()``): each row of
     ``left`` joins ``right`` as it is when the row arrives; later changes of ``right`` never
     revise it. A retraction of a left row subtracts its join with ``right`` as it is at the
     retraction. ``kind`` is inner or left (an unmatched row is padded with NULLs at arrival);
     keys and residual as in :class:`Join`."""
 
-    left: Node
-    right: Node
     kind: JoinKind
     left_keys: tuple[int, ...] = ()
     right_keys: tuple[int, ...] = ()
     residual: Scalar | None = None
 
     def __post_init__(self) -> None:
-        _as_member(self, "kind", JoinKind, "join kind")
-        if self.kind not in (JoinKind.INNER, JoinKind.LEFT):
-            raise PlanError(f"an as-of join is inner or left, not {self.kind.value!r}")
-        if len(self.left_keys) != len(self.right_keys):
-            raise PlanError("ArrivalJoin needs as many left keys as right keys")
-        _check_cols("ArrivalJoin left key", self.left_keys, self.left.width)
-        _check_cols("ArrivalJoin right key", self.right_keys, self.right.width)
+        _check_as_of(self, self.left_keys, self.right_keys)
         if self.residual is not None:
             _check_refs("ArrivalJoin residual", self.residual, self.left.width + self.right.width)
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.left.schema + self.right.schema
 
     def as_join(self) -> Join:
         """The ordinary join that each arriving (or retracted) left row is put through."""
@@ -641,14 +666,12 @@ class ArrivalJoin(Node):
 
 
 @dataclass(frozen=True)
-class AsofJoin(Node):
+class AsofJoin(_AsOf):
     """Event-time as-of join (DuckDB's ``ASOF JOIN … ON l.k = r.k AND l.t >= r.t``): each
     row of ``left`` is paired, among the rows of ``right`` with equal keys (NULL keys never
     match), with the one whose ``right_time`` is the greatest ``<= left_time`` (ties: the
     smallest row). ``kind`` left keeps unmatched left rows, padded with NULLs."""
 
-    left: Node
-    right: Node
     kind: JoinKind
     left_keys: tuple[int, ...]
     right_keys: tuple[int, ...]
@@ -656,17 +679,11 @@ class AsofJoin(Node):
     right_time: int
 
     def __post_init__(self) -> None:
-        _as_member(self, "kind", JoinKind, "join kind")
-        if self.kind not in (JoinKind.INNER, JoinKind.LEFT):
-            raise PlanError(f"an as-of join is inner or left, not {self.kind.value!r}")
-        if len(self.left_keys) != len(self.right_keys):
-            raise PlanError("AsofJoin needs as many left keys as right keys")
-        _check_cols("AsofJoin left key", (*self.left_keys, self.left_time), self.left.width)
-        _check_cols("AsofJoin right key", (*self.right_keys, self.right_time), self.right.width)
-
-    @cached_property
-    def schema(self) -> Schema:
-        return self.left.schema + self.right.schema
+        left_cols, right_cols = (
+            (*self.left_keys, self.left_time),
+            (*self.right_keys, self.right_time),
+        )
+        _check_as_of(self, left_cols, right_cols)
 
     def label(self) -> str:
         lw = self.left.width
@@ -694,7 +711,7 @@ class MultiJoin(Node):
     by EXPLAIN."""
 
     inputs: tuple[Node, ...]
-    conds: tuple[tuple[int, int, int, int], ...]
+    conds: Equalities
     residual: Scalar | None
     strategy: str
     arrangements: tuple[str, ...] = ()
@@ -835,6 +852,7 @@ __all__ = [
     "Binding",
     "Distinct",
     "Empty",
+    "Equalities",
     "Filter",
     "Join",
     "JoinKind",
@@ -851,6 +869,7 @@ __all__ = [
     "Values",
     "Window",
     "WindowCall",
+    "WindowFunc",
     "explain",
     "tables",
     "transform_up",

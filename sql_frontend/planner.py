@@ -53,6 +53,8 @@ from sql_frontend.translate import Translator
 JOIN_STRATEGIES = ("auto", "delta", "binary")
 DEFAULT_ROWS = 1000
 HINTS = {"DELTA_JOIN": "delta", "BINARY_JOIN": "binary"}
+Estimates = list[tuple[str, float]]
+"""The arrangements a join strategy builds, each described with its estimated rows."""
 
 
 def plan_sql(
@@ -196,10 +198,7 @@ class _JoinPlanner:
 
     # ------------------------------------------------------------ the cost model
     def choose(
-        self,
-        leaves: tuple[p.Node, ...],
-        conds: tuple[tuple[int, int, int, int], ...],
-        residual: Scalar | None,
+        self, leaves: tuple[p.Node, ...], conds: p.Equalities, residual: Scalar | None
     ) -> p.MultiJoin:
         rows = [self.rows(x) for x in leaves]
         delta_arr = self.delta_arrangements(leaves, conds, rows)
@@ -259,14 +258,11 @@ class _JoinPlanner:
         return min(self.rows(node), math.prod(self.ndv(node, c) for c in cols))
 
     def delta_arrangements(
-        self,
-        leaves: tuple[p.Node, ...],
-        conds: tuple[tuple[int, int, int, int], ...],
-        rows: list[float],
-    ) -> list[tuple[str, float]]:
+        self, leaves: tuple[p.Node, ...], conds: p.Equalities, rows: list[float]
+    ) -> Estimates:
         """The arrangements ``delta_join`` builds (its greedy order, shared when equal)."""
         seen: dict[tuple[p.Node, tuple[int, ...]], str] = {}
-        out: list[tuple[str, float]] = []
+        out: Estimates = []
         for first in range(len(leaves)):
             bound = {first}
             while len(bound) < len(leaves):
@@ -287,17 +283,14 @@ class _JoinPlanner:
         return out
 
     def binary_arrangements(
-        self,
-        leaves: tuple[p.Node, ...],
-        conds: tuple[tuple[int, int, int, int], ...],
-        rows: list[float],
-    ) -> list[tuple[str, float]]:
+        self, leaves: tuple[p.Node, ...], conds: p.Equalities, rows: list[float]
+    ) -> Estimates:
         """The arrangements of the left-deep plan, intermediate results estimated."""
         off = [0]
         for x in leaves:
             off.append(off[-1] + x.width)
         seen: set[tuple[object, tuple[int, ...]]] = set()
-        out: list[tuple[str, float]] = []
+        out: Estimates = []
         acc_rows = rows[0]
         acc_ndv: dict[int, float] = {c: self.ndv(leaves[0], c) for c in range(leaves[0].width)}
         for k in range(1, len(leaves)):
@@ -330,7 +323,7 @@ class _JoinPlanner:
         return out
 
 
-def _connected(n: int, conds: tuple[tuple[int, int, int, int], ...]) -> bool:
+def _connected(n: int, conds: p.Equalities) -> bool:
     parent = list(range(n))
 
     def find(x: int) -> int:

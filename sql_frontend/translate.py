@@ -9,8 +9,8 @@ follow. Whatever has no translation is refused by name with its position.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -18,7 +18,7 @@ from sql_frontend import plan as p
 from sql_frontend import scalar as sc
 from sql_frontend.coercion import common_type
 from sql_frontend.completeness import Consumption
-from sql_frontend.errors import SqlAnalysisError
+from sql_frontend.errors import SqlAnalysisError, UnsupportedSqlError
 from sql_frontend.positions import analysis_error, unsupported
 from sql_frontend.scalar import Call, Lit, Ref, Scalar
 from sql_frontend.scc import is_recursive, strongly_connected_components
@@ -32,7 +32,29 @@ from sql_frontend.sql_types import (
 )
 from sql_frontend.translate_expr import ExprTranslator, cast_to
 
-_AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
+_REFUSED_CLAUSES = (
+    "qualify",
+    "windows",
+    "laterals",
+    "pivots",
+    "sample",
+    "connect",
+    "into",
+    "kind",
+    "locks",
+    "cluster",
+    "distribute",
+    "sort",
+    "prewhere",
+)
+"""The clauses of a SELECT that views refuse, by name."""
+_AGGS: dict[type[exp.Expr], str] = {
+    exp.Count: "count",
+    exp.Sum: "sum",
+    exp.Min: "min",
+    exp.Max: "max",
+    exp.Avg: "avg",
+}
 _RANKING = {exp.RowNumber: "row_number"}
 
 
@@ -144,19 +166,7 @@ class Translator:
         distinct: dict[str, bool] = {}
         for cte in ctes:
             name = cte.alias_or_name
-            body = cte.this
-            parts: list[exp.Expr] = []
-            flags: set[bool] = set()
-            while isinstance(body, exp.Union):
-                self.use(body, "this", "expression", "distinct")
-                parts.append(body.expression)
-                flags.add(bool(body.args.get("distinct")))
-                body = body.this
-            parts.append(body)
-            parts.reverse()
-            if len(flags) > 1:
-                raise unsupported("recursive CTE mixing UNION and UNION ALL", cte)
-            distinct[name] = flags.pop() if flags else False
+            parts, distinct[name] = self.union_parts(cte)
             seed_parts = [x for x in parts if not _mentions(x, names)]
             steps[name] = [x for x in parts if _mentions(x, names)]
             if seed_parts:
@@ -200,6 +210,23 @@ class Translator:
             )
         group = tuple(bindings)
         return {b.name: p.Recursive(group, i) for i, b in enumerate(group)}
+
+    def union_parts(self, cte: exp.CTE) -> tuple[list[exp.Expr], bool]:
+        """The parts of a recursive CTE's ``UNION [ALL]`` chain, in order, and whether it is
+        UNION (distinct); mixing UNION and UNION ALL is refused."""
+        body = cte.this
+        parts: list[exp.Expr] = []
+        flags: set[bool] = set()
+        while isinstance(body, exp.Union):
+            self.use(body, "this", "expression", "distinct")
+            parts.append(body.expression)
+            flags.add(bool(body.args.get("distinct")))
+            body = body.this
+        parts.append(body)
+        parts.reverse()
+        if len(flags) > 1:
+            raise unsupported("recursive CTE mixing UNION and UNION ALL", cte)
+        return parts, flags.pop() if flags else False
 
     def union_all(self, nodes: list[p.Node]) -> p.Node:
         out = nodes[0]
@@ -254,21 +281,7 @@ class Translator:
 
     # ------------------------------------------------------------ SELECT
     def select(self, s: exp.Select, env: Env) -> p.Node:
-        for arg in (
-            "qualify",
-            "windows",
-            "laterals",
-            "pivots",
-            "sample",
-            "connect",
-            "into",
-            "kind",
-            "locks",
-            "cluster",
-            "distribute",
-            "sort",
-            "prewhere",
-        ):
+        for arg in _REFUSED_CLAUSES:
             if s.args.get(arg):
                 raise unsupported(
                     arg.upper(), s.args[arg] if isinstance(s.args[arg], exp.Expr) else s
@@ -430,87 +443,20 @@ class Translator:
         if j.args.get("method") or j.args.get("match_condition"):
             raise unsupported("join method", j)
         self.use(j, "this", "on", "side", "kind", "using")
-        if kind in ("semi", "anti"):
-            jk = kind
-        elif side in ("left", "right", "full"):
-            jk = side
-        elif kind in ("", "inner", "cross", "outer"):
-            jk = "inner"
-        else:
-            raise unsupported(f"{kind.upper()} JOIN", j)
-        both = Relation(p.Join(left.node, right.node, p.JoinKind.CROSS), left.fields + right.fields)
-        cond = j.args.get("on")
-        using = j.args.get("using")
-        conds: list[Scalar] = []
-        tr = ExprTranslator(both.resolve)
-        if using:
-            for ident in using:
-                name = ident.name
-                li = max(i for i, f in enumerate(left.fields) if f.name == name)
-                ri = next(i for i, f in enumerate(right.fields) if f.name == name)
-                conds.append(
-                    tr.compare(
-                        "eq",
-                        Ref(li, left.node.schema[li][1], name),
-                        Ref(left.node.width + ri, right.node.schema[ri][1], name),
-                    )
-                )
-        null_aware = False
-        if cond is not None:
-            if jk == "anti" and _is_null_aware(cond):
-                null_aware = True
-                cond = cond.this  # x = v
-            pred = tr.boolean(cond)
-            conds += sc.conjuncts(pred)
+        jk = _join_kind(side, kind, j)
+        conds, cond, null_aware = self.join_conditions(left, right, j, jk)
         lw = left.node.width
-        lkeys: list[int] = []
-        rkeys: list[int] = []
-        safe: list[bool] = []  # per key: <=> (NULL matches NULL)
-        residual: list[Scalar] = []
-        lnode, rnode = left.node, right.node
-        extra_l: list[Scalar] = []
-        extra_r: list[Scalar] = []
-        left_filters: list[Scalar] = []
-        right_filters: list[Scalar] = []
+        split = _JoinSplit(lw, right.node.width)
         for c in conds:
-            used = sc.refs(c)
-            # A condition on one side only filters that side where the join kind allows it.
-            if used and max(used) < lw and jk in ("inner", "right", "semi"):
-                left_filters.append(c)
-                continue
-            if used and min(used) >= lw and jk in ("inner", "left", "semi", "anti"):
-                right_filters.append(sc.shift(c, -lw))
-                continue
-            if isinstance(c, Call) and (c.op == "eq" or (c.op == "eq_null_safe" and not arrival)):
-                a, b = c.args
-                ra, rb = sc.refs(a), sc.refs(b)
-                if ra and rb and max(ra) < lw <= min(rb):
-                    pass
-                elif ra and rb and max(rb) < lw <= min(ra):
-                    a, b = b, a
-                else:
-                    residual.append(c)
-                    continue
-                safe.append(c.op == "eq_null_safe")
-                if isinstance(a, Ref):
-                    lkeys.append(a.index)
-                else:
-                    lkeys.append(lw + len(extra_l))
-                    extra_l.append(a)
-                b = sc.shift(b, -lw)
-                if isinstance(b, Ref):
-                    rkeys.append(b.index)
-                else:
-                    rkeys.append(rnode.width + len(extra_r))
-                    extra_r.append(b)
-            elif isinstance(c, Lit) and c.value is True:
-                continue
-            else:
-                residual.append(c)
-        if left_filters:
-            lnode = p.Filter(lnode, sc.conjunction(left_filters))  # type: ignore[arg-type]
-        if right_filters:
-            rnode = p.Filter(rnode, sc.conjunction(right_filters))  # type: ignore[arg-type]
+            split.add(c, jk, arrival)
+        lkeys, rkeys, safe = split.key_columns()
+        residual = split.residual
+        extra_l, extra_r = split.extra
+        lnode, rnode = left.node, right.node
+        if split.filters[0]:
+            lnode = p.Filter(lnode, sc.conjunction(split.filters[0]))  # type: ignore[arg-type]
+        if split.filters[1]:
+            rnode = p.Filter(rnode, sc.conjunction(split.filters[1]))  # type: ignore[arg-type]
         if null_aware and (len(lkeys) != 1 or residual):
             raise unsupported("correlated or multi-column NOT IN", cond)
         if extra_l:
@@ -519,22 +465,14 @@ class Translator:
             rnode = _extend(rnode, extra_r)
         res = sc.conjunction(residual)
         if res is not None and extra_l:  # right columns moved by the extra left columns
-            n_extra = len(extra_l)
             res = sc.remap(
-                res, lambda r: Ref(r.index + n_extra, r.type, r.name) if r.index >= lw else r
+                res, lambda r: Ref(r.index + len(extra_l), r.type, r.name) if r.index >= lw else r
             )
         if jk == "inner" and not lkeys and res is None:
             jk = "cross"
         node: p.Node
         if arrival:
-            if jk not in ("inner", "cross", "left"):
-                raise unsupported(
-                    f"{jk.upper()} JOIN … FOR SYSTEM_TIME AS OF",
-                    j,
-                    "a processing-time as-of join is INNER or LEFT",
-                )
-            kind = p.JoinKind.LEFT if jk == "left" else p.JoinKind.INNER
-            node = p.ArrivalJoin(lnode, rnode, kind, tuple(lkeys), tuple(rkeys), res)
+            node = _arrival_join(j, jk, lnode, rnode, lkeys, rkeys, res)
         else:
             node = p.Join(
                 lnode,
@@ -550,13 +488,37 @@ class Translator:
             keep = list(range(lw))
             if jk not in ("semi", "anti"):
                 keep += [lnode.width + i for i in range(right.node.width)]
-            node = p.Project(
-                node,
-                tuple(Ref(i, node.schema[i][1], node.schema[i][0]) for i in keep),
-                tuple(node.schema[i][0] for i in keep),
-            )
+            node = _keep_columns(node, keep)
         fields = left.fields if jk in ("semi", "anti") else left.fields + right.fields
         return Relation(node, fields)
+
+    def join_conditions(
+        self, left: Relation, right: Relation, j: exp.Join, jk: str
+    ) -> tuple[list[Scalar], exp.Expr | None, bool]:
+        """The conjuncts of ``j``'s USING and ON over the concatenated row, its ON, and
+        whether it is a null-aware anti join (NOT IN: ON is then ``x = v``)."""
+        both = Relation(p.Join(left.node, right.node, p.JoinKind.CROSS), left.fields + right.fields)
+        cond = j.args.get("on")
+        conds: list[Scalar] = []
+        tr = ExprTranslator(both.resolve)
+        for ident in j.args.get("using") or []:
+            name = ident.name
+            li = max(i for i, f in enumerate(left.fields) if f.name == name)
+            ri = next(i for i, f in enumerate(right.fields) if f.name == name)
+            conds.append(
+                tr.compare(
+                    "eq",
+                    Ref(li, left.node.schema[li][1], name),
+                    Ref(left.node.width + ri, right.node.schema[ri][1], name),
+                )
+            )
+        null_aware = False
+        if cond is not None:
+            if jk == "anti" and _is_null_aware(cond):
+                null_aware = True
+                cond = cond.this  # x = v
+            conds += sc.conjuncts(tr.boolean(cond))
+        return conds, cond, null_aware
 
     def asof_join(self, left: Relation, j: exp.Join, env: Env) -> Relation:
         """``l ASOF [LEFT] JOIN r ON l.k = r.k AND … AND l.t >= r.t`` (DuckDB's form): the
@@ -575,41 +537,8 @@ class Translator:
         self.use(j, "this", "on", "side", "kind", "method")
         both = Relation(p.Join(left.node, right.node, p.JoinKind.CROSS), left.fields + right.fields)
         lw = left.node.width
-        keys: list[tuple[Scalar, Scalar]] = []
-        times: list[tuple[Scalar, Scalar]] = []
-        flip = {"eq": "eq", "ge": "le", "le": "ge", "gt": "lt", "lt": "gt"}
-        for c in sc.conjuncts(ExprTranslator(both.resolve).boolean(cond)):
-            if not (isinstance(c, Call) and c.op in flip):
-                raise unsupported(
-                    "ASOF JOIN condition",
-                    cond,
-                    "the ON clause of an ASOF JOIN is equalities and one l.t >= r.t",
-                )
-            a, b = c.args
-            op = c.op
-            ra, rb = sc.refs(a), sc.refs(b)
-            if ra and rb and max(rb) < lw <= min(ra):
-                a, b, op = b, a, flip[op]
-            elif not (ra and rb and max(ra) < lw <= min(rb)):
-                raise unsupported(
-                    "ASOF JOIN condition",
-                    cond,
-                    "each condition of an ASOF JOIN compares the left side with the right side",
-                )
-            if op == "eq":
-                keys.append((a, sc.shift(b, -lw)))
-            elif op == "ge":
-                times.append((a, sc.shift(b, -lw)))
-            else:
-                raise unsupported(
-                    "ASOF JOIN condition",
-                    cond,
-                    "only l.t >= r.t is supported (the latest right row at or before the left row)",
-                )
-        if len(times) != 1:
-            raise unsupported(
-                "ASOF JOIN condition", cond, "an ASOF JOIN needs exactly one l.t >= r.t condition"
-            )
+        conds = sc.conjuncts(ExprTranslator(both.resolve).boolean(cond))
+        keys, times = _asof_conditions(conds, cond, lw)
         extra_l: list[Scalar] = []
         extra_r: list[Scalar] = []
 
@@ -629,11 +558,7 @@ class Translator:
         node: p.Node = p.AsofJoin(lnode, rnode, p.JoinKind(jk), lkeys, rkeys, lt, rt)
         if extra_l or extra_r:
             keep = [*range(lw), *(lnode.width + i for i in range(rw))]
-            node = p.Project(
-                node,
-                tuple(Ref(i, node.schema[i][1], node.schema[i][0]) for i in keep),
-                tuple(node.schema[i][0] for i in keep),
-            )
+            node = _keep_columns(node, keep)
         return Relation(node, left.fields + right.fields)
 
     # ------------------------------------------------------------ subqueries
@@ -698,170 +623,105 @@ class Translator:
                 self.use(x, "expressions")
         group_exprs = [tr(g) for g in group_nodes]
         n_keys = len(group_exprs) + (1 if sets is not None else 0)
-        calls: list[exp.Expr] = []
-        for x in [
-            *s.selects,
-            s.args.get("having"),
-            *(s.args["order"].expressions if s.args.get("order") else []),
-        ]:
-            if x is None:
-                continue
-            for a in _aggregates(x):
-                if isinstance(a, exp.Grouping | exp.GroupingId):
-                    continue  # a function of the grouping set, see ``grouping`` below
-                if key_of(a) not in {key_of(c) for c in calls}:
-                    calls.append(a)
-        pre_exprs: list[Scalar] = list(group_exprs)
+        st = _AggState(list(group_exprs), n_keys)
         if sets is not None:
-            pre_exprs.append(Lit(0, INT_T))  # the set's position, set per branch below
-        aggs: list[p.AggCall] = []
+            st.column(Lit(0, INT_T))  # the set's position, set per branch below
+        for a in _aggregate_calls(s):
+            if not self.more_aggregates(a, tr, st):
+                self.plain_aggregate(a, tr, st)
+        pre = self.pre_aggregate(rel.node, sets, group_exprs, st.pre_exprs)
+        names = tuple([f"_g{i}" for i in range(n_keys)] + [f"_a{i}" for i in range(len(st.aggs))])
+        agg = p.Aggregate(pre, tuple(range(n_keys)), tuple(st.aggs), names)
         post: dict[str, Scalar] = {}
-        agg_cols: list[tuple[str, Scalar]] = []
-        base = n_keys
-        for a in calls:
-            if self.more_aggregates(a, tr, pre_exprs, aggs, agg_cols, base):
-                continue
-            cond = None
-            if isinstance(a, exp.Filter):
-                cond, inner = self.agg_filter(a, tr), a.this
-            else:
-                inner = a
-            key = key_of(a)
-            a = inner
-            fname = _AGGS.get(type(a))
-            if fname is None:
-                raise unsupported(f"aggregate {a.sql_name()}", a)
-            arg_node = a.this
-            distinct = isinstance(arg_node, exp.Distinct)
-            if distinct:
-                if len(arg_node.expressions) != 1:
-                    raise unsupported(f"{fname.upper()}(DISTINCT on several columns)", a)
-                arg_node = arg_node.expressions[0]
-            if fname == "count" and (isinstance(arg_node, exp.Star) or arg_node is None):
-                if cond is not None:
-                    pre_exprs.append(_when(cond, Lit(1, INT_T)))
-                    aggs.append(p.AggCall(p.AggFunc.COUNT, len(pre_exprs) - 1, False, BIGINT))
-                    agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
-                    continue
-                aggs.append(p.AggCall(p.AggFunc.COUNT_STAR, None, False, BIGINT))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
-                continue
-            if fname == "count" and a.expressions:
-                raise unsupported("COUNT of several columns", a, "write COUNT(DISTINCT a, b)")
-            arg = tr(arg_node)
-            if cond is not None:
-                arg = _when(cond, arg)
-            if distinct and fname in ("sum", "avg"):
-                t = sum_type(arg.type) if fname == "sum" else avg_type(arg.type)
-                if arg.type.name == "STRING":
-                    arg = cast_to(arg, sum_type(arg.type))
-                pre_exprs.append(arg)
-                aggs.append(p.AggCall(p.AggFunc(f"{fname}_distinct"), len(pre_exprs) - 1, True, t))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, t)))
-                continue
-            if isinstance(arg, Lit) and fname == "count" and arg.value is not None:
-                aggs.append(p.AggCall(p.AggFunc.COUNT_STAR, None, False, BIGINT))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
-                continue
-            if arg.type.name == "STRING" and fname in ("sum", "avg"):
-                arg = cast_to(arg, sum_type(arg.type))
-            col = _pre_column(pre_exprs, arg, len(group_exprs))
-            if fname == "count":
-                aggs.append(p.AggCall(p.AggFunc.COUNT, col, distinct and True, BIGINT))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, BIGINT)))
-            elif fname in ("min", "max"):
-                aggs.append(p.AggCall(p.AggFunc(fname), col, False, arg.type))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, arg.type)))
-            elif fname == "sum":
-                t = sum_type(arg.type)
-                aggs.append(p.AggCall(p.AggFunc.SUM, col, False, t))
-                agg_cols.append((key, Ref(base + len(aggs) - 1, t)))
-            else:  # avg = sum / count
-                st = sum_type(arg.type)
-                aggs.append(p.AggCall(p.AggFunc.SUM, col, False, st))
-                aggs.append(p.AggCall(p.AggFunc.COUNT, col, False, BIGINT))
-                s_ref = Ref(base + len(aggs) - 2, st)
-                c_ref = Ref(base + len(aggs) - 1, BIGINT)
-                agg_cols.append((key, Call("avg", (s_ref, c_ref), avg_type(arg.type))))
-        pre_names = tuple(f"_g{i}" for i in range(len(pre_exprs)))
-        pre: p.Node
-        if sets is None:
-            pre = p.Project(rel.node, tuple(pre_exprs), pre_names)
-        else:
-            branches: list[p.Node] = []
-            for pos, members in enumerate(sets):
-                exprs = [
-                    e if i in members else Lit(None, e.type) for i, e in enumerate(group_exprs)
-                ]
-                exprs.append(Lit(pos, INT_T))
-                exprs += pre_exprs[n_keys:]
-                branches.append(p.Project(rel.node, tuple(exprs), pre_names))
-            pre = self.union_all(branches)
-        names = tuple([f"_g{i}" for i in range(n_keys)] + [f"_a{i}" for i in range(len(aggs))])
-        agg = p.Aggregate(pre, tuple(range(n_keys)), tuple(aggs), names)
         for i, (g, ge) in enumerate(zip(group_nodes, group_exprs, strict=True)):
             post[key_of(g)] = Ref(
                 i, ge.type, g.alias_or_name if isinstance(g, exp.Column) else f"_g{i}"
             )
-        for k, e in agg_cols:
+        for k, e in st.agg_cols:
             post[k] = e
-        group_scalars = {ge: i for i, ge in enumerate(group_exprs)}
-
-        def grouping_index(x: exp.Expr) -> int:
-            i = group_scalars.get(tr(x))
-            if i is None:
-                raise SqlAnalysisError(
-                    f"{x.sql(dialect='spark')} in GROUPING / GROUPING_ID is not a grouping column",
-                    construct=x.sql(dialect="spark"),
-                )
-            return i
-
-        def grouping(node: exp.Grouping | exp.GroupingId) -> Scalar:
-            if sets is None:
-                raise unsupported(
-                    node.sql_name(), node, "GROUPING and GROUPING_ID need grouping sets"
-                )
-            args = list(node.expressions) or (
-                list(group_nodes) if isinstance(node, exp.GroupingId) else []
-            )
-            if isinstance(node, exp.Grouping) and len(args) != 1:
-                raise unsupported("GROUPING of several columns", node)
-            idx = [grouping_index(a) for a in args]
-            pos = Ref(len(group_exprs), INT_T)
-            t = TINYINT if isinstance(node, exp.Grouping) else BIGINT
-            case: list[Scalar] = []
-            for k, members in enumerate(sets):
-                bits = sum(1 << (len(idx) - 1 - j) for j, i in enumerate(idx) if i not in members)
-                case += [Call("eq", (pos, Lit(k, INT_T)), BOOLEAN), Lit(bits, t)]
-            return Call("case", (*case, Lit(None, t)), t)
-
-        def lookup(node: exp.Expr) -> Scalar | None:
-            hit = post.get(key_of(node))
-            if hit is not None:
-                return hit
-            if isinstance(node, exp.Grouping | exp.GroupingId):
-                return grouping(node)
-            if isinstance(node, exp.Column):
-                try:
-                    e = tr(node)
-                except SqlAnalysisError:
-                    return None
-                if e in group_scalars:
-                    i = group_scalars[e]
-                    return Ref(i, e.type, node.name)
-                raise SqlAnalysisError(
-                    f"column {node.sql()} is neither grouped nor aggregated", construct=node.sql()
-                )
-            return None
-
+        group_index = {ge: i for i, ge in enumerate(group_exprs)}
+        lookup = _GroupedLookup(tr, sets, group_nodes, group_index, len(group_exprs), post)
         out = Relation(agg, [Field("", n) for n in names], None, grouped=True)
         return out, lookup
+
+    def plain_aggregate(self, a: exp.Expr, tr: ExprTranslator, st: _AggState) -> None:
+        """COUNT/SUM/MIN/MAX/AVG, with DISTINCT or FILTER, added to ``st`` (AVG is SUM / COUNT)."""
+        cond = None
+        key = key_of(a)
+        if isinstance(a, exp.Filter):
+            cond, a = self.agg_filter(a, tr), a.this
+        fname = _AGGS.get(type(a))
+        if fname is None:
+            what = a.sql_name() if isinstance(a, exp.Func) else type(a).__name__
+            raise unsupported(f"aggregate {what}", a)
+        arg_node = a.this
+        distinct = isinstance(arg_node, exp.Distinct)
+        if distinct:
+            if len(arg_node.expressions) != 1:
+                raise unsupported(f"{fname.upper()}(DISTINCT on several columns)", a)
+            arg_node = arg_node.expressions[0]
+        if fname == "count" and (isinstance(arg_node, exp.Star) or arg_node is None):
+            if cond is None:
+                st.agg_cols.append((key, st.call(p.AggFunc.COUNT_STAR, None, BIGINT)))
+            else:
+                col = st.column(_when(cond, Lit(1, INT_T)))
+                st.agg_cols.append((key, st.call(p.AggFunc.COUNT, col, BIGINT)))
+            return
+        if fname == "count" and a.expressions:
+            raise unsupported("COUNT of several columns", a, "write COUNT(DISTINCT a, b)")
+        arg = tr(arg_node)
+        if cond is not None:
+            arg = _when(cond, arg)
+        if distinct and fname in ("sum", "avg"):
+            t = sum_type(arg.type) if fname == "sum" else avg_type(arg.type)
+            if arg.type.name == "STRING":
+                arg = cast_to(arg, sum_type(arg.type))
+            ref = st.call(p.AggFunc(f"{fname}_distinct"), st.column(arg), t, True)
+            st.agg_cols.append((key, ref))
+            return
+        if isinstance(arg, Lit) and fname == "count" and arg.value is not None and not distinct:
+            st.agg_cols.append((key, st.call(p.AggFunc.COUNT_STAR, None, BIGINT)))
+            return
+        if arg.type.name == "STRING" and fname in ("sum", "avg"):
+            arg = cast_to(arg, sum_type(arg.type))
+        col = st.shared_column(arg)
+        if fname == "count":
+            st.agg_cols.append((key, st.call(p.AggFunc.COUNT, col, BIGINT, distinct)))
+        elif fname in ("min", "max"):
+            st.agg_cols.append((key, st.call(p.AggFunc(fname), col, arg.type)))
+        elif fname == "sum":
+            st.agg_cols.append((key, st.call(p.AggFunc.SUM, col, sum_type(arg.type))))
+        else:  # avg = sum / count
+            s_ref = st.call(p.AggFunc.SUM, col, sum_type(arg.type))
+            c_ref = st.call(p.AggFunc.COUNT, col, BIGINT)
+            st.agg_cols.append((key, Call("avg", (s_ref, c_ref), avg_type(arg.type))))
+
+    def pre_aggregate(
+        self,
+        node: p.Node,
+        sets: list[frozenset[int]] | None,
+        group_exprs: list[Scalar],
+        pre_exprs: list[Scalar],
+    ) -> p.Node:
+        """What the Aggregate reads: ``pre_exprs`` over ``node``; with grouping sets, Spark's
+        ``Expand`` (one branch per set, absent keys NULL, the set's position, UNION ALL)."""
+        pre_names = tuple(f"_g{i}" for i in range(len(pre_exprs)))
+        if sets is None:
+            return p.Project(node, tuple(pre_exprs), pre_names)
+        n_keys = len(group_exprs) + 1
+        branches: list[p.Node] = []
+        for pos, members in enumerate(sets):
+            exprs = [e if i in members else Lit(None, e.type) for i, e in enumerate(group_exprs)]
+            exprs.append(Lit(pos, INT_T))
+            exprs += pre_exprs[n_keys:]
+            branches.append(p.Project(node, tuple(exprs), pre_names))
+        return self.union_all(branches)
 
     def more_window(self, f: exp.Expr, tr: ExprTranslator, column_of) -> p.WindowCall:
         """LAG/LEAD, NTILE, FIRST_VALUE/LAST_VALUE, PERCENT_RANK, CUME_DIST: like every window
         function, recomputed per affected partition."""
         if isinstance(f, exp.Lag | exp.Lead):
-            name = "lag" if isinstance(f, exp.Lag) else "lead"
+            name = p.WindowFunc.LAG if isinstance(f, exp.Lag) else p.WindowFunc.LEAD
             x = tr(f.this)
             offset = _literal_int(f.args.get("offset"), f, f"{name.upper()} offset")
             offset = 1 if offset is None else offset
@@ -876,13 +736,21 @@ class Translator:
             n = _literal_int(f.this, f, "NTILE count")
             if n is None or n <= 0:
                 raise unsupported("NTILE of a non-positive or non-constant count", f)
-            return p.WindowCall("ntile", None, INT_T, n)
+            return p.WindowCall(p.WindowFunc.NTILE, None, INT_T, n)
         if isinstance(f, exp.FirstValue | exp.LastValue):
             x = tr(f.this)
-            name = "first_value" if isinstance(f, exp.FirstValue) else "last_value"
+            name = (
+                p.WindowFunc.FIRST_VALUE
+                if isinstance(f, exp.FirstValue)
+                else p.WindowFunc.LAST_VALUE
+            )
             return p.WindowCall(name, column_of(x), x.type)
         if isinstance(f, exp.PercentRank | exp.CumeDist):
-            name = "percent_rank" if isinstance(f, exp.PercentRank) else "cume_dist"
+            name = (
+                p.WindowFunc.PERCENT_RANK
+                if isinstance(f, exp.PercentRank)
+                else p.WindowFunc.CUME_DIST
+            )
             return p.WindowCall(name, None, DOUBLE)
         if isinstance(f, exp.IgnoreNulls | exp.RespectNulls):
             raise unsupported("IGNORE NULLS / RESPECT NULLS", f)
@@ -898,15 +766,7 @@ class Translator:
         self.use(where, "this")
         return tr.boolean(where.this if isinstance(where, exp.Where) else where)
 
-    def more_aggregates(
-        self,
-        a: exp.Expr,
-        tr: ExprTranslator,
-        pre_exprs: list[Scalar],
-        aggs: list[p.AggCall],
-        agg_cols: list[tuple[str, Scalar]],
-        base: int,
-    ) -> bool:
+    def more_aggregates(self, a: exp.Expr, tr: ExprTranslator, st: _AggState) -> bool:
         """Aggregates beyond COUNT/SUM/MIN/MAX/AVG, as Spark computes them; False for those
         five (without FILTER). Incremental where they are functions of sums and counts
         (count_if, bool_and/or, the variance family), recomputed per group otherwise."""
@@ -922,24 +782,17 @@ class Translator:
         if type(node) in _AGGS and not multi:
             return False
         key = key_of(a)
+        agg_cols = st.agg_cols
 
         def arg(n: exp.Expr) -> Scalar:
             x = tr(n)
             return _when(cond, x) if cond is not None else x
 
         def add(func: str, e: Scalar, t: SqlType, extra: tuple[Scalar, ...] = (), param=None):
-            pre_exprs.append(e)
-            col = len(pre_exprs) - 1
-            more = []
-            for x in extra:
-                pre_exprs.append(x)
-                more.append(len(pre_exprs) - 1)
-            aggs.append(
-                p.AggCall(
-                    p.AggFunc(func), col, func == "count_distinct_tuple", t, tuple(more), param
-                )
-            )
-            return Ref(base + len(aggs) - 1, t)
+            col = st.column(e)
+            more = tuple(st.column(x) for x in extra)
+            distinct = func == "count_distinct_tuple"
+            return st.call(p.AggFunc(func), col, t, distinct, more, param)
 
         name = _agg_name(node)
         one = Lit(1, INT_T)
@@ -950,30 +803,7 @@ class Translator:
             b = tr.boolean(node.this)
             agg_cols.append((key, add("count", _when(b, one if cond is None else cond), BIGINT)))
         elif name in ("bool_and", "bool_or", "every", "some"):
-            args = node.expressions if isinstance(node, exp.Anonymous) else [node.this]
-            if len(args) != 1:
-                raise unsupported(f"{name} of {len(args)} arguments", node)
-            b = tr.boolean(args[0])
-            b = _when(cond, b) if cond is not None else b
-            n = add("count", b, BIGINT)
-            hit = b if name in ("bool_or", "some") else Call("not", (b,), BOOLEAN)
-            k = add("count", _when(hit, one), BIGINT)
-            zero = Lit(0, BIGINT)
-            test = "eq" if name in ("bool_and", "every") else "gt"
-            agg_cols.append(
-                (
-                    key,
-                    Call(
-                        "case",
-                        (
-                            Call("eq", (n, zero), BOOLEAN),
-                            Lit(None, BOOLEAN),
-                            Call(test, (k, zero), BOOLEAN),
-                        ),
-                        BOOLEAN,
-                    ),
-                )
-            )
+            agg_cols.append((key, _bool_aggregate(name, node, tr, cond, add)))
         elif name in _VARIANCE:
             first = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
             x = cast_to(arg(first), DOUBLE)
@@ -991,23 +821,8 @@ class Translator:
             if not xp.type.is_numeric and xp.type.name != "NULL":
                 raise unsupported(f"{name} of {xp.type}", node, "percentiles need a numeric value")
             agg_cols.append((key, add("percentile", cast_to(xp, DOUBLE), DOUBLE, (), fraction)))
-        elif name in ("first", "last", "any_value", "first_value", "last_value"):
-            raise unsupported(
-                name,
-                node,
-                f"{name} depends on the order rows arrive in, which Spark does not fix; "
-                "write min(x) or max(x), or max_by(x, ordering) / min_by(x, ordering)",
-            )
-        elif name in ("collect_list", "collect_set", "array_agg"):
-            raise unsupported(
-                name, node, "array columns are not a type of views yet; aggregate to scalars"
-            )
         else:
-            raise unsupported(
-                f"aggregate {name}",
-                node,
-                "see docs/sql-support.md for the aggregates views support",
-            )
+            raise _unsupported_aggregate(name, node)
         return True
 
     def percentile_args(self, node: exp.Expr, name: str) -> tuple[exp.Expr, float]:
@@ -1044,68 +859,8 @@ class Translator:
 
         groups: dict[tuple, list[tuple[exp.Window, p.WindowCall]]] = {}
         for w in windows:
-            frame = _frame(w.args.get("spec"))
-            self.use(w, "this", "partition_by", "order", "over", "spec")
-            if w.args.get("order") is not None:
-                self.use(w.args["order"], "expressions")
-                for o in w.args["order"].expressions:
-                    self.use(o, "this", "desc", "nulls_first")
-            part = tuple(column_of(tr(x)) for x in (w.args.get("partition_by") or []))
-            order = []
-            if w.args.get("order") is not None:
-                for o in w.args["order"].expressions:
-                    desc = bool(o.args.get("desc"))
-                    nf = o.args.get("nulls_first")
-                    order.append(
-                        p.SortKey(
-                            column_of(tr(o.this)), desc, (not desc) if nf is None else bool(nf)
-                        )
-                    )
-            f = w.this
-            if isinstance(f, exp.RowNumber):
-                call = p.WindowCall("row_number", None, BIGINT)
-            elif isinstance(f, exp.Anonymous) and str(f.name).lower() in ("rank", "dense_rank"):
-                call = p.WindowCall(str(f.name).lower(), None, INT_T)
-            elif type(f).__name__ in ("Rank", "DenseRank"):
-                call = p.WindowCall(
-                    "rank" if type(f).__name__ == "Rank" else "dense_rank", None, INT_T
-                )
-            elif type(f) in _AGGS:
-                fname = _AGGS[type(f)]
-                arg_node = f.this
-                if isinstance(arg_node, exp.Distinct):
-                    raise unsupported(f"{fname.upper()}(DISTINCT) OVER", f)
-                if fname == "count" and (arg_node is None or isinstance(arg_node, exp.Star)):
-                    call = p.WindowCall("count_star", None, BIGINT)
-                else:
-                    arg = tr(arg_node)
-                    t = (
-                        BIGINT
-                        if fname == "count"
-                        else sum_type(arg.type)
-                        if fname == "sum"
-                        else avg_type(arg.type)
-                        if fname == "avg"
-                        else arg.type
-                    )
-                    call = p.WindowCall(fname, column_of(arg), t)
-            else:
-                call = self.more_window(f, tr, column_of)
-            if frame is not None:
-                if call.func not in _FRAMED:
-                    raise unsupported(
-                        f"a window frame for {call.func}", w, f"{call.func} has a fixed frame"
-                    )
-                if frame[0] == "range" and any(b not in (None, 0) for b in frame[1:]):
-                    raise unsupported(
-                        "RANGE BETWEEN with an offset",
-                        w,
-                        "write ROWS BETWEEN n PRECEDING ..., or RANGE with UNBOUNDED / CURRENT ROW",
-                    )
-                call = p.WindowCall(call.func, call.arg, call.type, call.param, frame)
-            if call.func in _ORDERED and not order:
-                raise unsupported(f"{call.func.upper()} without ORDER BY", w)
-            groups.setdefault((part, tuple(order)), []).append((w, call))
+            part, order, call = self.window_spec(w, tr, column_of)
+            groups.setdefault((part, order), []).append((w, call))
         node = rel.node
         if extra:
             node = _extend(node, extra)
@@ -1131,6 +886,363 @@ class Translator:
             return lookup(n) if lookup is not None else None
 
         return out, new_lookup
+
+    def window_spec(
+        self, w: exp.Window, tr: ExprTranslator, column_of
+    ) -> tuple[tuple[int, ...], tuple[p.SortKey, ...], p.WindowCall]:
+        """The partition columns, sort keys and function of one ``OVER`` (columns in the order
+        the window reads them: partition, order, then the function's argument)."""
+        frame = _frame(w.args.get("spec"))
+        self.use(w, "this", "partition_by", "order", "over", "spec")
+        sorts = w.args["order"].expressions if w.args.get("order") is not None else []
+        if w.args.get("order") is not None:
+            self.use(w.args["order"], "expressions")
+        for o in sorts:
+            self.use(o, "this", "desc", "nulls_first")
+        part = tuple(column_of(tr(x)) for x in (w.args.get("partition_by") or []))
+        order = []
+        for o in sorts:
+            desc = bool(o.args.get("desc"))
+            nf = o.args.get("nulls_first")
+            first = (not desc) if nf is None else bool(nf)
+            order.append(p.SortKey(column_of(tr(o.this)), desc, first))
+        call = self.window_call(w.this, tr, column_of)
+        if frame is not None:
+            call = _with_frame(call, frame, w)
+        if call.func in p.ORDERED_WINDOW_FUNCS and not order:
+            raise unsupported(f"{call.func.upper()} without ORDER BY", w)
+        return part, tuple(order), call
+
+    def window_call(self, f: exp.Expr, tr: ExprTranslator, column_of) -> p.WindowCall:
+        """The window function ``f`` (the part before ``OVER``)."""
+        if isinstance(f, exp.RowNumber):
+            return p.WindowCall(p.WindowFunc.ROW_NUMBER, None, BIGINT)
+        if isinstance(f, exp.Anonymous) and str(f.name).lower() in ("rank", "dense_rank"):
+            return p.WindowCall(p.WindowFunc(str(f.name).lower()), None, INT_T)
+        if type(f).__name__ in ("Rank", "DenseRank"):
+            rank = p.WindowFunc.RANK if type(f).__name__ == "Rank" else p.WindowFunc.DENSE_RANK
+            return p.WindowCall(rank, None, INT_T)
+        if type(f) in _AGGS:
+            return self.window_aggregate(f, tr, column_of)
+        return self.more_window(f, tr, column_of)
+
+    def window_aggregate(self, f: exp.Expr, tr: ExprTranslator, column_of) -> p.WindowCall:
+        """COUNT/SUM/MIN/MAX/AVG over a window, typed as Spark types the aggregate."""
+        func = p.AggFunc(_AGGS[type(f)])
+        arg_node = f.this
+        if isinstance(arg_node, exp.Distinct):
+            raise unsupported(f"{func.upper()}(DISTINCT) OVER", f)
+        if func == p.AggFunc.COUNT and (arg_node is None or isinstance(arg_node, exp.Star)):
+            return p.WindowCall(p.AggFunc.COUNT_STAR, None, BIGINT)
+        arg = tr(arg_node)
+        if func == p.AggFunc.COUNT:
+            t = BIGINT
+        elif func == p.AggFunc.SUM:
+            t = sum_type(arg.type)
+        elif func == p.AggFunc.AVG:
+            t = avg_type(arg.type)
+        else:
+            t = arg.type
+        return p.WindowCall(func, column_of(arg), t)
+
+
+def _join_kind(side: str, kind: str, j: exp.Join) -> str:
+    """The plan's join kind of SQL's ``side`` and ``kind`` words (CROSS and OUTER read as
+    INNER here; a join without condition becomes a cross join later)."""
+    if kind in ("semi", "anti"):
+        return kind
+    if side in ("left", "right", "full"):
+        return side
+    if kind in ("", "inner", "cross", "outer"):
+        return "inner"
+    raise unsupported(f"{kind.upper()} JOIN", j)
+
+
+@dataclass
+class _JoinSplit:
+    """A join's conjuncts sorted (over the concatenated row, ``lw`` left columns): filters of
+    one side, equi-join keys (an expression key becomes an extra column of its side), and
+    the residual."""
+
+    lw: int
+    right_width: int
+    keys: list[tuple[int, int, bool]] = field(default_factory=list)
+    """Per key: its left column, its right column, and whether it is ``<=>`` (NULL matches
+    NULL)."""
+    residual: list[Scalar] = field(default_factory=list)
+    extra: tuple[list[Scalar], list[Scalar]] = field(default_factory=lambda: ([], []))
+    """The expression keys computed as extra columns: of the left side, of the right side."""
+    filters: tuple[list[Scalar], list[Scalar]] = field(default_factory=lambda: ([], []))
+    """The conditions on one side only: the left's, the right's (over its own columns)."""
+
+    def add(self, c: Scalar, jk: str, arrival: bool) -> None:
+        lw = self.lw
+        used = sc.refs(c)
+        # A condition on one side only filters that side where the join kind allows it.
+        if used and max(used) < lw and jk in ("inner", "right", "semi"):
+            self.filters[0].append(c)
+        elif used and min(used) >= lw and jk in ("inner", "left", "semi", "anti"):
+            self.filters[1].append(sc.shift(c, -lw))
+        elif isinstance(c, Call) and (c.op == "eq" or (c.op == "eq_null_safe" and not arrival)):
+            self.add_equality(c)
+        elif not (isinstance(c, Lit) and c.value is True):
+            self.residual.append(c)
+
+    def add_equality(self, c: Call) -> None:
+        """``a = b`` (or ``<=>``): a key pair when one side reads only left columns and the
+        other only right ones, else residual."""
+        lw = self.lw
+        a, b = c.args
+        ra, rb = sc.refs(a), sc.refs(b)
+        if ra and rb and max(rb) < lw <= min(ra):
+            a, b = b, a
+        elif not (ra and rb and max(ra) < lw <= min(rb)):
+            self.residual.append(c)
+            return
+        left_col = self.column(0, a, lw)
+        right_col = self.column(1, sc.shift(b, -lw), self.right_width)
+        self.keys.append((left_col, right_col, c.op == "eq_null_safe"))
+
+    def key_columns(self) -> tuple[list[int], list[int], list[bool]]:
+        """The left key columns, the right ones, and per key whether it is ``<=>``."""
+        return [k[0] for k in self.keys], [k[1] for k in self.keys], [k[2] for k in self.keys]
+
+    def column(self, side: int, e: Scalar, width: int) -> int:
+        """The column of a key ``e`` of one side (of ``width`` columns): its own, or an extra."""
+        if isinstance(e, Ref):
+            return e.index
+        self.extra[side].append(e)
+        return width + len(self.extra[side]) - 1
+
+
+def _bool_aggregate(
+    name: str, node: exp.Expr, tr: ExprTranslator, cond: Scalar | None, add: Callable
+) -> Scalar:
+    """bool_and/every and bool_or/some from two counts (incremental): NULL over no non-NULL
+    value, else whether no row is FALSE (and) or some row is TRUE (or)."""
+    args = node.expressions if isinstance(node, exp.Anonymous) else [node.this]
+    if len(args) != 1:
+        raise unsupported(f"{name} of {len(args)} arguments", node)
+    b = tr.boolean(args[0])
+    b = _when(cond, b) if cond is not None else b
+    n = add("count", b, BIGINT)
+    hit = b if name in ("bool_or", "some") else Call("not", (b,), BOOLEAN)
+    k = add("count", _when(hit, Lit(1, INT_T)), BIGINT)
+    zero = Lit(0, BIGINT)
+    test = "eq" if name in ("bool_and", "every") else "gt"
+    case = (Call("eq", (n, zero), BOOLEAN), Lit(None, BOOLEAN), Call(test, (k, zero), BOOLEAN))
+    return Call("case", case, BOOLEAN)
+
+
+def _unsupported_aggregate(name: str, node: exp.Expr) -> UnsupportedSqlError:
+    """The refusal of an aggregate views do not support, saying what to write instead."""
+    if name in ("first", "last", "any_value", "first_value", "last_value"):
+        return unsupported(
+            name,
+            node,
+            f"{name} depends on the order rows arrive in, which Spark does not fix; "
+            "write min(x) or max(x), or max_by(x, ordering) / min_by(x, ordering)",
+        )
+    if name in ("collect_list", "collect_set", "array_agg"):
+        return unsupported(
+            name, node, "array columns are not a type of views yet; aggregate to scalars"
+        )
+    return unsupported(
+        f"aggregate {name}", node, "see docs/sql-support.md for the aggregates views support"
+    )
+
+
+def _arrival_join(
+    j: exp.Join,
+    jk: str,
+    lnode: p.Node,
+    rnode: p.Node,
+    lkeys: list[int],
+    rkeys: list[int],
+    residual: Scalar | None,
+) -> p.ArrivalJoin:
+    """``JOIN r FOR SYSTEM_TIME AS OF PROCTIME()``: INNER or LEFT only."""
+    if jk not in ("inner", "cross", "left"):
+        raise unsupported(
+            f"{jk.upper()} JOIN … FOR SYSTEM_TIME AS OF",
+            j,
+            "a processing-time as-of join is INNER or LEFT",
+        )
+    kind = p.JoinKind.LEFT if jk == "left" else p.JoinKind.INNER
+    return p.ArrivalJoin(lnode, rnode, kind, tuple(lkeys), tuple(rkeys), residual)
+
+
+def _asof_conditions(
+    conds: list[Scalar], cond: exp.Expr, lw: int
+) -> tuple[list[tuple[Scalar, Scalar]], list[tuple[Scalar, Scalar]]]:
+    """The key equalities and the as-of condition(s) of an ASOF JOIN's ON, each as a (left,
+    right) pair of expressions over their own side; refused where ON is anything else."""
+    keys: list[tuple[Scalar, Scalar]] = []
+    times: list[tuple[Scalar, Scalar]] = []
+    flip = {"eq": "eq", "ge": "le", "le": "ge", "gt": "lt", "lt": "gt"}
+    for c in conds:
+        if not (isinstance(c, Call) and c.op in flip):
+            raise unsupported(
+                "ASOF JOIN condition",
+                cond,
+                "the ON clause of an ASOF JOIN is equalities and one l.t >= r.t",
+            )
+        a, b = c.args
+        op = c.op
+        ra, rb = sc.refs(a), sc.refs(b)
+        if ra and rb and max(rb) < lw <= min(ra):
+            a, b, op = b, a, flip[op]
+        elif not (ra and rb and max(ra) < lw <= min(rb)):
+            raise unsupported(
+                "ASOF JOIN condition",
+                cond,
+                "each condition of an ASOF JOIN compares the left side with the right side",
+            )
+        if op == "eq":
+            keys.append((a, sc.shift(b, -lw)))
+        elif op == "ge":
+            times.append((a, sc.shift(b, -lw)))
+        else:
+            raise unsupported(
+                "ASOF JOIN condition",
+                cond,
+                "only l.t >= r.t is supported (the latest right row at or before the left row)",
+            )
+    if len(times) != 1:
+        raise unsupported(
+            "ASOF JOIN condition", cond, "an ASOF JOIN needs exactly one l.t >= r.t condition"
+        )
+    return keys, times
+
+
+def _keep_columns(node: p.Node, keep: list[int]) -> p.Project:
+    """The columns ``keep`` of ``node``, names kept (dropping a join's extra key columns)."""
+    return p.Project(
+        node,
+        tuple(Ref(i, node.schema[i][1], node.schema[i][0]) for i in keep),
+        tuple(node.schema[i][0] for i in keep),
+    )
+
+
+def _aggregate_calls(s: exp.Select) -> list[exp.Expr]:
+    """The distinct aggregate calls of the SELECT list, HAVING and ORDER BY of ``s``, in order
+    (``grouping``/``grouping_id`` are functions of the grouping set, not aggregates)."""
+    calls: list[exp.Expr] = []
+    seen: set[str] = set()
+    for x in [
+        *s.selects,
+        s.args.get("having"),
+        *(s.args["order"].expressions if s.args.get("order") else []),
+    ]:
+        if x is None:
+            continue
+        for a in _aggregates(x):
+            if not isinstance(a, exp.Grouping | exp.GroupingId) and key_of(a) not in seen:
+                seen.add(key_of(a))
+                calls.append(a)
+    return calls
+
+
+@dataclass
+class _AggState:
+    """An Aggregate built call by call: the expressions it reads (the grouping keys first,
+    ``base`` of them), its calls, and per aggregate of the query (by key) the scalar over the
+    Aggregate's output that answers it."""
+
+    pre_exprs: list[Scalar]
+    base: int
+    aggs: list[p.AggCall] = field(default_factory=list)
+    agg_cols: list[tuple[str, Scalar]] = field(default_factory=list)
+
+    def column(self, e: Scalar) -> int:
+        """Read ``e``: its column of the Aggregate's input."""
+        self.pre_exprs.append(e)
+        return len(self.pre_exprs) - 1
+
+    def shared_column(self, e: Scalar) -> int:
+        """Read ``e``, sharing a column: a column reference already read after the grouping
+        keys is read again (``min(v), max(v)`` read one column, so a reduce keeps one copy
+        of it; grouping sets null only the keys); anything else gets its own column."""
+        if isinstance(e, Ref):
+            for i in range(self.base, len(self.pre_exprs)):
+                r = self.pre_exprs[i]
+                if isinstance(r, Ref) and r.index == e.index and r.type == e.type:
+                    return i
+        return self.column(e)
+
+    def call(
+        self,
+        func: p.AggFunc,
+        col: int | None,
+        t: SqlType,
+        distinct: bool = False,
+        extra: tuple[int, ...] = (),
+        param: object = None,
+    ) -> Ref:
+        """Compute ``func`` of column ``col``: its column of the Aggregate's output."""
+        self.aggs.append(p.AggCall(func, col, distinct, t, extra, param))
+        return Ref(self.base + len(self.aggs) - 1, t)
+
+
+@dataclass(frozen=True)
+class _GroupedLookup:
+    """Resolves an expression above a GROUP BY: a grouping key or aggregate (``post``), a
+    ``grouping``/``grouping_id`` call, or a grouped column; a column neither grouped nor
+    aggregated is refused."""
+
+    tr: ExprTranslator
+    sets: list[frozenset[int]] | None
+    group_nodes: list[exp.Expr]
+    group_index: dict[Scalar, int]
+    """Each grouping key's position."""
+    n_group: int
+    post: dict[str, Scalar]
+
+    def __call__(self, node: exp.Expr) -> Scalar | None:
+        hit = self.post.get(key_of(node))
+        if hit is not None:
+            return hit
+        if isinstance(node, exp.Grouping | exp.GroupingId):
+            return self.grouping(node)
+        if isinstance(node, exp.Column):
+            try:
+                e = self.tr(node)
+            except SqlAnalysisError:
+                return None
+            if e in self.group_index:
+                return Ref(self.group_index[e], e.type, node.name)
+            raise SqlAnalysisError(
+                f"column {node.sql()} is neither grouped nor aggregated", construct=node.sql()
+            )
+        return None
+
+    def grouping(self, node: exp.Grouping | exp.GroupingId) -> Scalar:
+        """``grouping(x)`` / ``grouping_id(...)``: a bit per argument absent from the row's
+        grouping set, a CASE over the set's position."""
+        if self.sets is None:
+            raise unsupported(node.sql_name(), node, "GROUPING and GROUPING_ID need grouping sets")
+        args = list(node.expressions) or (
+            list(self.group_nodes) if isinstance(node, exp.GroupingId) else []
+        )
+        if isinstance(node, exp.Grouping) and len(args) != 1:
+            raise unsupported("GROUPING of several columns", node)
+        idx = [self.grouping_index(a) for a in args]
+        pos = Ref(self.n_group, INT_T)
+        t = TINYINT if isinstance(node, exp.Grouping) else BIGINT
+        case: list[Scalar] = []
+        for k, members in enumerate(self.sets):
+            bits = sum(1 << (len(idx) - 1 - j) for j, i in enumerate(idx) if i not in members)
+            case += [Call("eq", (pos, Lit(k, INT_T)), BOOLEAN), Lit(bits, t)]
+        return Call("case", (*case, Lit(None, t)), t)
+
+    def grouping_index(self, x: exp.Expr) -> int:
+        i = self.group_index.get(self.tr(x))
+        if i is None:
+            raise SqlAnalysisError(
+                f"{x.sql(dialect='spark')} in GROUPING / GROUPING_ID is not a grouping column",
+                construct=x.sql(dialect="spark"),
+            )
+        return i
 
 
 INT_T = SqlType("INT")
@@ -1159,11 +1271,7 @@ def _grouping_sets(
         raise unsupported("GROUP BY ... WITH TOTALS", group)
     items = list(group.expressions)
     if group.args.get("all"):
-        if items:
-            raise unsupported("GROUP BY ALL with expressions", group)
-        if any(f.name.lower() == "all" for f in rel.fields):
-            return [exp.column("all")], None  # Spark resolves a column named all first
-        return [x.unalias() for x in s.selects if not _aggregates(x)], None
+        return _group_by_all(group, s, rel), None
     exprs: list[exp.Expr] = []
     keys: list[str] = []
 
@@ -1206,6 +1314,16 @@ def _grouping_sets(
             options = [members(x)]
         product = [a | b for a in product for b in options]
     return exprs, product
+
+
+def _group_by_all(group: exp.Group, s: exp.Select, rel: Relation) -> list[exp.Expr]:
+    """``GROUP BY ALL``: every SELECT item without an aggregate, unless the input has a column
+    named ``all`` (Spark resolves that column first)."""
+    if group.expressions:
+        raise unsupported("GROUP BY ALL with expressions", group)
+    if any(f.name.lower() == "all" for f in rel.fields):
+        return [exp.column("all")]
+    return [x.unalias() for x in s.selects if not _aggregates(x)]
 
 
 def _expand(kind: str, parts: list[frozenset[int]]) -> list[frozenset[int]]:
@@ -1263,12 +1381,18 @@ def _agg_name(node: exp.Expr) -> str:
     )
 
 
-_FRAMED = frozenset(
-    {"count", "count_star", "sum", "min", "max", "avg", "first_value", "last_value"}
-)
-_ORDERED = frozenset(
-    {"row_number", "rank", "dense_rank", "lag", "lead", "ntile", "percent_rank", "cume_dist"}
-)
+def _with_frame(call: p.WindowCall, frame: tuple, w: exp.Window) -> p.WindowCall:
+    """``call`` over the explicit ``frame`` of ``w``, refused where Spark has a fixed frame or
+    where the engine supports no RANGE offset."""
+    if call.func not in p.FRAMED_WINDOW_FUNCS:
+        raise unsupported(f"a window frame for {call.func}", w, f"{call.func} has a fixed frame")
+    if frame[0] == "range" and any(b not in (None, 0) for b in frame[1:]):
+        raise unsupported(
+            "RANGE BETWEEN with an offset",
+            w,
+            "write ROWS BETWEEN n PRECEDING ..., or RANGE with UNBOUNDED / CURRENT ROW",
+        )
+    return p.WindowCall(call.func, call.arg, call.type, call.param, frame)
 
 
 def _frame(spec: exp.Expr | None) -> tuple | None:
@@ -1315,20 +1439,6 @@ def _fold_constant(e: Scalar, where: exp.Expr) -> Lit:
     if sc.refs(e):
         raise unsupported("a LAG / LEAD default that is not a constant", where)
     return Lit(compile_scalar(e)(np.zeros(1, dtype=object))[0], e.type)
-
-
-def _pre_column(pre_exprs: list[Scalar], arg: Scalar, first: int) -> int:
-    """The column of the aggregation's input that holds ``arg``: a column reference already
-    there after the group keys (``pre_exprs[first:]``; grouping sets null the keys) is read
-    again (``min(v), max(v)`` read one column, so a reduce keeps one copy of it), anything
-    else gets its own column."""
-    if isinstance(arg, Ref):
-        for i in range(first, len(pre_exprs)):
-            e = pre_exprs[i]
-            if isinstance(e, Ref) and e.index == arg.index and e.type == arg.type:
-                return i
-    pre_exprs.append(arg)
-    return len(pre_exprs) - 1
 
 
 def _when(cond: Scalar, value: Scalar) -> Scalar:

@@ -121,6 +121,13 @@ class ExprTranslator(FunctionTyping):
             what = f"cannot translate {node.sql(dialect='spark')}"
             raise analysis_error(internal_message(what, err), node, type(node).__name__) from err
 
+    def cast_call(
+        self, name: str, t: SqlType, *args: exp.Expr, result: SqlType | None = None
+    ) -> Scalar:
+        """The function ``name`` over ``args``, each translated and cast to ``t``; its type is
+        ``result`` (default ``t``)."""
+        return Call(name, tuple(cast_to(self(a), t) for a in args), t if result is None else result)
+
     def translate(self, node: exp.Expr) -> Scalar:
         if self.lookup is not None:
             hit = self.lookup(node)
@@ -137,7 +144,7 @@ class ExprTranslator(FunctionTyping):
                 return self.compare(name, self(node.this), self(node.expression))
         if type(node) in _STRING_FNS:
             name, t = _STRING_FNS[type(node)]
-            return Call(name, (cast_to(self(node.this), STRING),), t)
+            return self.cast_call(name, STRING, node.this, result=t)
         if type(node) in _DATE_PARTS:
             return Call(_DATE_PARTS[type(node)], (self.date_arg(node.this),), INT)
         if type(node).__name__.lower() in _ANON and isinstance(node, exp.Func):
@@ -359,11 +366,7 @@ class ExprTranslator(FunctionTyping):
     def like(self, name: str, node: exp.Expr) -> Scalar:
         if node.args.get("escape"):
             raise unsupported("LIKE ... ESCAPE", node)
-        out = Call(
-            name,
-            (cast_to(self(node.this), STRING), cast_to(self(node.expression), STRING)),
-            BOOLEAN,
-        )
+        out = self.cast_call(name, STRING, node.this, node.expression, result=BOOLEAN)
         # newer sqlglot reads ``x NOT LIKE p`` as Like(negate=True)
         return Call("not", (out,), BOOLEAN) if node.args.get("negate") else out
 
@@ -484,17 +487,13 @@ class ExprTranslator(FunctionTyping):
 
     # ------------------------------------------------------------ strings
     def _DPipe(self, node: exp.DPipe) -> Scalar:
-        return Call(
-            "concat",
-            (cast_to(self(node.this), STRING), cast_to(self(node.expression), STRING)),
-            STRING,
-        )
+        return self.cast_call("concat", STRING, node.this, node.expression)
 
     def _Concat(self, node: exp.Concat) -> Scalar:
-        return Call("concat", tuple(cast_to(self(e), STRING) for e in node.expressions), STRING)
+        return self.cast_call("concat", STRING, *node.expressions)
 
     def _ConcatWs(self, node: exp.ConcatWs) -> Scalar:
-        return Call("concat_ws", tuple(cast_to(self(e), STRING) for e in node.expressions), STRING)
+        return self.cast_call("concat_ws", STRING, *node.expressions)
 
     def _Substring(self, node: exp.Substring) -> Scalar:
         if node.args.get("start") is None:
@@ -541,11 +540,7 @@ class ExprTranslator(FunctionTyping):
             sub, text = self(node.args["substr"]), self(node.this)
             start = cast_to(self(node.args["position"]), INT)
             return Call("locate", (cast_to(sub, STRING), cast_to(text, STRING), start), INT)
-        return Call(
-            "instr",
-            (cast_to(self(node.this), STRING), cast_to(self(node.args["substr"]), STRING)),
-            INT,
-        )
+        return self.cast_call("instr", STRING, node.this, node.args["substr"], result=INT)
 
     def _Pad(self, node: exp.Pad) -> Scalar:
         fill = node.args.get("fill_pattern")
@@ -675,12 +670,12 @@ class ExprTranslator(FunctionTyping):
     def _Log(self, node: exp.Log) -> Scalar:
         x = node.expression
         if x is None:
-            return Call("ln", (cast_to(self(node.this), DOUBLE),), DOUBLE)
+            return self.cast_call("ln", DOUBLE, node.this)
         base = node.this
         if isinstance(base, exp.Literal) and str(base.this) in ("10", "2"):
             op = "log10" if str(base.this) == "10" else "log2"
-            return Call(op, (cast_to(self(x), DOUBLE),), DOUBLE)
-        return Call("log_base", (cast_to(self(base), DOUBLE), cast_to(self(x), DOUBLE)), DOUBLE)
+            return self.cast_call(op, DOUBLE, x)
+        return self.cast_call("log_base", DOUBLE, base, x)
 
     def _Negative(self, node: exp.Expr) -> Scalar:
         return self._Neg(node)  # type: ignore[arg-type]
@@ -759,23 +754,19 @@ class ExprTranslator(FunctionTyping):
         return Call(name, (cast_to(a, DOUBLE) if not a.type.is_integral else a,), BIGINT)
 
     def _Sqrt(self, node: exp.Sqrt) -> Scalar:
-        return Call("sqrt", (cast_to(self(node.this), DOUBLE),), DOUBLE)
+        return self.cast_call("sqrt", DOUBLE, node.this)
 
     def _Exp(self, node: exp.Exp) -> Scalar:
-        return Call("exp", (cast_to(self(node.this), DOUBLE),), DOUBLE)
+        return self.cast_call("exp", DOUBLE, node.this)
 
     def _Ln(self, node: exp.Ln) -> Scalar:
-        return Call("ln", (cast_to(self(node.this), DOUBLE),), DOUBLE)
+        return self.cast_call("ln", DOUBLE, node.this)
 
     def _Pow(self, node: exp.Pow) -> Scalar:
-        return Call(
-            "power",
-            (cast_to(self(node.this), DOUBLE), cast_to(self(node.expression), DOUBLE)),
-            DOUBLE,
-        )
+        return self.cast_call("power", DOUBLE, node.this, node.expression)
 
     def _Sign(self, node: exp.Sign) -> Scalar:
-        return Call("sign", (cast_to(self(node.this), DOUBLE),), DOUBLE)
+        return self.cast_call("sign", DOUBLE, node.this)
 
     # ------------------------------------------------------------ dates
     def _TsOrDsAdd(self, node: exp.TsOrDsAdd) -> Scalar:

@@ -182,7 +182,12 @@ def _digits(text: str, pos: int, lo: int, hi: int) -> tuple[int, int] | None:
 def parse_java(text: str, pattern: str) -> dt.datetime | None:
     """``text`` read with the Java ``pattern`` (Spark's parser: fields must fill the whole
     text, missing fields default to 1970-01-01 00:00:00), or None where it does not fit."""
-    tokens = java_pattern(pattern)
+    fields = _read_fields(text, java_pattern(pattern))
+    return None if fields is None else _assemble(fields)
+
+
+def _read_fields(text: str, tokens: tuple[tuple[str, int | str], ...]) -> dict[str, int] | None:
+    """The fields the pattern's ``tokens`` read from the whole of ``text``, or None."""
     f: dict[str, int] = {}
     pos = 0
     for k, (c, n) in enumerate(tokens):
@@ -193,8 +198,6 @@ def parse_java(text: str, pattern: str) -> dt.datetime | None:
             pos += len(lit)
             continue
         assert isinstance(n, int)
-        nxt = tokens[k + 1][0] if k + 1 < len(tokens) else "'"
-        adjacent = nxt != "'"
         if c in "ML" and n >= 3:
             names = _MONTHS if n == 3 else _MONTH_NAMES
             low = text[pos:].lower()
@@ -213,21 +216,23 @@ def parse_java(text: str, pattern: str) -> dt.datetime | None:
             got = _digits(text, pos, 1, n)
             if got is None:
                 return None
-            digits = text[pos : got[1]]
-            f["micro"] = int((digits + "000000")[:6])
+            f["micro"] = int((text[pos : got[1]] + "000000")[:6])
             pos = got[1]
         else:
             # two letters: exactly two digits; else at least n, at most n next to another field
+            adjacent = k + 1 < len(tokens) and tokens[k + 1][0] != "'"
             lo, hi = (2, 2) if n == 2 else (n, n if adjacent else 10)
             got = _digits(text, pos, lo, hi)
             if got is None:
                 return None
             value, pos = got
-            if c == "y" and n == 2:
-                value += 2000
-            f[_NUMERIC[c]] = value
-    if pos != len(text):
-        return None
+            f[_NUMERIC[c]] = value + 2000 if c == "y" and n == 2 else value
+    return f if pos == len(text) else None
+
+
+def _assemble(f: dict[str, int]) -> dt.datetime | None:
+    """The timestamp of the read fields (defaults 1970-01-01 00:00:00), or None where they
+    name no valid time (an hour past 12 on a 12-hour clock, a day past the month's end)."""
     hour = f.get("hour", f.get("hour24", 0) % 24 if "hour24" in f else 0)
     if "hour12" in f or "hour11" in f:
         h = f["hour12"] % 12 if "hour12" in f else f["hour11"]

@@ -6,6 +6,8 @@ sql_frontend.expressions.registry``) and a test holds the two equal."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -44,71 +46,64 @@ class Fn:
 
 
 D, S, I = DOUBLE, STRING, INT  # noqa: E741
+
+
+def _named(
+    args: tuple[SqlType | None, ...], result: SqlType | None, names: str, kernel: str = "python"
+) -> dict[str, Fn]:
+    """Functions of one signature whose engine operation has the Spark function's name."""
+    return {n: Fn(n, args, result, kernel) for n in names.split()}
+
+
 FUNCTIONS: dict[str, Fn] = {
-    **{n: Fn(n, (D,), D) for n in ("cbrt", "expm1", "sin", "cos", "tan", "asin", "acos")},
-    **{n: Fn(n, (D,), D) for n in ("atan", "sinh", "cosh", "tanh", "degrees", "radians", "cot")},
-    **{n: Fn(n, (D,), D) for n in ("log10", "log2", "log1p")},
+    # one signature, the engine operation named as the Spark function
+    **_named(
+        (D,),
+        D,
+        "cbrt expm1 sin cos tan asin acos atan sinh cosh tanh degrees radians cot log10 log2 log1p"
+        " asinh acosh atanh sec csc rint",
+        kernel="numpy",
+    ),
+    **_named((D, D), D, "atan2 hypot nanvl", kernel="numpy"),
+    **_named((None, I), None, "shiftleft shiftright shiftrightunsigned", kernel="numpy"),
+    **_named((S,), S, "md5 sha1 base64 url_encode soundex quote url_decode try_url_decode"),
+    **_named((S,), I, "ascii bit_length octet_length json_array_length"),
+    **_named((TIMESTAMP,), BIGINT, "unix_timestamp unix_seconds unix_millis unix_micros"),
+    **_named((DATE,), I, "weekofyear weekday unix_date"),
+    **_named((BIGINT,), TIMESTAMP, "timestamp_seconds timestamp_millis timestamp_micros"),
+    **_named((S, S), I, "find_in_set regexp_count regexp_instr"),
+    **_named((BIGINT,), S, "chr bin"),
+    **_named((S, S, S), S, "translate regexp_replace"),
+    **_named((S, S, I), S, "split_part substring_index"),
+    **_named((DATE, S), DATE, "trunc next_day"),
+    **_named((DATE,), S, "dayname monthname"),
+    **_named((S,), BINARY, "unhex unbase64"),
+    **_named((TIMESTAMP, S), TIMESTAMP, "from_utc_timestamp to_utc_timestamp"),
+    **_named((BIGINT,), BIGINT, "bitmap_bit_position bitmap_bucket_number"),
+    # the others
     "log": Fn("log_base", (D, D), D),
-    "atan2": Fn("atan2", (D, D), D),
-    "hypot": Fn("hypot", (D, D), D),
-    "nanvl": Fn("nanvl", (D, D), D),
     "factorial": Fn("factorial", (I,), BIGINT),
     "positive": Fn("identity", (None,), None),
     "isnull": Fn("is_null", (None,), BOOLEAN),
     "isnotnull": Fn("is_not_null", (None,), BOOLEAN),
-    "ascii": Fn("ascii", (S,), I, "python"),
-    "chr": Fn("chr", (BIGINT,), S, "python"),
     "char": Fn("chr", (BIGINT,), S, "python"),
-    "bit_length": Fn("bit_length", (S,), I, "python"),
-    "octet_length": Fn("octet_length", (S,), I, "python"),
     "space": Fn("space", (I,), S, "python"),
-    "translate": Fn("translate", (S, S, S), S, "python"),
-    "split_part": Fn("split_part", (S, S, I), S, "python"),
-    "substring_index": Fn("substring_index", (S, S, I), S, "python"),
     "levenshtein": Fn("levenshtein", (S, S), I, "python", typing="optional"),
-    "md5": Fn("md5", (S,), S, "python"),
-    "sha1": Fn("sha1", (S,), S, "python"),
     "sha": Fn("sha1", (S,), S, "python"),
     "sha2": Fn("sha2", (S, I), S, "python"),
     "crc32": Fn("crc32", (S,), BIGINT, "python"),
-    "base64": Fn("base64", (S,), S, "python"),
     "hex": Fn("hex", (None,), S, "python"),
-    "regexp_replace": Fn("regexp_replace", (S, S, S), S, "python"),
     "regexp_extract": Fn("regexp_extract", (S, S, I), S, "python", (1,)),
     "date_trunc": Fn("date_trunc", (S, TIMESTAMP), TIMESTAMP, "python"),
-    "trunc": Fn("trunc", (DATE, S), DATE, "python"),
     "date_format": Fn("date_format", (TIMESTAMP, S), S, "python"),
     "from_unixtime": Fn("from_unixtime", (BIGINT, S), S, "python", ("%Y-%m-%d %H:%M:%S",)),
-    "unix_timestamp": Fn("unix_timestamp", (TIMESTAMP,), BIGINT, "python"),
-    "weekofyear": Fn("weekofyear", (DATE,), I, "python"),
     "make_date": Fn("make_date", (I, I, I), DATE, "python"),
     "hash": Fn("murmur3", (), I, "numpy (strings, decimals per row)"),
-    **{n: Fn(n, (D,), D) for n in ("asinh", "acosh", "atanh", "sec", "csc", "rint")},
     "isnan": Fn("isnan", (D,), BOOLEAN),
-    "shiftleft": Fn("shiftleft", (None, I), None),
-    "shiftright": Fn("shiftright", (None, I), None),
-    "shiftrightunsigned": Fn("shiftrightunsigned", (None, I), None),
     "bit_count": Fn("bit_count", (None,), I),
-    "bin": Fn("bin", (BIGINT,), S, "python"),
-    "weekday": Fn("weekday", (DATE,), I, "python"),
-    "dayname": Fn("dayname", (DATE,), S, "python"),
-    "monthname": Fn("monthname", (DATE,), S, "python"),
-    "unix_date": Fn("unix_date", (DATE,), I, "python"),
-    "unix_seconds": Fn("unix_seconds", (TIMESTAMP,), BIGINT, "python"),
-    "unix_millis": Fn("unix_millis", (TIMESTAMP,), BIGINT, "python"),
-    "unix_micros": Fn("unix_micros", (TIMESTAMP,), BIGINT, "python"),
-    "timestamp_seconds": Fn("timestamp_seconds", (BIGINT,), TIMESTAMP, "python"),
-    "timestamp_millis": Fn("timestamp_millis", (BIGINT,), TIMESTAMP, "python"),
-    "timestamp_micros": Fn("timestamp_micros", (BIGINT,), TIMESTAMP, "python"),
     "date_from_unix_date": Fn("date_from_unix_date", (I,), DATE, "python"),
-    "next_day": Fn("next_day", (DATE, S), DATE, "python"),
-    "find_in_set": Fn("find_in_set", (S, S), I, "python"),
-    "regexp_count": Fn("regexp_count", (S, S), I, "python"),
     "regexp_substr": Fn("regexp_substr", (S, S), S, "python"),
-    "regexp_instr": Fn("regexp_instr", (S, S), I, "python"),
     "regexp": Fn("rlike", (S, S), BOOLEAN, "python"),
-    "unhex": Fn("unhex", (S,), SqlType("BINARY"), "python"),
-    "url_encode": Fn("url_encode", (S,), S, "python"),
     "luhn_check": Fn("luhn_check", (S,), BOOLEAN, "python"),
     "btrim": Fn("trim", (S,), S, "python", typing="optional"),
     # math
@@ -135,21 +130,16 @@ FUNCTIONS: dict[str, Fn] = {
     "bit_get": Fn("getbit", (None, I), TINYINT, "python", typing="getbit"),
     "conv": Fn("conv", (S, I, I), S, "python"),
     # strings
-    "soundex": Fn("soundex", (S,), S, "python"),
     "overlay": Fn("overlay", (S, S, I, I), S, "python", (-1,)),
     "elt": Fn("elt", (), S, "python", typing="variadic"),
     "mask": Fn("mask", (S, S, S, S, S), S, "python", typing="mask"),
-    "quote": Fn("quote", (S,), S, "python"),
     "format_number": Fn("format_number", (None, I), S, "python"),
     "format_string": Fn("format_string", (), S, "python", typing="variadic"),
     "printf": Fn("format_string", (), S, "python", typing="variadic"),
     "encode": Fn("encode", (S, S), BINARY, "python"),
     "decode": Fn("decode", (BINARY, S), S, "python", typing="binary_args"),
-    "unbase64": Fn("unbase64", (S,), BINARY, "python"),
     "to_binary": Fn("to_binary", (S, S), BINARY, "python", typing="binary_args"),
     "try_to_binary": Fn("try_to_binary", (S, S), BINARY, "python", typing="binary_args"),
-    "url_decode": Fn("url_decode", (S,), S, "python"),
-    "try_url_decode": Fn("try_url_decode", (S,), S, "python"),
     "parse_url": Fn("parse_url", (S, S), S, "python", typing="optional"),
     "try_parse_url": Fn("try_parse_url", (S, S), S, "python", typing="optional"),
     # dates and times
@@ -161,8 +151,6 @@ FUNCTIONS: dict[str, Fn] = {
     "try_make_timestamp": Fn(
         "try_make_timestamp", (), TIMESTAMP, "python", typing="timestamp_parts"
     ),
-    "from_utc_timestamp": Fn("from_utc_timestamp", (TIMESTAMP, S), TIMESTAMP, "python"),
-    "to_utc_timestamp": Fn("to_utc_timestamp", (TIMESTAMP, S), TIMESTAMP, "python"),
     "date_part": Fn("date_part", (S, None), None, "numpy / built in", typing="datepart"),
     "datepart": Fn("date_part", (S, None), None, "numpy / built in", typing="datepart"),
     # hashes and types
@@ -175,12 +163,9 @@ FUNCTIONS: dict[str, Fn] = {
     "try_make_timestamp_ltz": Fn(
         "try_make_timestamp", (), TIMESTAMP, "python", typing="timestamp_parts"
     ),
-    "bitmap_bit_position": Fn("bitmap_bit_position", (BIGINT,), BIGINT, "python"),
-    "bitmap_bucket_number": Fn("bitmap_bucket_number", (BIGINT,), BIGINT, "python"),
     "bitmap_count": Fn("bitmap_count", (None,), BIGINT, "python"),
     "assert_true": Fn("assert_true", (BOOLEAN, S), SqlType("NULL"), "numpy", typing="assert"),
     "raise_error": Fn("raise_error", (S,), SqlType("NULL"), "numpy", typing="assert"),
-    "json_array_length": Fn("json_array_length", (S,), I, "python"),
     "to_number": Fn("to_number", (S, S), None, "python", typing="number_format"),
     "try_to_number": Fn("try_to_number", (S, S), None, "python", typing="number_format"),
     "typeof": Fn("typeof", (None,), S, "constant (the argument's type)", typing="typeof"),
@@ -209,71 +194,56 @@ CONSTANTS: dict[str, float] = {"e": 2.718281828459045, "pi": 3.141592653589793}
 MACROS = ("zeroifnull", "nullifzero", "equal_null")
 """Functions the translator writes as other expressions (COALESCE, CASE, ``<=>``)."""
 
-NODES: dict[type[exp.Expr], tuple[str, tuple[str, ...]]] = {
-    exp.Cbrt: ("cbrt", ("this",)),
-    exp.Sin: ("sin", ("this",)),
-    exp.Cos: ("cos", ("this",)),
-    exp.Tan: ("tan", ("this",)),
-    exp.Asin: ("asin", ("this",)),
-    exp.Acos: ("acos", ("this",)),
-    exp.Atan: ("atan", ("this",)),
-    exp.Atan2: ("atan2", ("this", "expression")),
-    exp.Sinh: ("sinh", ("this",)),
-    exp.Cosh: ("cosh", ("this",)),
-    exp.Tanh: ("tanh", ("this",)),
-    exp.Degrees: ("degrees", ("this",)),
-    exp.Radians: ("radians", ("this",)),
-    exp.Cot: ("cot", ("this",)),
-    exp.Nanvl: ("nanvl", ("this", "expression")),
-    exp.Factorial: ("factorial", ("this",)),
-    exp.Ascii: ("ascii", ("this",)),
+NodeTable = dict[type[exp.Expr], tuple[str, tuple[str, ...]]]
+
+
+def _snake(name: str) -> str:
+    """``UnixDate`` → ``unix_date``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _by_name(names: str, spark_name: Callable[[str], str], keys: tuple[str, ...]) -> NodeTable:
+    """sqlglot nodes whose Spark function is named after the node class."""
+    return {getattr(exp, n): (spark_name(n), keys) for n in names.split()}
+
+
+NODES: NodeTable = {
+    **_by_name(
+        "Cbrt Sin Cos Tan Asin Acos Atan Sinh Cosh Tanh Asinh Acosh Atanh Sec Csc Cot Degrees"
+        " Radians Rint Factorial Ascii Space MD5 Hex Unhex Soundex IsNan WeekOfYear Dayname"
+        " Monthname Typeof",
+        str.lower,
+        ("this",),
+    ),
+    **_by_name(
+        "BitLength UnixDate UnixSeconds UnixMillis UnixMicros DateFromUnixDate BitmapBitPosition"
+        " BitmapBucketNumber BitmapCount",
+        _snake,
+        ("this",),
+    ),
+    **_by_name("Atan2 Nanvl Getbit", str.lower, ("this", "expression")),
+    **_by_name(
+        "EqualNull NextDay RegexpCount RegexpSubstr RegexpInstr", _snake, ("this", "expression")
+    ),
     exp.Chr: ("chr", ("expressions",)),
-    exp.BitLength: ("bit_length", ("this",)),
-    exp.Space: ("space", ("this",)),
     exp.Translate: ("translate", ("this", "from_", "to")),
     exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")),
     exp.SubstringIndex: ("substring_index", ("this", "delimiter", "count")),
-    exp.Levenshtein: ("levenshtein", ("this", "expression")),
-    exp.MD5: ("md5", ("this",)),
     exp.SHA: ("sha1", ("this",)),
     exp.SHA2: ("sha2", ("this", "length")),
     exp.ToBase64: ("base64", ("this",)),
-    exp.Hex: ("hex", ("this",)),
     exp.RegexpReplace: ("regexp_replace", ("this", "expression", "replacement")),
     exp.RegexpExtract: ("regexp_extract", ("this", "expression", "group")),
-    exp.WeekOfYear: ("weekofyear", ("this",)),
-    exp.Asinh: ("asinh", ("this",)),
-    exp.Acosh: ("acosh", ("this",)),
-    exp.Atanh: ("atanh", ("this",)),
-    exp.Sec: ("sec", ("this",)),
-    exp.Csc: ("csc", ("this",)),
-    exp.Rint: ("rint", ("this",)),
     exp.Pi: ("pi", ()),
-    exp.EqualNull: ("equal_null", ("this", "expression")),
-    exp.IsNan: ("isnan", ("this",)),
     exp.BitwiseLeftShift: ("shiftleft", ("this", "expression")),
     exp.BitwiseRightShift: ("shiftright", ("this", "expression")),
     exp.BitwiseCount: ("bit_count", ("this",)),
-    exp.Dayname: ("dayname", ("this",)),
-    exp.Monthname: ("monthname", ("this",)),
-    exp.UnixDate: ("unix_date", ("this",)),
-    exp.UnixSeconds: ("unix_seconds", ("this",)),
-    exp.UnixMillis: ("unix_millis", ("this",)),
-    exp.UnixMicros: ("unix_micros", ("this",)),
-    exp.DateFromUnixDate: ("date_from_unix_date", ("this",)),
-    exp.NextDay: ("next_day", ("this", "expression")),
-    exp.RegexpCount: ("regexp_count", ("this", "expression")),
-    exp.RegexpSubstr: ("regexp_substr", ("this", "expression")),
-    exp.RegexpInstr: ("regexp_instr", ("this", "expression")),
-    exp.Unhex: ("unhex", ("this",)),
     exp.Levenshtein: ("levenshtein", ("this", "expression", "ins_cost")),
     exp.SafeAdd: ("try_add", ("this", "expression")),
     exp.SafeSubtract: ("try_subtract", ("this", "expression")),
     exp.SafeMultiply: ("try_multiply", ("this", "expression")),
     exp.SafeDivide: ("try_divide", ("this", "expression")),
     exp.WidthBucket: ("width_bucket", ("this", "min_value", "max_value", "num_buckets")),
-    exp.Getbit: ("getbit", ("this", "expression")),
-    exp.Soundex: ("soundex", ("this",)),
     exp.Overlay: ("overlay", ("this", "expression", "from_", "for_")),
     exp.Elt: ("elt", ("this", "expressions")),
     exp.Format: ("format_string", ("this", "expressions")),
@@ -289,12 +259,8 @@ NODES: dict[type[exp.Expr], tuple[str, tuple[str, ...]]] = {
     ),
     exp.AtTimeZone: ("from_utc_timestamp", ("this", "zone")),
     exp.FromTimeZone: ("to_utc_timestamp", ("this", "zone")),
-    exp.Typeof: ("typeof", ("this",)),
     exp.ToNumber: ("to_number", ("this", "format")),
     exp.StrToTime: ("to_timestamp", ("this", "format")),
-    exp.BitmapBitPosition: ("bitmap_bit_position", ("this",)),
-    exp.BitmapBucketNumber: ("bitmap_bucket_number", ("this",)),
-    exp.BitmapCount: ("bitmap_count", ("this",)),
 }
 """sqlglot's typed nodes for registry functions: the Spark name and the argument keys in
 Spark's argument order."""

@@ -181,43 +181,9 @@ def _one(
     elif v is None:  # Java shows "null", cut to the precision, for every conversion
         text = "null" if prec is None else "null"[: int(prec)]
     elif c in ("d", "x", "o") and isinstance(v, int) and not isinstance(v, bool):
-        if c == "d":
-            text = format(abs(v), "," if "," in flags else "d")
-            sign = "-" if v < 0 else "+" if "+" in flags else " " if " " in flags else ""
-            if "(" in flags and v < 0:
-                text = "(" + text + ")"
-                sign = ""
-            if "0" in flags and width is not None:
-                text = text.rjust(int(width) - len(sign), "0")
-            text = sign + text
-        else:
-            u = v if v >= 0 else v + 2**bits
-            text = format(u, "x" if c == "x" else "o")
-            if "#" in flags:
-                text = ("0x" if c == "x" else "0") + text
-            if "0" in flags and width is not None:
-                text = text.rjust(int(width), "0")
+        text = _integral(c, flags, width, v, bits)
     elif c in ("f", "e") and isinstance(v, float | Decimal) and not isinstance(v, bool):
-        p = 6 if prec is None else int(prec)
-        if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-            text = (
-                "NaN"
-                if math.isnan(v)
-                else ("-" if v < 0 else "+" if "+" in flags else "") + "Infinity"
-            )
-        else:
-            d = Decimal(repr(v)) if isinstance(v, float) else v
-            if c == "f":
-                text = format(
-                    d, ("+" if "+" in flags else "") + ("," if "," in flags else "") + f".{p}f"
-                )
-                if "0" in flags and width is not None:
-                    sign = text[0] if text[0] in "+-" else ""
-                    text = sign + text[len(sign) :].rjust(int(width) - len(sign), "0")
-            else:
-                text = format(d, f".{p}e")
-                mant, _, exp_ = text.partition("e")
-                text = f"{mant}e{exp_[0]}{exp_[1:].rjust(2, '0')}"
+        text = _fractional(c, flags, width, prec, v)
     elif c == "c" and isinstance(v, int) and not isinstance(v, bool):
         text = chr(v)
     else:
@@ -229,6 +195,46 @@ def _one(
         text = text.upper()
     if width is not None and len(text) < int(width):
         text = text.ljust(int(width)) if "-" in flags else text.rjust(int(width))
+    return text
+
+
+def _integral(c: str, flags: str, width: str | None, v: int, bits: int) -> str:
+    """``%d`` (sign, grouping, parentheses, zero padding) or ``%x``/``%o`` (of the two's
+    complement on ``bits`` bits for a negative number; ``#`` adds the radix prefix)."""
+    if c == "d":
+        text = format(abs(v), "," if "," in flags else "d")
+        sign = "-" if v < 0 else "+" if "+" in flags else " " if " " in flags else ""
+        if "(" in flags and v < 0:
+            text = "(" + text + ")"
+            sign = ""
+        if "0" in flags and width is not None:
+            text = text.rjust(int(width) - len(sign), "0")
+        return sign + text
+    u = v if v >= 0 else v + 2**bits
+    text = format(u, "x" if c == "x" else "o")
+    if "#" in flags:
+        text = ("0x" if c == "x" else "0") + text
+    if "0" in flags and width is not None:
+        text = text.rjust(int(width), "0")
+    return text
+
+
+def _fractional(c: str, flags: str, width: str | None, prec: str | None, v: float | Decimal) -> str:
+    """``%f`` (sign, grouping, zero padding) or ``%e`` (Java's two-digit exponent), of the
+    exact decimal value; NaN and infinities as Java spells them."""
+    p = 6 if prec is None else int(prec)
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        if math.isnan(v):
+            return "NaN"
+        return ("-" if v < 0 else "+" if "+" in flags else "") + "Infinity"
+    d = Decimal(repr(v)) if isinstance(v, float) else v
+    if c == "e":
+        mant, _, exp_ = format(d, f".{p}e").partition("e")
+        return f"{mant}e{exp_[0]}{exp_[1:].rjust(2, '0')}"
+    text = format(d, ("+" if "+" in flags else "") + ("," if "," in flags else "") + f".{p}f")
+    if "0" in flags and width is not None:
+        sign = text[0] if text[0] in "+-" else ""
+        text = sign + text[len(sign) :].rjust(int(width) - len(sign), "0")
     return text
 
 
@@ -533,8 +539,35 @@ def number_format(fmt: str) -> tuple[str, int, int, bool]:
 def _to_number(s: str, fmt: str, safe: bool) -> Decimal | None:
     """``s`` read with the number format ``fmt``; None (try_) or INVALID_FORMAT where the
     text does not fit."""
-    f = fmt.upper()
-    text = s.replace(" ", "")  # Spark's parser skips spaces
+    f, text, negative = _number_sign(fmt.upper(), s.replace(" ", ""))  # spaces are skipped
+    if "$" in f:
+        k = f.index("$")
+        if k == 0:
+            ok = text.startswith("$")
+            text = text[1:]
+        else:
+            ok = text.endswith("$")
+            text = text[:-1]
+        f = f.replace("$", "")
+        if not ok:
+            return _number_mismatch(s, fmt, safe)
+    fi, _, ff = f.replace("D", ".").replace("G", ",").partition(".")
+    ti, point, tf = text.partition(".")
+    if point and "." not in f.replace("D", "."):
+        return _number_mismatch(s, fmt, safe)
+    if len(tf) > len(ff) or (tf and not tf.isdigit()):
+        return _number_mismatch(s, fmt, safe)
+    if (ti == "" and not tf) or not _integer_part_fits(ti, fi):
+        return _number_mismatch(s, fmt, safe)
+    value = Decimal((ti.replace(",", "") or "0") + "." + (tf or "0"))
+    scale = len(ff)
+    value = value.quantize(Decimal(1).scaleb(-scale))
+    return -value if negative else value
+
+
+def _number_sign(f: str, text: str) -> tuple[str, str, bool]:
+    """The format and text without their sign element (``S``, ``MI`` or ``PR``, leading or
+    trailing), and whether the text is negative."""
     negative = False
     if f.startswith("S"):
         if text[:1] in "+-":
@@ -556,45 +589,26 @@ def _to_number(s: str, fmt: str, safe: bool) -> Decimal | None:
         if text.startswith("<") and text.endswith(">"):
             negative, text = True, text[1:-1]
         f = f[:-2]
-    if "$" in f:
-        k = f.index("$")
-        if k == 0:
-            ok = text.startswith("$")
-            text = text[1:]
-        else:
-            ok = text.endswith("$")
-            text = text[:-1]
-        f = f.replace("$", "")
-        if not ok:
-            return _number_mismatch(s, fmt, safe)
-    fi, _, ff = f.replace("D", ".").replace("G", ",").partition(".")
-    ti, point, tf = text.partition(".")
-    if point and "." not in f.replace("D", "."):
-        return _number_mismatch(s, fmt, safe)
-    if len(tf) > len(ff) or (tf and not tf.isdigit()):
-        return _number_mismatch(s, fmt, safe)
-    # the integer part: digits with separators where the format has them (counted from the
-    # right); a format digit sequence starting with 0 needs all its digits
+    return f, text, negative
+
+
+def _integer_part_fits(ti: str, fi: str) -> bool:
+    """Whether the integer part ``ti`` fits the format's ``fi``: digits with separators where
+    the format has them (counted from the right); a format digit sequence starting with 0
+    needs all its digits."""
     groups_f = fi.split(",")
     groups_t = ti.split(",")
-    if ti == "" and not tf:
-        return _number_mismatch(s, fmt, safe)
     if len(groups_t) > len(groups_f) or not all(g.isdigit() for g in groups_t if ti):
-        return _number_mismatch(s, fmt, safe)
+        return False
     if ti:
         for k, g in enumerate(reversed(groups_t)):
             want = list(reversed(groups_f))[k]
             last = k == len(groups_t) - 1
             if len(g) > len(want) or (not last and len(g) != len(want)):
-                return _number_mismatch(s, fmt, safe)
+                return False
             if last and want.startswith("0") and len(g) != len(want):
-                return _number_mismatch(s, fmt, safe)
-    if fi.startswith("0") and len("".join(groups_t)) != len(fi.replace(",", "")):
-        return _number_mismatch(s, fmt, safe)
-    value = Decimal(("".join(groups_t) or "0") + "." + (tf or "0"))
-    scale = len(ff)
-    value = value.quantize(Decimal(1).scaleb(-scale))
-    return -value if negative else value
+                return False
+    return not (fi.startswith("0") and len("".join(groups_t)) != len(fi.replace(",", "")))
 
 
 def _number_mismatch(s: str, fmt: str, safe: bool) -> Decimal | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sql_frontend.plan import AggFunc, WindowCall, WindowFunc
 from sql_frontend.sql_types import SqlType
 
 
@@ -49,7 +50,7 @@ def frame_bounds(frame: tuple | None, peers: list[tuple], ordered: bool) -> list
 
 
 def window_values(
-    func: str,
+    func: WindowFunc | AggFunc,
     arg: int | None,
     param: Any,
     frame: tuple | None,
@@ -60,11 +61,11 @@ def window_values(
 ) -> list[object]:
     n = len(rows)
     vals = [None if arg is None else r[arg] for r in rows]
-    if func in ("lag", "lead"):
+    if func in (WindowFunc.LAG, WindowFunc.LEAD):
         offset, default = param
-        step = -offset if func == "lag" else offset
+        step = -offset if func == WindowFunc.LAG else offset
         return [vals[i + step] if 0 <= i + step < n else default for i in range(n)]
-    if func == "ntile":
+    if func == WindowFunc.NTILE:
         buckets = int(param)
         size, extra = divmod(n, buckets)
         out: list[object] = []
@@ -72,14 +73,15 @@ def window_values(
             out += [b + 1] * (size + (1 if b < extra else 0))
         return out[:n]
     first, last = _peer_bounds(peers)
-    if func == "percent_rank":
+    if func == WindowFunc.PERCENT_RANK:
         return [0.0 if n <= 1 else first[i] / (n - 1) for i in range(n)]
-    if func == "cume_dist":
+    if func == WindowFunc.CUME_DIST:
         return [(last[i] + 1) / n for i in range(n)]
     bounds = frame_bounds(frame, peers, bool(peers and peers[0]))
-    if func in ("first_value", "last_value"):
-        return [None if lo > hi else vals[lo if func == "first_value" else hi] for lo, hi in bounds]
-    call = _Call(func, arg, t)
+    if func in (WindowFunc.FIRST_VALUE, WindowFunc.LAST_VALUE):
+        first_value = func == WindowFunc.FIRST_VALUE
+        return [None if lo > hi else vals[lo if first_value else hi] for lo, hi in bounds]
+    call = WindowCall(func, arg, t)  # the running aggregate over each row's frame
     cache: dict[tuple[int, int], object] = {}
     results = []
     for lo, hi in bounds:
@@ -87,10 +89,3 @@ def window_values(
             cache[lo, hi] = aggregate(call, vals[lo : hi + 1] if lo <= hi else [])
         results.append(cache[lo, hi])
     return results
-
-
-class _Call:
-    """The fields of a window call the aggregate helper reads."""
-
-    def __init__(self, func: str, arg: int | None, t: SqlType) -> None:
-        self.func, self.arg, self.type = func, arg, t

@@ -21,6 +21,8 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
+from sql_frontend.rules.ancestors import enclosing_query
+
 _GROUPING = ("rollup", "cube", "grouping_sets", "totals")
 
 
@@ -38,10 +40,7 @@ def aggregate_before_subquery(expression: exp.Expr) -> exp.Expr:
 
 
 def _own(node: exp.Expr, select: exp.Select) -> bool:
-    parent = node.parent
-    while parent is not None and not isinstance(parent, exp.Select | exp.SetOperation):
-        parent = parent.parent
-    return parent is select
+    return enclosing_query(node) is select
 
 
 def _predicates(part: exp.Expr, select: exp.Select) -> bool:

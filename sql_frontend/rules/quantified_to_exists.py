@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from sql_frontend.positions import unsupported
+from sql_frontend.rules.ancestors import enclosing_query
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 
@@ -54,7 +55,7 @@ def quantified_to_exists(
             target = node.parent
             if not isinstance(target, _COMPARISONS) or target.expression is not node:
                 continue
-        if target is None or _nearest_query(target) is None:
+        if target is None or enclosing_query(target) is None:
             continue
         query = node.args["query"] if isinstance(node, exp.In) else node.this
         inner = query.this if isinstance(query, exp.Subquery) else query
@@ -213,13 +214,6 @@ def _three_valued(cmp: exp.Expr, every: bool, over: _Over | _Inline) -> exp.Expr
         ),
         copy=False,
     )
-
-
-def _nearest_query(node: exp.Expr) -> exp.Expr | None:
-    parent = node.parent
-    while parent is not None and not isinstance(parent, exp.Select | exp.SetOperation):
-        parent = parent.parent
-    return parent
 
 
 def _negated(node: exp.Expr) -> bool:

@@ -143,7 +143,17 @@ def _relations(select: exp.Select) -> list[exp.Expr]:
 
 
 def _pretty(e: exp.Expr, sql: str, printer: _Printer | None = None) -> str:
+    """Spark's name for the expression ``e`` (as ``sql`` writes it), or :class:`_Unknown`."""
     printer = printer or _Printer(sql, {})
+    for step in (_pretty_leaf, _pretty_operator, _pretty_call):
+        text = step(e, sql, printer)
+        if text is not None:
+            return text
+    raise _Unknown
+
+
+def _pretty_leaf(e: exp.Expr, sql: str, printer: _Printer) -> str | None:
+    """Columns, literals and casts (Spark names a cast by its operand)."""
     p = lambda x: _pretty(x, sql, printer)  # noqa: E731 - a short local alias
     if isinstance(e, exp.Paren):
         return p(e.this)
@@ -168,6 +178,12 @@ def _pretty(e: exp.Expr, sql: str, printer: _Printer | None = None) -> str:
         if isinstance(e.this, exp.Literal) and e.this.is_string:
             raise _Unknown  # typed literals (DATE '…') and casts of strings are named apart
         return p(e.this)
+    return None
+
+
+def _pretty_operator(e: exp.Expr, sql: str, printer: _Printer) -> str | None:
+    """Operators, predicates, CASE and IF, parenthesized as Spark prints them."""
+    p = lambda x: _pretty(x, sql, printer)  # noqa: E731 - a short local alias
     if isinstance(e, exp.NEQ):
         return f"(NOT ({p(e.this)} = {p(e.expression)}))"
     if isinstance(e, exp.Not):
@@ -208,6 +224,12 @@ def _pretty(e: exp.Expr, sql: str, printer: _Printer | None = None) -> str:
         if false is None:
             raise _Unknown
         return f"(IF({p(e.this)}, {p(e.args['true'])}, {p(false)}))"
+    return None
+
+
+def _pretty_call(e: exp.Expr, sql: str, printer: _Printer) -> str | None:
+    """Function calls, by the name written in ``sql``."""
+    p = lambda x: _pretty(x, sql, printer)  # noqa: E731 - a short local alias
     if isinstance(e, exp.Count):
         arg = e.this
         if arg is None or isinstance(arg, exp.Star):
@@ -238,7 +260,7 @@ def _pretty(e: exp.Expr, sql: str, printer: _Printer | None = None) -> str:
         if len(flat) == 1 and isinstance(flat[0], exp.Distinct):
             return f"{name}({_args(flat[0], sql)})"
         return f"{name}({', '.join(p(x) for x in flat)})"
-    raise _Unknown
+    return None
 
 
 def _args(arg: exp.Expr, sql: str) -> str:

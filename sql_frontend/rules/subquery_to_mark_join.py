@@ -38,6 +38,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
 
 from sql_frontend.positions import unsupported
+from sql_frontend.rules.ancestors import enclosing_query
 
 _FORBIDDEN_CORRELATED = (
     "group",
@@ -73,16 +74,9 @@ def _predicates(select: exp.Select) -> list[exp.Expr]:
     for node in select.find_all(exp.In, exp.Exists):
         if isinstance(node, exp.In) and not node.args.get("query"):
             continue
-        if _enclosing_select(node) is select:
+        if enclosing_query(node) is select:
             out.append(node)
     return out
-
-
-def _enclosing_select(node: exp.Expr) -> exp.Expr | None:
-    parent = node.parent
-    while parent is not None and not isinstance(parent, exp.Select | exp.SetOperation):
-        parent = parent.parent
-    return parent
 
 
 def _top_level_conjunct(node: exp.Expr) -> bool:
@@ -138,7 +132,7 @@ def _in_aggregate(node: exp.Expr, select: exp.Select) -> bool:
     of each input row, which the mark joins (they keep every row once) give before grouping."""
     parent = node.parent
     while parent is not None and parent is not select:
-        if isinstance(parent, exp.AggFunc | exp.Filter) and _enclosing_select(parent) is select:
+        if isinstance(parent, exp.AggFunc | exp.Filter) and enclosing_query(parent) is select:
             return not parent.find_ancestor(exp.Window)
         parent = parent.parent
     return False
@@ -147,7 +141,7 @@ def _in_aggregate(node: exp.Expr, select: exp.Select) -> bool:
 def _has_aggregate(select: exp.Select) -> bool:
     for e in select.expressions:
         for agg in e.find_all(exp.AggFunc):
-            if _enclosing_select(agg) is select and not agg.find_ancestor(exp.Window):
+            if enclosing_query(agg) is select and not agg.find_ancestor(exp.Window):
                 return True
     return False
 
@@ -324,16 +318,7 @@ def _in_mark(
     if isinstance(x, exp.Tuple) or len(sub.selects) != 1:
         raise unsupported("IN (subquery) of several columns", node)
     mk, ma = f"_mk{n}", f"_ma{n}"
-    corr = _correlation(node, sub, scope) if isinstance(sub, exp.Select) else None
-    if corr is None:
-        base, name = _wrapped(sub, n)
-        v: exp.Expr = exp.column(name, table=f"_q{n}")
-        pairs: list[_Pair] = []
-        local: list[exp.Expr] = []
-    else:
-        base = sub
-        v = sub.selects[0].unalias()
-        pairs, local = corr
+    base, v, pairs, local = _in_source(node, sub, scope, n)
     keys = [exp.alias_(a.copy(), f"_c{i}") for i, (a, _, _) in enumerate(pairs)]
     match = _derived(
         base,
@@ -357,6 +342,46 @@ def _in_mark(
     matched = exp.Not(this=exp.Is(this=exp.column("_v", table=mk), expression=exp.Null()))
     if not null_aware:
         return matched
+    _join_counts(select, base, [k.copy() for k in keys], v, local, pairs, ma)
+    zero = exp.Literal.number(0)
+    n_rows = exp.func("coalesce", exp.column("_n", table=ma), zero)
+    has_null = exp.func("coalesce", exp.column("_nulls", table=ma), zero.copy())
+    return exp.Case(
+        ifs=[
+            exp.If(this=exp.EQ(this=n_rows, expression=zero.copy()), true=exp.false()),
+            exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()), true=exp.true()),
+            exp.If(this=matched, true=exp.true()),
+            exp.If(this=exp.EQ(this=has_null, expression=exp.Literal.number(1)), true=exp.true()),
+        ],
+        default=exp.false(),
+    )
+
+
+def _in_source(
+    node: exp.In, sub: exp.Expr, scope: Scope, n: int
+) -> tuple[exp.Select, exp.Expr, list[_Pair], list[exp.Expr]]:
+    """What ``x IN (sub)`` compares ``x`` with: the query to read, its value, and for a
+    correlated ``sub`` the correlation's equality pairs and its local conjuncts (an
+    uncorrelated or complex ``sub`` is read whole, as a derived table)."""
+    corr = _correlation(node, sub, scope) if isinstance(sub, exp.Select) else None
+    if corr is None or not isinstance(sub, exp.Select):
+        base, name = _wrapped(sub, n)
+        return base, exp.column(name, table=f"_q{n}"), [], []
+    pairs, local = corr
+    return sub, sub.selects[0].unalias(), pairs, local
+
+
+def _join_counts(
+    select: exp.Select,
+    base: exp.Select,
+    keys: list[exp.Expr],
+    v: exp.Expr,
+    local: list[exp.Expr],
+    pairs: list[_Pair],
+    ma: str,
+) -> None:
+    """LEFT JOINs to ``select``, as ``ma``, per binding of the correlation: the number of rows
+    of the subquery (``_n``) and whether one of its values is NULL (``_nulls``)."""
     nulls = exp.Max(
         this=exp.Case(
             ifs=[
@@ -370,11 +395,7 @@ def _in_mark(
     )
     counts = _derived(
         base,
-        [
-            *[k.copy() for k in keys],
-            exp.alias_(exp.Count(this=exp.Star()), "_n"),
-            exp.alias_(nulls, "_nulls"),
-        ],
+        [*keys, exp.alias_(exp.Count(this=exp.Star()), "_n"), exp.alias_(nulls, "_nulls")],
         local,
         group=[a for a, _, _ in pairs],
     )
@@ -383,18 +404,6 @@ def _in_mark(
         for i, (_, b, eq) in enumerate(pairs)
     ]
     _join(select, counts, ma, exp.and_(*count_on, copy=False) if count_on else None)
-    zero = exp.Literal.number(0)
-    n_rows = exp.func("coalesce", exp.column("_n", table=ma), zero)
-    has_null = exp.func("coalesce", exp.column("_nulls", table=ma), zero.copy())
-    return exp.Case(
-        ifs=[
-            exp.If(this=exp.EQ(this=n_rows, expression=zero.copy()), true=exp.false()),
-            exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()), true=exp.true()),
-            exp.If(this=matched, true=exp.true()),
-            exp.If(this=exp.EQ(this=has_null, expression=exp.Literal.number(1)), true=exp.true()),
-        ],
-        default=exp.false(),
-    )
 
 
 def _exists_mark(node: exp.Exists, select: exp.Select, scope: Scope, n: int) -> exp.Expr:

@@ -107,30 +107,35 @@ def _external_columns(sub: exp.Expr, scope: Scope) -> list[exp.Column]:
     return list(s.external_columns) if s is not None else []
 
 
-def _correlated_join(
-    sub: exp.Select, in_value: exp.Expr | None, scope: Scope, fresh, kind: str
-) -> exp.Join | None:
-    s = _sub_scope(sub, scope)
-    if s is None or any(
-        sub.args.get(k)
-        for k in (
-            "group",
-            "having",
-            "limit",
-            "offset",
-            "order",
-            "qualify",
-            "distinct",
-            "windows",
-            "with_",
-        )
-    ):
-        return None
+_NOT_PLAIN = (
+    "group",
+    "having",
+    "limit",
+    "offset",
+    "order",
+    "qualify",
+    "distinct",
+    "windows",
+    "with_",
+)
+
+
+def _plain_correlated(sub: exp.Select, s: Scope, scope: Scope) -> bool:
+    """Whether ``sub`` is a plain SELECT-FROM-WHERE (no grouping, aggregate, window, limit,
+    CTE) correlated only with ``scope``: the shape this rule rewrites."""
+    if any(sub.args.get(k) for k in _NOT_PLAIN):
+        return False
     if any(isinstance(p, exp.AggFunc) or p.find(exp.AggFunc, exp.Window) for p in sub.selects):
-        return None
-    if any(c.table not in scope.sources for c in s.external_columns):
-        return None  # correlated with a scope further out
-    inner_sources = set(s.sources)
+        return False
+    return all(c.table in scope.sources for c in s.external_columns)
+
+
+def _split_where(
+    sub: exp.Select, inner_sources: set[str]
+) -> tuple[list[exp.Expr], list[exp.Expr]] | None:
+    """The conjuncts of ``sub``'s WHERE that read only its own sources, and those correlated
+    with the outer query; None where a correlation stands elsewhere (a nested subquery, a
+    join's ON), which this rule does not rewrite."""
     where = sub.args.get("where")
     conds = (
         (where.this.flatten() if isinstance(where.this, exp.And) else [where.this]) if where else []
@@ -147,13 +152,26 @@ def _correlated_join(
             corr.append(c)
         else:
             local.append(c)
-    # Correlations outside WHERE (in joins' ON, the projection) are not rewritten.
     for j in sub.args.get("joins") or []:
         on = j.args.get("on")
         if on is not None and any(
             col.table not in inner_sources for col in on.find_all(exp.Column)
         ):
             return None
+    return local, corr
+
+
+def _correlated_join(
+    sub: exp.Select, in_value: exp.Expr | None, scope: Scope, fresh, kind: str
+) -> exp.Join | None:
+    s = _sub_scope(sub, scope)
+    if s is None or not _plain_correlated(sub, s, scope):
+        return None
+    inner_sources = set(s.sources)
+    split = _split_where(sub, inner_sources)
+    if split is None:
+        return None
+    local, corr = split
     alias = fresh()
     projections: list[exp.Expr] = []
     names: dict[str, str] = {}

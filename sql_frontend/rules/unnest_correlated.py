@@ -66,6 +66,7 @@ The input must be qualified.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -288,7 +289,31 @@ def _equality(c: exp.Expr, q: exp.Select, refs: list[exp.Column]) -> bool:
 # ---------------------------------------------------------------- the rewrite
 def _unnest_in(select: exp.Select, counter: _Counter) -> None:
     aliases = _aliases(select)
-    todo: list[tuple[exp.Expr, exp.Select, str, list[exp.Column]]] = []
+    todo = _to_unnest(select, aliases)
+    # a subquery in a join's ON moves to WHERE first: the domain copies the joins
+    for node, _, _, _ in todo:
+        join = node.find_ancestor(exp.Join)
+        in_on = join is not None and _nearest_select(join) is select
+        if in_on and join is not None and not move_to_where(node, join, select):
+            raise unsupported(
+                "a correlated subquery that needs unnesting in an outer join's ON",
+                node,
+                "compute it in a derived table of one side first",
+            )
+    base = _outer_rows(select, aliases)
+    for node, q, kind, refs in todo:
+        _unnest(node, q, kind, refs, select, base, counter)
+
+
+_Todo = tuple[exp.Expr, exp.Select, str, list[exp.Column]]
+"""A subquery to unnest: its node, its query, its kind and its outer references."""
+
+
+def _to_unnest(select: exp.Select, aliases: set[str]) -> list[_Todo]:
+    """The subqueries of ``select`` this rule unnests, with their kind and outer references;
+    EXISTS past an OFFSET, or over an uncorrelated grouping, first becomes a count compared
+    with the offset (a scalar subquery, unnested in turn)."""
+    todo: list[_Todo] = []
     work = [(node, q, kind, False) for node, q, kind in _subqueries(select)]
     while work:
         node, q, kind, ours = work.pop(0)  # ours: made by this rule, unnested here
@@ -343,19 +368,14 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
         if not isinstance(q, exp.Select):
             raise unsupported("a correlated set operation", node)
         todo.append((node, q, kind, refs))
-    # a subquery in a join's ON moves to WHERE first: the domain copies the joins
-    for node, _, _, _ in todo:
-        join = node.find_ancestor(exp.Join)
-        in_on = join is not None and _nearest_select(join) is select
-        if in_on and join is not None and not move_to_where(node, join, select):
-            raise unsupported(
-                "a correlated subquery that needs unnesting in an outer join's ON",
-                node,
-                "compute it in a derived table of one side first",
-            )
-    # the relations the outer rows come from, before this rule adds joins to them, and the
-    # conjuncts of WHERE without subqueries (a row that fails one is dropped whatever the
-    # subquery gives; applying them keeps D small when the joins' conditions are in WHERE)
+    return todo
+
+
+def _outer_rows(select: exp.Select, aliases: set[str]) -> exp.Select:
+    """The relations the outer rows come from, before this rule adds joins to them, and the
+    conjuncts of WHERE without subqueries (a row that fails one is dropped whatever the
+    subquery gives; applying them keeps the domain small when the joins' conditions are in
+    WHERE)."""
     base = exp.Select(
         from_=select.args["from_"].copy(), joins=[j.copy() for j in select.args.get("joins") or []]
     )
@@ -367,8 +387,7 @@ def _unnest_in(select: exp.Select, counter: _Counter) -> None:
     ]
     if kept:
         base.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept], copy=False)))
-    for node, q, kind, refs in todo:
-        _unnest(node, q, kind, refs, select, base, counter)
+    return base
 
 
 def _exists_past_offset(node: exp.Expr, q: exp.Select) -> tuple[exp.Expr, exp.Expr, str]:
@@ -412,20 +431,10 @@ def _unnest(
     counter: _Counter,
 ) -> None:
     what = {"exists": "EXISTS", "in": "IN (subquery)", "scalar": "scalar subquery"}[kind]
-    for key in ("windows", "qualify", "with_", "laterals"):
-        if q.args.get(key):
-            raise unsupported(f"correlated {what} with {key.rstrip('_').upper()}", node)
+    _refuse_shape(node, q, kind, what)
     windows = _windows(q)
-    if kind == "in" and len(q.expressions) != 1:
-        raise unsupported("IN (subquery) of several columns", node)
     group = q.args.get("group")
-    if group is not None and any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")):
-        raise unsupported(f"correlated {what} with grouping sets", node)
-    if group is not None and group.args.get("all"):
-        raise unsupported(f"correlated {what} with GROUP BY ALL", node)
     global_aggregate = _aggregating(q) and group is None
-    if windows and global_aggregate:
-        raise unsupported(f"correlated {what} with a window over its one aggregate row", node)
     limit = q.args.get("limit")
     if limit is not None and kind == "exists" and _literal_int(limit.expression) == 0:
         node.replace(exp.false())  # no row, whatever the binding
@@ -450,26 +459,8 @@ def _unnest(
 
     n = counter.next()
     dom, alias = f"_dom{n}", f"_dj{n}"
-    keys: list[exp.Column] = []
-    index: dict[str, int] = {}
-    for r in refs:
-        if r.sql() not in index:
-            index[r.sql()] = len(keys)
-            keys.append(r.copy())
-        r.meta["_domain"] = f"_d{index[r.sql()]}"
-
-    def domain() -> exp.Subquery:
-        d = exp.Select(
-            expressions=[exp.alias_(k.copy(), f"_d{i}") for i, k in enumerate(keys)],
-            from_=base.args["from_"].copy(),
-        )
-        if base.args.get("joins"):
-            d.set("joins", [j.copy() for j in base.args["joins"]])
-        if base.args.get("where"):
-            d.set("where", base.args["where"].copy())
-        d.set("distinct", exp.Distinct())
-        return exp.Subquery(this=d, alias=exp.TableAlias(this=exp.to_identifier(dom)))
-
+    keys = _domain_keys(refs)
+    domain = functools.partial(_domain, keys, base, dom)
     d_cols = [exp.column(f"_d{i}", table=dom) for i in range(len(keys))]
     holders = {id(h): h for h in (_derived_table_between(r, q) for r in refs) if h is not None}
     if holders:  # the dependent join pushed further, into the derived table (§3.2)
@@ -480,42 +471,126 @@ def _unnest(
         w.set("partition_by", [c.copy() for c in d_cols] + list(w.args.get("partition_by") or []))
     aliased = {e.alias: e.unalias() for e in q.expressions if e.alias}
     items = [e.unalias() for e in q.expressions]
-    outputs = [exp.alias_(c.copy(), c.name) for c in d_cols]
     if global_aggregate:
         body = _over_domain(q, items, d_cols, dom, domain)
         if cut is not None and (cut.skip > 0 or cut.most == 0):
             body.where(exp.false(), copy=False)  # OFFSET past, or LIMIT 0 on, its one row
     else:
-        if group is not None:
-            group.set("expressions", [c.copy() for c in d_cols] + list(group.expressions))
-        if kind == "exists" and cut is not None:  # q's rows as they are, to be numbered
-            q.set(
-                "expressions", [*outputs, *[exp.alias_(e, f"_v{i}") for i, e in enumerate(items)]]
-            )
-        elif kind == "exists":
-            q.set("expressions", outputs)
-            if group is None:
-                q.set("distinct", exp.Distinct())
-        else:
-            q.set("expressions", [*outputs, exp.alias_(items[0], "_v0")])
-        if cut is not None:
-            # numbered per binding in ORDER BY order; for EXISTS only their count matters
-            keys_order = _resolved_order(order, aliased)
-            part = [c.copy() for c in d_cols]
-            if q.args.get("distinct"):  # numbered after DISTINCT: over q as a derived table
-                q, keys_order = _distinct_rows(q, n, keys_order, items)
-                part = [exp.column(c.name, table=f"_dq{n}") for c in d_cols]
-            number = exp.Window(
-                this=exp.Count(this=exp.Star()) if kind == "exists" else exp.RowNumber(),
-                partition_by=part,
-                order=exp.Order(expressions=keys_order) if kind != "exists" else None,
-            )
-            q.append("expressions", exp.alias_(number, "_rn"))
-            body = _numbered_rows(
-                q, n, cut, [c.name for c in d_cols] + (["_v0"] if kind != "exists" else [])
-            )
-        else:
-            body = _outputs_only(q, n) if windows else q
+        order = _resolved_order(order, aliased) if cut is not None else []
+        body = _rows_per_binding(q, kind, n, cut, order, d_cols, items, bool(windows))
+    _join_back(node, kind, body, keys, alias, select)
+
+
+def _domain(keys: list[exp.Column], base: exp.Select, dom: str) -> exp.Subquery:
+    """``(SELECT DISTINCT keys FROM base) AS dom``: the bindings of the outer columns (a fresh
+    copy at each call)."""
+    d = exp.Select(
+        expressions=[exp.alias_(k.copy(), f"_d{i}") for i, k in enumerate(keys)],
+        from_=base.args["from_"].copy(),
+    )
+    if base.args.get("joins"):
+        d.set("joins", [j.copy() for j in base.args["joins"]])
+    if base.args.get("where"):
+        d.set("where", base.args["where"].copy())
+    d.set("distinct", exp.Distinct())
+    return exp.Subquery(this=d, alias=exp.TableAlias(this=exp.to_identifier(dom)))
+
+
+def _rows_per_binding(
+    q: exp.Select,
+    kind: str,
+    n: int,
+    cut: _Cut | None,
+    keys_order: list[exp.Expr],
+    d_cols: list[exp.Column],
+    items: list[exp.Expr],
+    windowed: bool,
+) -> exp.Select:
+    """``q`` (not one global aggregate) per binding: grouped by the domain's columns too, its
+    outputs the domain's columns then its value(s), its LIMIT / OFFSET applied per binding."""
+    group = q.args.get("group")
+    outputs = [exp.alias_(c.copy(), c.name) for c in d_cols]
+    if group is not None:
+        group.set("expressions", [c.copy() for c in d_cols] + list(group.expressions))
+    if kind == "exists" and cut is not None:  # q's rows as they are, to be numbered
+        q.set("expressions", [*outputs, *[exp.alias_(e, f"_v{i}") for i, e in enumerate(items)]])
+    elif kind == "exists":
+        q.set("expressions", outputs)
+        if group is None:
+            q.set("distinct", exp.Distinct())
+    else:
+        q.set("expressions", [*outputs, exp.alias_(items[0], "_v0")])
+    if cut is not None:
+        return _numbered(q, kind, n, cut, keys_order, d_cols, items)
+    return _outputs_only(q, n) if windowed else q
+
+
+def _refuse_shape(node: exp.Expr, q: exp.Select, kind: str, what: str) -> None:
+    """Refuses, by name, the correlated subqueries whose shape this rule does not unnest."""
+    for key in ("windows", "qualify", "with_", "laterals"):
+        if q.args.get(key):
+            raise unsupported(f"correlated {what} with {key.rstrip('_').upper()}", node)
+    if kind == "in" and len(q.expressions) != 1:
+        raise unsupported("IN (subquery) of several columns", node)
+    group = q.args.get("group")
+    if group is not None and any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")):
+        raise unsupported(f"correlated {what} with grouping sets", node)
+    if group is not None and group.args.get("all"):
+        raise unsupported(f"correlated {what} with GROUP BY ALL", node)
+    if _windows(q) and _aggregating(q) and group is None:
+        raise unsupported(f"correlated {what} with a window over its one aggregate row", node)
+
+
+def _domain_keys(refs: list[exp.Column]) -> list[exp.Column]:
+    """The distinct outer columns ``refs`` name, in order: the domain's columns ``_d<i>``
+    (each reference is tagged with its own)."""
+    keys: list[exp.Column] = []
+    index: dict[str, int] = {}
+    for r in refs:
+        if r.sql() not in index:
+            index[r.sql()] = len(keys)
+            keys.append(r.copy())
+        r.meta["_domain"] = f"_d{index[r.sql()]}"
+    return keys
+
+
+def _numbered(
+    q: exp.Select,
+    kind: str,
+    n: int,
+    cut: _Cut,
+    keys_order: list[exp.Expr],
+    d_cols: list[exp.Column],
+    items: list[exp.Expr],
+) -> exp.Select:
+    """``q``'s rows numbered per binding in ORDER BY order (for EXISTS only their count
+    matters), those the LIMIT / OFFSET ``cut`` keeps."""
+    part = [c.copy() for c in d_cols]
+    if q.args.get("distinct"):  # numbered after DISTINCT: over q as a derived table
+        q, keys_order = _distinct_rows(q, n, keys_order, items)
+        part = [exp.column(c.name, table=f"_dq{n}") for c in d_cols]
+    number = exp.Window(
+        this=exp.Count(this=exp.Star()) if kind == "exists" else exp.RowNumber(),
+        partition_by=part,
+        order=exp.Order(expressions=keys_order) if kind != "exists" else None,
+    )
+    q.append("expressions", exp.alias_(number, "_rn"))
+    return _numbered_rows(
+        q, n, cut, [c.name for c in d_cols] + (["_v0"] if kind != "exists" else [])
+    )
+
+
+def _join_back(
+    node: exp.Expr,
+    kind: str,
+    body: exp.Select,
+    keys: list[exp.Column],
+    alias: str,
+    select: exp.Select,
+) -> None:
+    """Replaces the subquery ``node`` by ``body`` (its value per binding) joined to the outer
+    row on the domain's columns with ``<=>``: EXISTS over the join, IN over it, or a LEFT JOIN
+    of ``select`` for a scalar."""
     derived = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
     on = exp.and_(
         *[
