@@ -104,6 +104,9 @@ def _drop_existing(spark: SparkSession, ident: Identifier, sql_name: str) -> boo
             "before spark-ivm can register its own table of that name"
         )
     catalog.dropTable(tid, True, False)
+    # the session catalog keeps a resolved relation (its file listing) per table name; a
+    # table registered again under this name must not be answered from the dropped one's
+    catalog.invalidateCachedTable(tid)
     return True
 
 
