@@ -259,33 +259,48 @@ def counting_order(keys: np.ndarray, k: int) -> np.ndarray:
 
 @njit(cache=True, nogil=True)
 def radix_order(keys: np.ndarray) -> np.ndarray:
-    """The stable order that sorts uint64 ``keys``: a least-significant-digit radix sort,
-    four passes of 16 bits (a pass whose digit is the same for every key is skipped).
-    About 1.4-2x less CPU than numpy's ``argsort`` from ~10^5 keys (hash-ordered runs of
-    an initial load); slower on small inputs, where the histograms dominate."""
+    """The stable order that sorts uint64 ``keys``: one most-significant-digit radix pass
+    on the top 16 bits (a histogram and a scatter), then each bucket sorted on its own —
+    an insertion sort for the few keys a bucket of uniform hashes holds, a merge sort for
+    larger ones (a hub's many equal sort keys).  Sort keys are hashes in their high bits,
+    so buckets stay small: about 2x less CPU than four least-significant-digit passes,
+    and 3-4x less than numpy's ``argsort`` from ~10^5 keys."""
     n = keys.shape[0]
-    idx = np.arange(n)
-    k = keys.copy()
-    tk = np.empty(n, dtype=np.uint64)
-    ti = np.empty(n, dtype=np.int64)
-    mask = np.uint64(0xFFFF)
-    for p in range(4):
-        shift = np.uint64(16 * p)
-        counts = np.zeros(65537, dtype=np.int64)
-        for i in range(n):
-            counts[np.int64((k[i] >> shift) & mask) + 1] += 1
-        if counts.max() == n:
+    shift = np.uint64(48)
+    starts = np.zeros(65537, dtype=np.int64)
+    for i in range(n):
+        starts[np.int64(keys[i] >> shift) + 1] += 1
+    for j in range(65536):
+        starts[j + 1] += starts[j]
+    pos = starts[:65536].copy()
+    k = np.empty(n, dtype=np.uint64)
+    idx = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        d = np.int64(keys[i] >> shift)
+        q = pos[d]
+        k[q] = keys[i]
+        idx[q] = i
+        pos[d] = q + 1
+    for b in range(65536):
+        lo = starts[b]
+        hi = starts[b + 1]
+        if hi - lo <= 1:
             continue
-        for j in range(65536):
-            counts[j + 1] += counts[j]
-        for i in range(n):
-            d = np.int64((k[i] >> shift) & mask)
-            q = counts[d]
-            tk[q] = k[i]
-            ti[q] = idx[i]
-            counts[d] = q + 1
-        k, tk = tk, k
-        idx, ti = ti, idx
+        if hi - lo <= 32:
+            for u in range(lo + 1, hi):
+                x = k[u]
+                xi = idx[u]
+                v = u
+                while v > lo and k[v - 1] > x:
+                    k[v] = k[v - 1]
+                    idx[v] = idx[v - 1]
+                    v -= 1
+                k[v] = x
+                idx[v] = xi
+        else:
+            o = np.argsort(k[lo:hi], kind="mergesort")
+            idx[lo:hi] = idx[lo:hi][o]
+            k[lo:hi] = k[lo:hi][o]
     return idx
 
 
@@ -514,17 +529,18 @@ def _gather_merged(
 
 @njit(cache=True, nogil=True)
 def consolidate_sorted(
-    sk: np.ndarray, rh: np.ndarray, diff: np.ndarray
+    order: np.ndarray, sk: np.ndarray, rh: np.ndarray, diff: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Consolidate updates of one time already sorted by sort key: equal rows have equal
+    """Consolidate updates of one time, visited in ``order`` (the order that sorts their sort
+    keys ``sk``; nothing is gathered into it): equal rows have equal
     sort keys, so only the rows of a block of equal sort keys are compared by row hash —
     pairwise in small blocks, in a hash table sized to the block in large ones (a hub's
     rows: linear, where sorting the block by row hash took ``m log m``).  Returns ``(keep,
-    sums, pa, pb)``: the positions of the rows kept (in sort-key order; first occurrence
+    sums, pa, pb)``: the positions (in the input) of the rows kept, in sort-key order (first occurrence
     within a block) with their summed diffs (none zero), and the pairs ``(pa[i], pb[i])``
     whose diffs were summed on equal row hashes, for the caller to check that their
     columns are equal."""
-    n = sk.shape[0]
+    n = order.shape[0]
     keep = np.empty(n, dtype=np.int64)
     sums = np.empty(n, dtype=np.int64)
     pa = np.empty(n, dtype=np.int64)
@@ -537,11 +553,12 @@ def consolidate_sorted(
     i = 0
     while i < n:
         j = i + 1
-        while j < n and sk[j] == sk[i]:
+        while j < n and sk[order[j]] == sk[order[i]]:
             j += 1
         first = k
         if j - i <= 16:
-            for x in range(i, j):
+            for u in range(i, j):
+                x = order[u]
                 q = first
                 while q < k and rh[keep[q]] != rh[x]:
                     q += 1
@@ -563,7 +580,8 @@ def consolidate_sorted(
                 slot_q = np.empty(cap, dtype=np.int64)
                 stamp = np.full(cap, -1, dtype=np.int64)
             mask = np.uint64(cap - 1)
-            for x in range(i, j):
+            for u in range(i, j):
+                x = order[u]
                 h = rh[x]
                 s = np.int64(h & mask)
                 while stamp[s] == i and slot_h[s] != h:
@@ -681,3 +699,15 @@ def consolidate_by_owner(
                 w += 1
         nk = w
     return keep[:nk], sums[:nk], pa[:m], pb[:m]
+
+
+@njit(cache=True, nogil=True)
+def take_concat(x: np.ndarray, y: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """``concatenate([x, y])[src]`` without building the concatenation (a merge's gather of
+    one numeric column from its two runs)."""
+    nx = x.shape[0]
+    out = np.empty(src.shape[0], dtype=x.dtype)
+    for r in range(src.shape[0]):
+        s = src[r]
+        out[r] = x[s] if s < nx else y[s - nx]
+    return out

@@ -49,6 +49,7 @@ from ivm.kernels import (
     radix_order,
     sort_run,
     sum_run,
+    take_concat,
 )
 from ivm.lattice import ALTNEU, Kinds, advance_rows
 
@@ -282,24 +283,17 @@ class Trace:
         # one time for the whole batch: its loop counter is one constant in the sort key
         sk = (kh & _HIGH) | np.uint64(min(time[1], int(_LOW))) if self.by_time else kh
         order = argsort_u64(sk)
-        sk_o = sk[order]
-        rh_o = rowhash[order]
-        keep, sums, pa, pb = consolidate_sorted(sk_o, rh_o, batch.diff[order])
-        if (
-            len(pa)
-            and not hash_is_injective(cols)
-            and not rows_equal(cols, order[pa], cols, order[pb]).all()
-        ):
+        idx, sums, pa, pb = consolidate_sorted(order, sk, rowhash, batch.diff)
+        if len(pa) and not hash_is_injective(cols) and not rows_equal(cols, pa, cols, pb).all():
             return None
         self.commit()
-        idx = order[keep]
         out_cols = take(cols, idx)
-        sk_k = sk_o[keep]
+        sk_k = sk[idx]
         kh_k = sk_k if kh is sk else kh[idx]
-        rh_k = kh_k if whole else rh_o[keep]
-        if len(keep):
+        rh_k = kh_k if whole else rowhash[idx]
+        if len(idx):
             self.staged = Run(
-                sk_k, kh_k, rh_k, out_cols, constant_times(time[1:], len(keep)), sums,
+                sk_k, kh_k, rh_k, out_cols, constant_times(time[1:], len(idx)), sums,
                 abs_max(sums),
             )  # fmt: skip
             self.staged_time = time
@@ -644,5 +638,12 @@ def _merged(kernel: Callable[..., Any], a: Run, b: Run, *, share: bool) -> Run |
         kh = sk
     if share and a.rowhash is a.keyhash and b.rowhash is b.keyhash:
         rh = kh
-    cols = tuple(np.concatenate([x, y])[src] for x, y in zip(a.cols, b.cols, strict=True))
+    cols = tuple(_take_concat(x, y, src) for x, y in zip(a.cols, b.cols, strict=True))
     return Run(sk, kh, rh, cols, times, diff, big)
+
+
+def _take_concat(x: np.ndarray, y: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """``concatenate([x, y])[src]``: compiled for numeric columns of one dtype."""
+    if x.dtype == y.dtype and x.dtype.kind in "iuf" and len(src) >= 1024:
+        return take_concat(x, y, src)
+    return np.concatenate([x, y])[src]
