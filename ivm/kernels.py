@@ -529,18 +529,17 @@ def _gather_merged(
 
 @njit(cache=True, nogil=True)
 def consolidate_sorted(
-    order: np.ndarray, sk: np.ndarray, rh: np.ndarray, diff: np.ndarray
+    sk: np.ndarray, rh: np.ndarray, diff: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Consolidate updates of one time, visited in ``order`` (the order that sorts their sort
-    keys ``sk``; nothing is gathered into it): equal rows have equal
+    """Consolidate updates of one time already sorted by sort key: equal rows have equal
     sort keys, so only the rows of a block of equal sort keys are compared by row hash —
     pairwise in small blocks, in a hash table sized to the block in large ones (a hub's
     rows: linear, where sorting the block by row hash took ``m log m``).  Returns ``(keep,
-    sums, pa, pb)``: the positions (in the input) of the rows kept, in sort-key order (first occurrence
+    sums, pa, pb)``: the positions of the rows kept (in sort-key order; first occurrence
     within a block) with their summed diffs (none zero), and the pairs ``(pa[i], pb[i])``
     whose diffs were summed on equal row hashes, for the caller to check that their
     columns are equal."""
-    n = order.shape[0]
+    n = sk.shape[0]
     keep = np.empty(n, dtype=np.int64)
     sums = np.empty(n, dtype=np.int64)
     pa = np.empty(n, dtype=np.int64)
@@ -553,12 +552,11 @@ def consolidate_sorted(
     i = 0
     while i < n:
         j = i + 1
-        while j < n and sk[order[j]] == sk[order[i]]:
+        while j < n and sk[j] == sk[i]:
             j += 1
         first = k
         if j - i <= 16:
-            for u in range(i, j):
-                x = order[u]
+            for x in range(i, j):
                 q = first
                 while q < k and rh[keep[q]] != rh[x]:
                     q += 1
@@ -580,8 +578,7 @@ def consolidate_sorted(
                 slot_q = np.empty(cap, dtype=np.int64)
                 stamp = np.full(cap, -1, dtype=np.int64)
             mask = np.uint64(cap - 1)
-            for u in range(i, j):
-                x = order[u]
+            for x in range(i, j):
                 h = rh[x]
                 s = np.int64(h & mask)
                 while stamp[s] == i and slot_h[s] != h:

@@ -283,17 +283,24 @@ class Trace:
         # one time for the whole batch: its loop counter is one constant in the sort key
         sk = (kh & _HIGH) | np.uint64(min(time[1], int(_LOW))) if self.by_time else kh
         order = argsort_u64(sk)
-        idx, sums, pa, pb = consolidate_sorted(order, sk, rowhash, batch.diff)
-        if len(pa) and not hash_is_injective(cols) and not rows_equal(cols, pa, cols, pb).all():
+        sk_o = sk[order]
+        rh_o = rowhash[order]
+        keep, sums, pa, pb = consolidate_sorted(sk_o, rh_o, batch.diff[order])
+        if (
+            len(pa)
+            and not hash_is_injective(cols)
+            and not rows_equal(cols, order[pa], cols, order[pb]).all()
+        ):
             return None
         self.commit()
+        idx = order[keep]
         out_cols = take(cols, idx)
-        sk_k = sk[idx]
+        sk_k = sk_o[keep]
         kh_k = sk_k if kh is sk else kh[idx]
-        rh_k = kh_k if whole else rowhash[idx]
-        if len(idx):
+        rh_k = kh_k if whole else rh_o[keep]
+        if len(keep):
             self.staged = Run(
-                sk_k, kh_k, rh_k, out_cols, constant_times(time[1:], len(idx)), sums,
+                sk_k, kh_k, rh_k, out_cols, constant_times(time[1:], len(keep)), sums,
                 abs_max(sums),
             )  # fmt: skip
             self.staged_time = time

@@ -259,12 +259,12 @@ def test_dataflows_give_the_same_outputs_on_the_bulk_paths(
 )
 @examples(60)
 def test_consolidate_sorted_sums_equal_hashes_per_block(items: list[tuple]) -> None:
-    # few sort keys, many rows each (unsorted: visited in the sorting order): blocks above
-    # the pairwise size take the hash table
+    # few sort keys, many rows each: blocks above the pairwise size take the hash table
+    items = sorted(items, key=lambda t: t[0])
     sk = np.array([t[0] for t in items], dtype=np.uint64)
     rh = np.array([t[1] for t in items], dtype=np.uint64)
     diff = np.array([t[2] for t in items], dtype=np.int64)
-    keep, sums, pa, pb = consolidate_sorted(np.argsort(sk, kind="stable"), sk, rh, diff)
+    keep, sums, pa, pb = consolidate_sorted(sk, rh, diff)
     want: Counter = Counter()
     for s, r, d in items:
         want[s, r] += d
