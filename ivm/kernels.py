@@ -527,84 +527,126 @@ def _gather_merged(
     return sk, kh, rh, times, big
 
 
+#: where :func:`_sum_by_hash` writes: ``(keep, sums, pa, pb)`` (see :func:`consolidate_sorted`)
+Kept = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: a hash table reused across groups: ``(hash, output slot, stamp)`` per slot
+Table = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+@njit(cache=True, nogil=True)
+def _buffers(n: int, largest: int) -> tuple[Kept, Table]:
+    """Outputs for consolidating ``n`` rows, and a table for groups of up to ``largest``
+    rows (at most half full; a minimal one when every group takes the pairwise path)."""
+    cap = 16
+    while largest > 16 and cap < 2 * largest:
+        cap *= 2
+    out = (
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+    )
+    return out, (
+        np.empty(cap, dtype=np.uint64),
+        np.empty(cap, dtype=np.int64),
+        np.full(cap, -1, dtype=np.int64),
+    )
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sum_by_hash(
+    rows: np.ndarray, stamp_id: int, rh: np.ndarray, diff: np.ndarray, out: Kept,
+    table: Table, k: int, m: int,
+) -> tuple[int, int]:  # fmt: skip
+    """Sum the diffs of one group's ``rows`` (positions) with equal row hashes: pairwise up
+    to 16 rows, else in ``table`` (slots marked with ``stamp_id``, unique per group, so the
+    table is never cleared).  Appends one position per distinct hash with a non-zero sum to
+    ``keep``/``sums`` from ``k`` (first occurrence order) and each summed pair to ``pa``/
+    ``pb`` from ``m``; returns the new ``(k, m)``."""
+    keep, sums, pa, pb = out
+    slot_h, slot_q, stamp = table
+    first = k
+    small = rows.shape[0] <= 16
+    mask = np.uint64(15)
+    if not small:
+        while mask + np.uint64(1) < np.uint64(2 * rows.shape[0]):
+            mask = mask * np.uint64(2) + np.uint64(1)
+    for x in rows:
+        h = rh[x]
+        q = -1
+        if small:
+            for u in range(first, k):
+                if rh[keep[u]] == h:
+                    q = u
+                    break
+        else:
+            s = np.int64(h & mask)
+            while stamp[s] == stamp_id and slot_h[s] != h:
+                s = (s + 1) & np.int64(mask)
+            if stamp[s] == stamp_id:
+                q = slot_q[s]
+            else:
+                stamp[s] = stamp_id
+                slot_h[s] = h
+                slot_q[s] = k
+        if q >= 0:
+            sums[q] = add(sums[q], diff[x])
+            pa[m] = keep[q]
+            pb[m] = x
+            m += 1
+        else:
+            keep[k] = x
+            sums[k] = diff[x]
+            k += 1
+    w = first
+    for q in range(first, k):
+        if sums[q] != 0:
+            keep[w] = keep[q]
+            sums[w] = sums[q]
+            w += 1
+    return w, m
+
+
 @njit(cache=True, nogil=True)
 def consolidate_sorted(
     sk: np.ndarray, rh: np.ndarray, diff: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Consolidate updates of one time already sorted by sort key: equal rows have equal
-    sort keys, so only the rows of a block of equal sort keys are compared by row hash —
-    pairwise in small blocks, in a hash table sized to the block in large ones (a hub's
-    rows: linear, where sorting the block by row hash took ``m log m``).  Returns ``(keep,
-    sums, pa, pb)``: the positions of the rows kept (in sort-key order; first occurrence
-    within a block) with their summed diffs (none zero), and the pairs ``(pa[i], pb[i])``
-    whose diffs were summed on equal row hashes, for the caller to check that their
-    columns are equal."""
+    sort keys, so only the rows of a block of equal sort keys are compared by row hash
+    (:func:`_sum_by_hash`: linear even for a hub's many rows, where sorting the block by
+    row hash took ``m log m``).  Returns ``(keep, sums, pa, pb)``: the positions of the
+    rows kept (in sort-key order; first occurrence within a block) with their summed diffs
+    (none zero), and the pairs ``(pa[i], pb[i])`` whose diffs were summed on equal row
+    hashes, for the caller to check that their columns are equal."""
     n = sk.shape[0]
-    keep = np.empty(n, dtype=np.int64)
-    sums = np.empty(n, dtype=np.int64)
-    pa = np.empty(n, dtype=np.int64)
-    pb = np.empty(n, dtype=np.int64)
-    slot_h = np.empty(0, dtype=np.uint64)
-    slot_q = np.empty(0, dtype=np.int64)
-    stamp = np.empty(0, dtype=np.int64)
+    # block starts (a block: equal sort keys), then n
+    starts = np.empty(n + 1, dtype=np.int64)
+    nb = 0
+    largest = 0
+    for i in range(n):
+        if i == 0 or sk[i] != sk[i - 1]:
+            if nb:
+                largest = max(largest, i - starts[nb - 1])
+            starts[nb] = i
+            nb += 1
+    starts[nb] = n
+    if nb:
+        largest = max(largest, n - starts[nb - 1])
+    out, table = _buffers(n, largest)
+    rows = np.arange(n)
     k = 0
     m = 0
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and sk[j] == sk[i]:
-            j += 1
-        first = k
-        if j - i <= 16:
-            for x in range(i, j):
-                q = first
-                while q < k and rh[keep[q]] != rh[x]:
-                    q += 1
-                if q < k:
-                    sums[q] = add(sums[q], diff[x])
-                    pa[m] = keep[q]
-                    pb[m] = x
-                    m += 1
-                else:
-                    keep[k] = x
-                    sums[k] = diff[x]
-                    k += 1
+    for b in range(nb):
+        i = starts[b]
+        j = starts[b + 1]
+        if j - i == 1:
+            if diff[i] != 0:
+                out[0][k] = i
+                out[1][k] = diff[i]
+                k += 1
         else:
-            cap = 16
-            while cap < 2 * (j - i):
-                cap *= 2
-            if cap > stamp.shape[0]:
-                slot_h = np.empty(cap, dtype=np.uint64)
-                slot_q = np.empty(cap, dtype=np.int64)
-                stamp = np.full(cap, -1, dtype=np.int64)
-            mask = np.uint64(cap - 1)
-            for x in range(i, j):
-                h = rh[x]
-                s = np.int64(h & mask)
-                while stamp[s] == i and slot_h[s] != h:
-                    s = (s + 1) & np.int64(mask)
-                if stamp[s] == i:
-                    q = slot_q[s]
-                    sums[q] = add(sums[q], diff[x])
-                    pa[m] = keep[q]
-                    pb[m] = x
-                    m += 1
-                else:
-                    stamp[s] = i
-                    slot_h[s] = h
-                    slot_q[s] = k
-                    keep[k] = x
-                    sums[k] = diff[x]
-                    k += 1
-        w = first
-        for q in range(first, k):
-            if sums[q] != 0:
-                keep[w] = keep[q]
-                sums[w] = sums[q]
-                w += 1
-        k = w
-        i = j
-    return keep[:k], sums[:k], pa[:m], pb[:m]
+            k, m = _sum_by_hash(rows[i:j], i, rh, diff, out, table, k, m)
+    return out[0][:k], out[1][:k], out[2][:m], out[3][:m]
 
 
 @njit(cache=True, nogil=True)
@@ -612,10 +654,10 @@ def consolidate_by_owner(
     owner: np.ndarray, rh: np.ndarray, diff: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Consolidate gathered rows per ``(owner, row)`` (owners: ints in ``[0, k)``), grouped
-    by owner: a counting sort by owner, then each owner's rows summed by row hash — pairwise
-    in small groups, in a table sized to the group in large ones, so the table a row probes
-    stays in cache where one table over all rows (:func:`group_hashes`) misses on nearly
-    every probe at 10^6 rows.  Returns ``(keep, sums, pa, pb)``: one position per distinct
+    by owner: a counting sort by owner, then each owner's rows summed by row hash
+    (:func:`_sum_by_hash`), so the table a row probes is sized to its owner's rows and stays
+    in cache, where one table over all rows (:func:`group_hashes`) misses on nearly every
+    probe at 10^6 rows.  Returns ``(keep, sums, pa, pb)``: one position per distinct
     ``(owner, row)`` with a non-zero sum, in owner order (first occurrence within an owner),
     the sums, and the pairs of positions summed on equal row hashes, for the caller to check
     that their columns are equal."""
@@ -623,9 +665,9 @@ def consolidate_by_owner(
     starts = np.zeros(k + 1, dtype=np.int64)
     for i in range(n):
         starts[owner[i] + 1] += 1
-    big = 0
+    largest = 0
     for j in range(k):
-        big = max(big, starts[j + 1])
+        largest = max(largest, starts[j + 1])
         starts[j + 1] += starts[j]
     order = np.empty(n, dtype=np.int64)
     pos = starts[:k].copy()
@@ -633,69 +675,13 @@ def consolidate_by_owner(
         x = owner[i]
         order[pos[x]] = i
         pos[x] += 1
-    cap = 16
-    while cap < 2 * big:
-        cap *= 2
-    slot_h = np.empty(cap, dtype=np.uint64)
-    slot_q = np.empty(cap, dtype=np.int64)
-    stamp = np.full(cap, -1, dtype=np.int64)
-    keep = np.empty(n, dtype=np.int64)
-    sums = np.empty(n, dtype=np.int64)
-    pa = np.empty(n, dtype=np.int64)
-    pb = np.empty(n, dtype=np.int64)
+    out, table = _buffers(n, largest)
     nk = 0
     m = 0
     for g in range(k):
-        a = starts[g]
-        b = starts[g + 1]
-        first = nk
-        if b - a <= 16:
-            for j in range(a, b):
-                i = order[j]
-                q = first
-                while q < nk and rh[keep[q]] != rh[i]:
-                    q += 1
-                if q < nk:
-                    sums[q] = add(sums[q], diff[i])
-                    pa[m] = keep[q]
-                    pb[m] = i
-                    m += 1
-                else:
-                    keep[nk] = i
-                    sums[nk] = diff[i]
-                    nk += 1
-        else:
-            mask = np.uint64(1)
-            while mask < np.uint64(2 * (b - a)):
-                mask = mask * np.uint64(2)
-            mask -= np.uint64(1)
-            for j in range(a, b):
-                i = order[j]
-                x = rh[i]
-                s = np.int64(x & mask)
-                while stamp[s] == g and slot_h[s] != x:
-                    s = (s + 1) & np.int64(mask)
-                if stamp[s] == g:
-                    q = slot_q[s]
-                    sums[q] = add(sums[q], diff[i])
-                    pa[m] = keep[q]
-                    pb[m] = i
-                    m += 1
-                else:
-                    stamp[s] = g
-                    slot_h[s] = x
-                    slot_q[s] = nk
-                    keep[nk] = i
-                    sums[nk] = diff[i]
-                    nk += 1
-        w = first
-        for q in range(first, nk):
-            if sums[q] != 0:
-                keep[w] = keep[q]
-                sums[w] = sums[q]
-                w += 1
-        nk = w
-    return keep[:nk], sums[:nk], pa[:m], pb[:m]
+        if starts[g + 1] > starts[g]:
+            nk, m = _sum_by_hash(order[starts[g] : starts[g + 1]], g, rh, diff, out, table, nk, m)
+    return out[0][:nk], out[1][:nk], out[2][:m], out[3][:m]
 
 
 @njit(cache=True, nogil=True)
