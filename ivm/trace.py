@@ -49,6 +49,7 @@ from ivm.kernels import (
     radix_order,
     sort_run,
     sum_run,
+    take_concat,
 )
 from ivm.lattice import ALTNEU, Kinds, advance_rows
 
@@ -663,5 +664,12 @@ def _merged(kernel: Callable[..., Any], a: Run, b: Run, *, share: bool) -> Run |
         kh = sk
     if share and a.rowhash is a.keyhash and b.rowhash is b.keyhash:
         rh = kh
-    cols = tuple(np.concatenate([x, y])[src] for x, y in zip(a.cols, b.cols, strict=True))
+    cols = tuple(_take_concat(x, y, src) for x, y in zip(a.cols, b.cols, strict=True))
     return Run(sk, kh, rh, cols, times, diff, big)
+
+
+def _take_concat(x: np.ndarray, y: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """``concatenate([x, y])[src]``: compiled for numeric columns of one dtype."""
+    if x.dtype == y.dtype and x.dtype.kind in "iuf" and len(src) >= 1024:
+        return take_concat(x, y, src)
+    return np.concatenate([x, y])[src]

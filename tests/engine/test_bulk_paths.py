@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import ivm
 import ivm.trace as trace_mod
 from ivm.batch import Batch, hash_rows
+from ivm.kernels import consolidate_sorted
 from ivm.library.graphs import EDGE, connected_components, reachable
 from ivm.trace import Run, Trace
 
@@ -248,3 +249,27 @@ def test_dataflows_give_the_same_outputs_on_the_bulk_paths(
     dg.add_nodes_from(roots)
     want = set(roots).union(*(nx.descendants(dg, r) for r in roots))
     assert reach_last == {(v,): 1 for v in want}
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 60), st.integers(-2, 2)),
+        max_size=400,
+    )
+)
+@examples(60)
+def test_consolidate_sorted_sums_equal_hashes_per_block(items: list[tuple]) -> None:
+    # few sort keys, many rows each: blocks above the pairwise size take the hash table
+    items = sorted(items, key=lambda t: t[0])
+    sk = np.array([t[0] for t in items], dtype=np.uint64)
+    rh = np.array([t[1] for t in items], dtype=np.uint64)
+    diff = np.array([t[2] for t in items], dtype=np.int64)
+    keep, sums, pa, pb = consolidate_sorted(sk, rh, diff)
+    want: Counter = Counter()
+    for s, r, d in items:
+        want[s, r] += d
+    got = Counter({(int(sk[i]), int(rh[i])): int(v) for i, v in zip(keep, sums, strict=True)})
+    assert got == nonzero(want) and len(got) == len(keep)
+    assert (np.diff(sk[keep].astype(np.int64)) >= 0).all()  # still in sort-key order
+    assert (sk[pa] == sk[pb]).all() and (rh[pa] == rh[pb]).all()
+    assert len(pa) == len(items) - len(want)  # every row summed into another is reported
