@@ -18,7 +18,8 @@ from catalog.changes import DIFF
 from catalog.errors import CatalogError
 from catalog.pipeline import build_group, plan_groups
 from spark_exec import Session
-from spark_exec.executor_policy import ExecutorSettingError
+from spark_exec.config import ConfigError
+from spark_exec.executor_policy import ExecutorSettingError, ShardedRefresh
 from spark_exec.sharded import ExecutorPolicy
 
 
@@ -85,10 +86,12 @@ def test_executor_property_is_checked(session: Session) -> None:
 
 
 def test_session_executor_settings_are_checked(tmp_path: Path) -> None:
-    with pytest.raises(ExecutorSettingError, match="executor must be 'auto', 'local' or"):
+    with pytest.raises(ConfigError, match="'executor' from argument: 'cluster' is not usable"):
         Session(warehouse=tmp_path, executor="cluster")
-    with pytest.raises(ExecutorSettingError, match="shards"):
+    with pytest.raises(ConfigError, match="'shards' from argument"):
         Session(warehouse=tmp_path, shards=0)
+    with pytest.raises(ExecutorSettingError, match="shards"):
+        ShardedRefresh(lambda: None, tmp_path, shards=0)
 
 
 def run_check(*args: str) -> dict:
