@@ -6,13 +6,11 @@ is refused by name (docs/executors.md)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from test_config import ivm_config, write_config
 
 from spark_exec.config import (
     DEFAULT_EXECUTOR_MEMORY_BUDGET,
@@ -27,8 +25,6 @@ from spark_exec.sharded import ExecutorPolicy
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-REPO = Path(__file__).resolve().parents[2]
-IVM = str(Path(sys.executable).parent / "ivm")
 
 EXECUTOR_TOML = """
 [executor]
@@ -38,12 +34,6 @@ memory_budget = "1GiB"
 bytes_per_row = 512
 large_change_rows = 5000
 """
-
-
-def write_config(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "ivm.toml"
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
 
 
 def test_executor_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,25 +59,6 @@ def test_executor_argument_beats_environment_beats_file(tmp_path: Path) -> None:
     assert load_settings(config_file=cfg, environ=env).executor == "spark"
 
 
-@pytest.mark.parametrize(
-    ("env", "toml", "needle"),
-    [
-        ({"IVM_EXECUTOR": "gpu"}, None, "environment IVM_EXECUTOR: 'gpu' is not usable"),
-        ({"IVM_SHARDS": "0"}, None, "must be at least 1"),
-        ({"IVM_EXECUTOR_MEMORY_BUDGET": "none"}, None, "the policy needs a budget"),
-        ({"IVM_EXECUTOR_LARGE_CHANGE_ROWS": "many"}, None, "IVM_EXECUTOR_LARGE_CHANGE_ROWS"),
-        ({}, "[executor]\nshard = 2\n", "'executor.shard'"),
-        ({}, "[executor]\ndefault = 'cluster'\n", "'[executor.default]'"),
-    ],
-)
-def test_bad_executor_settings_name_their_source(
-    tmp_path: Path, env: dict, toml: str | None, needle: str
-) -> None:
-    cfg = write_config(tmp_path, toml) if toml is not None else None
-    with pytest.raises(ConfigError, match=needle.replace("[", r"\[").replace("]", r"\]")):
-        load_settings(config_file=cfg, environ=env)
-
-
 def test_session_takes_executor_settings_from_file_environment_and_arguments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,17 +78,8 @@ def test_session_takes_executor_settings_from_file_environment_and_arguments(
 
 def test_cli_executor_flags(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, EXECUTOR_TOML)
-    env = {**os.environ, "IVM_EXECUTOR_BYTES_PER_ROW": "256", "PYTHONPATH": str(REPO)}
-    args = ["--executor", "spark", "--executor-memory-budget", "512MiB", "config"]
-    out = subprocess.run(
-        [IVM, "--config", str(cfg), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        check=True,
-    ).stdout
-    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    args = ["--config", str(cfg), "--executor", "spark", "--executor-memory-budget", "512MiB"]
+    out, lines = ivm_config(tmp_path, args, {"IVM_EXECUTOR_BYTES_PER_ROW": "256"})
     assert "spark" in lines["executor"] and "[argument]" in lines["executor"]
     assert str(512 * 2**20) in lines["executor_memory_budget"]
     assert "3" in lines["shards"] and f"file {cfg}" in lines["shards"]
