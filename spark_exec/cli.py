@@ -151,6 +151,11 @@ def _settings(args: argparse.Namespace) -> Any:
             "spark_conf": conf or None,
             "shuffle_partitions": args.shuffle_partitions,
             "lock_timeout": args.lock_timeout,
+            "executor": args.executor,
+            "shards": args.shards,
+            "executor_memory_budget": args.executor_memory_budget,
+            "executor_bytes_per_row": args.executor_bytes_per_row,
+            "executor_large_change_rows": args.executor_large_change_rows,
             **limits,
         },
         config_file=args.config,
@@ -178,6 +183,9 @@ def _session(args: argparse.Namespace) -> Session:
         shuffle_partitions=settings.shuffle_partitions,
         lock_timeout=settings.lock_timeout,
         config=args.config,
+        executor=settings.executor,
+        shards=settings.shards,
+        executor_policy=settings.executor_policy(),
     )
 
 
@@ -381,6 +389,31 @@ def _add_global_options(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help="resident bytes of this process, 0: no limit (default: 80%% of the memory)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=("local", "spark", "auto"),
+        default=None,
+        help="where epochs of views without 'ivm.executor' run (default local)",
+    )
+    p.add_argument("--shards", type=int, default=None, help="shards of a sharded epoch (2)")
+    p.add_argument(
+        "--executor-memory-budget",
+        default=None,
+        metavar="SIZE",
+        help="'auto' runs an epoch sharded when its state needs more (default 4GiB)",
+    )
+    p.add_argument(
+        "--executor-bytes-per-row",
+        type=int,
+        default=None,
+        help="bytes 'auto' counts per state row (default 1024)",
+    )
+    p.add_argument(
+        "--executor-large-change-rows",
+        type=int,
+        default=None,
+        help="'auto' runs a change of this many rows sharded (default 1000000)",
     )
 
 

@@ -34,6 +34,7 @@ it.
 from __future__ import annotations
 
 import os
+import re
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,6 +101,41 @@ def _check_hash_seed(spark: Any) -> None:
             f"sharded epochs need the driver's PYTHONHASHSEED to equal the workers' ({want}), "
             f"not {os.environ.get('PYTHONHASHSEED')!r}: string keys are routed by Python's "
             f"hash; start Python with PYTHONHASHSEED={want}"
+        )
+
+
+_LOCAL_MASTER = re.compile(r"^local(?:\[\s*(\*|\d+)\s*(?:,\s*\d+\s*)?\])?$")
+_LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]$")
+
+
+def master_slots(master: str, task_cpus: int = 1) -> int | None:
+    """Tasks a Spark master runs at once when its name says so (``local``, ``local[N]``,
+    ``local[*]``, ``local-cluster[W,C,M]``); ``None`` for a cluster manager (``spark://``,
+    ``yarn``, ``k8s://``), whose executors come and go: Spark checks those slots itself."""
+    m = _LOCAL_MASTER.match(master.strip())
+    if m:
+        n = m.group(1)
+        cores = 1 if n is None else (os.cpu_count() or 1) if n == "*" else int(n)
+        return cores // max(task_cpus, 1)
+    m = _LOCAL_CLUSTER.match(master.strip())
+    if m:
+        return int(m.group(1)) * (int(m.group(2)) // max(task_cpus, 1))
+    return None
+
+
+def check_barrier_slots(spark: Any, shards: int, group: str) -> None:
+    """Refuse a sharded epoch the master cannot run: a barrier stage starts all its
+    ``shards`` tasks at once, and Spark would otherwise retry the stage for minutes."""
+    master = spark.sparkContext.master
+    cpus = int(spark.sparkContext.getConf().get("spark.task.cpus", "1"))
+    slots = master_slots(master, cpus)
+    if slots is not None and shards > slots:
+        raise ExecutorSettingError(
+            f"refresh group {group}: a sharded epoch runs its {shards} shards as one Spark "
+            f"barrier stage, all at once, but master {master} runs at most {slots} tasks at "
+            f"once; set shards to {slots} or less (Session(shards=...), IVM_SHARDS, "
+            "[executor] shards), or use a cluster master (spark_master / IVM_SPARK_MASTER, "
+            "e.g. 'local-cluster[2,1,1024]' or 'spark://host:7077')"
         )
 
 
@@ -190,9 +226,11 @@ class ShardedRefresh:
         key = (spec.name, spec.fingerprint)
         ex = self._executors.get(key)
         if ex is None:
+            spark = self.spark()
+            check_barrier_slots(spark, self.shards, spec.name)
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec.name)
             ex = SparkShardedExecutor(
-                self.spark(),
+                spark,
                 GroupBuilder(spec),
                 self.shards,
                 self.root / safe / f"{spec.fingerprint}-n{self.shards}",

@@ -134,8 +134,12 @@ class Session:
     the views without ``TBLPROPERTIES ('ivm.executor' = ...)``: ``'local'`` (in this
     process, the default), ``'spark'`` (sharded: one Spark barrier stage of ``shards``
     engines per epoch) or ``'auto'`` (``executor_policy`` decides per epoch from the state,
-    the change and its memory budget).  Sharded epochs run on ``shard_spark`` if given, else
-    on :attr:`spark`.
+    the change and its memory budget).  ``executor``, ``shards`` and the policy's thresholds
+    also come from ``IVM_EXECUTOR``, ``IVM_SHARDS``, ``IVM_EXECUTOR_*`` and ``[executor]`` in
+    ``ivm.toml``; an ``executor_policy`` given here wins over them.  Sharded epochs run on
+    ``shard_spark`` if given, else on :attr:`spark`: with a cluster master
+    (``spark_master='local-cluster[...]'``, ``spark://``, ``yarn``, ``k8s://``) on the
+    cluster, with ``local[N]`` as N tasks of this machine's local Spark (``docs/executors.md``).
     """
 
     def __init__(
@@ -153,13 +157,23 @@ class Session:
         shuffle_partitions: int | None = None,
         lock_timeout: float | None = None,
         config: str | os.PathLike[str] | None = None,
-        executor: str = "local",
-        shards: int = 2,
+        executor: str = UNSET,
+        shards: int = UNSET,
         shard_spark: SparkSession | None = None,
         executor_policy: ExecutorPolicy | None = None,
     ) -> None:
+        policy: dict[str, object] = {}
+        if executor_policy is not None:  # an explicit policy: its thresholds are arguments
+            policy = {
+                "executor_memory_budget": executor_policy.memory_budget_bytes,
+                "executor_bytes_per_row": executor_policy.bytes_per_row,
+                "executor_large_change_rows": executor_policy.large_change_rows,
+            }
         self.settings = load_settings(
             {
+                "executor": executor,
+                "shards": shards,
+                **policy,
                 "warehouse": None if warehouse is None else os.fspath(warehouse),
                 "max_iterations": max_iterations,
                 "max_state_rows": max_state_rows,
@@ -181,9 +195,9 @@ class Session:
         self.executors = ShardedRefresh(
             (lambda: shard_spark) if shard_spark is not None else (lambda: self.spark),
             self.catalog.warehouse.internal_dir / "shards",
-            shards,
-            executor,
-            executor_policy or ExecutorPolicy(),
+            self.settings.shards,
+            self.settings.executor,
+            self.settings.executor_policy(),
         )
         self.refresh_hook = refresh_hook
         #: called with each refresh event (spark_exec.events); also settable later

@@ -47,6 +47,11 @@ from ivm.shard.files import FileTransport
 from ivm.shard.scheduler import ShardScheduler
 from ivm.shard.state_files import dataflow_state, read_tables, write_tables
 from ivm.shard.transport import run_shard
+from spark_exec.config import (
+    DEFAULT_BYTES_PER_ROW,
+    DEFAULT_EXECUTOR_MEMORY_BUDGET,
+    DEFAULT_LARGE_CHANGE_ROWS,
+)
 
 
 class ShardedEpochError(IvmError):
@@ -168,9 +173,9 @@ class ExecutorPolicy:
     4. otherwise in-process.
     """
 
-    memory_budget_bytes: int = 4 << 30
-    bytes_per_row: int = 1024
-    large_change_rows: int = 1_000_000
+    memory_budget_bytes: int = DEFAULT_EXECUTOR_MEMORY_BUDGET
+    bytes_per_row: int = DEFAULT_BYTES_PER_ROW
+    large_change_rows: int = DEFAULT_LARGE_CHANGE_ROWS
 
     def choose(self, state_rows: int, change_rows: int, override: str = "auto") -> str:
         if override not in ("auto", "local", "spark"):

@@ -19,6 +19,7 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -94,6 +95,8 @@ def local_spark(
         **delta,
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
+        # executors of a cluster master import this project too (sharded epochs run there)
+        "spark.executorEnv.PYTHONPATH": str(Path(__file__).resolve().parents[1]),
         **(conf or {}),
     }
     if warehouse_dir is not None:

@@ -11,7 +11,8 @@ version when it changed and none otherwise, and the group checkpoints moved one 
 Prints one JSON line of figures and exits non-zero on a mismatch.  ``--steps N``: random
 steps after the initial load (default 2).  ``--kill``: at the first bulk step, shard 1
 SIGKILLs its executor JVM in round 5 of the recursive view's epoch, and the refresh must
-still succeed.
+still succeed.  ``--session-master M``: the sharded Session starts its own SparkSession on
+master ``M`` (no ``shard_spark``), and its sharded epochs run there.
 """
 
 from __future__ import annotations
@@ -161,22 +162,35 @@ def main() -> int:
     ap.add_argument("--kill", action="store_true")
     ap.add_argument("--driver-crash", action="store_true")
     ap.add_argument("--datalog", action="store_true", help="also an SCC program ('auto')")
+    ap.add_argument(
+        "--session-master",
+        help="no separate shard_spark: the sharded Session's own Spark master (e.g. "
+        "local-cluster[2,1,1024] or local[2]) runs its sharded epochs",
+    )
     ap.add_argument("--child-refresh", help="(internal) refresh this warehouse, die unpublished")
     args = ap.parse_args()
     if args.child_refresh:
         return crashing_driver(args.child_refresh)
     t0 = time.perf_counter()
-    spark = shard_spark(app="ivm-session-sharded-check", conf={"spark.task.maxFailures": "1"})
-    figures: dict[str, Any] = {"start_seconds": round(time.perf_counter() - t0, 1), "steps": []}
+    own: dict[str, Any] = {"spark_master": args.session_master} if args.session_master else {}
+    if not own:
+        own["shard_spark"] = shard_spark(
+            app="ivm-session-sharded-check", conf={"spark.task.maxFailures": "1"}
+        )
+    figures: dict[str, Any] = {"steps": []}
     rng = random.Random(17)
     with tempfile.TemporaryDirectory() as tmp:
         policy = ExecutorPolicy(large_change_rows=SHARDED_FROM)
         sharded = Session(
             warehouse=Path(tmp) / "sharded",
-            shard_spark=spark,
             executor_policy=policy,
             executor="auto",  # for the Datalog program (the SQL views say where they run)
+            **own,
         )
+        # the Session's own SparkSession starts first: it is the process's one SparkContext
+        spark = sharded.spark if args.session_master else own["shard_spark"]
+        figures["master"] = spark.sparkContext.master
+        figures["start_seconds"] = round(time.perf_counter() - t0, 1)
         local = Session(warehouse=Path(tmp) / "local")
         chain = [(i, i + 1) for i in range(30)]
         edges = chain + [(rng.randrange(NODES), rng.randrange(NODES)) for _ in range(90)]

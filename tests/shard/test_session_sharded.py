@@ -18,7 +18,8 @@ from catalog.changes import DIFF
 from catalog.errors import CatalogError
 from catalog.pipeline import build_group, plan_groups
 from spark_exec import Session
-from spark_exec.executor_policy import ExecutorSettingError
+from spark_exec.config import ConfigError
+from spark_exec.executor_policy import ExecutorSettingError, ShardedRefresh
 from spark_exec.sharded import ExecutorPolicy
 
 
@@ -85,50 +86,66 @@ def test_executor_property_is_checked(session: Session) -> None:
 
 
 def test_session_executor_settings_are_checked(tmp_path: Path) -> None:
-    with pytest.raises(ExecutorSettingError, match="executor must be 'auto', 'local' or"):
+    with pytest.raises(ConfigError, match="'executor' from argument: 'cluster' is not usable"):
         Session(warehouse=tmp_path, executor="cluster")
-    with pytest.raises(ExecutorSettingError, match="shards"):
+    with pytest.raises(ConfigError, match="'shards' from argument"):
         Session(warehouse=tmp_path, shards=0)
+    with pytest.raises(ExecutorSettingError, match="shards"):
+        ShardedRefresh(lambda: None, tmp_path, shards=0)
 
 
 def run_check(*args: str) -> dict:
     return run_script("session_cluster_check.py", *args)
 
 
-def _check_sharded(p: dict) -> None:
-    assert p["executor"] == "spark local-cluster[2,1,1024]"
+CLUSTER = "local-cluster[2,1,1024]"
+
+
+def _check_sharded(p: dict, master: str = CLUSTER) -> None:
+    assert p["executor"] == f"spark {master}"
     rows = p["shard_rows"]
     assert len(rows) == 2 and all(0.4 <= r / sum(rows) <= 0.6 for r in rows), rows
     assert p["rounds"] > 0 and p["bytes_exchanged"] > 0
 
 
-def _check_steps(figures: dict) -> None:
+def _check_steps(figures: dict, master: str = CLUSTER) -> None:
     """The SQL group ('spark') ran sharded at every epoch; the recursive view ('auto') ran
     sharded for its initial load and its bulk inserts, in-process for small steps."""
+    assert figures["master"] == master
     created = figures["created"]
-    _check_sharded(created["deg"])
-    _check_sharded(created["wcc"])
+    _check_sharded(created["deg"], master)
+    _check_sharded(created["wcc"], master)
     assert created["wcc"]["reason"].startswith("auto: change of")
     for step in figures["steps"]:
         places = step["placements"]
-        _check_sharded(places["deg"])
+        _check_sharded(places["deg"], master)
         assert places["deg_hist"] == places["deg"]  # one group, one epoch
         if step["bulk"]:
-            _check_sharded(places["wcc"])
+            _check_sharded(places["wcc"], master)
         else:
             assert places["wcc"]["executor"] == "local", places["wcc"]
-    last = "ran on spark local-cluster" if figures["steps"][-1]["bulk"] else "ran in-process"
+    last = f"ran on spark {master}" if figures["steps"][-1]["bulk"] else "ran in-process"
     assert f"last epoch: {last}" in figures["explain"]
 
 
-def test_session_views_sharded_on_local_cluster_equal_in_process() -> None:
-    """A SQL group of two views (``'spark'``) and a recursive connected-components view
-    (``'auto'``) created and refreshed through a Session on the cluster; after each random
-    step (insert, delete, update) every view equals the in-process Session's, each changed
-    view gained one Delta version and each group checkpoint one epoch (the script checks)."""
-    figures = run_check("--steps", "2")
+def test_session_views_sharded_on_the_sessions_own_cluster_master() -> None:
+    """``Session(spark_master='local-cluster[2,1,1024]')``, no separate ``shard_spark``: the
+    Session's own SparkSession runs the sharded epochs.  A SQL group of two views
+    (``'spark'``) and a recursive connected-components view (``'auto'``) are created and
+    refreshed; after each random step (insert, delete, update) every view equals the
+    in-process Session's, each changed view gained one Delta version and each group
+    checkpoint one epoch (the script checks)."""
+    figures = run_check("--steps", "2", "--session-master", CLUSTER)
     assert len(figures["steps"]) == 2
     _check_steps(figures)
+
+
+@pytest.mark.slow
+def test_session_views_sharded_as_tasks_of_a_local_master() -> None:
+    """``Session(spark_master='local[2]')``: the 2 shards of a sharded epoch run as the 2
+    task slots of the local Spark (Python workers of this machine), exact as in-process."""
+    figures = run_check("--steps", "3", "--session-master", "local[2]")
+    _check_steps(figures, "local[2]")
 
 
 @pytest.mark.slow

@@ -113,6 +113,12 @@ def test_spark_conf_from_environment() -> None:
         ({}, "[spark]\nmaster = 3\n", "'[spark.master]'"),
         ({}, "colour = 'blue'\n", "unknown key"),
         ({}, "[spark\n", "not valid TOML"),
+        ({"IVM_EXECUTOR": "gpu"}, None, "environment IVM_EXECUTOR: 'gpu' is not usable"),
+        ({"IVM_SHARDS": "0"}, None, "must be at least 1"),
+        ({"IVM_EXECUTOR_MEMORY_BUDGET": "none"}, None, "the policy needs a budget"),
+        ({"IVM_EXECUTOR_LARGE_CHANGE_ROWS": "many"}, None, "IVM_EXECUTOR_LARGE_CHANGE_ROWS"),
+        ({}, "[executor]\nshard = 2\n", "'executor.shard'"),
+        ({}, "[executor]\ndefault = 'cluster'\n", "'[executor.default]'"),
     ],
 )
 def test_bad_values_name_their_source(
@@ -156,18 +162,23 @@ def test_session_takes_warehouse_limits_and_lock_timeout_from_the_file(tmp_path:
         s.refresh()
 
 
-def test_cli_config_command_shows_values_and_sources(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, "[spark]\nshuffle_partitions = 9\n")
-    env = {**os.environ, "IVM_SPARK_MASTER": "local[1]", "PYTHONPATH": str(REPO)}
+def ivm_config(tmp_path: Path, args: list[str], env: dict[str, str]) -> tuple[str, dict]:
+    """``ivm ARGS config`` in ``tmp_path``: its output, and its lines by setting."""
     out = subprocess.run(
-        [IVM, "--config", str(cfg), "--max-iterations", "0", "config"],
+        [IVM, *args, "config"],
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, **env, "PYTHONPATH": str(REPO)},
         cwd=tmp_path,
         check=True,
     ).stdout
-    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    return out, {line.split()[0]: line for line in out.splitlines()[1:]}
+
+
+def test_cli_config_command_shows_values_and_sources(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, "[spark]\nshuffle_partitions = 9\n")
+    args = ["--config", str(cfg), "--max-iterations", "0"]
+    out, lines = ivm_config(tmp_path, args, {"IVM_SPARK_MASTER": "local[1]"})
     assert "local[1]" in lines["spark_master"] and "environment IVM_SPARK_MASTER" in out
     assert "9" in lines["shuffle_partitions"] and f"file {cfg}" in lines["shuffle_partitions"]
     assert "none" in lines["max_iterations"] and "[argument]" in lines["max_iterations"]
