@@ -341,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_global_options(p: argparse.ArgumentParser) -> None:
     """The options of every subcommand: the warehouse, output, Spark and limits."""
+    # kept whole: a flat list of option declarations, one per setting (docs/configuration.md)
     p.add_argument(
         "--warehouse",
         default=None,

@@ -108,6 +108,17 @@ _SHOW_VIEWS = columns_schema(
 __all__ = ["RefreshReport", "Session", "SqlResult"]
 
 
+def _policy_arguments(policy: ExecutorPolicy | None) -> dict[str, object]:
+    """An explicit ``executor_policy``'s thresholds, as the settings they override."""
+    if policy is None:
+        return {}
+    return {
+        "executor_memory_budget": policy.memory_budget_bytes,
+        "executor_bytes_per_row": policy.bytes_per_row,
+        "executor_large_change_rows": policy.large_change_rows,
+    }
+
+
 class Session:
     """Incrementally maintained SQL and Datalog views over the Delta tables of a warehouse.
 
@@ -162,18 +173,11 @@ class Session:
         shard_spark: SparkSession | None = None,
         executor_policy: ExecutorPolicy | None = None,
     ) -> None:
-        policy: dict[str, object] = {}
-        if executor_policy is not None:  # an explicit policy: its thresholds are arguments
-            policy = {
-                "executor_memory_budget": executor_policy.memory_budget_bytes,
-                "executor_bytes_per_row": executor_policy.bytes_per_row,
-                "executor_large_change_rows": executor_policy.large_change_rows,
-            }
         self.settings = load_settings(
             {
                 "executor": executor,
                 "shards": shards,
-                **policy,
+                **_policy_arguments(executor_policy),
                 "warehouse": None if warehouse is None else os.fspath(warehouse),
                 "max_iterations": max_iterations,
                 "max_state_rows": max_state_rows,
