@@ -49,6 +49,7 @@ def main(argv: list[str]) -> int:
     empty = [q for q, n in run.rows.items() if n == 0]
     print(f"accepted views with no rows after the initial load: {len(empty)} {empty}")
     print(f"queries Spark failed on: {run.spark_errors or 'none'}")
+    print(f"views whose refresh raised: {run.engine_errors or 'none'}")
     print(f"mismatches with Spark: {len(run.mismatched())} {run.mismatched()}")
     for f in run.failures:
         print(f)
@@ -64,6 +65,7 @@ def main(argv: list[str]) -> int:
                 "refused_by_cause": run.refusal_causes(),
                 "rows_after_load": run.rows,
                 "spark_errors": run.spark_errors,
+                "engine_errors": run.engine_errors,
                 "mismatched": run.mismatched(),
                 "failures": run.failures,
             },

@@ -27,12 +27,13 @@ STEPS = [(20, 10, 10), (5, 30, 5)]
 
 @dataclass
 class TpcdsRun:
-    """What one run found: refusals, mismatches, and how many rows each view held."""
+    """What one run found: refusals, mismatches, errors, and how many rows each view held."""
 
     accepted: list[str] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)  # query -> "ErrorClass: message"
     failures: list[str] = field(default_factory=list)
     spark_errors: dict[str, str] = field(default_factory=dict)
+    engine_errors: dict[str, str] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)  # query -> rows after the initial load
 
     def mismatched(self) -> list[str]:
@@ -44,6 +45,15 @@ class TpcdsRun:
         for q, msg in self.refused.items():
             groups[cause(msg)].append(q)
         return dict(sorted(groups.items(), key=lambda kv: -len(kv[1])))
+
+
+@dataclass
+class View:
+    """One accepted query in a dataflow of its own (a runtime error stops only this view)."""
+
+    g: ivm.Dataflow
+    inputs: dict[str, Any]
+    output: Any
 
 
 def _order(q: str) -> tuple[int, str]:
@@ -63,68 +73,86 @@ def _register(spark: Any, gen: TpcdsGen, tables: list[str] | tuple[str, ...]) ->
         spark.createDataFrame(gen.tables[t], schema=schema).createOrReplaceTempView(t)
 
 
-def compile_all(names: list[str]) -> tuple[ivm.Dataflow, dict[str, Any], dict[str, Any], TpcdsRun]:
-    """Compile ``names`` into one dataflow: (dataflow, inputs, outputs, run with refusals)."""
-    g = ivm.Dataflow()
-    inputs = {
-        t: g.input(t, [(c, "str" if ty == "string" else "any") for c, ty in cols])
-        for t, cols in SCHEMAS.items()
-    }
-    outputs: dict[str, Any] = {}
+def compile_all(names: list[str]) -> tuple[dict[str, View], TpcdsRun]:
+    """Compile each of ``names`` into a dataflow of its own: (views, run with refusals)."""
+    views: dict[str, View] = {}
     run = TpcdsRun()
     for q in names:
+        g = ivm.Dataflow()
+        inputs = {
+            t: g.input(t, [(c, "str" if ty == "string" else "any") for c, ty in cols])
+            for t, cols in SCHEMAS.items()
+        }
         try:
             cv = compile_view(QUERIES[q], SCHEMAS, g, inputs)
-        except Exception as e:  # noqa: BLE001 - every refusal is recorded with its class
+        except Exception as e:  # every refusal is recorded with its class
             run.refused[q] = f"{type(e).__name__}: {e}"
             continue
-        outputs[q] = g.output(cv.collection, q)
+        views[q] = View(g, inputs, g.output(cv.collection, q))
         run.accepted.append(q)
-    return g, inputs, outputs, run
+    return views, run
+
+
+def _step(views: dict[str, View], batch: dict[str, tuple[list, list]], run: TpcdsRun) -> None:
+    """Apply ``batch`` (table -> inserted, deleted rows) to every view still running."""
+    for q, v in views.items():
+        if q in run.engine_errors:
+            continue
+        try:
+            for t, (ins, dels) in batch.items():
+                v.inputs[t].insert(ins)
+                v.inputs[t].delete(dels)
+            v.g.step()
+        except Exception as e:  # recorded, compared with Spark's outcome
+            run.engine_errors[q] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
 
 
 def run_tpcds(
     spark: Any, names: list[str], seed: int, steps: list[tuple[int, int, int]] = STEPS
 ) -> TpcdsRun:
-    """Compile ``names``, load a seeded database, apply ``steps``; compare after each."""
-    g, inputs, outputs, run = compile_all(names)
+    """Compile ``names``, load a seeded database, apply ``steps``; compare after each.
+
+    A view whose refresh raises and whose query Spark also fails on is an agreement (ANSI
+    errors such as a division by zero); an error on one side only is a mismatch.
+    """
+    views, run = compile_all(names)
     gen = TpcdsGen(seed)
-    for t, rows in gen.tables.items():
-        inputs[t].insert(rows)
-    g.step()
+    _step(views, {t: (rows, []) for t, rows in gen.tables.items()}, run)
     _register(spark, gen, list(SCHEMAS))
-    queries = {q: QUERIES[q] for q in run.accepted}
-    expected = _spark(spark, queries, run)
+    expected = _spark(spark, run)
     run.rows = {q: len(rows) for q, rows in expected.items()}
-    run.failures += _compare(outputs, queries, expected, f"seed {seed}, initial load")
+    _compare(views, expected, run, f"seed {seed}, initial load")
     for i, (n_new, n_del, n_upd) in enumerate(steps):
-        for t, (ins, dels) in gen.changes(n_new, n_del, n_upd).items():
-            inputs[t].insert(ins)
-            inputs[t].delete(dels)
-        g.step()
+        _step(views, gen.changes(n_new, n_del, n_upd), run)
         _register(spark, gen, FACTS)
         where = f"seed {seed}, step {i}: +{n_new} sales, -{n_del}, ~{n_upd} per fact table"
-        run.failures += _compare(outputs, queries, _spark(spark, queries, run), where)
+        _compare(views, _spark(spark, run), run, where)
     return run
 
 
-def _spark(spark: Any, queries: dict[str, str], run: TpcdsRun) -> dict[str, list[tuple]]:
-    """Spark's rows per query; a query Spark itself fails on is recorded and left out."""
-    live = {q: sql for q, sql in queries.items() if q not in run.spark_errors}
+def _spark(spark: Any, run: TpcdsRun) -> dict[str, list[tuple]]:
+    """Spark's rows per accepted query; a query Spark fails on is recorded and left out."""
+    live = {q: QUERIES[q] for q in run.accepted if q not in run.spark_errors}
     try:
         return spark_results(spark, live, chunk=8)
-    except Exception:  # noqa: BLE001 - find the query Spark fails on, one by one
+    except Exception:  # find the query Spark fails on, one by one
         out: dict[str, list[tuple]] = {}
         for q, sql in live.items():
             try:
                 out.update(spark_results(spark, {q: sql}, chunk=1, threads=1))
-            except Exception as e:  # noqa: BLE001
-                run.spark_errors[q] = str(e).splitlines()[0]
+            except Exception as e:
+                run.spark_errors[q] = str(e).strip().splitlines()[0][:200]
         return out
 
 
 def _compare(
-    outputs: dict[str, Any], queries: dict[str, str], expected: dict[str, list[tuple]], where: str
-) -> list[str]:
-    live = {q: sql for q, sql in queries.items() if q in expected}
-    return compare(outputs, live, expected, where)
+    views: dict[str, View], expected: dict[str, list[tuple]], run: TpcdsRun, where: str
+) -> None:
+    for q in run.accepted:
+        engine_err, spark_err = run.engine_errors.get(q), run.spark_errors.get(q)
+        if engine_err and not spark_err:
+            run.failures.append(f"view {q} ({where}): the engine raised {engine_err}")
+        elif spark_err and not engine_err:
+            run.failures.append(f"view {q} ({where}): Spark raised {spark_err}")
+        elif not engine_err:
+            run.failures += compare({q: views[q].output}, {q: QUERIES[q]}, expected, where)
