@@ -217,7 +217,15 @@ def date_row(day: dt.date, cols: list[str]) -> tuple:
 
 def time_row(sec: int, cols: list[str]) -> tuple:
     h, m = divmod(sec // 60, 60)
-    meal = "breakfast" if 6 <= h < 9 else "lunch" if 11 <= h < 14 else "dinner" if 17 <= h < 20 else None
+    meal = (
+        "breakfast"
+        if 6 <= h < 9
+        else "lunch"
+        if 11 <= h < 14
+        else "dinner"
+        if 17 <= h < 20
+        else None
+    )
     v = {
         "t_time_sk": sec,
         "t_time_id": f"AAAAAAAA{sec:08d}",
@@ -245,9 +253,7 @@ class TpcdsGen:
         self.tables["date_dim"] = [
             date_row(FIRST_DAY + dt.timedelta(days=i), self.cols["date_dim"]) for i in range(days)
         ]
-        self.tables["time_dim"] = [
-            time_row(s, self.cols["time_dim"]) for s in range(0, 86400, 300)
-        ]
+        self.tables["time_dim"] = [time_row(s, self.cols["time_dim"]) for s in range(0, 86400, 300)]
         self.keys: dict[str, list[int]] = {
             "date_dim": [r[0] for r in self.tables["date_dim"]],
             "time_dim": [r[0] for r in self.tables["time_dim"]],
@@ -265,7 +271,11 @@ class TpcdsGen:
 
     def _fact_day(self) -> int:
         r = self.rng
-        lo, hi = (dt.date(1999, 1, 1), dt.date(2002, 12, 31)) if r.random() < 0.8 else (FIRST_DAY, LAST_DAY)
+        lo, hi = (
+            (dt.date(1999, 1, 1), dt.date(2002, 12, 31))
+            if r.random() < 0.8
+            else (FIRST_DAY, LAST_DAY)
+        )
         return (lo + dt.timedelta(days=r.randint(0, (hi - lo).days))).toordinal() + JULIAN
 
     def _value(self, table: str, col: str) -> Any:
@@ -304,9 +314,7 @@ class TpcdsGen:
         return r.randint(0, 100)
 
     def _row(self, table: str, fixed: dict[str, Any]) -> tuple:
-        return tuple(
-            fixed[c] if c in fixed else self._value(table, c) for c in self.cols[table]
-        )
+        return tuple(fixed[c] if c in fixed else self._value(table, c) for c in self.cols[table])
 
     def _inventory_row(self) -> tuple:
         return self._row("inventory", {"inv_date_sk": self._fact_day()})
@@ -374,7 +382,9 @@ class TpcdsGen:
             for c, v in zip(cols, row, strict=True)
         )
 
-    def apply(self, inserted: dict[str, list[tuple]], deleted: dict[str, list] | None = None) -> None:
+    def apply(
+        self, inserted: dict[str, list[tuple]], deleted: dict[str, list] | None = None
+    ) -> None:
         for t, rows in (deleted or {}).items():
             for r in rows:
                 self.tables[t].remove(r)
