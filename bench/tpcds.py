@@ -6,7 +6,7 @@ steps (new sales and returns, deletes, updates) and compares every accepted view
 after each step. Prints accepted / refused by cause / mismatches and writes
 ``bench/results/tpcds.json``.
 
-    python -m bench tpcds [--seed 7] [--queries q1,q2,...]
+    python -m bench tpcds [--seed 7] [--steps 2] [--queries q1,q2,...]
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--queries", default="", help="comma-separated names (default: all)")
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--steps", type=int, default=2, help="change steps after the load (0-2)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "tests" / "sql_frontend"))
     from tpcds_data import QUERIES
-    from tpcds_harness import run_tpcds
+    from tpcds_harness import STEPS, run_tpcds
 
     from spark_exec.spark_session import local_spark
 
@@ -38,10 +39,10 @@ def main(argv: list[str]) -> int:
         app_name="bench-tpcds",
         conf={"spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"},
     )
-    run = run_tpcds(spark, names, args.seed)
+    run = run_tpcds(spark, names, args.seed, STEPS[: args.steps])
     numbers = {q.rstrip("ab") for q in names}
     refused_numbers = {q.rstrip("ab") for q in run.refused}
-    print(f"TPC-DS, seed {args.seed}: {len(run.accepted)} of {len(names)} query texts accepted")
+    print(f"TPC-DS, seed {args.seed}, {args.steps} change steps: {len(run.accepted)} of {len(names)} query texts accepted")
     print(f"  by query number: {len(numbers - refused_numbers)} of {len(numbers)} fully accepted")
     print("refused, by cause:")
     for c, qs in run.refusal_causes().items():
@@ -57,6 +58,7 @@ def main(argv: list[str]) -> int:
         json.dumps(
             {
                 "seed": args.seed,
+                "steps": args.steps,
                 "queries": len(names),
                 "accepted": run.accepted,
                 "accepted_numbers": len(numbers - refused_numbers),
