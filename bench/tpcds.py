@@ -42,7 +42,9 @@ def main(argv: list[str]) -> int:
     run = run_tpcds(spark, names, args.seed, STEPS[: args.steps])
     numbers = {q.rstrip("ab") for q in names}
     refused_numbers = {q.rstrip("ab") for q in run.refused}
-    print(f"TPC-DS, seed {args.seed}, {args.steps} change steps: {len(run.accepted)} of {len(names)} query texts accepted")
+    print(
+        f"TPC-DS, seed {args.seed}, {args.steps} change steps: {len(run.accepted)} of {len(names)} query texts accepted"
+    )
     print(f"  by query number: {len(numbers - refused_numbers)} of {len(numbers)} fully accepted")
     print("refused, by cause:")
     for c, qs in run.refusal_causes().items():
