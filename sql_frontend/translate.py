@@ -341,12 +341,14 @@ class Translator:
                 self.use(o, "this", "desc", "nulls_first")
         if limit is None and offset is None:
             return node  # a view is a multiset: ORDER BY alone does not change it
+        k = _constant_int(limit.expression if limit is not None else None, limit)
+        off = _constant_int(offset.expression if offset is not None else None, offset) or 0
         if order is None:
+            if k is not None and k >= 1 and off == 0 and _at_most_one_row(q):
+                return node  # a global aggregate's one row: LIMIT keeps it (TPC-DS q28, q97)
             raise unsupported(
                 "LIMIT without ORDER BY", limit or offset, "the rows kept would be arbitrary"
             )
-        k = _constant_int(limit.expression if limit is not None else None, limit)
-        off = _constant_int(offset.expression if offset is not None else None, offset) or 0
         names = [n for n, _ in node.schema]
         keys: list[p.SortKey] = []
         hidden: list[Scalar] = []
@@ -1474,6 +1476,37 @@ def _aggregate_nodes(node: exp.Expr) -> list[exp.Expr]:
             else x
         )
     return wrapped
+
+
+def _at_most_one_row(q: exp.Expr) -> bool:
+    """``q`` has at most one row: it aggregates without GROUP BY (HAVING may drop the row),
+    or it reads only inner/cross joins of such queries (TPC-DS q28)."""
+    if not isinstance(q, exp.Select) or q.args.get("group") is not None:
+        return False
+    if any(_aggregates(x) for x in q.selects):
+        return True
+    joins = q.args.get("joins") or []
+    if q.args.get("from_") is None or any(j.args.get("side") for j in joins):
+        return False
+    sources = [q.args["from_"].this, *(j.this for j in joins)]
+    return all(_one_row_source(q, x) for x in sources)
+
+
+def _one_row_source(q: exp.Expr, x: exp.Expr) -> bool:
+    """Source ``x`` of ``q`` has at most one row: a derived table, or a CTE (the optimizer
+    turns derived tables into CTEs), whose query has."""
+    if isinstance(x, exp.Subquery):
+        return _at_most_one_row(x.this)
+    if not isinstance(x, exp.Table) or x.args.get("db"):
+        return False
+    scope: exp.Expr | None = q
+    while scope is not None:
+        with_ = scope.args.get("with_") if isinstance(scope, exp.Query) else None
+        for cte in with_.expressions if with_ is not None else []:
+            if cte.alias_or_name == x.name:
+                return _at_most_one_row(cte.this)
+        scope = scope.parent
+    return False
 
 
 def _aggregates(node: exp.Expr) -> list[exp.Expr]:
