@@ -1,8 +1,8 @@
 """A small TPC-DS database generator (our own, following the spec's shapes) and the 99 queries.
 
-The 24 tables and their columns come from the kit's DDL (``tests/fixtures/tpcds/schema.sql``),
+The 24 tables and their columns come from the kit's DDL (``tests/fixtures/third_party/tpcds/schema.sql``),
 typed as Spark types them (``integer`` → INT, ``char``/``varchar`` → STRING, ``decimal(p,s)``
-and ``date`` kept). The queries are Spark's own variants (``tests/fixtures/tpcds/q*.sql``,
+and ``date`` kept). The queries are Spark's own variants (``tests/fixtures/third_party/tpcds/q*.sql``,
 103 files: q14, q23, q24 and q39 come in parts a and b).
 
 Data, at a tiny scale:
@@ -34,7 +34,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tpcds"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "third_party" / "tpcds"
 
 
 def _spark_type(ddl_type: str) -> str:
