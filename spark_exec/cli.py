@@ -165,6 +165,7 @@ def _settings(args: argparse.Namespace) -> Any:
 def _session(args: argparse.Namespace) -> Session:
     from catalog.paths import Warehouse
     from spark_exec.session import Session
+    from spark_exec.sharded import ExecutorPolicy
 
     settings = _settings(args)
     wh = Warehouse(settings.warehouse)
@@ -185,7 +186,7 @@ def _session(args: argparse.Namespace) -> Session:
         config=args.config,
         executor=settings.executor,
         shards=settings.shards,
-        executor_policy=settings.executor_policy(),
+        executor_policy=ExecutorPolicy.of(settings),
     )
 
 

@@ -120,16 +120,6 @@ class Settings:
     def limits(self) -> ivm_limits.Limits:
         return ivm_limits.Limits(self.max_iterations, self.max_state_rows, self.memory_budget)
 
-    def executor_policy(self) -> Any:
-        """The ``'auto'`` policy with these thresholds (:class:`spark_exec.sharded.ExecutorPolicy`)."""
-        from spark_exec.sharded import ExecutorPolicy
-
-        return ExecutorPolicy(
-            memory_budget_bytes=self.executor_memory_budget,
-            bytes_per_row=self.executor_bytes_per_row,
-            large_change_rows=self.executor_large_change_rows,
-        )
-
     def spark_settings(self) -> dict[str, str]:
         """The Spark configuration a new SparkSession gets from these settings."""
         n = str(self.shuffle_partitions)

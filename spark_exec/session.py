@@ -201,7 +201,7 @@ class Session:
             self.catalog.warehouse.internal_dir / "shards",
             self.settings.shards,
             self.settings.executor,
-            self.settings.executor_policy(),
+            ExecutorPolicy.of(self.settings),
         )
         self.refresh_hook = refresh_hook
         #: called with each refresh event (spark_exec.events); also settable later

@@ -51,6 +51,7 @@ from spark_exec.config import (
     DEFAULT_BYTES_PER_ROW,
     DEFAULT_EXECUTOR_MEMORY_BUDGET,
     DEFAULT_LARGE_CHANGE_ROWS,
+    Settings,
 )
 
 
@@ -176,6 +177,15 @@ class ExecutorPolicy:
     memory_budget_bytes: int = DEFAULT_EXECUTOR_MEMORY_BUDGET
     bytes_per_row: int = DEFAULT_BYTES_PER_ROW
     large_change_rows: int = DEFAULT_LARGE_CHANGE_ROWS
+
+    @classmethod
+    def of(cls, settings: Settings) -> ExecutorPolicy:
+        """The ``'auto'`` policy with the thresholds of ``settings`` (spark_exec.config)."""
+        return cls(
+            memory_budget_bytes=settings.executor_memory_budget,
+            bytes_per_row=settings.executor_bytes_per_row,
+            large_change_rows=settings.executor_large_change_rows,
+        )
 
     def choose(self, state_rows: int, change_rows: int, override: str = "auto") -> str:
         if override not in ("auto", "local", "spark"):

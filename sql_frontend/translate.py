@@ -344,11 +344,7 @@ class Translator:
         k = _constant_int(limit.expression if limit is not None else None, limit)
         off = _constant_int(offset.expression if offset is not None else None, offset) or 0
         if order is None:
-            if k is not None and k >= 1 and off == 0 and _at_most_one_row(q):
-                return node  # a global aggregate's one row: LIMIT keeps it (TPC-DS q28, q97)
-            raise unsupported(
-                "LIMIT without ORDER BY", limit or offset, "the rows kept would be arbitrary"
-            )
+            return _limit_of_one_row(q, node, k, off, limit or offset)
         names = [n for n, _ in node.schema]
         keys: list[p.SortKey] = []
         hidden: list[Scalar] = []
@@ -1476,6 +1472,16 @@ def _aggregate_nodes(node: exp.Expr) -> list[exp.Expr]:
             else x
         )
     return wrapped
+
+
+def _limit_of_one_row(
+    q: exp.Expr, node: p.Node, k: int | None, off: int, where: exp.Expr | None
+) -> p.Node:
+    """LIMIT without ORDER BY: ``node`` itself where ``q`` has at most one row and the limit
+    keeps it (a global aggregate: TPC-DS q28, q97); otherwise the rows kept are arbitrary."""
+    if k is not None and k >= 1 and off == 0 and _at_most_one_row(q):
+        return node
+    raise unsupported("LIMIT without ORDER BY", where, "the rows kept would be arbitrary")
 
 
 def _at_most_one_row(q: exp.Expr) -> bool:

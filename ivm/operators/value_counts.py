@@ -114,6 +114,14 @@ class ValueCountsReduce(AccumulateReduce):
     def _settle(
         self, grouped: GroupedBatch, old_vals: list[np.ndarray], new_vals: list[np.ndarray]
     ) -> None:
+        try:
+            self._settle_extremes(grouped, old_vals, new_vals)
+        except TypeError as exc:  # an ``any`` column holding values of several types
+            raise SchemaError(f"min/max over values that cannot be compared: {exc}") from None
+
+    def _settle_extremes(
+        self, grouped: GroupedBatch, old_vals: list[np.ndarray], new_vals: list[np.ndarray]
+    ) -> None:
         b, order, starts = grouped.batch, grouped.order, grouped.starts
         probe_h, probe_cols = grouped.probe_h, grouped.probe_cols
         n = len(starts)

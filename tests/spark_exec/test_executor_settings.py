@@ -40,7 +40,7 @@ def test_executor_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.chdir(tmp_path)
     s = load_settings(environ={})
     assert (s.executor, s.shards) == ("local", 2)
-    assert s.executor_policy() == ExecutorPolicy()
+    assert ExecutorPolicy.of(s) == ExecutorPolicy()
     assert ExecutorPolicy().memory_budget_bytes == DEFAULT_EXECUTOR_MEMORY_BUDGET
     assert ExecutorPolicy().large_change_rows == DEFAULT_LARGE_CHANGE_ROWS
 
@@ -49,13 +49,13 @@ def test_executor_argument_beats_environment_beats_file(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, EXECUTOR_TOML)
     from_file = load_settings(config_file=cfg, environ={})
     assert (from_file.executor, from_file.shards) == ("auto", 3)
-    assert from_file.executor_policy() == ExecutorPolicy(2**30, 512, 5000)
+    assert ExecutorPolicy.of(from_file) == ExecutorPolicy(2**30, 512, 5000)
     assert from_file.sources["executor_large_change_rows"] == f"file {cfg}"
     env = {"IVM_SHARDS": "4", "IVM_EXECUTOR": "Spark", "IVM_EXECUTOR_MEMORY_BUDGET": "2GiB"}
     s = load_settings({"executor": "local"}, config_file=cfg, environ=env)
     assert s.executor == "local" and s.sources["executor"] == "argument"
     assert s.shards == 4 and s.sources["shards"] == "environment IVM_SHARDS"
-    assert s.executor_policy() == ExecutorPolicy(2 * 2**30, 512, 5000)
+    assert ExecutorPolicy.of(s) == ExecutorPolicy(2 * 2**30, 512, 5000)
     assert load_settings(config_file=cfg, environ=env).executor == "spark"
 
 
