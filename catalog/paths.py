@@ -29,6 +29,7 @@ location) live wherever the user put them; the catalog never creates or deletes 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -80,8 +81,6 @@ class Warehouse:
         on an object store."""
         if not self.remote:
             return self.internal_dir
-        import hashlib
-
         base = os.environ.get(CACHE_ENV) or os.path.join("~", ".cache", "spark-ivm")
         digest = hashlib.sha256(self.root.as_posix().encode()).hexdigest()[:16]
         return Path(base).expanduser().resolve() / digest

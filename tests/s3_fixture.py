@@ -15,6 +15,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -87,6 +88,18 @@ def per_k_oracle(rows: pa.Table) -> Counter[tuple[object, ...]]:
         n[r["k"]] += 1
         total[r["k"]] += r["v"]
     return Counter((k, n[k], total[k]) for k in n)
+
+
+def per_k_follows_its_input(session: Any, churn: Churn, src: str, steps: int, deletes: int) -> None:
+    """Churn ``src`` ``steps`` times, refreshing ``session`` after each; its view ``per_k``
+    must equal :func:`per_k_oracle` of the input every time."""
+    from catalog import delta
+
+    for step in range(steps):
+        churn.step(step, deletes=deletes)
+        session.refresh()
+        got = Counter(tuple(r.values()) for r in session.read("per_k").to_pylist())
+        assert got == per_k_oracle(delta.read_snapshot(src)), f"step {step}"
 
 
 class Churn:

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 
 import boto3
 import pytest
-from s3_fixture import PER_K_VIEW, Churn, per_k_oracle, s3_bucket, s3_server  # noqa: F401
+from s3_fixture import (  # noqa: F401
+    PER_K_VIEW,
+    Churn,
+    per_k_follows_its_input,
+    per_k_oracle,
+    s3_bucket,
+    s3_server,
+)
 
 from catalog import delta, storage
 from catalog.object_path import ObjectPath
@@ -44,11 +51,7 @@ def test_a_warehouse_on_s3_maintains_views_and_reopens(
     churn = Churn(src, seed=11, keys=4)
     churn.insert(15)
     s.sql("CREATE MATERIALIZED VIEW per_k AS " + PER_K_VIEW.format(table="facts"))
-    for step in range(4):
-        churn.step(step, deletes=2)
-        s.refresh()
-        got = Counter(tuple(r.values()) for r in s.read("per_k").to_pylist())
-        assert got == per_k_oracle(delta.read_snapshot(src)), f"step {step}"
+    per_k_follows_its_input(s, churn, src, steps=4, deletes=2)
 
     keys = _keys(s3_bucket, s3_server)
     assert "wh/_ivm/catalog.json" in keys
