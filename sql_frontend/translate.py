@@ -360,7 +360,7 @@ class Translator:
                 idx = int(e.this) - 1
             elif pre is not None:
                 rel, lookup, exprs = pre
-                s = self.tr(rel, lookup)(e)
+                s = self.tr(rel, _output_names_first(names, exprs, lookup))(e)
                 if s in exprs:
                     idx = exprs.index(s)
                 elif isinstance(node, p.Distinct):
@@ -1439,6 +1439,20 @@ def _fold_constant(e: Scalar, where: exp.Expr) -> Lit:
     return Lit(compile_scalar(e)(np.zeros(1, dtype=object))[0], e.type)
 
 
+def _output_names_first(names: list[str], exprs: tuple[Scalar, ...], lookup):
+    """ORDER BY resolves a bare name against the SELECT list first, inside expressions too
+    (Spark's Sort sits above the Project): ``ORDER BY CASE WHEN lochierarchy = 0 ...`` reads
+    the alias ``lochierarchy``; other names go on to ``lookup``."""
+    outputs = dict(zip(names, exprs, strict=False))
+
+    def resolve(node: exp.Expr) -> Scalar | None:
+        if isinstance(node, exp.Column) and not node.table and node.name in outputs:
+            return outputs[node.name]
+        return lookup(node) if lookup is not None else None
+
+    return resolve
+
+
 def _when(cond: Scalar, value: Scalar) -> Scalar:
     """``CASE WHEN cond THEN value END``."""
     return Call("case", (cond, value, Lit(None, value.type)), value.type)
@@ -1478,10 +1492,21 @@ def _limit_of_one_row(
     q: exp.Expr, node: p.Node, k: int | None, off: int, where: exp.Expr | None
 ) -> p.Node:
     """LIMIT without ORDER BY: ``node`` itself where ``q`` has at most one row and the limit
-    keeps it (a global aggregate: TPC-DS q28, q97); otherwise the rows kept are arbitrary."""
+    keeps it (a global aggregate: TPC-DS q28, q97), a top-k of ``node`` where every row it
+    can have is the same constant row (TPC-DS q32's ``SELECT 1 ... LIMIT 100``: which rows are
+    kept cannot matter); otherwise the rows kept are arbitrary."""
     if k is not None and k >= 1 and off == 0 and _at_most_one_row(q):
         return node
+    if k is not None and _constant_rows(node):
+        order = tuple(p.SortKey(i, False, True) for i in range(node.width))
+        return p.TopK(node, order, k, off)
     raise unsupported("LIMIT without ORDER BY", where, "the rows kept would be arbitrary")
+
+
+def _constant_rows(node: p.Node) -> bool:
+    """Every row of ``node`` is the same: a projection of literals (DISTINCT or not)."""
+    inner = node.input if isinstance(node, p.Distinct) else node
+    return isinstance(inner, p.Project) and all(isinstance(e, Lit) for e in inner.exprs)
 
 
 def _at_most_one_row(q: exp.Expr) -> bool:
@@ -1516,13 +1541,15 @@ def _one_row_source(q: exp.Expr, x: exp.Expr) -> bool:
 
 
 def _aggregates(node: exp.Expr) -> list[exp.Expr]:
-    """Aggregate calls in ``node`` outside window functions and nested queries."""
+    """Aggregate calls in ``node`` outside nested queries, other than a window's own function:
+    ``sum(sum(x)) OVER (...)`` and ``rank() OVER (ORDER BY sum(x))`` read the group's
+    ``sum(x)``, as in Spark, where windows are evaluated after the aggregation."""
     out = []
     for x in _aggregate_nodes(node):
         anc = x.parent
         inside = False
         while anc is not None and anc is not node:
-            if isinstance(anc, exp.Window | exp.Select | exp.Subquery):
+            if isinstance(anc, exp.Select | exp.Subquery):
                 inside = True
                 break
             anc = anc.parent

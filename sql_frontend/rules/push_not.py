@@ -7,7 +7,10 @@ subquery predicates into joins (``RewritePredicateSubquery``), and there ``NOT (
 NOT directly over the IN — is NULL-aware while a bare ``x IN (q)`` is not (see
 :mod:`.subquery_to_mark_join`): ``NOT (a > 5 AND a IN (q))`` drops a row whose ``a`` is NULL.
 Only NOTs over a subquery predicate are rewritten; a conjunct that surfaces at the top of WHERE
-(``NOT (x IN q OR y IN r)``) then becomes a semi or anti join.
+(``NOT (x IN q OR y IN r)``) then becomes a semi or anti join. For the same reason a
+parenthesised conjunction among WHERE's conjuncts is opened (``a AND (NOT EXISTS q AND NOT
+EXISTS r)`` → ``a AND NOT EXISTS q AND NOT EXISTS r``, TPC-DS q69): AND is associative in
+three-valued logic too.
 """
 
 from __future__ import annotations
@@ -24,7 +27,25 @@ def push_not(expression: exp.Expr) -> exp.Expr:
             if isinstance(node.parent, exp.Where) and isinstance(new, exp.Paren):
                 new = new.this  # WHERE's own conjuncts stay visible to the semi-join rule
             node.replace(new)
+    for where in list(expression.find_all(exp.Where)):
+        if _has_subquery_predicate(where) and _has_nested_conjunction(where.this):
+            where.set("this", exp.and_(*_conjuncts(where.this), copy=False))
     return expression
+
+
+def _conjuncts(e: exp.Expr) -> list[exp.Expr]:
+    """The conjuncts of ``e`` through nested ANDs and the parentheses around them."""
+    while isinstance(e, exp.Paren) and isinstance(e.this, exp.And | exp.Paren):
+        e = e.this
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    return [e]
+
+
+def _has_nested_conjunction(e: exp.Expr) -> bool:
+    if isinstance(e, exp.And):
+        return _has_nested_conjunction(e.this) or _has_nested_conjunction(e.expression)
+    return isinstance(e, exp.Paren) and isinstance(e.this, exp.And | exp.Paren)
 
 
 def _has_subquery_predicate(node: exp.Expr) -> bool:
