@@ -37,7 +37,11 @@ def main(argv: list[str]) -> int:
     spark = local_spark(
         master="local[2]",
         app_name="bench-tpcds",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"},
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.driver.memory": "4g",  # 103 plans, one at a time, over a long run
+        },
     )
     run = run_tpcds(spark, names, args.seed, STEPS[: args.steps])
     numbers = {q.rstrip("ab") for q in names}

@@ -261,11 +261,21 @@ class TpcdsGen:
         self.keys.update({t: list(range(1, n + 1)) for t, n in SIZES.items()})
         for t in SIZES:
             self.tables[t] = [self._row(t, {self.cols[t][0]: k}) for k in self.keys[t]]
+        self._unique_business_keys()
         self.next_number = 1
         for t in FACTS:
             self.tables[t] = []
         self.tables["inventory"] = [self._inventory_row() for _ in range(sales // 2)]
         self.apply(self.new_sales(sales))
+
+    def _unique_business_keys(self) -> None:
+        """``c_customer_id`` is one customer's business key in the kit (``customer`` keeps no
+        history): unique and never NULL, so q74's ``ORDER BY customer_id ... LIMIT`` has no
+        ties. Set after the rows are drawn, so every other value stays as the seed gives it."""
+        i = self.cols["customer"].index("c_customer_id")
+        self.tables["customer"] = [
+            (*row[:i], f"AAAAAAAA{row[0]:08d}", *row[i + 1 :]) for row in self.tables["customer"]
+        ]
 
     # -- values ---------------------------------------------------------------------------
 
