@@ -245,11 +245,12 @@ class ShardedRefresh:
         ex = self._executor(group.spec)
         if ex.spark is not None:
             _check_hash_seed(ex.spark)
-        start = self._shard_start(group, ex)
-        ex.collect({start})  # shard checkpoints no group checkpoint names any more
-        ex.pending = {name: list(op.pending) for name, op in group.g.inputs.items() if op.pending}
+        sent = {name: list(op.pending) for name, op in group.g.inputs.items() if op.pending}
         for op in group.g.inputs.values():
             op.pending.clear()  # the epoch's change goes to the shards
+        start = self._shard_start(group, ex)
+        ex.collect({start})  # shard checkpoints no group checkpoint names any more
+        ex.pending = sent
         ex.fault = self.faults.pop(group.spec.name, None)
         try:
             result = ex.step_from(start, epoch)
