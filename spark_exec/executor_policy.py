@@ -62,6 +62,28 @@ class ExecutorSettingError(IvmError, ValueError):
     """A Session's ``executor`` or ``shards`` setting that cannot be used."""
 
 
+class ExecutorBudgetError(IvmError, MemoryError):
+    """An epoch asked to run in-process whose state is estimated past the executor policy's
+    memory budget: refused before it starts (nothing is written)."""
+
+
+def check_budget(policy: ExecutorPolicy, state: int, change: int, group: str) -> None:
+    """Refuse an in-process epoch whose estimated state, ``(state + change) rows x
+    bytes_per_row``, exceeds ``policy.memory_budget_bytes`` (the sharded path holds it in
+    shards instead)."""
+    need = (state + change) * policy.bytes_per_row
+    if need > policy.memory_budget_bytes:
+        raise ExecutorBudgetError(
+            f"refresh group {group}: its epoch would hold about {state + change} rows x "
+            f"{policy.bytes_per_row} B = {need >> 20} MiB in this process, over the executor "
+            f"memory budget of {policy.memory_budget_bytes >> 20} MiB; nothing was written. "
+            "Run it sharded: executor 'auto' or 'spark' (TBLPROPERTIES ('ivm.executor' = "
+            "'auto'), Session(executor='auto'), IVM_EXECUTOR=auto, [executor] default), or "
+            "raise the budget (IVM_EXECUTOR_MEMORY_BUDGET, [executor] memory_budget, "
+            "--executor-memory-budget, Session(executor_policy=ExecutorPolicy(...)))"
+        )
+
+
 def check_executor(value: str, where: str) -> str:
     """``value`` as one of 'auto', 'local', 'spark' (else an error naming ``where``)."""
     v = str(value).strip().lower()
@@ -205,13 +227,15 @@ class ShardedRefresh:
             )
 
     def choose(self, group: BuiltGroup) -> tuple[str, str]:
-        """Where the group's next epoch runs (``"local"`` or ``"spark"``), and why."""
+        """Where the group's next epoch runs (``"local"`` or ``"spark"``), and why; an
+        in-process epoch past the memory budget is refused (:func:`check_budget`)."""
         override = group_override(group.spec, self.default)
         held = group.shard_ref.rows if group.shard_ref is not None else state_rows(group.g)
         state, change = held, pending_rows(group.g)
-        return self.policy.choose(state, change, override), reason_for(
-            self.policy, state, change, override
-        )
+        where = self.policy.choose(state, change, override)
+        if where == "local":
+            check_budget(self.policy, state, change, group.spec.name)
+        return where, reason_for(self.policy, state, change, override)
 
     def step(self, group: BuiltGroup, epoch: int) -> tuple[int, Placement]:
         where, why = self.choose(group)

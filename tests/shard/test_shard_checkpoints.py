@@ -20,6 +20,8 @@ from session_cluster_check import NODES, VIEWS, log_files, refresh_commits, rows
 
 from catalog.pipeline.meta import GroupMeta
 from spark_exec import Session
+from spark_exec.executor_policy import ExecutorBudgetError
+from spark_exec.sharded import ExecutorPolicy
 
 GROUPS = ("deg", "wcc")  # deg_hist reads deg: one group
 
@@ -159,3 +161,33 @@ def test_crash_between_shard_writes_and_commit_keeps_the_named_checkpoint(
     assert changed["deg"] and changed["wcc"]
     for v in VIEWS:
         assert refresh_commits(after_crash, v, versions[v]) == int(changed[v])
+
+
+def test_in_process_epoch_past_the_budget_is_refused_where_sharded_finishes(
+    tmp_path: Path,
+) -> None:
+    """With a memory budget of 1 MiB (1,024 rows of 1 KiB), a 3,000-row initial load is
+    refused in-process, naming the budget and what to set, and nothing is written; under
+    'auto' the same load runs sharded and the view is exact."""
+    tight = ExecutorPolicy(memory_budget_bytes=1 << 20, large_change_rows=10**9)
+    statements = [
+        "CREATE TABLE e (src BIGINT, dst BIGINT)",
+        "INSERT INTO e VALUES " + ", ".join(f"({i % 700}, {i % 13})" for i in range(3000)),
+    ]
+    view = "CREATE MATERIALIZED VIEW deg AS SELECT src, count(*) AS n FROM e GROUP BY src"
+    local = Session(warehouse=tmp_path / "local", executor_policy=tight)
+    for statement in statements:
+        local.sql(statement)
+    with pytest.raises(ExecutorBudgetError, match=r"over the executor memory budget of 1 MiB"):
+        local.sql(view)
+    assert not local.catalog.views()
+    auto = sharded_session(tmp_path / "auto", executor_policy=tight)
+    auto.executors.default = "auto"
+    for statement in statements:
+        auto.sql(statement)
+    auto.sql(view)
+    [report] = auto.last_reports
+    assert report.placement.sharded and "> budget 1 MiB" in report.placement.reason
+    assert sorted(r["n"] for r in auto.read("deg").to_pylist()) == sorted(
+        [5] * 200 + [4] * 500  # 3,000 = 700 x 4 + 200
+    )

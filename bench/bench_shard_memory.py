@@ -1,0 +1,162 @@
+"""Peak memory of a large initial load: one process against the largest of 2 Spark shards.
+
+``PYTHONHASHSEED=0 python -m bench shard-memory [--edges N] [--master M]`` (default 2M
+edges on ``local-cluster[2,1,1024]``).  The workload is two SQL views over ``e(src, dst)``
+(``GROUP BY src`` with count and min, and ``DISTINCT dst``), whose state grows with the
+edges.  Each side first runs a 1,000-edge warm-up epoch (imports done, kernels compiled),
+takes its baseline, then loads the N edges in one epoch:
+
+* **in-process**: a fresh Python process (``--child-local``): the dataflow's epoch in that
+  process; its peak (``VmHWM``) above its baseline (``VmRSS`` after the warm-up);
+* **sharded**: :class:`~spark_exec.sharded.SparkShardedExecutor`, 2 shards, one barrier
+  stage; each shard reports its worker's peak (``ru_maxrss``) and its resident memory at
+  task start (the bare worker, warm when the worker was reused: ``cache_hit``);
+* **driver**: this process's peak above its resident memory before the sharded load (it
+  generates the edges, writes the shards' input files and merges the view changes).
+
+The issue's target (issue 17): the largest shard's peak above its bare worker is at most
+0.6x the in-process peak above its baseline.  Results: ``bench/results/shard_memory.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULT = ROOT / "bench" / "results" / "shard_memory.json"
+TABLES = {"e": [("src", "bigint"), ("dst", "bigint")]}
+VIEWS = {
+    "deg": "SELECT src, count(*) AS n, min(dst) AS first_dst FROM e GROUP BY src",
+    "dsts": "SELECT DISTINCT dst FROM e",
+}
+WARM_UP = 1_000
+
+
+def edges(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    nodes = max(n // 4, 10)
+    return rng.integers(0, nodes, n, dtype=np.int64), rng.integers(0, nodes, n, dtype=np.int64)
+
+
+def status_kb(field: str) -> int:
+    """``VmRSS`` / ``VmHWM`` of this process (kB)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _batch(n: int, seed: int) -> Any:
+    from ivm.batch import Batch
+
+    src, dst = edges(n, seed)
+    return Batch((src, dst), np.ones(n, dtype=np.int64))
+
+
+def child_local(n: int) -> dict[str, Any]:
+    """The in-process side, in this (fresh) process."""
+    import ivm
+    from spark_exec.sharded import SqlViews
+
+    g = ivm.Dataflow("in-process")
+    SqlViews.of(TABLES, VIEWS)(g)
+    g.inputs["e"].pending.append(_batch(WARM_UP, 1))
+    g.step()
+    base = status_kb("VmRSS")
+    g.inputs["e"].pending.append(_batch(n, 2))
+    t = time.perf_counter()
+    g.step()
+    seconds = time.perf_counter() - t
+    peak = status_kb("VmHWM")
+    return {
+        "baseline_kb": base,
+        "peak_kb": peak,
+        "above_kb": peak - base,
+        "seconds": round(seconds, 1),
+        "arranged_rows": int(sum(g.arrangement_rows().values())),
+    }
+
+
+def sharded(n: int, master: str) -> dict[str, Any]:
+    from spark_exec.sharded import SparkShardedExecutor, SqlViews, shard_spark
+
+    t0 = time.perf_counter()
+    spark = shard_spark(master=master, app="ivm-bench-shard-memory")
+    started = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as tmp:
+        ex = SparkShardedExecutor(spark, SqlViews.of(TABLES, VIEWS), 2, tmp)
+        ex.pending = {"e": [_batch(WARM_UP, 1)]}
+        ex.step()
+        base = status_kb("VmRSS")
+        ex.pending = {"e": [_batch(n, 2)]}
+        t = time.perf_counter()
+        result = ex.step()
+        seconds = time.perf_counter() - t
+        driver_peak = status_kb("VmHWM")
+    spark.stop()
+    shards = [
+        {
+            "shard": s.shard,
+            "start_kb": s.start_rss_kb,
+            "peak_kb": s.max_rss_kb,
+            "above_kb": s.max_rss_kb - s.start_rss_kb,
+            "warm_worker": s.cache_hit,
+            "arranged_rows": s.arranged_rows,
+        }
+        for s in result.shards
+    ]
+    return {
+        "cluster_start_s": round(started, 1),
+        "seconds": round(seconds, 1),
+        "rounds": result.rounds,
+        "bytes_exchanged": result.bytes_exchanged,
+        "shards": shards,
+        "driver": {"baseline_kb": base, "peak_kb": driver_peak, "above_kb": driver_peak - base},
+    }
+
+
+def main(argv: list[str]) -> int:
+    n = int(argv[argv.index("--edges") + 1]) if "--edges" in argv else 2_000_000
+    if "--child-local" in argv:
+        print(json.dumps(child_local(n)))
+        return 0
+    master = argv[argv.index("--master") + 1] if "--master" in argv else "local-cluster[2,1,1024]"
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        print("run with PYTHONHASHSEED=0 (the shard workers' seed)", file=sys.stderr)
+        return 2
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    child = subprocess.run(
+        [sys.executable, "-m", "bench", "shard-memory", "--child-local", "--edges", str(n)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    local = json.loads(child.stdout.strip().splitlines()[-1])
+    shard = sharded(n, master)
+    largest = max(s["above_kb"] for s in shard["shards"])
+    out = {
+        "edges": n,
+        "master": master,
+        "in_process": local,
+        "sharded": shard,
+        "largest_shard_over_in_process": round(largest / max(local["above_kb"], 1), 2),
+        "driver_over_in_process": round(shard["driver"]["above_kb"] / max(local["above_kb"], 1), 2),
+        "target": 0.6,
+    }
+    RESULT.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
