@@ -17,18 +17,24 @@
    under ``<warehouse>/_ivm/shards/<group>/<fingerprint>/``).
 
 The group's catalog checkpoint stays the truth, so a view moves between the executors
-through it.  Before a sharded epoch, the in-process state at the checkpoint is split into
-shard checkpoints (``adopt``: :mod:`ivm.shard.reshard`).  This is skipped when the shards'
-``CURRENT`` was written by the previous epoch of this same in-memory dataflow.  After a
-sharded epoch, the shards' states are merged back (``export_single``) and loaded into the
-in-process dataflow, together with the merged view changes.  The pipeline then writes and
-commits them as usual: one Delta version per changed view and epoch.  A failed barrier
-stage (a lost executor) is re-run from the shards' ``CURRENT``, up to
+through it.  After a sharded epoch the group checkpoint does not hold the state: it names
+the shard checkpoints the epoch's shards wrote (``catalog.pipeline.meta.ShardRef``), and
+the driver's dataflow is an empty build (``release_state``); it keeps only the epoch's
+merged view changes, which it commits (one Delta version per changed view and epoch).  The
+next sharded epoch starts from the named shard checkpoints: no merge, no split.  An
+in-process epoch merges them into the driver once (``load_shard_state``); a sharded epoch
+after in-process ones splits the in-process state (``adopt``).  Until the group checkpoint
+commits, it still names the previous shard checkpoints, which stay on disk (a crash leaves
+the epoch before or after); the next sharded epoch removes the ones no longer named.  A
+failed barrier stage (a lost executor) is re-run from the named checkpoint, up to
 ``max_attempts`` times, before the refresh fails.  If it fails, nothing was committed.
 
-Limitation: the driver still holds the merged state at the end of a sharded epoch.  So the
-sharded path spreads an epoch's work over the cluster, but the driver's memory still bounds
-it.
+An in-process epoch whose state is estimated past the policy's memory budget is refused
+(:class:`ExecutorBudgetError`, naming the budget and what to set).
+
+Limitation: the epoch's input changes and its view changes still pass through the driver
+(read from Delta, written as the shards' Arrow input files; merged from the shards'
+change files for the Delta commit).
 """
 
 from __future__ import annotations

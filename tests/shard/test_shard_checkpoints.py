@@ -80,12 +80,13 @@ def test_state_stays_in_shard_checkpoints_and_moves_between_executors_exactly(
     for g in GROUPS:
         assert_state_in_shards(sharded, g)
     # sharded -> sharded (no merge), -> local (merged once), local -> local (logged),
-    # -> sharded (split again), a new driver starting from the shard checkpoints
-    plan = ["spark", "spark", "local", "local", "spark", "new driver", "local"]
-    for where in plan:
-        if where == "new driver":
+    # -> sharded (split again); new drivers starting from the shard checkpoints, sharded
+    # and in-process
+    plan = ["spark", "spark", "local", "local", "spark", "new:spark", "spark", "new:local"]
+    for step in plan:
+        where = step.removeprefix("new:")
+        if step.startswith("new:"):
             sharded = sharded_session(tmp_path / "sharded")
-            where = "spark"
         sharded.executors.default = where
         versions = {v: max(log_files(sharded, v)) for v in VIEWS}
         before = {g: sharded.catalog.checkpoints.manifest(g).epoch for g in GROUPS}  # type: ignore[union-attr]
