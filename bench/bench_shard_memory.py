@@ -16,6 +16,12 @@ takes its baseline, then loads the N edges in one epoch:
 
 The issue's target (issue 17): the largest shard's peak above its bare worker is at most
 0.6x the in-process peak above its baseline.  Results: ``bench/results/shard_memory.json``.
+
+``--budget-mib B``: the executor policy's memory budget.  When the in-process path would
+refuse the load under it (``ExecutorBudgetError``: rows x bytes per row > budget), the
+in-process side records the refusal instead of running, and the result says whether the
+largest shard's peak stayed under the budget
+(``bench/results/shard_memory_budget_<N>.json``).
 """
 
 from __future__ import annotations
@@ -124,6 +130,34 @@ def sharded(n: int, master: str) -> dict[str, Any]:
     }
 
 
+def run_child(n: int) -> dict[str, Any]:
+    """The in-process side in a fresh process (its own baseline)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    child = subprocess.run(
+        [sys.executable, "-m", "bench", "shard-memory", "--child-local", "--edges", str(n)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(json.loads(child.stdout.strip().splitlines()[-1]))
+
+
+def in_process_refusal(n: int, budget: int | None) -> dict[str, Any] | None:
+    """What the Session's in-process path says of an n-row initial load under ``budget``
+    bytes (the executor policy's check): ``None`` if it would run it."""
+    from spark_exec.executor_policy import ExecutorBudgetError, check_budget
+    from spark_exec.sharded import ExecutorPolicy
+
+    if budget is None:
+        return None
+    try:
+        check_budget(ExecutorPolicy(memory_budget_bytes=budget), 0, n, "e_views")
+    except ExecutorBudgetError as exc:
+        return {"refused": str(exc)}
+    return None
+
+
 def main(argv: list[str]) -> int:
     n = int(argv[argv.index("--edges") + 1]) if "--edges" in argv else 2_000_000
     if "--child-local" in argv:
@@ -133,27 +167,24 @@ def main(argv: list[str]) -> int:
     if os.environ.get("PYTHONHASHSEED") != "0":
         print("run with PYTHONHASHSEED=0 (the shard workers' seed)", file=sys.stderr)
         return 2
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    child = subprocess.run(
-        [sys.executable, "-m", "bench", "shard-memory", "--child-local", "--edges", str(n)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    local = json.loads(child.stdout.strip().splitlines()[-1])
+    budget = int(argv[argv.index("--budget-mib") + 1]) << 20 if "--budget-mib" in argv else None
+    refused = in_process_refusal(n, budget)
+    local = refused or run_child(n)
     shard = sharded(n, master)
     largest = max(s["above_kb"] for s in shard["shards"])
-    out = {
-        "edges": n,
-        "master": master,
-        "in_process": local,
-        "sharded": shard,
-        "largest_shard_over_in_process": round(largest / max(local["above_kb"], 1), 2),
-        "driver_over_in_process": round(shard["driver"]["above_kb"] / max(local["above_kb"], 1), 2),
-        "target": 0.6,
-    }
-    RESULT.write_text(json.dumps(out, indent=1) + "\n")
+    out: dict[str, Any] = {"edges": n, "master": master, "in_process": local, "sharded": shard}
+    if refused is None:
+        out["largest_shard_over_in_process"] = round(largest / max(local["above_kb"], 1), 2)
+        out["driver_over_in_process"] = round(
+            shard["driver"]["above_kb"] / max(local["above_kb"], 1), 2
+        )
+        out["target"] = 0.6
+    if budget is not None:
+        out["budget_mib"] = budget >> 20
+        peak = max(s["peak_kb"] for s in shard["shards"])
+        out["largest_shard_peak_under_budget"] = peak < (budget >> 10)
+    name = RESULT if budget is None else RESULT.with_name(f"shard_memory_budget_{n}.json")
+    name.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out))
     return 0
 
