@@ -1,9 +1,9 @@
 """Peak memory of a large initial load: one process against the largest of 2 Spark shards.
 
 ``PYTHONHASHSEED=0 python -m bench shard-memory [--edges N] [--master M]`` (default 2M
-edges on ``local-cluster[2,1,1024]``).  The workload is two SQL views over ``e(src, dst)``
-(``GROUP BY src`` with count and min, and ``DISTINCT dst``), whose state grows with the
-edges.  Each side first runs a 1,000-edge warm-up epoch (imports done, kernels compiled),
+edges on ``local-cluster[2,1,1024]``).  The workload is three views over ``e(src, dst)``
+(int64 columns): the count and the least ``dst`` of each ``src``, and the distinct ``dst``
+(:class:`EdgeViews`), whose state grows with the edges.  Each side first runs a 1,000-edge warm-up epoch (imports done, kernels compiled),
 takes its baseline, then loads the N edges in one epoch:
 
 * **in-process**: a fresh Python process (``--child-local``): the dataflow's epoch in that
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +40,20 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "bench" / "results" / "shard_memory.json"
-TABLES = {"e": [("src", "bigint"), ("dst", "bigint")]}
-VIEWS = {
-    "deg": "SELECT src, count(*) AS n, min(dst) AS first_dst FROM e GROUP BY src",
-    "dsts": "SELECT DISTINCT dst FROM e",
-}
+
+
+@dataclass(frozen=True)
+class EdgeViews:
+    """The workload's dataflow over ``e(src, dst)`` (int64): the out-degree of each node,
+    the least target of each node, and the distinct targets."""
+
+    def __call__(self, g: Any) -> None:
+        e = g.input("e", [("src", "int64"), ("dst", "int64")])
+        g.output(e.count("src"), "deg")
+        g.output(e.min("src", "dst"), "first_dst")
+        g.output(e.project("dst").distinct(), "dsts")
+
+
 WARM_UP = 1_000
 
 
@@ -71,10 +81,9 @@ def _batch(n: int, seed: int) -> Any:
 def child_local(n: int) -> dict[str, Any]:
     """The in-process side, in this (fresh) process."""
     import ivm
-    from spark_exec.sharded import SqlViews
 
     g = ivm.Dataflow("in-process")
-    SqlViews.of(TABLES, VIEWS)(g)
+    EdgeViews()(g)
     g.inputs["e"].pending.append(_batch(WARM_UP, 1))
     g.step()
     base = status_kb("VmRSS")
@@ -93,13 +102,13 @@ def child_local(n: int) -> dict[str, Any]:
 
 
 def sharded(n: int, master: str) -> dict[str, Any]:
-    from spark_exec.sharded import SparkShardedExecutor, SqlViews, shard_spark
+    from spark_exec.sharded import SparkShardedExecutor, shard_spark
 
     t0 = time.perf_counter()
     spark = shard_spark(master=master, app="ivm-bench-shard-memory")
     started = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
-        ex = SparkShardedExecutor(spark, SqlViews.of(TABLES, VIEWS), 2, tmp)
+        ex = SparkShardedExecutor(spark, EdgeViews(), 2, tmp)
         ex.pending = {"e": [_batch(WARM_UP, 1)]}
         ex.step()
         base = status_kb("VmRSS")
