@@ -246,12 +246,7 @@ def shard_task(
     g, sched, hit = _load_shard(base, build, n, p, current)
     key = (str(base), n, p)
     _CACHE.pop(key, None)  # in use: valid again only once this epoch is written
-    part = base / "epochs" / attempt / f"input-{p}.arrow"
-    if part.exists():
-        for name, table in read_tables(part).items():
-            op = g.inputs[name]
-            cols, _t, diff = _from_arrow(table, op, "input")
-            op.pending.append(Batch(cols, diff))
+    _send_input_part(g, base / "epochs" / attempt / f"input-{p}.arrow")
     transport = FileTransport(base / "exchange" / attempt, p, n, g)
     if fault == f"kill:{p}":
         _kill_after_rounds(transport, 5)
@@ -282,6 +277,16 @@ def shard_task(
         "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         "start_rss_kb": start_rss,
     }
+
+
+def _send_input_part(g: ivm.Dataflow, part: Path) -> None:
+    """Send the shard's part of the epoch's input (a function of its own, so that no
+    reference to the file's tables outlives the epoch's first operators)."""
+    if part.exists():
+        for name, table in read_tables(part).items():
+            op = g.inputs[name]
+            cols, _t, diff = _from_arrow(table, op, "input")
+            op.pending.append(Batch(cols, diff))
 
 
 def _rss_kb() -> int:
