@@ -29,8 +29,10 @@ the epoch before or after); the next sharded epoch removes the ones no longer na
 failed barrier stage (a lost executor) is re-run from the named checkpoint, up to
 ``max_attempts`` times, before the refresh fails.  If it fails, nothing was committed.
 
-An in-process epoch whose state is estimated past the policy's memory budget is refused
-(:class:`ExecutorBudgetError`, naming the budget and what to set).
+When the memory budget was set (a Session argument, ``IVM_EXECUTOR_MEMORY_BUDGET``,
+``[executor] memory_budget``, an ``executor_policy``), an in-process epoch whose state is
+estimated past it is refused (:class:`ExecutorBudgetError`, naming the budget and what to
+set).
 
 Limitation: the epoch's input changes and its view changes still pass through the driver
 (read from Delta, written as the shards' Arrow input files; merged from the shards'
@@ -221,6 +223,9 @@ class ShardedRefresh:
     #: fault injection for tests: group -> fault of its next sharded epoch's first attempt
     #: (``kill:<p>``: shard p SIGKILLs its executor JVM in exchange round 5)
     faults: dict[str, str] = field(default_factory=dict)
+    #: refuse an in-process epoch past the policy's memory budget (:func:`check_budget`);
+    #: the Session sets it when the budget was set (not the default)
+    enforce_budget: bool = False
     #: the last placement of each group (EXPLAIN shows it)
     last: dict[str, Placement] = field(default_factory=dict)
     _executors: dict[tuple[str, str], SparkShardedExecutor] = field(default_factory=dict)
@@ -239,7 +244,7 @@ class ShardedRefresh:
         held = group.shard_ref.rows if group.shard_ref is not None else state_rows(group.g)
         state, change = held, pending_rows(group.g)
         where = self.policy.choose(state, change, override)
-        if where == "local":
+        if where == "local" and self.enforce_budget:
             check_budget(self.policy, state, change, group.spec.name)
         return where, reason_for(self.policy, state, change, override)
 

@@ -165,11 +165,16 @@ def test_crash_between_shard_writes_and_commit_keeps_the_named_checkpoint(
 
 
 def test_in_process_epoch_past_the_budget_is_refused_where_sharded_finishes(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a memory budget of 1 MiB (1,024 rows of 1 KiB), a 3,000-row initial load is
     refused in-process, naming the budget and what to set, and nothing is written; under
-    'auto' the same load runs sharded and the view is exact."""
+    'auto' the same load runs sharded and the view is exact.  Only a budget that was set is
+    enforced: a Session that sets nothing runs in-process as before."""
+    assert not Session(warehouse=tmp_path / "plain").executors.enforce_budget
+    monkeypatch.setenv("IVM_EXECUTOR_MEMORY_BUDGET", "2GiB")
+    assert Session(warehouse=tmp_path / "plain").executors.enforce_budget
+    monkeypatch.delenv("IVM_EXECUTOR_MEMORY_BUDGET")
     tight = ExecutorPolicy(memory_budget_bytes=1 << 20, large_change_rows=10**9)
     statements = [
         "CREATE TABLE e (src BIGINT, dst BIGINT)",
