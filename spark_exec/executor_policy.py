@@ -17,25 +17,32 @@
    under ``<warehouse>/_ivm/shards/<group>/<fingerprint>/``).
 
 The group's catalog checkpoint stays the truth, so a view moves between the executors
-through it.  Before a sharded epoch, the in-process state at the checkpoint is split into
-shard checkpoints (``adopt``: :mod:`ivm.shard.reshard`).  This is skipped when the shards'
-``CURRENT`` was written by the previous epoch of this same in-memory dataflow.  After a
-sharded epoch, the shards' states are merged back (``export_single``) and loaded into the
-in-process dataflow, together with the merged view changes.  The pipeline then writes and
-commits them as usual: one Delta version per changed view and epoch.  A failed barrier
-stage (a lost executor) is re-run from the shards' ``CURRENT``, up to
+through it.  After a sharded epoch the group checkpoint does not hold the state: it names
+the shard checkpoints the epoch's shards wrote (``catalog.pipeline.meta.ShardRef``), and
+the driver's dataflow is an empty build (``release_state``); it keeps only the epoch's
+merged view changes, which it commits (one Delta version per changed view and epoch).  The
+next sharded epoch starts from the named shard checkpoints: no merge, no split.  An
+in-process epoch merges them into the driver once (``load_shard_state``); a sharded epoch
+after in-process ones splits the in-process state (``adopt``).  Until the group checkpoint
+commits, it still names the previous shard checkpoints, which stay on disk (a crash leaves
+the epoch before or after); the next sharded epoch removes the ones no longer named.  A
+failed barrier stage (a lost executor) is re-run from the named checkpoint, up to
 ``max_attempts`` times, before the refresh fails.  If it fails, nothing was committed.
 
-Limitation: the driver still holds the merged state at the end of a sharded epoch.  So the
-sharded path spreads an epoch's work over the cluster, but the driver's memory still bounds
-it.
+When the memory budget was set (a Session argument, ``IVM_EXECUTOR_MEMORY_BUDGET``,
+``[executor] memory_budget``, an ``executor_policy``), an in-process epoch whose state is
+estimated past it is refused (:class:`ExecutorBudgetError`, naming the budget and what to
+set).
+
+Limitation: the epoch's input changes and its view changes still pass through the driver
+(read from Delta, written as the shards' Arrow input files; merged from the shards'
+change files for the Delta commit).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,12 +51,15 @@ from typing import Any
 import ivm
 from catalog.errors import CatalogError
 from catalog.pipeline.groups import BuiltGroup, GroupSpec
+from catalog.pipeline.meta import ShardRef
 from catalog.pipeline.placement import (
     EXECUTOR_KEYS,
     EXECUTOR_PROPERTY,
     EXECUTORS,
     GroupBuilder,
     Placement,
+    load_shard_state,
+    release_state,
     step_in_process,
 )
 from ivm.errors import IvmError
@@ -58,6 +68,28 @@ from spark_exec.sharded import EpochResult, ExecutorPolicy, SparkShardedExecutor
 
 class ExecutorSettingError(IvmError, ValueError):
     """A Session's ``executor`` or ``shards`` setting that cannot be used."""
+
+
+class ExecutorBudgetError(IvmError, MemoryError):
+    """An epoch asked to run in-process whose state is estimated past the executor policy's
+    memory budget: refused before it starts (nothing is written)."""
+
+
+def check_budget(policy: ExecutorPolicy, state: int, change: int, group: str) -> None:
+    """Refuse an in-process epoch whose estimated state, ``(state + change) rows x
+    bytes_per_row``, exceeds ``policy.memory_budget_bytes`` (the sharded path holds it in
+    shards instead)."""
+    need = (state + change) * policy.bytes_per_row
+    if need > policy.memory_budget_bytes:
+        raise ExecutorBudgetError(
+            f"refresh group {group}: its epoch would hold about {state + change} rows x "
+            f"{policy.bytes_per_row} B = {need >> 20} MiB in this process, over the executor "
+            f"memory budget of {policy.memory_budget_bytes >> 20} MiB; nothing was written. "
+            "Run it sharded: executor 'auto' or 'spark' (TBLPROPERTIES ('ivm.executor' = "
+            "'auto'), Session(executor='auto'), IVM_EXECUTOR=auto, [executor] default), or "
+            "raise the budget (IVM_EXECUTOR_MEMORY_BUDGET, [executor] memory_budget, "
+            "--executor-memory-budget, Session(executor_policy=ExecutorPolicy(...)))"
+        )
 
 
 def check_executor(value: str, where: str) -> str:
@@ -139,12 +171,6 @@ def check_barrier_slots(spark: Any, shards: int, group: str) -> None:
         )
 
 
-def _current_on_disk(ex: SparkShardedExecutor) -> str | None:
-    """The shards' ``CURRENT`` as written (``None``: no checkpoint yet)."""
-    cur = ex.root / "CURRENT"
-    return cur.read_text().strip() if cur.exists() else None
-
-
 def pending_rows(g: ivm.Dataflow) -> int:
     """Rows sent to the dataflow's inputs and not yet stepped (the epoch's change)."""
     return sum(len(b) for op in g.inputs.values() for b in op.pending)
@@ -170,20 +196,25 @@ def reason_for(policy: ExecutorPolicy, state: int, change: int, override: str) -
     return f"auto: change of {change} rows, state {state} rows fit in-process"
 
 
-@dataclass
-class _Synced:
-    """The dataflow whose state the shards' ``CURRENT`` holds (no reshard needed)."""
-
-    dataflow: weakref.ref[ivm.Dataflow]
-    current: str | None
-    epoch: int
+def _take_changes(group: BuiltGroup, ref: ShardRef, epoch: int, result: EpochResult) -> int:
+    """After a sharded epoch: the group's dataflow holds no state (the shard checkpoints
+    ``ref`` do, and the group checkpoint will name them), only the epoch's merged view
+    changes, which the refresh commits; the number of changed output rows."""
+    release_state(group, ref, epoch)
+    changed = 0
+    for name, o in group.g.outputs.items():
+        o.last_changes = result.batches[name]
+        changed += len(o.last_changes)
+    return changed
 
 
 @dataclass
 class ShardedRefresh:
     """The Session's epoch runner: the hybrid policy, and sharded epochs on Spark."""
 
-    spark: Callable[[], Any]  # the SparkSession that runs sharded epochs (started lazily)
+    #: the SparkSession that runs sharded epochs (started lazily); one returning ``None``
+    #: runs the shards as threads of this process (spark_exec.sharded.run_in_threads)
+    spark: Callable[[], Any]
     root: Path  # where shard checkpoints, exchange files and epoch inputs live
     shards: int = 2
     default: str = "local"
@@ -192,10 +223,12 @@ class ShardedRefresh:
     #: fault injection for tests: group -> fault of its next sharded epoch's first attempt
     #: (``kill:<p>``: shard p SIGKILLs its executor JVM in exchange round 5)
     faults: dict[str, str] = field(default_factory=dict)
+    #: refuse an in-process epoch past the policy's memory budget (:func:`check_budget`);
+    #: the Session sets it when the budget was set (not the default)
+    enforce_budget: bool = False
     #: the last placement of each group (EXPLAIN shows it)
     last: dict[str, Placement] = field(default_factory=dict)
     _executors: dict[tuple[str, str], SparkShardedExecutor] = field(default_factory=dict)
-    _synced: dict[tuple[str, str], _Synced] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.default = check_executor(self.default, "Session(executor=...)")
@@ -205,12 +238,15 @@ class ShardedRefresh:
             )
 
     def choose(self, group: BuiltGroup) -> tuple[str, str]:
-        """Where the group's next epoch runs (``"local"`` or ``"spark"``), and why."""
+        """Where the group's next epoch runs (``"local"`` or ``"spark"``), and why; an
+        in-process epoch past the memory budget is refused (:func:`check_budget`)."""
         override = group_override(group.spec, self.default)
-        state, change = state_rows(group.g), pending_rows(group.g)
-        return self.policy.choose(state, change, override), reason_for(
-            self.policy, state, change, override
-        )
+        held = group.shard_ref.rows if group.shard_ref is not None else state_rows(group.g)
+        state, change = held, pending_rows(group.g)
+        where = self.policy.choose(state, change, override)
+        if where == "local" and self.enforce_budget:
+            check_budget(self.policy, state, change, group.spec.name)
+        return where, reason_for(self.policy, state, change, override)
 
     def step(self, group: BuiltGroup, epoch: int) -> tuple[int, Placement]:
         where, why = self.choose(group)
@@ -227,7 +263,8 @@ class ShardedRefresh:
         ex = self._executors.get(key)
         if ex is None:
             spark = self.spark()
-            check_barrier_slots(spark, self.shards, spec.name)
+            if spark is not None:
+                check_barrier_slots(spark, self.shards, spec.name)
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec.name)
             ex = SparkShardedExecutor(
                 spark,
@@ -240,35 +277,23 @@ class ShardedRefresh:
         return ex
 
     def _step_sharded(self, group: BuiltGroup, epoch: int, why: str) -> tuple[int, Placement]:
-        g = group.g
         ex = self._executor(group.spec)
-        _check_hash_seed(ex.spark)
-        key = (group.spec.name, group.spec.fingerprint)
-        synced = self._synced.pop(key, None)
-        on_disk = _current_on_disk(ex)
-        if on_disk != ex.current:
-            # another driver (a process that died before its commit, another Session) ran
-            # epochs here since: its checkpoint is not ours; the next adopt replaces it
-            ex.current = on_disk
-        in_step = (
-            synced is not None
-            and synced.dataflow() is g
-            and synced.current == on_disk
-            and synced.epoch == g.epoch
-        )
-        sent = {name: list(op.pending) for name, op in g.inputs.items() if op.pending}
-        for op in g.inputs.values():
+        if ex.spark is not None:
+            _check_hash_seed(ex.spark)
+        sent = {name: list(op.pending) for name, op in group.g.inputs.items() if op.pending}
+        for op in group.g.inputs.values():
             op.pending.clear()  # the epoch's change goes to the shards
-        if not in_step and (ex.current is not None or g.epoch != 0):
-            ex.adopt(g.state())  # local -> sharded: split the checkpoint's state
+        start = self._shard_start(group, ex)
+        ex.collect({start})  # shard checkpoints no group checkpoint names any more
         ex.pending = sent
         ex.fault = self.faults.pop(group.spec.name, None)
         try:
-            result = ex.step(epoch)
+            result = ex.step_from(start, epoch)
         finally:
             ex.fault = None
-        differences = self._take_result(g, ex, result)
-        self._synced[key] = _Synced(weakref.ref(g), ex.current, g.epoch)
+        assert ex.current is not None
+        ref = ShardRef(str(ex.root), ex.current, ex.n, int(sum(result.balance)))
+        differences = _take_changes(group, ref, epoch, result)
         placement = Placement(
             executor=result.executor,
             reason=why,
@@ -278,19 +303,21 @@ class ShardedRefresh:
             attempts_failed=len(result.attempts_failed),
             seconds=result.seconds,
             extra={"cache_hits": [s.cache_hit for s in result.shards]},
+            shard_state=ref,
         )
         return differences, placement
 
     @staticmethod
-    def _take_result(g: ivm.Dataflow, ex: SparkShardedExecutor, result: EpochResult) -> int:
-        """Sharded -> local: load the merged shard states and the epoch's view changes into
-        the in-process dataflow; the number of changed output rows."""
-        g.load_state(ex.export_single())
-        changed = 0
-        for name, o in g.outputs.items():
-            o.last_changes = result.batches[name]
-            changed += len(o.last_changes)
-        return changed
+    def _shard_start(group: BuiltGroup, ex: SparkShardedExecutor) -> str | None:
+        """The shard checkpoint the epoch starts from.  Sharded -> sharded: the one the
+        group checkpoint names (no merge, no split).  Local -> sharded: the in-process
+        state split into shard checkpoints (``adopt``), or empty shards for a fresh build.
+        Shards of another count are merged here first, then split."""
+        ref = group.shard_ref
+        if ref is not None and ref.root == str(ex.root) and ref.shards == ex.n:
+            return ref.checkpoint
+        load_shard_state(group)
+        return ex.adopt(group.g.state()) if group.g.epoch != 0 else None
 
     def explain_lines(self, spec: GroupSpec) -> list[str]:
         """What EXPLAIN says about where the group's epochs run."""

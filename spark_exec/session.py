@@ -202,6 +202,8 @@ class Session:
             self.settings.shards,
             self.settings.executor,
             ExecutorPolicy.of(self.settings),
+            enforce_budget=self.settings.sources.get("executor_memory_budget", "default")
+            != "default",
         )
         self.refresh_hook = refresh_hook
         #: called with each refresh event (spark_exec.events); also settable later

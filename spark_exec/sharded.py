@@ -231,11 +231,13 @@ def shard_task(
     attempt: str,
     current: str | None,
     fault: str | None = None,
+    in_driver: bool = False,
 ) -> dict[str, Any]:
-    """Run shard ``p``'s part of one epoch (see the module docstring); its report."""
+    """Run shard ``p``'s part of one epoch (see the module docstring); its report.
+    ``in_driver``: a thread of the driver, which shares its string hash with the others."""
     started = _clock.perf_counter()
     start_rss = _rss_kb()
-    if os.environ.get("PYTHONHASHSEED") in (None, "random"):
+    if not in_driver and os.environ.get("PYTHONHASHSEED") in (None, "random"):
         raise ShardedEpochError(
             "shard workers need one PYTHONHASHSEED (string keys are routed by Python's "
             "hash); set spark.executorEnv.PYTHONHASHSEED"
@@ -244,12 +246,7 @@ def shard_task(
     g, sched, hit = _load_shard(base, build, n, p, current)
     key = (str(base), n, p)
     _CACHE.pop(key, None)  # in use: valid again only once this epoch is written
-    part = base / "epochs" / attempt / f"input-{p}.arrow"
-    if part.exists():
-        for name, table in read_tables(part).items():
-            op = g.inputs[name]
-            cols, _t, diff = _from_arrow(table, op, "input")
-            op.pending.append(Batch(cols, diff))
+    _send_input_part(g, base / "epochs" / attempt / f"input-{p}.arrow")
     transport = FileTransport(base / "exchange" / attempt, p, n, g)
     if fault == f"kill:{p}":
         _kill_after_rounds(transport, 5)
@@ -280,6 +277,16 @@ def shard_task(
         "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         "start_rss_kb": start_rss,
     }
+
+
+def _send_input_part(g: ivm.Dataflow, part: Path) -> None:
+    """Send the shard's part of the epoch's input (a function of its own, so that no
+    reference to the file's tables outlives the epoch's first operators)."""
+    if part.exists():
+        for name, table in read_tables(part).items():
+            op = g.inputs[name]
+            cols, _t, diff = _from_arrow(table, op, "input")
+            op.pending.append(Batch(cols, diff))
 
 
 def _rss_kb() -> int:
@@ -350,6 +357,9 @@ class SparkShardedExecutor:
         self.epoch = int(self.current.split("-")[0]) if self.current else 0
         self.policy = ExecutorPolicy()
         self._anchor: Any = None
+        #: keep the checkpoint an epoch started from (its caller's commit decides which is
+        #: the truth: :meth:`step_from`); else it is removed when ``CURRENT`` moves
+        self.keep_previous = False
 
     def send(self, name: str, rows: Any, diffs: Any) -> None:
         op = self.template.inputs[name]
@@ -408,7 +418,7 @@ class SparkShardedExecutor:
             return EpochResult(
                 e,
                 k,
-                f"spark {self.spark.sparkContext.master}",
+                self.where,
                 changes,
                 sorted(reports, key=lambda r: r.shard),
                 _clock.perf_counter() - started,
@@ -422,6 +432,8 @@ class SparkShardedExecutor:
     def _run_stage(self, e: int, attempt: str, fault: str | None) -> list[ShardReport]:
         self._write_inputs(attempt)
         root, build, n, current = str(self.root), self.build, self.n, self.current
+        if self.spark is None:
+            return run_in_threads(root, build, n, e, attempt, current, fault)
 
         def task(it: Iterator[int]) -> Iterator[str]:
             from pyspark import BarrierTaskContext
@@ -440,24 +452,42 @@ class SparkShardedExecutor:
         rows = self._anchor.barrier().mapPartitions(task).collect()
         return [ShardReport(**json.loads(r)) for r in rows]
 
-    # -- moving a view between executors -------------------------------------------------------
-    def _shard_graphs(self) -> list[ivm.Dataflow]:
-        graphs = []
-        for p in range(self.n):
-            with sharding.building(p, self.n) as spec:
-                g = ivm.Dataflow("sharded", shard=spec)
-                self.build(g)
-            graphs.append(g)
-        return graphs
+    @property
+    def where(self) -> str:
+        """Where the epochs run: ``spark <master>``, or ``threads`` (no SparkSession)."""
+        return "threads" if self.spark is None else f"spark {self.spark.sparkContext.master}"
 
-    def adopt(self, state: dict[str, pa.Table]) -> None:
+    # -- epochs whose checkpoint another commit names (a group checkpoint) ----------------
+    def step_from(self, checkpoint: str | None, epoch: int) -> EpochResult:
+        """Run epoch ``epoch`` from the shard checkpoint ``checkpoint`` (``None``: empty
+        shards), whichever ``CURRENT`` says, and keep that checkpoint.
+
+        The caller's own commit (a group checkpoint naming the result's
+        ``checkpoint``) is the commit point: until it is durable, a crash leaves the
+        caller's previous record naming ``checkpoint``, still on disk.  :meth:`collect`
+        removes the checkpoints no record names any more."""
+        self.keep_previous = True
+        self.current = checkpoint
+        self.epoch = epoch - 1
+        return self.step(epoch)
+
+    def collect(self, keep: set[str | None]) -> None:
+        """Remove every shard checkpoint directory (and leftover ``.tmp-*``) but ``keep``."""
+        ck = self.root / "checkpoints"
+        if ck.is_dir():
+            for d in ck.iterdir():
+                if d.name not in keep:
+                    shutil.rmtree(d, ignore_errors=True)
+
+    # -- moving a view between executors -------------------------------------------------------
+    def adopt(self, state: dict[str, pa.Table]) -> str:
         """Start from a single-process checkpoint (``Dataflow.state()`` of the same build):
-        it is split into shard checkpoints and becomes ``CURRENT``."""
-        from ivm.shard.reshard import reshard
+        it is split into shard checkpoints and becomes ``CURRENT``; returns its name."""
+        from ivm.shard.reshard import reshard, shard_graphs
 
         single = ivm.Dataflow("single")
         self.build(single)
-        parts = reshard([state], [single], self._shard_graphs())
+        parts = reshard([state], [single], shard_graphs(self.build, self.n))
         epoch = int(state["__meta__"].column("epoch")[0].as_py())
         name = f"{epoch}-adopted"
         tmp = self.root / "checkpoints" / f".tmp-{name}"
@@ -465,18 +495,15 @@ class SparkShardedExecutor:
             write_tables(tmp / f"shard-{p}.arrow", st)
         self._publish(tmp, name)
         self.epoch = epoch
+        return name
 
     def export_single(self) -> dict[str, pa.Table]:
         """``CURRENT``'s shard checkpoints merged into one single-process checkpoint."""
-        from ivm.shard.reshard import reshard
+        from ivm.shard.reshard import merged_checkpoint
 
         if self.current is None:
             raise ShardedEpochError(f"no checkpoint under {self.root}")
-        base = self.root / "checkpoints" / self.current
-        states = [read_tables(base / f"shard-{p}.arrow") for p in range(self.n)]
-        single = ivm.Dataflow("single")
-        self.build(single)
-        return reshard(states, self._shard_graphs(), [single])[0]
+        return merged_checkpoint(self.root / "checkpoints" / self.current, self.build, self.n)
 
     def _publish(self, tmp: Path, name: str) -> None:
         """Make the checkpoint directory ``tmp`` the current one (rename, then CURRENT)."""
@@ -487,7 +514,7 @@ class SparkShardedExecutor:
         tmp_cur.write_text(name)
         os.replace(tmp_cur, self.root / "CURRENT")
         old, self.current = self.current, name
-        if old is not None and old != name:
+        if old is not None and old != name and not self.keep_previous:
             shutil.rmtree(ck / old, ignore_errors=True)
 
     def _commit(self, attempt: str) -> tuple[dict[str, pa.Table], dict[str, Batch]]:
@@ -506,6 +533,28 @@ class SparkShardedExecutor:
             out[name] = o._table(b, "__diff__")
             merged[name] = b
         return out, merged
+
+
+def run_in_threads(
+    root: str,
+    build: Callable[[ivm.Dataflow], Any],
+    n: int,
+    epoch: int,
+    attempt: str,
+    current: str | None,
+    fault: str | None = None,
+) -> list[ShardReport]:
+    """One epoch's shard tasks as ``n`` threads of this process (no Spark): the same
+    :func:`shard_task` over the same file transport, for tests and a machine without a
+    cluster.  A failing shard fails the epoch (its transport aborts the others)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(n) as pool:
+        futures = [
+            pool.submit(shard_task, root, build, n, p, epoch, attempt, current, fault, True)
+            for p in range(n)
+        ]
+        return [ShardReport(**f.result()) for f in futures]
 
 
 def shard_spark(

@@ -30,7 +30,7 @@ from catalog.dtypes import from_engine_columns, schema_to_text
 from catalog.names import Identifier
 from catalog.pipeline.feeds import Feed
 from catalog.pipeline.languages import GroupDataflow, language_of
-from catalog.pipeline.meta import FORMAT
+from catalog.pipeline.meta import FORMAT, ShardRef
 from catalog.refresh import ViewTarget
 from catalog.store import TableEntry, ViewEntry
 from ivm.errors import PlanError
@@ -143,7 +143,10 @@ def _dependency_order(views: Mapping[Identifier, ViewEntry]) -> list[ViewEntry]:
 
 @dataclass
 class BuiltGroup:
-    """A group's dataflow, its inputs and one output per view."""
+    """A group's dataflow, its inputs and one output per view.
+
+    ``shard_ref`` set: the dataflow holds no state; its state at ``g.epoch`` is the shard
+    checkpoints named there (a sharded epoch left it so, catalog.pipeline.placement)."""
 
     spec: GroupSpec
     g: ivm.Dataflow
@@ -151,6 +154,7 @@ class BuiltGroup:
     outputs: dict[str, ivm.Output]
     schemas: dict[str, pa.Schema]
     plans: dict[str, str] = field(default_factory=dict)
+    shard_ref: ShardRef | None = None
 
     def send(self, changes: Mapping[str, pa.Table]) -> int:
         rows = 0
@@ -172,7 +176,7 @@ class BuiltGroup:
         return out
 
 
-def build_group(catalog: Catalog, spec: GroupSpec) -> BuiltGroup:
+def build_group(catalog: Catalog | None, spec: GroupSpec) -> BuiltGroup:
     """Build the group's dataflow (no data): one output per view, inputs for base tables.
 
     Each view is compiled by its language (:mod:`catalog.pipeline.languages`), in dependency

@@ -5,6 +5,9 @@ nothing of groups) holds
 
 * a **base**: the engine's full ``g.state()`` at epoch ``base_epoch`` (one table per entry,
   including the engine's own ``__meta__`` entry), and
+* or, after an epoch that ran sharded (issue 17), no base tables but a **shard reference**
+  (:class:`ShardRef`): the base is the set of per-shard checkpoints that epoch's shards
+  wrote, which this checkpoint names (the driver holds no merged copy), and
 * a **log**: for each later epoch, the input changes that epoch received, by table, so that
   a new process rebuilds the state by loading the base and replaying the logged epochs.
 
@@ -85,6 +88,40 @@ def decode_key(text: str, group: str = "?") -> StateKey:
 
 
 @dataclass(frozen=True)
+class ShardRef:
+    """The base state of a group checkpoint held as per-shard checkpoints: the directory
+    ``<root>/checkpoints/<checkpoint>/shard-<p>.arrow`` for ``p < shards``, written by the
+    shards of a sharded epoch (spark_exec.sharded) and named here before the group
+    checkpoint commits.  ``rows``: the arranged rows they hold (the policy's state size)."""
+
+    root: str
+    checkpoint: str
+    shards: int
+    rows: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "checkpoint": self.checkpoint,
+            "shards": int(self.shards),
+            "rows": int(self.rows),
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any], group: str) -> ShardRef:
+        try:
+            return cls(
+                str(raw["root"]), str(raw["checkpoint"]), int(raw["shards"]), int(raw["rows"])
+            )
+        except (TypeError, ValueError, KeyError) as exc:
+            raise CheckpointFormatError(group, f"malformed shard reference ({exc})") from exc
+
+    @property
+    def directory(self) -> str:
+        return f"{self.root}/checkpoints/{self.checkpoint}"
+
+
+@dataclass(frozen=True)
 class GroupMeta:
     """What a group checkpoint records beside the engine state.
 
@@ -93,7 +130,8 @@ class GroupMeta:
     table recreated at the same place has another); ``base_epoch`` / ``base_rows``: the
     epoch and size of the base state; ``log``: the logged epochs after the base, in order,
     ``log_rows`` their input changes and ``log_work`` the differences the engine processed
-    for them (what a new process spends replaying them; 0 in checkpoints older than it).
+    for them (what a new process spends replaying them; 0 in checkpoints older than it);
+    ``shards``: set when the base is held by shard checkpoints (then there is no log).
     """
 
     fingerprint: str
@@ -104,6 +142,7 @@ class GroupMeta:
     log: tuple[int, ...] = ()
     log_rows: int = 0
     log_work: int = 0
+    shards: ShardRef | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -116,6 +155,7 @@ class GroupMeta:
             "log": [int(e) for e in self.log],
             "log_rows": int(self.log_rows),
             "log_work": int(self.log_work),
+            **({"shards": self.shards.to_json()} if self.shards is not None else {}),
         }
 
     @classmethod
@@ -134,6 +174,7 @@ class GroupMeta:
                 log=tuple(int(e) for e in raw.get("log", ())),
                 log_rows=int(raw.get("log_rows", 0)),
                 log_work=int(raw.get("log_work", 0)),
+                shards=ShardRef.from_json(raw["shards"], group) if raw.get("shards") else None,
             )
         except (TypeError, ValueError, AttributeError) as exc:
             raise CheckpointFormatError(group, f"malformed metadata ({exc})") from exc
@@ -146,6 +187,8 @@ class GroupMeta:
         replayed by every new process, so it is bounded by a quarter of the base (or a
         small floor) both in input rows and in engine work (issue 15: a cold refresh).
         """
+        if self.shards is not None:
+            return False  # a base held by shards is replaced, never logged onto
         rows_ok = self.log_rows + rows <= max(LOG_MIN_ROWS, self.base_rows // 4)
         work_ok = self.log_work + work <= max(LOG_MIN_WORK, self.base_rows // 4)
         return len(self.log) < MAX_LOG_EPOCHS and rows_ok and work_ok

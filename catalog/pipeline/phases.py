@@ -197,10 +197,18 @@ def restore(
 
 
 def load_checkpoint(catalog: Catalog, spec: GroupSpec, group: BuiltGroup) -> int:
-    """Load the checkpoint's base state into ``group`` and replay its log; epochs replayed."""
+    """Load the checkpoint's base state into ``group`` and replay its log; epochs replayed.
+    A base held by shard checkpoints is not loaded: ``group`` only names it
+    (``shard_ref``), and is merged from it if an epoch runs in this process."""
+    manifest = catalog.checkpoints.manifest(spec.name)
+    assert manifest is not None
+    meta = GroupMeta.from_json(manifest.meta, spec.name)
+    if meta.shards is not None:  # the state stays in the shard checkpoints it names
+        group.shard_ref = meta.shards
+        group.g.epoch = manifest.epoch
+        return 0
     ckpt = catalog.checkpoints.load(spec.name)
     assert ckpt is not None
-    meta = GroupMeta.from_json(ckpt.meta, spec.name)
     state = GroupState.from_tables(ckpt.state, spec.name)
     group.g.load_state(dict(state.base))
     for e in meta.log:
@@ -275,6 +283,10 @@ def write_outputs(
     rows = sum(c.num_rows for c in stepped.changes.values())
     old = previous.meta
     fresh = GroupMeta(spec.fingerprint, spec.view_names, inputs.ids)
+    ref = stepped.placement.shard_state
+    if ref is not None:  # the base is the shard checkpoints: named, not copied
+        meta = replace(fresh, base_epoch=stepped.epoch, base_rows=ref.rows, shards=ref)
+        return Outputs(changes, {}, (), meta)
     if not engine.recomputed and old is not None and old.logs_more(rows, stepped.differences):
         meta = replace(
             fresh,

@@ -8,6 +8,11 @@ dataflow ends the epoch holding the epoch's state and view changes.  So the phas
 ``step`` (write the outputs, commit one Delta version per changed view) are the same
 whichever executor ran the epoch.
 
+After a sharded epoch the dataflow holds no state (:func:`release_state`): the shards'
+checkpoints hold it, and the group checkpoint names them (``Placement.shard_state``,
+catalog.pipeline.meta.ShardRef).  An epoch run here on such a group first merges them
+(:func:`load_shard_state`), once.
+
 :class:`GroupBuilder` is a group's build as a picklable function of a dataflow.  Every shard
 uses it to build its part of the group, with the same code as :func:`build_group`.
 
@@ -21,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import ivm
-from catalog.pipeline.groups import BuiltGroup, GroupSpec
+from catalog.pipeline.groups import BuiltGroup, GroupSpec, build_group
 from catalog.pipeline.languages import GroupDataflow, language_of
+from catalog.pipeline.meta import ShardRef
 
 EXECUTORS = ("auto", "local", "spark")
 #: the view property that overrides where a view's group runs: ``TBLPROPERTIES
@@ -38,7 +44,8 @@ class Placement:
     ``executor`` is ``"local"`` (this process) or ``"spark <master>"``.  ``reason`` says why
     the policy chose it.  ``shard_rows`` holds the arranged rows per shard (the balance).
     ``rounds`` counts the exchange rounds.  ``attempts_failed`` counts the attempts retried
-    before this one.
+    before this one.  ``shard_state``: the shard checkpoints that hold the state after the
+    epoch (the group checkpoint names them instead of holding the state).
     """
 
     executor: str = "local"
@@ -49,6 +56,7 @@ class Placement:
     attempts_failed: int = 0
     seconds: float = 0.0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    shard_state: ShardRef | None = None
 
     @property
     def sharded(self) -> bool:
@@ -95,7 +103,9 @@ class EpochRunner(Protocol):
 
 
 def step_in_process(group: BuiltGroup, epoch: int, reason: str = "") -> tuple[int, Placement]:
-    """The epoch in this process (:meth:`ivm.Dataflow.step`)."""
+    """The epoch in this process (:meth:`ivm.Dataflow.step`), after merging the shards'
+    state into it if a sharded epoch left it there."""
+    load_shard_state(group)
     report = group.g.step(epoch=epoch)
     return report.differences, Placement(reason=reason) if reason else LOCAL
 
@@ -112,3 +122,25 @@ class GroupBuilder:
         flow.g = g
         for v in spec.views:
             language_of(v).compile(flow, v)
+
+
+def load_shard_state(group: BuiltGroup) -> None:
+    """Sharded -> local: merge the shard checkpoints ``group.shard_ref`` names into the
+    group's dataflow (changes already sent to it stay pending); nothing if it has none."""
+    from ivm.shard.reshard import merged_checkpoint
+
+    ref = group.shard_ref
+    if ref is None:
+        return
+    group.g.load_state(merged_checkpoint(ref.directory, GroupBuilder(group.spec), ref.shards))
+    group.shard_ref = None
+
+
+def release_state(group: BuiltGroup, ref: ShardRef, epoch: int) -> None:
+    """After a sharded epoch: the group's dataflow becomes an empty build at ``epoch``
+    whose state is the shard checkpoints ``ref`` (the driver keeps none of it); the
+    epoch's view changes are set on its outputs afterwards."""
+    fresh = build_group(None, group.spec)
+    group.g, group.feeds, group.outputs = fresh.g, fresh.feeds, fresh.outputs
+    group.g.epoch = epoch
+    group.shard_ref = ref

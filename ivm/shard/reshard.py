@@ -14,7 +14,10 @@ contents by the whole row.  The operators correspond by build order once the exc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +31,8 @@ from ivm.operators.base import Operator
 from ivm.operators.exchange import Exchange, shard_of
 from ivm.operators.io import Output
 from ivm.operators.reduce import Reduce
+from ivm.shard.state_files import read_tables
+from ivm.sharding import building
 
 
 def _stateful_order(g: Dataflow) -> list[Operator]:
@@ -131,3 +136,26 @@ def _gather(
         ]
     )
     return cols, times, np.concatenate(diff_parts)
+
+
+def shard_graphs(build: Callable[[Dataflow], Any], n: int) -> list[Dataflow]:
+    """``build`` run as shards ``0..n-1`` of ``n`` (empty dataflows: the resharder's map)."""
+    graphs = []
+    for p in range(n):
+        with building(p, n) as spec:
+            g = Dataflow("sharded", shard=spec)
+            build(g)
+        graphs.append(g)
+    return graphs
+
+
+def merged_checkpoint(
+    directory: str | os.PathLike[str], build: Callable[[Dataflow], Any], n: int
+) -> dict[str, pa.Table]:
+    """The ``n`` shard checkpoints ``<directory>/shard-<p>.arrow`` of ``build`` merged into
+    one single-process checkpoint (what :meth:`Dataflow.load_state` of ``build`` takes)."""
+    base = Path(directory)
+    states = [read_tables(base / f"shard-{p}.arrow") for p in range(n)]
+    single = Dataflow("single")
+    build(single)
+    return reshard(states, shard_graphs(build, n), [single])[0]
