@@ -11,6 +11,8 @@ Commands:
   shard     WCC single-process vs 2 shards (lockstep; file transport): rounds, balance
   session-shard  1-row refreshes of a 20-iteration recursive view sharded on local-cluster
             vs in-process, and where the hybrid policy runs them (PYTHONHASHSEED=0)
+  shard-peers  WCC (200k nodes), 20-iteration recursion, W1-W3: each epoch sharded on
+            local-cluster vs in-process, rounds, bytes, barrier waits (PYTHONHASHSEED=0)
   sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)
   cold-refresh  a cold `ivm refresh` of a 1-row change in a new process (bench/bench_cold_refresh.py)
   pipelines the example Declarative Pipelines project: incremental run vs Spark's full recompute
@@ -70,6 +72,7 @@ MODULES = {
     "sql": "bench.bench_sql",
     "shard": "bench.bench_shard",
     "session-shard": "bench.bench_session_shard",
+    "shard-peers": "bench.bench_shard_peers",
     "cold-refresh": "bench.bench_cold_refresh",
     "pipelines": "bench.bench_pipelines",
     "clustering": "bench.bench_clustering",
