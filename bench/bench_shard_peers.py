@@ -30,6 +30,25 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def timed(obj: Any, methods: tuple[str, ...]) -> dict[str, float]:
+    """Wrap ``obj``'s methods (those it has) to add their seconds to the returned dict."""
+    spent: dict[str, float] = {}
+    for name in methods:
+        inner = getattr(obj, name, None)
+        if inner is None:
+            continue
+
+        def wrapper(*a: Any, _inner: Any = inner, _name: str = name, **kw: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return _inner(*a, **kw)
+            finally:
+                spent[_name] = spent.get(_name, 0.0) + time.perf_counter() - t
+
+        setattr(obj, name, wrapper)
+    return spent
+
+
 def summary(epochs: list[dict[str, Any]]) -> dict[str, Any]:
     """The initial epoch and the median later epoch, sharded against in-process."""
     first, rest = epochs[0], epochs[1:]
@@ -56,6 +75,11 @@ def summary(epochs: list[dict[str, Any]]) -> dict[str, Any]:
             "driver_overhead_median_s": round(
                 statistics.median(e["sharded_s"] - max(e["shard_s"]) for e in rest), 3
             ),
+            **{
+                f"{k}_median": round(statistics.median(e["driver"][k] or 0.0 for e in rest), 3)
+                for k in ("write_inputs_s", "job_beyond_tasks_s", "commit_s")
+                if "driver" in rest[0]
+            },
         }
         out["step_sharded_over_local"] = round(
             out["step"]["sharded_median_s"] / max(out["step"]["local_median_s"], 1e-9), 1
@@ -86,7 +110,21 @@ def main(argv: list[str]) -> int:
         def run(name: str, sc: str, n: int) -> list[dict[str, Any]]:
             w = make(name, sc, n)
             ex = SparkShardedExecutor(spark, w.build, 2, Path(tmp) / f"{name}-{sc}")
-            return list(run_epochs(w, ex))
+            spent = timed(ex, ("_write_inputs", "_run_stage", "_commit"))
+            epochs = []
+            for e in run_epochs(w, ex):
+                parts = {k: round(v, 3) for k, v in spent.items()}
+                spent.clear()
+                job = parts.get("_run_stage", 0.0) - parts.get("_write_inputs", 0.0)
+                # the driver's parts of an epoch; the job's own cost beyond the slowest task
+                e["driver"] = {
+                    "write_inputs_s": parts.get("_write_inputs"),
+                    "job_s": round(job, 3),
+                    "job_beyond_tasks_s": round(job - max(e["shard_s"]), 3),
+                    "commit_s": parts.get("_commit"),
+                }
+                epochs.append(e)
+            return epochs
 
         for name in only:
             run(name, "tiny", 1)  # warm-up: compiles in the driver and the workers
