@@ -13,6 +13,8 @@ Commands:
             vs in-process, and where the hybrid policy runs them (PYTHONHASHSEED=0)
   shard-memory  peak RSS of a 2M-edge initial load: in-process vs the largest of 2 shards on
             local-cluster, and the driver's (PYTHONHASHSEED=0; bench/bench_shard_memory.py)
+  shard-peers  WCC (200k nodes), 20-iteration recursion, W1-W3: each epoch sharded on
+            local-cluster vs in-process, rounds, bytes, barrier waits (PYTHONHASHSEED=0)
   sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)
   cold-refresh  a cold `ivm refresh` of a 1-row change in a new process (bench/bench_cold_refresh.py)
   pipelines the example Declarative Pipelines project: incremental run vs Spark's full recompute
@@ -73,6 +75,7 @@ MODULES = {
     "shard": "bench.bench_shard",
     "session-shard": "bench.bench_session_shard",
     "shard-memory": "bench.bench_shard_memory",
+    "shard-peers": "bench.bench_shard_peers",
     "cold-refresh": "bench.bench_cold_refresh",
     "pipelines": "bench.bench_pipelines",
     "clustering": "bench.bench_clustering",

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 SCALES: dict[str, dict[str, int]] = {
+    "tiny": dict(nodes=1_000, window=3_000, orders=5_000, customers=500),  # tests on a cluster
     "small": dict(nodes=5_000, window=15_000, orders=50_000, customers=5_000),
     "medium": dict(nodes=50_000, window=150_000, orders=1_000_000, customers=100_000),
 }
