@@ -924,9 +924,9 @@ class Session:
                     if built is None:  # a failed CREATE is undone; its group is unchanged
                         status_file.record(self.catalog, spec.name, spec.view_names, error=exc)
                     raise
-                status_file.record(
-                    self.catalog, spec.name, spec.view_names, epoch=done[0].epoch if done else None
-                )
+                if not done:  # its views were dropped meanwhile (catalog.pipeline.run)
+                    continue
+                status_file.record(self.catalog, spec.name, spec.view_names, epoch=done[0].epoch)
                 reports += done
         finally:
             self.last_reports = reports
