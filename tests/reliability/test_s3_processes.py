@@ -166,6 +166,7 @@ def test_sigkill_at_a_crash_point_on_s3(
     assert lock_keys(s3_bucket, s3_server) == [], point  # every lease given up
 
 
+@pytest.mark.slow  # the same interleaving runs locally in the default run
 def test_a_second_refresh_waits_for_the_lease_on_s3(uri: str, tmp_path: Path) -> None:
     """Two processes: B refreshes while A holds the group's lease, paused inside the
     protocol; B waits, runs after A, and both views equal recomputation."""
