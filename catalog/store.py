@@ -7,8 +7,8 @@ processes never lose each other's changes and a crash leaves the old or the new 
 never a torn one.  On an object store the lock is a lease (catalog.leases) and the document
 is replaced with ``If-Match`` on the version read under it (compare-and-swap): a writer whose
 lease expired during a stall and was taken over gets :class:`CatalogError` instead of
-overwriting its successor's change.  Readers re-read the document when it changed on disk, so a new process (or
-another one) sees every committed change.
+overwriting its successor's change.  Readers re-read the document when it changed on disk, so
+a new process (or another one) sees every committed change.
 
 Tables and views share one namespace, as in Spark.
 
