@@ -372,10 +372,15 @@ class CheckpointStore:
     def clear(self, group: str) -> None:
         """Delete every checkpoint of ``group`` (e.g. when its view is dropped), under the
         group's writer lock, so a refresh in progress elsewhere is never cut short."""
+        if self.directory(group).exists():
+            with self.lock(group):
+                self.remove(group)
+
+    def remove(self, group: str) -> None:
+        """Delete every checkpoint of ``group``; the caller holds the group's writer lock."""
         base = self.directory(group)
         if base.exists():
-            with self.lock(group):
-                remove_tree(base)
+            remove_tree(base)
 
     def _collect_garbage(self, base: Path, *, keep_current: bool) -> None:
         current = None

@@ -209,16 +209,28 @@ class Catalog:
             remove_tree(path)
             raise
 
-    def drop_view(self, name: str | Identifier, *, if_exists: bool = False) -> None:
-        """Forget a view, delete its table and (if it has its own group) its checkpoints."""
+    def drop_view(
+        self, name: str | Identifier, *, if_exists: bool = False, group: str | None = None
+    ) -> None:
+        """Forget a view, delete its table and (if it has its own group) its checkpoints.
+
+        All under the writer lock of ``group`` (the view's refresh group as planned now,
+        catalog.pipeline.groups; default: the group recorded when the view was created): a
+        refresh of the group in progress (in any process) finishes first, and one that
+        starts later finds the view gone (catalog.pipeline.run) instead of writing into a
+        table being deleted."""
         ident = parse_identifier(name)
-        if if_exists and not isinstance(self.store.find(ident), ViewEntry):
+        found = self.store.find(ident)
+        if if_exists and not isinstance(found, ViewEntry):
             return
-        entry = self.store.remove(ident, kind="view")
-        assert isinstance(entry, ViewEntry)
-        remove_tree(self.warehouse.check_inside(entry.path))
-        if not any(v.group == entry.group for v in self.store.views()):
-            self.checkpoints.clear(entry.group)
+        if group is None:
+            group = found.group if isinstance(found, ViewEntry) else self.view(ident).group
+        with self.checkpoints.lock(group):
+            entry = self.store.remove(ident, kind="view")
+            assert isinstance(entry, ViewEntry)
+            remove_tree(self.warehouse.check_inside(entry.path))
+            if not any(v.group == entry.group for v in self.store.views()):
+                self.checkpoints.remove(entry.group)
 
     def dependency_order(self, names: Iterable[str | Identifier] | None = None) -> list[ViewEntry]:
         """Views (all, or ``names`` and the views they read) with every view after its inputs."""

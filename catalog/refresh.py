@@ -38,10 +38,16 @@ Why every crash point is safe ("nothing lost, nothing twice"):
   and change files written before a crash are referenced by no snapshot; recovery writes new
   ones and vacuum removes the orphans.
 
-The full table of crash points and the maintenance policy: ``docs/refresh-protocol.md``.
 * a view table whose ``txn`` version is *ahead* of the checkpoint means the checkpoint was
   lost or rolled back: :class:`RecoveryError` (the view must be recomputed), never a silent
   double count.
+* on an object store the writer lock is a lease that a stalled holder can lose
+  (catalog.leases): the holder checks it before ``CURRENT`` (catalog.checkpoint) and before
+  each view commit here (``fence``), and a Delta commit its successor already made is
+  refused by put-if-absent; either way the stale writer stops with :class:`CheckpointError`
+  and commits nothing.
+
+The full table of crash points and the maintenance policy: ``docs/refresh-protocol.md``.
 
 A view reader in Spark sees the view table's latest version: always a whole refresh of that
 view.  Views of one group are published one after the other, so for a moment a downstream
@@ -61,7 +67,9 @@ from catalog import view_table
 from catalog.changes import DIFF, consolidate
 from catalog.checkpoint import Checkpoint, CheckpointStore, Hook
 from catalog.delta import WriteResult
+from catalog.delta_commit import ConcurrentCommitError
 from catalog.errors import RecoveryError
+from catalog.locks import check_fence
 
 
 @dataclass(frozen=True)
@@ -120,21 +128,28 @@ def publish(
     *,
     hook: Hook | None = None,
     rows_written: Callable[[int, int], None] | None = None,
+    fence: Callable[[], None] | None = None,
 ) -> RefreshResult:
     """Commit the checkpoint's pending view changes that are not yet in their tables.
 
     ``targets`` gives the order (dependency order) and the tables; pending changes of views
     not in ``targets`` (dropped since) are ignored.  ``hook(f"committed:{view}")`` runs after
     each commit.  ``rows_written(done, total)``: the progress of the writes, in changed rows
-    (:class:`RowsWritten`), from ``(0, total)`` to ``(total, total)``.
+    (:class:`RowsWritten`), from ``(0, total)`` to ``(total, total)``.  ``fence()`` raises
+    if this writer lost its group lock (catalog.locks.check_fence): it runs before each view
+    and when a view's commit or state shows another writer got there first.
     """
     commits: dict[str, WriteResult | None] = {}
     counter = RowsWritten.of(ckpt.pending, rows_written) if rows_written is not None else None
     if counter is not None:
         counter.report(0, counter.total)
     for t in targets:
+        if fence is not None:
+            fence()
         done = view_table.committed_epoch(t.path, t.name)
         if done is not None and done > ckpt.epoch:
+            if fence is not None:
+                fence()
             raise RecoveryError(
                 f"view {t.name!r} has a commit for epoch {done}, after the checkpoint's epoch "
                 f"{ckpt.epoch}: the checkpoint was lost or rolled back; recompute the view"
@@ -148,16 +163,21 @@ def publish(
         on_rows = None
         if counter is not None:
             on_rows = _for_view(counter, t.name)
-        commits[t.name] = view_table.commit_view_changes(
-            t.path,
-            change,
-            view=t.name,
-            epoch=ckpt.epoch,
-            input_versions=ckpt.input_versions,
-            hook=hook,
-            key=t.key,
-            on_rows=on_rows,
-        )
+        try:
+            commits[t.name] = view_table.commit_view_changes(
+                t.path,
+                change,
+                view=t.name,
+                epoch=ckpt.epoch,
+                input_versions=ckpt.input_versions,
+                hook=hook,
+                key=t.key,
+                on_rows=on_rows,
+            )
+        except ConcurrentCommitError:
+            if fence is not None:
+                fence()  # the usual cause: a successor took over this writer's lease
+            raise
         if counter is not None:
             counter.finished(t.name)
         if hook:
@@ -187,7 +207,7 @@ def recover(
                     "checkpoint; recompute the view"
                 )
         return None, None
-    return ckpt, publish(ckpt, targets)
+    return ckpt, publish(ckpt, targets, fence=lambda: check_fence(store.warehouse, group))
 
 
 def commit_refresh(
@@ -244,4 +264,10 @@ def commit_refresh(
     store.save(ckpt, hook=hook, carry=carry)
     if hook:
         hook("checkpointed")
-    return publish(ckpt, targets, hook=hook, rows_written=rows_written)
+    return publish(
+        ckpt,
+        targets,
+        hook=hook,
+        rows_written=rows_written,
+        fence=lambda: check_fence(store.warehouse, group),
+    )

@@ -4,8 +4,11 @@ One JSON document, ``<warehouse>/_ivm/catalog.json``, holds every entry.  Each c
 exclusive lock (``fcntl.flock`` on ``_ivm/catalog.lock``), re-reads the document, applies the
 change, and writes it back atomically (temp file, fsync, ``os.replace``), so concurrent
 processes never lose each other's changes and a crash leaves the old or the new document,
-never a torn one.  Readers re-read the document when it changed on disk, so a new process (or
-another one) sees every committed change.
+never a torn one.  On an object store the lock is a lease (catalog.leases) and the document
+is replaced with ``If-Match`` on the version read under it (compare-and-swap): a writer whose
+lease expired during a stall and was taken over gets :class:`CatalogError` instead of
+overwriting its successor's change.  Readers re-read the document when it changed on disk, so
+a new process (or another one) sees every committed change.
 
 Tables and views share one namespace, as in Spark.
 
@@ -273,15 +276,29 @@ class CatalogStore:
     def _locked(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         with self._exclusive():
             self._stamp = None
+            f = self.warehouse.catalog_file
+            seen = storage.backend(f).version_tag(f.as_posix()) if self.warehouse.remote else None
             self._load()
             tables = {k: _encode(v, self.warehouse) for k, v in self._tables.items()}
             views = {k: _encode(v, self.warehouse) for k, v in self._views.items()}
             yield tables, views
-            write_json_atomic(
-                self.warehouse.catalog_file,
-                {"format": FORMAT, "tables": tables, "views": views},
-            )
+            doc = {"format": FORMAT, "tables": tables, "views": views}
             self._stamp = None
+            if self.warehouse.remote:
+                self._swap(doc, seen)
+            else:
+                write_json_atomic(f, doc)
+
+    def _swap(self, doc: dict[str, Any], seen: str | None) -> None:
+        """Replace the catalog object only if it is still the version read under the lease."""
+        f = self.warehouse.catalog_file
+        data = json.dumps(doc, indent=1, sort_keys=True).encode()
+        if not storage.backend(f).replace_if(f.as_posix(), data, seen):
+            raise CatalogError(
+                f"the catalog {f.as_posix()} was changed by another process while this one "
+                "held its lease (the lease expired during a stall and was taken over); this "
+                "change was not written: run the statement again"
+            )
 
     def add(self, entry: Entry) -> Entry:
         """Add a table or view; :class:`NameClashError` if the name is taken."""

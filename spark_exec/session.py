@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 import pyarrow as pa
 
 from catalog import Catalog, delta, dml
-from catalog.errors import DependencyError, NameClashError
+from catalog.errors import CatalogError, DependencyError, NameClashError
 from catalog.names import Identifier, parse_identifier
 from catalog.pipeline import (
     DATALOG,
@@ -74,6 +74,7 @@ from catalog.view_clustering import check_cluster_columns
 from catalog.view_options import ViewOptions
 from catalog.view_partitions import check_partition_columns
 from ivm import limits as ivm_limits
+from ivm.errors import PlanError
 from spark_exec import ddl
 from spark_exec import statements as S
 from spark_exec import status as status_file
@@ -718,6 +719,14 @@ class Session:
             self._runtime.forget()
         return dropped
 
+    def _lock_group_of(self, view: str) -> str | None:
+        """The group whose lock a refresh of ``view`` takes now; ``None`` (the group recorded
+        in its entry) when the catalog cannot be planned (e.g. an input is gone)."""
+        try:
+            return self._spec_of(view).name
+        except (CatalogError, PlanError):
+            return None
+
     def _drop(self, name: str, kind: type[TableEntry] | type[ViewEntry], if_exists: bool) -> bool:
         """Drop the ``kind`` entry ``name`` and its Spark registration; False when there is
         none and ``if_exists`` (else the catalog's UnknownTableError / UnknownViewError)."""
@@ -727,7 +736,10 @@ class Session:
             if if_exists:
                 return False
             (self.catalog.table if tables else self.catalog.view)(ident)  # raises
-        (self.catalog.drop_table if tables else self.catalog.drop_view)(ident)
+        if tables:
+            self.catalog.drop_table(ident)
+        else:
+            self.catalog.drop_view(ident, group=self._lock_group_of(str(ident)))
         self._unregister(str(ident))
         return True
 
@@ -926,9 +938,9 @@ class Session:
                     if built is None:  # a failed CREATE is undone; its group is unchanged
                         status_file.record(self.catalog, spec.name, spec.view_names, error=exc)
                     raise
-                status_file.record(
-                    self.catalog, spec.name, spec.view_names, epoch=done[0].epoch if done else None
-                )
+                if not done:  # its views were dropped meanwhile (catalog.pipeline.run)
+                    continue
+                status_file.record(self.catalog, spec.name, spec.view_names, epoch=done[0].epoch)
                 reports += done
         finally:
             self.last_reports = reports

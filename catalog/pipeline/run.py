@@ -105,16 +105,29 @@ def _noop(step: str) -> None:
     return None
 
 
+def _dropped_since_planned(catalog: Catalog, spec: GroupSpec) -> bool:
+    """A view of ``spec`` is no longer in the catalog, or was dropped and created anew."""
+    for v in spec.views:
+        now = catalog.store.find(v.ident)
+        if now is None or now.created_ms != v.created_ms:
+            return True
+    return False
+
+
 def _holding_group_lock(
     fn: Callable[..., list[RefreshReport]],
 ) -> Callable[..., list[RefreshReport]]:
-    """Run a refresh of a group under its writer lock (catalog.locks); hook ``"locked"``."""
+    """Run a refresh of a group under its writer lock (catalog.locks); hook ``"locked"``.
+    A group planned before another process dropped one of its views is skipped (no
+    reports): DROP removes the view under the same lock (catalog.manager)."""
 
     @functools.wraps(fn)
     def locked(catalog: Catalog, spec: GroupSpec, *args: Any, **kw: Any) -> list[RefreshReport]:
         hook = kw.get("hook") or _noop
         with catalog.checkpoints.lock(spec.name, on_wait=lambda: hook("waiting")):
             hook("locked")
+            if kw.get("built") is None and _dropped_since_planned(catalog, spec):
+                return []  # another process dropped a view of the group meanwhile
             return fn(catalog, spec, *args, **kw)
 
     return locked

@@ -370,3 +370,25 @@ def test_checkpoint_pointer_is_compare_and_swap_on_s3(s3_bucket: str) -> None:  
     a.save(Checkpoint(GROUP, 3, {"t": 2}, state={"s": pa.table({"x": [4]})}))  # a retry works
     base = wh.checkpoint_dir(GROUP)
     assert len([p for p in base.iterdir() if p.name.startswith("epoch-")]) <= 2  # a's orphan gone
+
+
+def test_catalog_document_is_compare_and_swap_on_s3(s3_bucket: str) -> None:  # noqa: F811
+    """A DDL whose catalog lease was taken over while it stalled (its successor wrote the
+    catalog meanwhile) writes nothing: the successor's change survives, a retry works."""
+    from catalog.errors import CatalogError
+
+    root = ObjectPath(f"{s3_bucket}/wh")
+    stalled, successor = Catalog(root), Catalog(root)  # type: ignore[arg-type]
+    stalled.create_table("a", T)
+    doc = stalled.warehouse.catalog_file
+    refused = pytest.raises(CatalogError, match="changed by another process")
+    with refused, stalled.store._locked() as (tables, _):
+        tables["lost"] = dict(tables["a"])
+        # meanwhile (the lease expired) the successor adds a table: written here directly,
+        # since this process still holds the lease object
+        text = json.loads(doc.read_text())
+        text["tables"]["b"] = dict(text["tables"]["a"], path="tables/default/b")
+        doc.write_bytes(json.dumps(text).encode())
+    assert {t.name for t in successor.store.tables()} == {"a", "b"}
+    stalled.create_table("c", T)  # a retry re-reads and keeps both
+    assert {t.name for t in Catalog(root).store.tables()} == {"a", "b", "c"}  # type: ignore[arg-type]

@@ -18,7 +18,30 @@ from spark_exec.demo import bag
 
 REPO = Path(__file__).resolve().parents[2]
 
-__all__ = ["REPO", "bag", "child_json", "run_child", "session_fixture", "session_with", "spark_bag"]
+__all__ = [
+    "CRASH_CHILD",
+    "REPO",
+    "bag",
+    "child_json",
+    "run_child",
+    "session_fixture",
+    "session_with",
+    "spark_bag",
+]
+
+
+# A refresh process that SIGKILLs itself at the protocol step $IVM_CRASH_AT (docs/refresh-protocol.md)
+CRASH_CHILD = """
+import json, os, signal, sys
+from spark_exec import Session
+point = os.environ["IVM_CRASH_AT"]
+def hook(step):
+    if step == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+s = Session(warehouse=os.environ["IVM_WAREHOUSE"], refresh_hook=hook)
+reports = s.refresh()
+print(json.dumps({"completed": True, "epochs": [r.epoch for r in reports]}))
+"""
 
 
 def session_with(tmp_path: Path, *statements: str, **options: Any) -> Session:

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
-from e2e_helpers import bag, child_json, run_child, spark_bag
+from e2e_helpers import CRASH_CHILD, bag, child_json, run_child, spark_bag
 
 from catalog import delta
 from spark_exec import Session
@@ -29,17 +29,6 @@ AGG = "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k"
 TOP = "SELECT k, s FROM agg WHERE n >= 2"
 DUP = "SELECT v FROM t WHERE v >= 0"  # keeps duplicates: a double count would show
 
-CHILD = """
-import json, os, signal, sys
-from spark_exec import Session
-point = os.environ["IVM_CRASH_AT"]
-def hook(step):
-    if step == point:
-        os.kill(os.getpid(), signal.SIGKILL)
-s = Session(warehouse=os.environ["IVM_WAREHOUSE"], refresh_hook=hook)
-reports = s.refresh()
-print(json.dumps({"completed": True, "epochs": [r.epoch for r in reports]}))
-"""
 
 # Every side of the protocol's commit point: before the checkpoint (engine already stepped;
 # checkpoint files written but not renamed / renamed but not current), after it (no view
@@ -79,7 +68,7 @@ def test_sigkill_at_every_refresh_step(spark: SparkSession, tmp_path: Path) -> N
         delta.insert(path, pa.table({"k": rng.integers(0, 5, 4), "v": rng.integers(0, 9, 4)}))
         if i % 2:
             delta.delete(path, f"v = {i % 9}")
-        proc = run_child(CHILD, env={"IVM_CRASH_AT": point, "IVM_WAREHOUSE": str(wh)})
+        proc = run_child(CRASH_CHILD, env={"IVM_CRASH_AT": point, "IVM_WAREHOUSE": str(wh)})
         assert proc.returncode == -signal.SIGKILL, (point, proc.stdout, proc.stderr[-2000:])
         # a new Session (as a new process would) recovers and refreshes
         s2 = Session(warehouse=wh)
@@ -98,7 +87,7 @@ def test_sigkill_at_every_refresh_step(spark: SparkSession, tmp_path: Path) -> N
             twice = [e for e, n in epochs_committed(s2.table_path(view)).items() if n > 1]
             assert not twice, (point, view, twice)
     # and a run without a crash completes; Spark SQL agrees with the recomputation
-    proc = run_child(CHILD, env={"IVM_CRASH_AT": "never", "IVM_WAREHOUSE": str(wh)})
+    proc = run_child(CRASH_CHILD, env={"IVM_CRASH_AT": "never", "IVM_WAREHOUSE": str(wh)})
     assert child_json(proc)["completed"]
     assert spark_bag(spark, "SELECT * FROM agg") == spark_bag(spark, AGG)
     assert spark_bag(spark, "SELECT * FROM dup") == spark_bag(spark, DUP)
