@@ -1,0 +1,247 @@
+"""Typing of Spark's array and map functions (registry entries with ``typing="collection"``):
+a mixin of :class:`sql_frontend.translate_expr.ExprTranslator`.
+
+Elements compared with a value (``array_contains``, ``array_position``, ``array_remove``,
+``array_append`` ...) and the arrays of set operations are brought to their common type
+without STRING promotion, as Spark's ``findWiderTypeWithoutStringPromotion`` does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from sql_frontend import coercion
+from sql_frontend import sql_types as T
+from sql_frontend.positions import analysis_error
+from sql_frontend.scalar import Call, Lit, Scalar, cast_to
+
+if TYPE_CHECKING:
+    from sql_frontend.expressions.registry import Fn
+
+ARITY: dict[str, tuple[int, int]] = {
+    **dict.fromkeys(
+        [
+            "array_distinct",
+            "array_max",
+            "array_min",
+            "array_compact",
+            "flatten",
+            "map_keys",
+            "map_values",
+            "map_entries",
+            "map_from_entries",
+        ],
+        (1, 1),
+    ),
+    **dict.fromkeys(
+        [
+            "array_contains",
+            "array_position",
+            "array_remove",
+            "array_append",
+            "array_prepend",
+            "array_except",
+            "array_intersect",
+            "array_union",
+            "arrays_overlap",
+            "array_repeat",
+            "get",
+            "map_contains_key",
+            "map_from_arrays",
+        ],
+        (2, 2),
+    ),
+    "array_insert": (3, 3),
+    "slice": (3, 3),
+    "sort_array": (1, 2),
+    "array_join": (2, 3),
+    "sequence": (2, 3),
+    "split": (2, 3),
+    "regexp_extract_all": (2, 3),
+    "str_to_map": (1, 3),
+    "arrays_zip": (1, 1000),
+    "map_concat": (1, 1000),
+}
+_ELEMENT_AND_VALUE = {
+    "array_contains": T.BOOLEAN,
+    "array_position": T.BIGINT,
+    "array_remove": None,
+    "array_append": None,
+    "array_prepend": None,
+}
+_SET_OPS = {
+    "array_except": None,
+    "array_intersect": None,
+    "array_union": None,
+    "arrays_overlap": T.BOOLEAN,
+}
+
+
+class CollectionTyping:
+    """``typing_collection`` for :class:`ExprTranslator`."""
+
+    if TYPE_CHECKING:
+
+        def _arg_nodes(self, node: exp.Expr) -> list[exp.Expr]: ...
+
+    def typing_collection(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
+        lo, hi = ARITY[name]
+        if not lo <= len(args) <= hi:
+            shown = str(lo) if lo == hi else f"{lo}..{hi}"
+            raise analysis_error(f"[WRONG_NUM_ARGS] {name} takes {shown} arguments", node, name)
+        if name in _ELEMENT_AND_VALUE:
+            a, v = self._array(node, name, args[0]), args[1]
+            t = coercion.common_type_no_strings([a.type.element, v.type], name)
+            a, v = cast_to(a, T.array_of(t)), cast_to(v, t)
+            return Call(fn.op, (a, v), _ELEMENT_AND_VALUE[name] or a.type)
+        if name in _SET_OPS:
+            a, b = (self._array(node, name, x) for x in args)
+            t = coercion.common_type_no_strings([a.type, b.type], name)
+            return Call(fn.op, (cast_to(a, t), cast_to(b, t)), _SET_OPS[name] or t)
+        return getattr(self, f"_type_{name}")(node, name, args)
+
+    @staticmethod
+    def _array(node: exp.Expr, name: str, a: Scalar) -> Scalar:
+        if a.type == T.NULL:
+            return cast_to(a, T.array_of(T.NULL))
+        if a.type.name != "ARRAY":
+            raise coercion.mismatch(name, [a.type])
+        return a
+
+    @staticmethod
+    def _map(node: exp.Expr, name: str, m: Scalar) -> Scalar:
+        if m.type == T.NULL:
+            return cast_to(m, T.map_of(T.NULL, T.NULL))
+        if m.type.name != "MAP":
+            raise coercion.mismatch(name, [m.type])
+        return m
+
+    @staticmethod
+    def _int(x: Scalar, name: str) -> Scalar:
+        if x.type.name not in ("TINYINT", "SMALLINT", "INT", "NULL"):
+            raise coercion.mismatch(name, [x.type])
+        return cast_to(x, T.INT)
+
+    def _one_array(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        a = self._array(node, name, args[0])
+        result = a.type.element if name in ("array_max", "array_min") else a.type
+        return Call(name, (a,), result)
+
+    _type_array_distinct = _type_array_max = _type_array_min = _one_array
+    _type_array_compact = _one_array
+
+    def _type_flatten(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        a = self._array(node, name, args[0])
+        if a.type.element.name != "ARRAY":
+            raise coercion.mismatch(name, [a.type])
+        return Call(name, (a,), a.type.element)
+
+    def _type_get(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        a = self._array(node, name, args[0])
+        return Call(name, (a, self._int(args[1], name)), a.type.element)
+
+    def _type_slice(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        a = self._array(node, name, args[0])
+        return Call(name, (a, self._int(args[1], name), self._int(args[2], name)), a.type)
+
+    def _type_array_insert(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        a, pos, v = self._array(node, name, args[0]), self._int(args[1], name), args[2]
+        t = coercion.common_type_no_strings([a.type.element, v.type], name)
+        a = cast_to(a, T.array_of(t))
+        return Call(name, (a, pos, cast_to(v, t)), a.type)
+
+    def _type_sort_array(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        a = self._array(node, name, args[0])
+        asc = args[1] if len(args) > 1 else Lit(True, T.BOOLEAN)
+        if not (isinstance(asc, Lit) and asc.type == T.BOOLEAN and asc.value is not None):
+            raise analysis_error(
+                "[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] sort_array: the order must be a "
+                "constant true (ascending) or false",
+                node,
+                name,
+            )
+        if a.type.element.is_nested and a.type.element.name == "MAP":
+            raise coercion.mismatch(name, [a.type])
+        return Call(name, (a, asc), a.type)
+
+    def _type_array_join(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        a = self._array(node, name, args[0])
+        if a.type.element not in (T.STRING, T.NULL):
+            raise coercion.mismatch(name, [a.type])
+        rest = [cast_to(x, T.STRING) for x in args[1:]]
+        return Call(name, (cast_to(a, T.array_of(T.STRING)), *rest), T.STRING)
+
+    def _type_array_repeat(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        return Call(name, (args[0], self._int(args[1], name)), T.array_of(args[0].type))
+
+    def _type_sequence(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        if not all(a.type.is_integral or a.type == T.NULL for a in args):
+            raise analysis_error(
+                "sequence of dates or timestamps (with an INTERVAL step) is not supported; "
+                "write sequence(start, stop[, step]) over integers",
+                node,
+                name,
+            )
+        t = coercion.common_type_no_strings([a.type for a in args[:2]], name)
+        t = T.INT if t == T.NULL else t
+        step = cast_to(args[2], t) if len(args) > 2 else Lit(None, t)
+        return Call(name, (cast_to(args[0], t), cast_to(args[1], t), step), T.array_of(t))
+
+    def _type_arrays_zip(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        arrays = [self._array(node, name, a) for a in args]
+        nodes = self._arg_nodes(node)
+        names = [n.name if isinstance(n, exp.Column) else str(i) for i, n in enumerate(nodes)]
+        t = T.struct_of([(n, a.type.element) for n, a in zip(names, arrays, strict=True)])
+        return Call(name, tuple(arrays), T.array_of(t))
+
+    def _type_map_keys(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        m = self._map(node, name, args[0])
+        return Call(name, (m,), T.array_of(m.type.key))
+
+    def _type_map_values(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        m = self._map(node, name, args[0])
+        return Call(name, (m,), T.array_of(m.type.value))
+
+    def _type_map_entries(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        m = self._map(node, name, args[0])
+        entry = T.struct_of([("key", m.type.key), ("value", m.type.value)])
+        return Call(name, (m,), T.array_of(entry))
+
+    def _type_map_contains_key(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        m = self._map(node, name, args[0])
+        t = coercion.common_type_no_strings([m.type.key, args[1].type], name)
+        m = cast_to(m, T.map_of(t, m.type.value))
+        return Call(name, (m, cast_to(args[1], t)), T.BOOLEAN)
+
+    def _type_map_concat(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        maps = [self._map(node, name, m) for m in args]
+        t = coercion.common_type_no_strings([m.type for m in maps], name)
+        return Call(name, tuple(cast_to(m, t) for m in maps), t)
+
+    def _type_map_from_arrays(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        k, v = (self._array(node, name, a) for a in args)
+        return Call(name, (k, v), T.map_of(k.type.element, v.type.element))
+
+    def _type_map_from_entries(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        a = self._array(node, name, args[0])
+        entry = a.type.element
+        if entry.name != "STRUCT" or len(entry.children) != 2:
+            raise coercion.mismatch(name, [a.type])
+        return Call(name, (a,), T.map_of(*entry.children))
+
+    def _type_str_to_map(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        full = [*args, Lit(",", T.STRING), Lit(":", T.STRING)][:3]
+        typed = tuple(cast_to(a, T.STRING) for a in full)
+        return Call(name, typed, T.map_of(T.STRING, T.STRING))
+
+    def _type_split(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        s, p = (cast_to(a, T.STRING) for a in args[:2])
+        limit = self._int(args[2], name) if len(args) > 2 else Lit(-1, T.INT)
+        return Call(name, (s, p, limit), T.array_of(T.STRING))
+
+    def _type_regexp_extract_all(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        s, p = (cast_to(a, T.STRING) for a in args[:2])
+        idx = self._int(args[2], name) if len(args) > 2 else Lit(1, T.INT)
+        return Call(name, (s, p, idx), T.array_of(T.STRING))
