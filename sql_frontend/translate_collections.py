@@ -8,12 +8,14 @@ without STRING promotion, as Spark's ``findWiderTypeWithoutStringPromotion`` doe
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from sql_frontend import coercion
 from sql_frontend import sql_types as T
+from sql_frontend.errors import SqlAnalysisError
 from sql_frontend.positions import analysis_error
 from sql_frontend.scalar import Call, Lit, Scalar, cast_to
 
@@ -62,6 +64,11 @@ ARITY: dict[str, tuple[int, int]] = {
     "regexp_extract_all": (2, 3),
     "str_to_map": (1, 3),
     "arrays_zip": (1, 1000),
+    "get_json_object": (2, 2),
+    "json_object_keys": (1, 1),
+    "to_json": (1, 1),
+    "from_json": (2, 2),
+    "schema_of_json": (1, 1),
     "map_concat": (1, 1000),
 }
 _ELEMENT_AND_VALUE = {
@@ -245,3 +252,42 @@ class CollectionTyping:
         s, p = (cast_to(a, T.STRING) for a in args[:2])
         idx = self._int(args[2], name) if len(args) > 2 else Lit(1, T.INT)
         return Call(name, (s, p, idx), T.array_of(T.STRING))
+
+    def _type_get_json_object(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        return Call(name, tuple(cast_to(a, T.STRING) for a in args), T.STRING)
+
+    def _type_json_object_keys(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        return Call(name, (cast_to(args[0], T.STRING),), T.array_of(T.STRING))
+
+    def _type_to_json(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        if not args[0].type.is_nested:
+            raise coercion.mismatch(name, [args[0].type])
+        return Call(name, (args[0],), T.STRING)
+
+    def _type_from_json(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        text = self._constant_text(node, name, args[1], "a schema such as 'a INT, b STRING'")
+        nested = re.match(r"\s*(struct|array|map)\s*<", text, re.IGNORECASE)
+        try:
+            t = T.parse_type(text if nested else f"STRUCT<{text}>")
+        except SqlAnalysisError:
+            raise analysis_error(
+                f"[INVALID_SCHEMA] from_json: cannot read the schema {text!r}; write "
+                "'a INT, b STRING' or 'ARRAY<INT>'",
+                node,
+                name,
+            ) from None
+        return Call(name, (cast_to(args[0], T.STRING),), t)
+
+    def _type_schema_of_json(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        self._constant_text(node, name, args[0], "a JSON literal")
+        return Call(name, (args[0],), T.STRING)
+
+    @staticmethod
+    def _constant_text(node: exp.Expr, name: str, a: Scalar, what: str) -> str:
+        if not (isinstance(a, Lit) and isinstance(a.value, str)):
+            raise analysis_error(
+                f"[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT] {name} takes {what} as a constant string",
+                node,
+                name,
+            )
+        return a.value

@@ -158,6 +158,11 @@ class NestedTranslation:
         pos, t = found
         return Call("struct_field", (base, Lit(pos, T.INT)), t)
 
+    def _JSONPath(self, node: exp.JSONPath) -> Scalar:
+        """A JSON path sqlglot has parsed (``get_json_object``'s): its text again."""
+        text = node.sql(dialect="spark")
+        return Lit(text[1:-1] if text.startswith("'") else text, T.STRING)
+
     def _ArraySize(self, node: exp.ArraySize) -> Scalar:
         return self.size_of(self(node.this), node, "size")
 

@@ -222,6 +222,11 @@ FUNCTIONS: dict[str, Fn] = {
             "regexp_extract_all",
         ]
     },
+    # JSON and nested values (sql_frontend/expressions/json_functions.py)
+    **{
+        n: Fn(n, (), None, "python (per row, the json module)", typing="collection")
+        for n in ("get_json_object", "json_object_keys", "to_json", "from_json", "schema_of_json")
+    },
 }
 """Spark name → its evaluation in the engine."""
 
@@ -335,6 +340,10 @@ NODES: NodeTable = {
     exp.StrToMap: ("str_to_map", ("this", "pair_delim", "key_value_delim")),
     exp.RegexpSplit: ("split", ("this", "expression", "limit")),
     exp.RegexpExtractAll: ("regexp_extract_all", ("this", "expression", "group")),
+    exp.JSONExtractScalar: ("get_json_object", ("this", "expression")),
+    exp.JSONKeys: ("json_object_keys", ("this",)),
+    exp.JSONFormat: ("to_json", ("this",)),
+    exp.FromJson: ("from_json", ("this", "expression")),
 }
 """sqlglot's typed nodes for registry functions: the Spark name and the argument keys in
 Spark's argument order."""
