@@ -1,8 +1,8 @@
 """JSON to and from nested values, as Spark's Jackson-based functions give them:
 ``get_json_object``, ``json_object_keys``, ``to_json``, ``from_json``, ``schema_of_json``.
 
-Numbers keep the text they were written with (``get_json_object`` returns ``2.50`` as
-written); malformed JSON is NULL (Spark's PERMISSIVE mode). Per row in Python: the json module.
+Integers keep the text they were written with, fractions are read as Java doubles
+(``get_json_object`` returns ``2.50`` as ``2.5``, ``1e2`` as ``100.0``); malformed JSON is NULL (Spark's PERMISSIVE mode). Per row in Python: the json module.
 """
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ def _loads(text: str) -> object:
     def refuse(name: str) -> object:
         raise ValueError(name)
 
-    return json.loads(text, parse_float=_Number, parse_int=_Number, parse_constant=refuse)
+    def double(text: str) -> _Number:  # Jackson reads a fraction as a Java double
+        return _Number(java_double_str(float(text)))
+
+    return json.loads(text, parse_float=double, parse_int=_Number, parse_constant=refuse)
 
 
 def _dumps(v: object) -> str:
@@ -181,7 +184,7 @@ def _from_json(text: str, t: SqlType) -> object:
 def schema_of(v: object) -> str:
     """Spark's inferred type of a JSON value, as ``schema_of_json`` prints it."""
     if isinstance(v, dict):
-        inner = ",".join(f"{k}: {schema_of(x)}" for k, x in sorted(v.items()))
+        inner = ", ".join(f"{k}: {schema_of(x)}" for k, x in sorted(v.items()))
         return f"STRUCT<{inner}>"
     if isinstance(v, list):
         kinds = {schema_of(x) for x in v if x is not None}
