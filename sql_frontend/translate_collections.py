@@ -64,6 +64,11 @@ ARITY: dict[str, tuple[int, int]] = {
     "regexp_extract_all": (2, 3),
     "str_to_map": (1, 3),
     "arrays_zip": (1, 1000),
+    "vector_cosine_similarity": (2, 2),
+    "vector_inner_product": (2, 2),
+    "vector_l2_distance": (2, 2),
+    "vector_norm": (1, 2),
+    "vector_normalize": (1, 2),
     "get_json_object": (2, 2),
     "json_object_keys": (1, 1),
     "to_json": (1, 1),
@@ -107,7 +112,29 @@ class CollectionTyping:
             a, b = (self._array(node, name, x) for x in args)
             t = coercion.common_type_no_strings([a.type, b.type], name)
             return Call(fn.op, (cast_to(a, t), cast_to(b, t)), _SET_OPS[name] or t)
+        if name.startswith("vector_"):
+            return self._vectors(node, name, args)
         return getattr(self, f"_type_{name}")(node, name, args)
+
+    @staticmethod
+    def _vectors(node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
+        """``vector_*``: ARRAY<FLOAT> vectors only (as Spark: no implicit cast), the degree of
+        a norm a FLOAT (default 2)."""
+        float_array = T.array_of(T.SqlType("FLOAT"))
+        two = name in ("vector_cosine_similarity", "vector_inner_product", "vector_l2_distance")
+        vectors = args if two else args[:1]
+        for v in vectors:
+            if v.type not in (float_array, T.NULL):
+                raise coercion.mismatch(f"{name} (it takes ARRAY<FLOAT>)", [v.type])
+        rest: tuple[Scalar, ...] = ()
+        if not two:
+            degree = args[1] if len(args) > 1 else Lit(2.0, T.DOUBLE)
+            if not (degree.type.is_numeric or degree.type == T.NULL):
+                raise coercion.mismatch(name, [degree.type])
+            rest = (cast_to(degree, T.DOUBLE),)
+        typed = tuple(cast_to(v, float_array) for v in vectors) + rest
+        result = float_array if name == "vector_normalize" else T.SqlType("FLOAT")
+        return Call(name, typed, result)
 
     @staticmethod
     def _array(node: exp.Expr, name: str, a: Scalar) -> Scalar:

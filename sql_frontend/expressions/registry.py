@@ -222,6 +222,11 @@ FUNCTIONS: dict[str, Fn] = {
             "regexp_extract_all",
         ]
     },
+    # vectors: ARRAY<FLOAT> (sql_frontend/expressions/vector_functions.py)
+    **{
+        f"vector_{n}": Fn(f"vector_{n}", (), None, "python (per row, float32)", typing="collection")
+        for n in ("cosine_similarity", "inner_product", "l2_distance", "norm", "normalize")
+    },
     # JSON and nested values (sql_frontend/expressions/json_functions.py)
     **{
         n: Fn(n, (), None, "python (per row, the json module)", typing="collection")
