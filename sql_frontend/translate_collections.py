@@ -105,6 +105,8 @@ class CollectionTyping:
             raise analysis_error(f"[WRONG_NUM_ARGS] {name} takes {shown} arguments", node, name)
         if name in _ELEMENT_AND_VALUE:
             a, v = self._array(node, name, args[0]), args[1]
+            if name == "array_contains" and v.type == T.NULL:
+                raise coercion.mismatch(f"{name} (a NULL to look for)", [a.type, v.type])
             t = coercion.common_type_no_strings([a.type.element, v.type], name)
             a, v = cast_to(a, T.array_of(t)), cast_to(v, t)
             return Call(fn.op, (a, v), _ELEMENT_AND_VALUE[name] or a.type)
@@ -153,8 +155,8 @@ class CollectionTyping:
         return m
 
     @staticmethod
-    def _int(x: Scalar, name: str) -> Scalar:
-        if x.type.name not in ("TINYINT", "SMALLINT", "INT", "NULL"):
+    def _int(x: Scalar, name: str, null: bool = True) -> Scalar:
+        if x.type.name not in ("TINYINT", "SMALLINT", "INT", *(["NULL"] if null else [])):
             raise coercion.mismatch(name, [x.type])
         return cast_to(x, T.INT)
 
@@ -181,7 +183,7 @@ class CollectionTyping:
         return Call(name, (a, self._int(args[1], name), self._int(args[2], name)), a.type)
 
     def _type_array_insert(self, node: exp.Expr, name: str, args: list[Scalar]) -> Scalar:
-        a, pos, v = self._array(node, name, args[0]), self._int(args[1], name), args[2]
+        a, pos, v = self._array(node, name, args[0]), self._int(args[1], name, False), args[2]
         t = coercion.common_type_no_strings([a.type.element, v.type], name)
         a = cast_to(a, T.array_of(t))
         return Call(name, (a, pos, cast_to(v, t)), a.type)

@@ -280,9 +280,10 @@ def _split(s: str, pattern: str, limit: int) -> Row:
 
 def _extract_all(s: str, pattern: str, idx: int) -> Row:
     rx = java_regex(pattern)
-    if idx < 0 or idx > rx.groups:
+    matches = list(rx.finditer(s))
+    if matches and (idx < 0 or idx > rx.groups):  # Spark checks the group on a match only
         raise runtime_error(
             f"[INVALID_PARAMETER_VALUE.REGEX_GROUP_INDEX] regexp_extract_all: group {idx} of a "
             f"pattern with {rx.groups} groups"
         )
-    return tuple(m.group(idx) or "" for m in rx.finditer(s))
+    return tuple(m.group(idx) or "" for m in matches)
