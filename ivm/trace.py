@@ -438,16 +438,6 @@ class Trace:
                     runs.append(self.staged)
         return runs
 
-    def _probe_bounds(
-        self, probe_hash: np.ndarray, upto: int | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per probe, the sort keys of its first update, of its last, and of its last at an
-        iteration ``<= upto`` (single-loop traces keep the iteration in the low bits)."""
-        base = (probe_hash & _HIGH) if self.by_time else probe_hash
-        top = (base | _LOW) if self.by_time else probe_hash
-        bound = (base | np.uint64(upto)) if upto is not None else top
-        return base, top, bound
-
     # Kept whole (its docstring is a third of it): the hot probe loop over the runs; the
     # gather of the hits is :meth:`_gathered`.
     def lookup(
@@ -497,27 +487,18 @@ class Trace:
                 after = after[perm]
             if next_time is not None:
                 caller_next, next_time = next_time, next_time[perm]
-        base, top, bound = self._probe_bounds(probe_hash, upto)
-        if after is None:
-            after = np.full(len(base), -1, dtype=np.int64)
         want_next = next_time is not None
         nxt = next_time if next_time is not None else _EMPTY
+        aft = _EMPTY if after is None else after
+        up = -1 if upto is None else upto
+        by_time = self.by_time
         for run in self._visible(before):
-            if len(run) == 0:
+            if len(run.diff) == 0:
                 continue
             owner, pos = probe_run(
-                run.sortkey,
-                run.keyhash,
-                run.times,
-                probe_hash,
-                base,
-                after,
-                bound,
-                top,
-                self.by_time,
-                nxt,
-                want_next,
-            )
+                run.sortkey, run.keyhash, run.times, probe_hash, aft, by_time, up, ITER_BITS,
+                nxt, want_next,
+            )  # fmt: skip
             if len(pos) == 0:
                 continue
             if time_filter is not None:
@@ -610,23 +591,16 @@ class Trace:
             probe_hash = probe_hash[perm]
             if next_time is not None:
                 nxt = next_time[perm]
-        base, top, bound = self._probe_bounds(probe_hash, upto)
         out = sums if perm is None else np.zeros(n, dtype=np.int64)
+        up = -1 if upto is None else upto
+        want_next = next_time is not None
+        by_time = self.by_time
         for run in self._visible(None):
-            if len(run):
+            if len(run.diff):
                 sum_run(
-                    run.sortkey,
-                    run.keyhash,
-                    run.times,
-                    run.diff,
-                    probe_hash,
-                    base,
-                    bound,
-                    top,
-                    out,
-                    nxt,
-                    next_time is not None,
-                )
+                    run.sortkey, run.keyhash, run.times, run.diff, probe_hash, by_time, up,
+                    ITER_BITS, out, nxt, want_next,
+                )  # fmt: skip
         if perm is not None:
             sums[perm] = out
             if next_time is not None:
