@@ -82,9 +82,10 @@ class RunHints(TypedDict, total=False):
     merged: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Run:
-    """Immutable updates sorted by ``sortkey``."""
+    """Updates sorted by ``sortkey``; never changed once built (not ``frozen``: a frozen
+    dataclass's ``__init__`` costs 4× more, and runs are built on every small change)."""
 
     sortkey: np.ndarray  # uint64, sorted
     keyhash: np.ndarray  # uint64 hash of the key columns

@@ -242,10 +242,11 @@ class Reduce(KeepsTrace):
             h = np.concatenate([new_h, old_acc.rowhash])
             keep, sums = consolidate_hashed(h, both.cols, both.diff)
             new_out_all = both
-        diff = Batch(take((new_out if len(old_acc.diff) == 0 else new_out_all).cols, keep), sums)
+        cols = take((new_out if len(old_acc.diff) == 0 else new_out_all).cols, keep)
+        diff = Batch(cols, sums, h[keep])  # consolidated, with its rows' hashes
         if len(diff):
             times = constant_times(t_inner, len(diff))
-            self.out.insert_consolidated(diff.cols, times, diff.diff, h[keep])
+            self.out.insert_consolidated(diff.cols, times, diff.diff, diff.rowhash)
             self.emit(time, diff)
             if use_cache and len(cache):
                 cache.patch_output(diff, len(self.key_idx), it)
@@ -283,9 +284,10 @@ class Reduce(KeepsTrace):
         change = new - old
         sel = change.nonzero()[0]
         if len(sel):
-            diff = Batch(take(probe_cols, sel), change[sel])
+            # the output rows are the keys: consolidated, and hashed as the probes
+            diff = Batch(take(probe_cols, sel), change[sel], probe_h[sel])
             times = constant_times(time[1:], len(sel))
-            self.out.insert_consolidated(diff.cols, times, diff.diff, probe_h[sel])
+            self.out.insert_consolidated(diff.cols, times, diff.diff, diff.rowhash)
             self.emit(time, diff)
         if nxt is not None:
             self._schedule_next(time, probe_h, probe_cols, nxt)
