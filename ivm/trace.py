@@ -164,6 +164,8 @@ class Trace:
         self.kinds = kinds
         self.depth = len(kinds)
         self.by_time = self.depth == 1
+        #: the key is the whole row (key hash = row hash)
+        self.whole_key = key_idx == tuple(range(len(dtypes)))
         self.runs: list[Run] = []
         self.staged: Run | None = None
         self.staged_time: tuple[int, ...] | None = None
@@ -190,11 +192,11 @@ class Trace:
         n = len(diff)
         if keyhash is not None:
             kh = keyhash
-        elif rowhash is not None and self.key_idx == tuple(range(len(cols))):
+        elif rowhash is not None and self.whole_key:
             kh = rowhash  # the key is the whole row
         else:
             kh = hash_rows([cols[i] for i in self.key_idx], n)
-            if rowhash is None and self.key_idx == tuple(range(len(cols))):
+            if rowhash is None and self.whole_key:
                 rowhash = kh  # the whole row is the key: one hash, computed once
         rh = hash_rows(cols, n) if rowhash is None else rowhash
         if 1 < n <= _KERNEL_SORT:
@@ -285,7 +287,7 @@ class Trace:
         with one row hash), for the caller to consolidate by comparing rows."""
         cols = batch.cols
         n = len(batch)
-        whole = self.key_idx == tuple(range(len(cols)))
+        whole = self.whole_key
         kh = rowhash if whole else hash_rows([cols[i] for i in self.key_idx], n)
         # one time for the whole batch: its loop counter is one constant in the sort key
         sk = (kh & _HIGH) | np.uint64(min(time[1], int(_LOW))) if self.by_time else kh
@@ -427,6 +429,9 @@ class Trace:
 
     # -- reading -------------------------------------------------------------------------
     def _visible(self, query_time: tuple[int, ...] | None) -> list[Run]:
+        """The runs a read at ``query_time`` sees (not to be changed by the caller)."""
+        if self.staged is None:
+            return self.runs
         runs = list(self.runs)
         if self.staged is not None:
             st = self.staged_time

@@ -17,6 +17,7 @@ over all keys processed at t; the per-key function is a :class:`~ivm.operators.a
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -150,7 +151,9 @@ class Reduce(KeepsTrace):
             self.depth <= 1 and self.whole_row and isinstance(kernel, DistinctKernel)
         )
 
-    def pending_times(self) -> list[Time]:
+    def pending_times(self) -> Collection[Time]:
+        if not self.scheduled:
+            return self.inbox.keys()
         return [*self.inbox, *self.scheduled]
 
     def has_work(self, time: Time) -> bool:
@@ -173,26 +176,10 @@ class Reduce(KeepsTrace):
     # difference, schedule later times); the strategies' branches share its local state.
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         delta = inputs[0]
-        parts: list[tuple[Columns, np.ndarray | None]] = list(self.scheduled.pop(time, ()))
-        if delta is not None:
-            # an arrangement's batch is consolidated: by the whole row, its keys are distinct
-            known = delta.rowhash if self.whole_row else None
-            parts.append((tuple(delta.cols[i] for i in self.key_idx), known))
-        if not parts:
+        probes = self._probes(time, delta)
+        if probes is None:
             return
-        probe_cols: Columns
-        if len(parts) == 1 and parts[0][1] is not None and self.key_idx:
-            # one set of distinct keys with their hashes: a schedule's, or an arrangement's
-            probe_cols, probe_h = parts[0]
-        else:
-            keys: Columns = concat_columns([c for c, _ in parts])
-            nkeys = len(keys[0]) if keys else max(len(delta) if delta is not None else 0, 1)
-            if not keys:
-                probe_h, probe_cols = hash_rows((), 1), ()
-            else:
-                hashes = [h for _, h in parts]
-                known_h = None if any(h is None for h in hashes) else np.concatenate(hashes)
-                probe_h, probe_cols = unique_keys(keys, nkeys, known_h)
+        probe_h, probe_cols = probes
         if self.by_multiplicity:
             self._process_multiplicities(time, probe_h, probe_cols)
             return
@@ -243,10 +230,11 @@ class Reduce(KeepsTrace):
             keep, sums = consolidate_hashed(h, both.cols, both.diff)
             new_out_all = both
         cols = take((new_out if len(old_acc.diff) == 0 else new_out_all).cols, keep)
-        diff = Batch(cols, sums, h[keep])  # consolidated, with its rows' hashes
+        out_h = h[keep]
+        diff = Batch(cols, sums, out_h)  # consolidated, with its rows' hashes
         if len(diff):
             times = constant_times(t_inner, len(diff))
-            self.out.insert_consolidated(diff.cols, times, diff.diff, diff.rowhash)
+            self.out.insert_consolidated(diff.cols, times, diff.diff, out_h)
             self.emit(time, diff)
             if use_cache and len(cache):
                 cache.patch_output(diff, len(self.key_idx), it)
@@ -265,6 +253,27 @@ class Reduce(KeepsTrace):
             self._schedule_next(time, probe_h, probe_cols, nxt)
         elif hist:
             self._schedule(time, probe_h, probe_cols, hist)
+
+    def _probes(self, time: Time, delta: Batch | None) -> tuple[np.ndarray, Columns] | None:
+        """The distinct keys to evaluate at ``time`` (scheduled ones and the input's) and
+        their hashes; None when there are none."""
+        parts: list[tuple[Columns, np.ndarray | None]] = list(self.scheduled.pop(time, ()))
+        if delta is not None:
+            # an arrangement's batch is consolidated: by the whole row, its keys are distinct
+            known = delta.rowhash if self.whole_row else None
+            parts.append((tuple(delta.cols[i] for i in self.key_idx), known))
+        if not parts:
+            return None
+        first_h = parts[0][1]
+        if len(parts) == 1 and first_h is not None and self.key_idx:
+            # one set of distinct keys with their hashes: a schedule's, or an arrangement's
+            return first_h, parts[0][0]
+        keys: Columns = concat_columns([c for c, _ in parts])
+        if not keys:
+            return hash_rows((), 1), ()
+        hashes = [h for _, h in parts if h is not None]
+        known_h = np.concatenate(hashes) if len(hashes) == len(parts) else None
+        return unique_keys(keys, len(keys[0]), known_h)
 
     def _process_multiplicities(self, time: Time, probe_h: np.ndarray, probe_cols: Columns) -> None:
         """:meth:`process` for distinct, where each group is one row with a multiplicity:
@@ -285,9 +294,10 @@ class Reduce(KeepsTrace):
         sel = change.nonzero()[0]
         if len(sel):
             # the output rows are the keys: consolidated, and hashed as the probes
-            diff = Batch(take(probe_cols, sel), change[sel], probe_h[sel])
+            out_h = probe_h[sel]
+            diff = Batch(take(probe_cols, sel), change[sel], out_h)
             times = constant_times(time[1:], len(sel))
-            self.out.insert_consolidated(diff.cols, times, diff.diff, diff.rowhash)
+            self.out.insert_consolidated(diff.cols, times, diff.diff, out_h)
             self.emit(time, diff)
         if nxt is not None:
             self._schedule_next(time, probe_h, probe_cols, nxt)
