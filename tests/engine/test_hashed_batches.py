@@ -7,7 +7,7 @@ or consolidating again (the small-change fast path of issue 15).  That is only s
 whose ``rowhash`` equals :func:`hash_rows` of the columns.  These tests check the invariant
 on every batch every operator emits while loops (reachability, connected components) are
 maintained under random inserts and deletes, and that the outputs equal a plain-Python
-recomputation after every step.
+recomputation (``engine_helpers``' references) after every step.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
-from engine_helpers import examples
+from engine_helpers import examples, ref_min_label, ref_reachable
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -88,30 +88,6 @@ def test_consolidate_keeps_the_row_hashes(rs: list[tuple]) -> None:
     assert c.consolidate() is c or c.rowhash is None
 
 
-def reach_reference(edges: set[tuple[int, int]], roots: set[int]) -> set[int]:
-    seen, todo = set(roots), list(roots)
-    while todo:
-        x = todo.pop()
-        for s, d in edges:
-            if s == x and d not in seen:
-                seen.add(d)
-                todo.append(d)
-    return seen
-
-
-def components_reference(edges: set[tuple[int, int]]) -> dict[int, int]:
-    label = {n: n for e in edges for n in e}
-    changed = True
-    while changed:
-        changed = False
-        for s, d in edges:
-            m = min(label[s], label[d])
-            if label[s] != m or label[d] != m:
-                label[s] = label[d] = m
-                changed = True
-    return label
-
-
 def edge_batch(pairs: list[tuple[int, int]]) -> dict[str, np.ndarray]:
     return {
         "src": np.array([p[0] for p in pairs], dtype=np.int64),
@@ -143,9 +119,8 @@ def test_loops_pass_on_only_true_row_hashes(seed: int, per_step: int) -> None:
             live = (live - set(dels)) | adds
             g.step()
             got = set(reach.contents().column("node").to_pylist())
-            assert got == reach_reference(live, {0, 1})
-            t = wcc.contents()
-            nodes_col, labels_col = t.column("node").to_pylist(), t.column("label").to_pylist()
-            labels = dict(zip(nodes_col, labels_col, strict=True))
-            assert labels == components_reference(live)
+            assert got == ref_reachable(dict.fromkeys(live, 1), [0, 1])
+            both = dict.fromkeys(live | {(d, s) for s, d in live}, 1)
+            seeds = {(n, n): 1 for e in live for n in e}
+            assert wcc.counts() == ref_min_label(both, seeds)
     assert seen[0] > 0
