@@ -158,13 +158,15 @@ def _hashable(v: object) -> object:
     return v
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Batch:
     """Updates at one time: columns and diffs (not necessarily consolidated).
 
     ``rowhash``, when set, is :func:`hash_rows` of ``cols`` and the batch is consolidated
     (an arrangement emits its batches so), which spares consumers keyed by the whole row
-    hashing and deduplicating it again.  Every derived batch drops it.
+    hashing and deduplicating it again.  Every derived batch drops it.  A batch is never
+    changed once built (not ``frozen``: a frozen dataclass's ``__init__`` costs twice as
+    much, and batches are built on every small change).
     """
 
     cols: Columns
@@ -193,12 +195,16 @@ class Batch:
         return Batch(take(self.cols, idx), self.diff[idx])
 
     def consolidate(self) -> Batch:
-        """Sum the diffs of equal rows and drop rows whose diff is zero."""
+        """Sum the diffs of equal rows and drop rows whose diff is zero (a batch with its
+        row hashes is consolidated already)."""
+        if self.rowhash is not None:
+            return self
         n = len(self.diff)
         if n <= 1:
             return self if n == 0 or self.diff[0] != 0 else self.take(_NONE)
-        keep, sums = consolidate_hashed(hash_rows(self.cols, n), self.cols, self.diff)
-        return Batch(take(self.cols, keep), sums)
+        h = hash_rows(self.cols, n)
+        keep, sums = consolidate_hashed(h, self.cols, self.diff)
+        return Batch(take(self.cols, keep), sums, h[keep])
 
 
 _NONE = np.zeros(0, dtype=np.int64)

@@ -78,7 +78,10 @@ class Scope:
         n = len(t)
         best: int | None = None
         for op in self.subtree_ops():
-            for pt in op.pending_times():
+            pending = op.pending_times()
+            if not pending:
+                continue
+            for pt in pending:
                 if len(pt) > n and pt[:n] == t:
                     c = pt[n]
                     if c > after and (best is None or c < best):

@@ -53,55 +53,71 @@ def _lower_next(
         i += 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _bounds(ph: np.uint64, by_time: bool, upto: int, iter_bits: int) -> tuple:
+    """A probe's sort-key range: ``(base, bound, top)`` — its first update, its last at an
+    iteration ``<= upto`` (``upto < 0``: any), and its last.  Single-loop traces (``by_time``)
+    keep the iteration in the low ``iter_bits`` bits of the sort key; others sort by the key
+    hash alone."""
+    if not by_time:
+        return ph, ph, ph
+    low = np.uint64((1 << iter_bits) - 1)
+    base = ph & ~low
+    top = base | low
+    bound = (base | np.uint64(upto)) if upto >= 0 else top
+    return base, bound, top
+
+
 @njit(cache=True, nogil=True)
 def probe_run(
     sortkey: np.ndarray,
     keyhash: np.ndarray,
     times: np.ndarray,
     probe_hash: np.ndarray,
-    base: np.ndarray,
     after: np.ndarray,
-    bound: np.ndarray,
-    top: np.ndarray,
-    exact: bool,
+    by_time: bool,
+    upto: int,
+    iter_bits: int,
     next_time: np.ndarray,
     want_next: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(owner, pos)`` of every row of a run matching a probe.
 
-    Probe ``j`` matches the rows with ``base[j] <= sortkey <= bound[j]`` (or, when
-    ``after[j] >= 0``, ``base[j] | after[j] < sortkey <= bound[j]``) and, if ``exact``, a
-    ``keyhash`` equal to ``probe_hash[j]``.  With ``want_next`` the first matching-key row
-    in ``(bound[j], top[j]]`` lowers ``next_time[j]`` to its iteration ``times[i, 0]``.
+    Probe ``j`` matches the rows whose sort key lies in its range (:func:`_bounds`; with
+    ``after[j] >= 0`` — ``after`` may be empty — only those after iteration ``after[j]``)
+    and, in a single-loop trace, whose ``keyhash`` equals ``probe_hash[j]`` (elsewhere the
+    sort key is the key hash).  With ``want_next`` the first matching-key row past the
+    range lowers ``next_time[j]`` to its iteration ``times[i, 0]``.
     """
     n = probe_hash.shape[0]
     m = sortkey.shape[0]
+    has_after = after.shape[0] > 0
     lo = np.empty(n, dtype=np.int64)
     hi = np.empty(n, dtype=np.int64)
     total = 0
     for j in range(n):
-        a = after[j]
-        if a >= 0:
-            i = np.searchsorted(sortkey, base[j] | np.uint64(a), side="right")
-        else:
-            i = np.searchsorted(sortkey, base[j], side="left")
-        lo[j] = i
-        b = bound[j]
         ph = probe_hash[j]
+        base, b, top = _bounds(ph, by_time, upto, iter_bits)
+        a = after[j] if has_after else -1
+        if a >= 0:
+            i = np.searchsorted(sortkey, base | np.uint64(a), side="right")
+        else:
+            i = np.searchsorted(sortkey, base, side="left")
+        lo[j] = i
         while i < m and sortkey[i] <= b:
-            if not exact or keyhash[i] == ph:
+            if not by_time or keyhash[i] == ph:
                 total += 1
             i += 1
         hi[j] = i
         if want_next:
-            _lower_next(sortkey, keyhash, times, i, top[j], ph, next_time, j)
+            _lower_next(sortkey, keyhash, times, i, top, ph, next_time, j)
     owner = np.empty(total, dtype=np.int64)
     pos = np.empty(total, dtype=np.int64)
     k = 0
     for j in range(n):
         ph = probe_hash[j]
         for i in range(lo[j], hi[j]):
-            if not exact or keyhash[i] == ph:
+            if not by_time or keyhash[i] == ph:
                 owner[k] = j
                 pos[k] = i
                 k += 1
@@ -115,21 +131,21 @@ def sum_run(
     times: np.ndarray,
     diff: np.ndarray,
     probe_hash: np.ndarray,
-    base: np.ndarray,
-    bound: np.ndarray,
-    top: np.ndarray,
+    by_time: bool,
+    upto: int,
+    iter_bits: int,
     sums: np.ndarray,
     next_time: np.ndarray,
     want_next: bool,
 ) -> None:
     """Add to ``sums[j]`` the diffs of the rows of a run whose key hash is ``probe_hash[j]``
-    and whose sort key lies in ``[base[j], bound[j]]`` (see :func:`probe_run`, ``exact``
-    matching); with ``want_next``, lower ``next_time[j]`` as :func:`probe_run` does."""
+    and whose sort key lies in the probe's range (:func:`_bounds`); with ``want_next``,
+    lower ``next_time[j]`` as :func:`probe_run` does."""
     m = sortkey.shape[0]
     for j in range(probe_hash.shape[0]):
-        i = np.searchsorted(sortkey, base[j], side="left")
-        b = bound[j]
         ph = probe_hash[j]
+        base, b, top = _bounds(ph, by_time, upto, iter_bits)
+        i = np.searchsorted(sortkey, base, side="left")
         s = np.int64(0)
         while i < m and sortkey[i] <= b:
             if keyhash[i] == ph:
@@ -137,7 +153,7 @@ def sum_run(
             i += 1
         sums[j] = add(sums[j], s)
         if want_next:
-            _lower_next(sortkey, keyhash, times, i, top[j], ph, next_time, j)
+            _lower_next(sortkey, keyhash, times, i, top, ph, next_time, j)
 
 
 @njit(cache=True, nogil=True)

@@ -82,9 +82,10 @@ class RunHints(TypedDict, total=False):
     merged: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Run:
-    """Immutable updates sorted by ``sortkey``."""
+    """Updates sorted by ``sortkey``; never changed once built (not ``frozen``: a frozen
+    dataclass's ``__init__`` costs 4× more, and runs are built on every small change)."""
 
     sortkey: np.ndarray  # uint64, sorted
     keyhash: np.ndarray  # uint64 hash of the key columns
@@ -163,6 +164,8 @@ class Trace:
         self.kinds = kinds
         self.depth = len(kinds)
         self.by_time = self.depth == 1
+        #: the key is the whole row (key hash = row hash)
+        self.whole_key = key_idx == tuple(range(len(dtypes)))
         self.runs: list[Run] = []
         self.staged: Run | None = None
         self.staged_time: tuple[int, ...] | None = None
@@ -189,11 +192,11 @@ class Trace:
         n = len(diff)
         if keyhash is not None:
             kh = keyhash
-        elif rowhash is not None and self.key_idx == tuple(range(len(cols))):
+        elif rowhash is not None and self.whole_key:
             kh = rowhash  # the key is the whole row
         else:
             kh = hash_rows([cols[i] for i in self.key_idx], n)
-            if rowhash is None and self.key_idx == tuple(range(len(cols))):
+            if rowhash is None and self.whole_key:
                 rowhash = kh  # the whole row is the key: one hash, computed once
         rh = hash_rows(cols, n) if rowhash is None else rowhash
         if 1 < n <= _KERNEL_SORT:
@@ -284,7 +287,7 @@ class Trace:
         with one row hash), for the caller to consolidate by comparing rows."""
         cols = batch.cols
         n = len(batch)
-        whole = self.key_idx == tuple(range(len(cols)))
+        whole = self.whole_key
         kh = rowhash if whole else hash_rows([cols[i] for i in self.key_idx], n)
         # one time for the whole batch: its loop counter is one constant in the sort key
         sk = (kh & _HIGH) | np.uint64(min(time[1], int(_LOW))) if self.by_time else kh
@@ -426,6 +429,9 @@ class Trace:
 
     # -- reading -------------------------------------------------------------------------
     def _visible(self, query_time: tuple[int, ...] | None) -> list[Run]:
+        """The runs a read at ``query_time`` sees (not to be changed by the caller)."""
+        if self.staged is None:
+            return self.runs
         runs = list(self.runs)
         if self.staged is not None:
             st = self.staged_time
@@ -437,16 +443,6 @@ class Trace:
                 if padded != query_time:
                     runs.append(self.staged)
         return runs
-
-    def _probe_bounds(
-        self, probe_hash: np.ndarray, upto: int | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per probe, the sort keys of its first update, of its last, and of its last at an
-        iteration ``<= upto`` (single-loop traces keep the iteration in the low bits)."""
-        base = (probe_hash & _HIGH) if self.by_time else probe_hash
-        top = (base | _LOW) if self.by_time else probe_hash
-        bound = (base | np.uint64(upto)) if upto is not None else top
-        return base, top, bound
 
     # Kept whole (its docstring is a third of it): the hot probe loop over the runs; the
     # gather of the hits is :meth:`_gathered`.
@@ -497,27 +493,18 @@ class Trace:
                 after = after[perm]
             if next_time is not None:
                 caller_next, next_time = next_time, next_time[perm]
-        base, top, bound = self._probe_bounds(probe_hash, upto)
-        if after is None:
-            after = np.full(len(base), -1, dtype=np.int64)
         want_next = next_time is not None
         nxt = next_time if next_time is not None else _EMPTY
+        aft = _EMPTY if after is None else after
+        up = -1 if upto is None else upto
+        by_time = self.by_time
         for run in self._visible(before):
-            if len(run) == 0:
+            if len(run.diff) == 0:
                 continue
             owner, pos = probe_run(
-                run.sortkey,
-                run.keyhash,
-                run.times,
-                probe_hash,
-                base,
-                after,
-                bound,
-                top,
-                self.by_time,
-                nxt,
-                want_next,
-            )
+                run.sortkey, run.keyhash, run.times, probe_hash, aft, by_time, up, ITER_BITS,
+                nxt, want_next,
+            )  # fmt: skip
             if len(pos) == 0:
                 continue
             if time_filter is not None:
@@ -610,23 +597,16 @@ class Trace:
             probe_hash = probe_hash[perm]
             if next_time is not None:
                 nxt = next_time[perm]
-        base, top, bound = self._probe_bounds(probe_hash, upto)
         out = sums if perm is None else np.zeros(n, dtype=np.int64)
+        up = -1 if upto is None else upto
+        want_next = next_time is not None
+        by_time = self.by_time
         for run in self._visible(None):
-            if len(run):
+            if len(run.diff):
                 sum_run(
-                    run.sortkey,
-                    run.keyhash,
-                    run.times,
-                    run.diff,
-                    probe_hash,
-                    base,
-                    bound,
-                    top,
-                    out,
-                    nxt,
-                    next_time is not None,
-                )
+                    run.sortkey, run.keyhash, run.times, run.diff, probe_hash, by_time, up,
+                    ITER_BITS, out, nxt, want_next,
+                )  # fmt: skip
         if perm is not None:
             sums[perm] = out
             if next_time is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -62,10 +63,11 @@ class Operator:
 
     # -- messages ------------------------------------------------------------------------
     def push(self, port: int, time: Time, batch: Batch) -> None:
-        if len(batch) == 0:
+        n = len(batch.diff)
+        if n == 0:
             return
         if self.forwards:
-            self.graph.metrics.record(self, time, len(batch))
+            self.graph.metrics.record(self, time, n)
             self.forward(port, time, batch)
             return
         slot = self.inbox.get(time)
@@ -74,13 +76,14 @@ class Operator:
         slot[port].append(batch)
 
     def emit(self, time: Time, batch: Batch) -> None:
-        if len(batch) == 0:
+        if len(batch.diff) == 0:
             return
         for op, port in self.consumers:
             op.push(port, time, batch)
 
-    def pending_times(self) -> list[Time]:
-        return list(self.inbox)
+    def pending_times(self) -> Collection[Time]:
+        """The times this operator still has work at (a live view: not to be kept)."""
+        return self.inbox.keys()
 
     def has_work(self, time: Time) -> bool:
         return time in self.inbox

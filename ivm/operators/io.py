@@ -178,7 +178,11 @@ class Output(Operator):
         self._epoch_parts = []
         if len(self.last_changes):
             b = self.last_changes
-            self.contents_trace.insert(b.cols, np.zeros((len(b), 0), dtype=np.int64), b.diff)
+            no_times = np.zeros((len(b), 0), dtype=np.int64)
+            if b.rowhash is not None:  # consolidated, with its row hashes
+                self.contents_trace.insert_consolidated(b.cols, no_times, b.diff, b.rowhash)
+            else:
+                self.contents_trace.insert(b.cols, no_times, b.diff)
         self.contents_trace.compact()
 
     def snapshot(self) -> object:

@@ -101,7 +101,10 @@ class Feedback(Operator):
         nxt = time[-1] + 1
         if self.max_iterations is not None and nxt >= self.max_iterations:
             return
-        out = Batch.concat(parts).consolidate()
+        if len(parts) == 1 and parts[0].rowhash is not None:
+            out = parts[0]  # consolidated already (a reduce's output)
+        else:
+            out = Batch.concat(parts).consolidate()
         if len(out):
             self.variable.push(1, (*time[:-1], nxt), out)
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ivm.batch import Batch, hash_rows, take, unique_int_rows
 from ivm.difference import mul_gathered
-from ivm.lattice import Time, join_rows
+from ivm.lattice import ITERATE, Time, join_rows
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import Operator
 from ivm.trace import Gathered, Trace
@@ -47,6 +47,11 @@ def batch_trace(batch: Batch, key_idx: tuple[int, ...], depth: int) -> Trace:
     return t
 
 
+_ONE_LOOP = (ITERATE,)
+#: batches up to this size are handled with Python ints rather than numpy calls
+_SMALL = 32
+
+
 class Join(Operator):
     kind = "join"
 
@@ -69,17 +74,49 @@ class Join(Operator):
         if self.depth == 0:
             self.emit(time, out)
             return
+        if self.kinds == _ONE_LOOP:
+            if found.times.shape[1] == 0:  # history from outside the loop: at iteration 0
+                self.emit(time, out)
+            else:
+                self._emit_by_iteration(time, out, found.times[:, 0])
+            return
         times = join_rows(pad_times(found.times, self.depth), time[1:], self.kinds)
         here = np.all(times == np.asarray(time[1:]), axis=1)
         if here.all():
             self.emit(time, out)
             return
-        self.emit(time, out.take(np.flatnonzero(here)))
-        rest = np.flatnonzero(~here)
+        self.emit(time, out.take(here.nonzero()[0]))
+        rest = (~here).nonzero()[0]
         uniq, inv = unique_int_rows(times[rest])
         for j in range(len(uniq)):
             sel = rest[inv == j]
             self.emit((time[0], *(int(x) for x in uniq[j])), out.take(sel))
+
+    def _emit_by_iteration(self, time: Time, out: Batch, found_it: np.ndarray) -> None:
+        """:meth:`_emit_pairs`'s emission inside one loop: a pair's time is the later of the
+        two iterations, so pairs whose history update is not later than ``time`` are emitted
+        now and the others at their history update's iteration."""
+        now = time[1]
+        if len(found_it) <= _SMALL:
+            its = found_it.tolist()
+            if max(its) <= now:
+                self.emit(time, out)
+                return
+            at: dict[int, list[int]] = {}
+            for j, it in enumerate(its):
+                at.setdefault(it if it > now else now, []).append(j)
+            for it in sorted(at):
+                self.emit((time[0], it), out.take(np.array(at[it], dtype=np.int64)))
+            return
+        later = found_it > now
+        if not later.any():
+            self.emit(time, out)
+            return
+        self.emit(time, out.take((~later).nonzero()[0]))
+        rest = later.nonzero()[0]
+        its = found_it[rest]
+        for it in np.unique(its):
+            self.emit((time[0], int(it)), out.take(rest[its == it]))
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         da, db = inputs

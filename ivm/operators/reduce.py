@@ -17,6 +17,7 @@ over all keys processed at t; the per-key function is a :class:`~ivm.operators.a
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -44,9 +45,11 @@ from ivm.reduce_plan import ReducePlan, general_plan
 from ivm.trace import NO_TIME, Gathered, Trace, constant_times
 
 
-def unique_keys(cols: Columns, n: int) -> tuple[np.ndarray, Columns]:
-    """Distinct key rows (exact, even under hash collisions) and their hashes."""
-    h = hash_rows(cols, n)
+def unique_keys(cols: Columns, n: int, h: np.ndarray | None = None) -> tuple[np.ndarray, Columns]:
+    """Distinct key rows (exact, even under hash collisions) and their hashes (``h``: the
+    rows' hashes, when known)."""
+    if h is None:
+        h = hash_rows(cols, n)
     if n <= 1:
         return h, cols
     keep, _ = consolidate_hashed(h, cols, np.ones(n, dtype=np.int64))
@@ -56,6 +59,8 @@ def unique_keys(cols: Columns, n: int) -> tuple[np.ndarray, Columns]:
 
 
 _NO_TIMES = np.zeros((0, 0), dtype=np.int64)
+#: up to this many keys, schedules are grouped with Python ints rather than numpy calls
+_SMALL = 32
 
 
 def _cat(a: Gathered | None, b: Gathered) -> Gathered:
@@ -136,7 +141,8 @@ class Reduce(KeepsTrace):
         self.depth = len(self.kinds)
         self.plan = plan if plan is not None else general_plan(self.depth)
         self.out = self.new_trace()
-        self.scheduled: dict[Time, list[Columns]] = {}
+        #: keys to re-evaluate at later times: (key columns, their hashes) per time
+        self.scheduled: dict[Time, list[tuple[Columns, np.ndarray]]] = {}
         self.cache = PrefixCache(source.dtypes, self.dtypes)
         # distinct (set semantics): the key is the whole row, so every accumulated group
         # is one row with a multiplicity
@@ -145,7 +151,9 @@ class Reduce(KeepsTrace):
             self.depth <= 1 and self.whole_row and isinstance(kernel, DistinctKernel)
         )
 
-    def pending_times(self) -> list[Time]:
+    def pending_times(self) -> Collection[Time]:
+        if not self.scheduled:
+            return self.inbox.keys()
         return [*self.inbox, *self.scheduled]
 
     def has_work(self, time: Time) -> bool:
@@ -168,22 +176,10 @@ class Reduce(KeepsTrace):
     # difference, schedule later times); the strategies' branches share its local state.
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         delta = inputs[0]
-        parts: list[Columns] = self.scheduled.pop(time, [])
-        if delta is not None:
-            parts = [*parts, tuple(delta.cols[i] for i in self.key_idx)]
-        if not parts:
+        probes = self._probes(time, delta)
+        if probes is None:
             return
-        probe_cols: Columns
-        if len(parts) == 1 and delta is not None and delta.rowhash is not None and self.whole_row:
-            # an arrangement's batch: consolidated, so its rows are distinct keys already
-            probe_h, probe_cols = delta.rowhash, parts[0]
-        else:
-            keys: Columns = concat_columns(parts)
-            nkeys = len(keys[0]) if keys else max(len(delta) if delta is not None else 0, 1)
-            if not keys:
-                probe_h, probe_cols = hash_rows((), 1), ()
-            else:
-                probe_h, probe_cols = unique_keys(keys, nkeys)
+        probe_h, probe_cols = probes
         if self.by_multiplicity:
             self._process_multiplicities(time, probe_h, probe_cols)
             return
@@ -233,10 +229,12 @@ class Reduce(KeepsTrace):
             h = np.concatenate([new_h, old_acc.rowhash])
             keep, sums = consolidate_hashed(h, both.cols, both.diff)
             new_out_all = both
-        diff = Batch(take((new_out if len(old_acc.diff) == 0 else new_out_all).cols, keep), sums)
+        cols = take((new_out if len(old_acc.diff) == 0 else new_out_all).cols, keep)
+        out_h = h[keep]
+        diff = Batch(cols, sums, out_h)  # consolidated, with its rows' hashes
         if len(diff):
             times = constant_times(t_inner, len(diff))
-            self.out.insert_consolidated(diff.cols, times, diff.diff, h[keep])
+            self.out.insert_consolidated(diff.cols, times, diff.diff, out_h)
             self.emit(time, diff)
             if use_cache and len(cache):
                 cache.patch_output(diff, len(self.key_idx), it)
@@ -252,9 +250,30 @@ class Reduce(KeepsTrace):
             )
 
         if nxt is not None:
-            self._schedule_next(time, probe_cols, nxt)
+            self._schedule_next(time, probe_h, probe_cols, nxt)
         elif hist:
-            self._schedule(time, probe_cols, hist)
+            self._schedule(time, probe_h, probe_cols, hist)
+
+    def _probes(self, time: Time, delta: Batch | None) -> tuple[np.ndarray, Columns] | None:
+        """The distinct keys to evaluate at ``time`` (scheduled ones and the input's) and
+        their hashes; None when there are none."""
+        parts: list[tuple[Columns, np.ndarray | None]] = list(self.scheduled.pop(time, ()))
+        if delta is not None:
+            # an arrangement's batch is consolidated: by the whole row, its keys are distinct
+            known = delta.rowhash if self.whole_row else None
+            parts.append((tuple(delta.cols[i] for i in self.key_idx), known))
+        if not parts:
+            return None
+        first_h = parts[0][1]
+        if len(parts) == 1 and first_h is not None and self.key_idx:
+            # one set of distinct keys with their hashes: a schedule's, or an arrangement's
+            return first_h, parts[0][0]
+        keys: Columns = concat_columns([c for c, _ in parts])
+        if not keys:
+            return hash_rows((), 1), ()
+        hashes = [h for _, h in parts if h is not None]
+        known_h = np.concatenate(hashes) if len(hashes) == len(parts) else None
+        return unique_keys(keys, len(keys[0]), known_h)
 
     def _process_multiplicities(self, time: Time, probe_h: np.ndarray, probe_cols: Columns) -> None:
         """:meth:`process` for distinct, where each group is one row with a multiplicity:
@@ -263,20 +282,25 @@ class Reduce(KeepsTrace):
         assert isinstance(self.kernel, DistinctKernel)
         n = len(probe_h)
         upto = time[1] if self.depth else None
-        nxt = np.full(n, NO_TIME, dtype=np.int64) if self.depth else None
+        nxt = None
+        if self.depth:
+            nxt = np.empty(n, dtype=np.int64)
+            nxt.fill(NO_TIME)
         count = self.source.trace.key_sums(probe_h, probe_cols, upto, nxt)
         old = self.out.key_sums(probe_h, probe_cols, upto, nxt)
         new = self.kernel.of_counts(count)
         # new is 0 or 1 and old (a checked sum) is the output's 0 or 1: this cannot wrap
         change = new - old
-        sel = np.flatnonzero(change)
+        sel = change.nonzero()[0]
         if len(sel):
-            diff = Batch(take(probe_cols, sel), change[sel])
+            # the output rows are the keys: consolidated, and hashed as the probes
+            out_h = probe_h[sel]
+            diff = Batch(take(probe_cols, sel), change[sel], out_h)
             times = constant_times(time[1:], len(sel))
-            self.out.insert_consolidated(diff.cols, times, diff.diff, probe_h[sel])
+            self.out.insert_consolidated(diff.cols, times, diff.diff, out_h)
             self.emit(time, diff)
         if nxt is not None:
-            self._schedule_next(time, probe_cols, nxt)
+            self._schedule_next(time, probe_h, probe_cols, nxt)
 
     def _cache_heavy(
         self,
@@ -309,23 +333,40 @@ class Reduce(KeepsTrace):
 
         return keep
 
-    def _schedule_next(self, time: Time, probe_cols: Columns, nxt: np.ndarray) -> None:
+    def _schedule_next(
+        self, time: Time, probe_h: np.ndarray, probe_cols: Columns, nxt: np.ndarray
+    ) -> None:
         """Schedule each probe at its next interesting iteration ``nxt`` (single loop;
         ``NO_TIME``: none)."""
-        probes = np.flatnonzero(nxt != NO_TIME)
+        probes = (nxt != NO_TIME).nonzero()[0]
         if len(probes) == 0:
             return
         when = nxt[probes]
-        first = int(when[0])
-        if (when == first).all():
-            self.scheduled.setdefault((time[0], first), []).append(take(probe_cols, probes))
-            return
-        for it in np.unique(when):
-            sel = probes[when == it]
-            self.scheduled.setdefault((time[0], int(it)), []).append(take(probe_cols, sel))
+        if len(probes) <= _SMALL:
+            # a few keys: grouped by iteration with Python ints
+            at: dict[int, list[int]] = {}
+            for p, it in zip(probes.tolist(), when.tolist(), strict=True):
+                at.setdefault(it, []).append(p)
+            groups = [(it, np.array(ps, dtype=np.int64)) for it, ps in at.items()]
+            if len(groups) == 1:
+                groups = [(groups[0][0], probes)]
+        else:
+            groups = [(int(it), probes[when == it]) for it in np.unique(when)]
+        for it, sel in groups:
+            self._add_schedule((time[0], it), probe_h, probe_cols, sel)
+
+    def _add_schedule(
+        self, when: Time, probe_h: np.ndarray, probe_cols: Columns, sel: np.ndarray
+    ) -> None:
+        """Re-evaluate the probes ``sel`` at ``when`` (their keys and hashes kept)."""
+        self.scheduled.setdefault(when, []).append((take(probe_cols, sel), probe_h[sel]))
 
     def _schedule(
-        self, time: Time, probe_cols: Columns, hist: list[tuple[np.ndarray, np.ndarray]]
+        self,
+        time: Time,
+        probe_h: np.ndarray,
+        probe_cols: Columns,
+        hist: list[tuple[np.ndarray, np.ndarray]],
     ) -> None:
         """Schedule every key at each join of ``time`` with a time in its history.
 
@@ -350,8 +391,7 @@ class Reduce(KeepsTrace):
             first[1:] = o[1:] != o[:-1]
             o, it = o[first], it[first]
             for when_it in np.unique(it):
-                sel = o[it == when_it]
-                self.scheduled.setdefault((time[0], int(when_it)), []).append(take(probe_cols, sel))
+                self._add_schedule((time[0], int(when_it)), probe_h, probe_cols, o[it == when_it])
             return
         joined = join_rows(times, t_inner, self.kinds)
         later = np.flatnonzero(np.any(joined != np.asarray(t_inner), axis=1))
@@ -364,7 +404,7 @@ class Reduce(KeepsTrace):
         for j in range(len(uniq_t)):
             sel = pairs[order[bounds[j] : bounds[j + 1]], self.depth]
             when = (time[0], *(int(x) for x in uniq_t[j]))
-            self.scheduled.setdefault(when, []).append(take(probe_cols, sel))
+            self._add_schedule(when, probe_h, probe_cols, sel)
 
     def end_epoch(self) -> None:
         assert not self.scheduled, f"{self.name}: work scheduled past the end of the epoch"

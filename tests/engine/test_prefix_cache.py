@@ -187,17 +187,7 @@ def test_probe_run_matches_a_scan(
     after = np.array([(p % 2) - 1 if with_after else -1 for p in probes], dtype=np.int64)
     nxt = np.full(len(probes), 99, dtype=np.int64)
     owner, pos = probe_run(
-        sortkey,
-        keyhash,
-        iters.reshape(-1, 1),
-        probe_h,
-        probe_h,
-        after,
-        probe_h | np.uint64(upto),
-        probe_h | np.uint64(255),
-        True,
-        nxt,
-        True,
+        sortkey, keyhash, iters.reshape(-1, 1), probe_h, after, True, upto, 8, nxt, True
     )
     got = sorted(zip(owner.tolist(), pos.tolist(), strict=True))
     want = []

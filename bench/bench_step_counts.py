@@ -1,0 +1,83 @@
+"""What one small engine step does, counted (not timed): ``python -m bench step-counts``.
+
+A workload of ``bench engine`` (default W2 at medium scale: a 10+10-edge change to
+reachability), ``--warm`` steps, then ``--steps`` steps under cProfile.  Per step: Python
+function calls, calls of the compiled (numba) kernels, operator activations and the
+differences processed.  These do not move with the machine's load, so two trees can be
+compared on a busy machine — the fixed per-step cost of a small change is mostly calls:
+run the module from each tree (``cd TREE && PYTHONPATH=. python -m bench step-counts
+--out ...``).  Results go to ``bench/results/step_counts_<workload>.json``.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import pstats
+from pathlib import Path
+
+from bench.cli import bench_arguments
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main(argv: list[str]) -> int:
+    from bench import engine_bench as eb
+
+    ap = bench_arguments("python -m bench step-counts", steps=40, warm=20, seed=0)
+    ap.add_argument("--workload", default="w2", choices=["w1", "w2", "w3"])
+    ap.add_argument("--scale", default="medium", choices=["small", "medium"])
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    e = eb.engine_setup(args.workload, args.scale, args.seed, args.warm + args.steps)
+    e.load()
+    e.g.step()
+    e.out.changes()
+    for i in range(1, args.warm + 1):
+        e.push(i)
+        e.g.step()
+        e.out.changes()
+    prof = cProfile.Profile()
+    diffs = 0
+    for i in range(args.warm + 1, args.warm + args.steps + 1):
+        prof.enable()
+        e.push(i)
+        rep = e.g.step()
+        e.out.changes()
+        prof.disable()
+        diffs += rep.differences
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    n = args.steps
+
+    def calls(match: object) -> float:
+        return sum(v[1] for k, v in stats.items() if callable(match) and match(k)) / n
+
+    per = {
+        "Python function calls": sum(v[1] for v in stats.values()) / n,
+        "compiled kernel calls": calls(
+            lambda k: k[0].endswith(("ivm/kernels.py", "difference.py"))
+        ),
+        "operator activations (run)": calls(lambda k: k[2] == "run" and "operators" in k[0]),
+        "differences processed": diffs / n,
+    }
+    kernels = {
+        k[2]: round(v[1] / n, 2)
+        for k, v in stats.items()
+        if k[0].endswith(("ivm/kernels.py", "difference.py"))
+    }
+    result = {
+        "benchmark": "step-counts",
+        "workload": args.workload,
+        "scale": args.scale,
+        "seed": args.seed,
+        "warm": args.warm,
+        "steps": n,
+        "per_step": per,
+        "kernel_calls_per_step": dict(sorted(kernels.items(), key=lambda kv: -kv[1])),
+    }
+    out = Path(args.out) if args.out else RESULTS / f"step_counts_{args.workload}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    for k, v in per.items():
+        print(f"{k:>30}: {v:,.1f}")
+    return 0
