@@ -451,8 +451,9 @@ class _Target:
 
 
 def _open_target(p: str) -> _Target:
-    """Open the view table at ``p`` (a legacy one is refused)."""
-    dt = delta.open_table(p)
+    """Open the view table at ``p`` for its layout (a legacy one is refused); the commit's
+    files and version come from the kept log replay (:func:`_locate_removal`)."""
+    dt = delta.open_layout(p)
     rows_schema = storage_schema(pa.schema(dt.schema().to_arrow()))
     clustering = (
         vc.clustering_columns(p) if "clustering" in (dt.protocol().writer_features or []) else ()
