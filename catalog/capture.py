@@ -210,7 +210,9 @@ class _Reader:
             try:
                 pf = pq.ParquetFile(full, filesystem=fs)  # one open: schema, then rows
                 have = set(pf.schema_arrow.names)
-                parts.append(self._complete(pf.read(columns=[c for c in self.columns if c in have])))
+                parts.append(
+                    self._complete(pf.read(columns=[c for c in self.columns if c in have]))
+                )
             except (OSError, pa.ArrowException) as exc:
                 raise self.unavailable(
                     f"data file {f.path} of version {version} cannot be read", exc

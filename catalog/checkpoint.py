@@ -260,7 +260,12 @@ class CheckpointStore:
 
     # -- writing --------------------------------------------------------------------------
     def save(
-        self, ckpt: Checkpoint, *, hook: Hook | None = None, carry: Iterable[str] = ()
+        self,
+        ckpt: Checkpoint,
+        *,
+        hook: Hook | None = None,
+        carry: Iterable[str] = (),
+        durable: Sequence[str | os.PathLike[str]] = (),
     ) -> Path:
         """Write ``ckpt`` and make it current, atomically; returns its directory.
 
@@ -268,7 +273,9 @@ class CheckpointStore:
         after ``"files_written"`` and ``"renamed"`` (crash-injection points for tests).
         ``carry`` names state entries of the *current* checkpoint to keep unchanged in the
         new one without rewriting them (hard links, a copy where links are not possible), so
-        a checkpoint that adds a little to a large state costs what it adds.
+        a checkpoint that adds a little to a large state costs what it adds.  ``durable``:
+        other local files or directories fsynced in the checkpoint's barrier, durable before
+        ``CURRENT`` names it (catalog.refresh: the view tables' log directories).
         """
         base = self.directory(ckpt.group)
         base.mkdir(parents=True, exist_ok=True)
@@ -301,13 +308,15 @@ class CheckpointStore:
         check_fence(self.warehouse, ckpt.group)
         pointer = {"epoch": int(ckpt.epoch), "dir": final.name}
         if self.warehouse.remote:
+            fsync_all(list(durable))  # local files beside a remote warehouse
             self._swap_pointer(base, pointer, seen, ckpt.group)
             self._collect_garbage(base, keep_current=True)
             return final
         # one barrier: the files, the directory's entries, its name in ``base`` and the new
         # pointer's contents durable together; then the pointer is replaced (catalog.durable)
         written = [final / w.name for w in written]
-        write_json_atomic(base / CURRENT, pointer, durable=[*written, final, base])
+        extra = [Path(d) for d in durable]
+        write_json_atomic(base / CURRENT, pointer, durable=[*written, final, base, *extra])
         self._collect_garbage(base, keep_current=True)
         return final
 

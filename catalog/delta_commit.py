@@ -352,19 +352,29 @@ def commit(
     actions: Sequence[Mapping[str, Any]],
     *,
     durable: Sequence[str] = (),
+    sync_entry: bool = True,
 ) -> None:
     """Create log entry ``version`` holding ``actions`` (one JSON object per line), atomically.
 
     ``durable``: the files this writer wrote for the entry (data, change-data, deletion-vector
     files), made durable together with the entry before it appears (catalog.storage
     ``put_if_absent``), so a durable entry never names a file a crash lost.
+    ``sync_entry=False``: the entry's name in the log directory is made durable by the
+    caller (:func:`log_directory`'s ``fsync``; catalog.refresh joins it to the next
+    checkpoint's barrier).
     """
     final = storage.join(_log(table), f"{version:020d}.json")
     text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
-    if not storage.backend(table).put_if_absent(final, text.encode("utf-8"), durable=durable):
+    backend = storage.backend(table)
+    if not backend.put_if_absent(final, text.encode("utf-8"), durable, sync_entry=sync_entry):
         raise ConcurrentCommitError(
             "commit", table, f"version {version} was committed by another writer; retry"
         )
+
+
+def log_directory(table: str) -> str:
+    """The table's ``_delta_log`` directory."""
+    return _log(table)
 
 
 def file_location(table: str, action: Mapping[str, Any]) -> str:

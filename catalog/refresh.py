@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from catalog import view_table
+from catalog import storage, view_table
 from catalog.changes import DIFF, consolidate
 from catalog.checkpoint import Checkpoint, CheckpointStore, Hook
 from catalog.delta import WriteResult
@@ -157,6 +157,7 @@ def publish(
             hook=hook,
             key=t.key,
             on_rows=on_rows,
+            sync_entry=False,  # made durable by the next checkpoint's barrier (below)
         )
         if counter is not None:
             counter.finished(t.name)
@@ -188,6 +189,15 @@ def recover(
                 )
         return None, None
     return ckpt, publish(ckpt, targets)
+
+
+def _view_logs(targets: Sequence[ViewTarget]) -> list[str]:
+    """The local view tables' log directories.  :func:`publish` leaves its new log entries'
+    names to be made durable here, in the next checkpoint's barrier: a checkpoint of epoch
+    ``e`` is never durable before the view commits of ``e - 1`` are (recovery republishes
+    the current checkpoint's pending changes whose commits a crash lost)."""
+    logs = [view_table.log_directory(t.path) for t in targets]
+    return [d for d in logs if not storage.is_object_store(d) and os.path.isdir(d)]
 
 
 def commit_refresh(
@@ -241,7 +251,7 @@ def commit_refresh(
     )
     if hook:
         hook("before_checkpoint")
-    store.save(ckpt, hook=hook, carry=carry)
+    store.save(ckpt, hook=hook, carry=carry, durable=_view_logs(targets))
     if hook:
         hook("checkpointed")
     return publish(ckpt, targets, hook=hook, rows_written=rows_written)

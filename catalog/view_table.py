@@ -190,6 +190,11 @@ def uses_deletion_vectors(path: str | os.PathLike[str]) -> bool:
 # -- writing -----------------------------------------------------------------------------
 
 
+def log_directory(path: str | os.PathLike[str]) -> str:
+    """The view table's ``_delta_log`` directory."""
+    return delta_commit.log_directory(os.fspath(path))
+
+
 def committed_epoch(path: str | os.PathLike[str], view: str) -> int | None:
     """The epoch of the view's last refresh commit (Delta ``txn`` version), or ``None``.
 
@@ -390,6 +395,7 @@ def commit_view_changes(
     hook: Hook | None = None,
     key: tuple[str, ...] | None = None,
     on_rows: Callable[[int], None] | None = None,
+    sync_entry: bool = True,
 ) -> delta.WriteResult | None:
     """Apply one refresh's change (row columns + ``__diff__``) as one Delta commit.
 
@@ -402,7 +408,8 @@ def commit_view_changes(
     ``hook("files_written:<view>")`` runs after the data files are written, before the
     commit (a crash point of the tests).  ``on_rows(n)``: the progress of the write, ``n``
     of the change's copies written (the removed ones once their files are handled, the
-    inserted ones file by file), for progress reports.
+    inserted ones file by file), for progress reports.  ``sync_entry=False``: the new log
+    entry's name is made durable by the caller (catalog.delta_commit ``commit``).
 
     The phases: open the target, consolidate the change, locate the rows it removes, write
     the removals (deletion vectors or rewritten files), the inserts and the change feed, and
@@ -435,6 +442,7 @@ def commit_view_changes(
         version,
         [*refresh.header(metrics, blind=not removal.touched, now=out.now), *out.actions],
         durable=out.new_files,
+        sync_entry=sync_entry,
     )
     return delta.WriteResult(version, metrics)
 

@@ -370,3 +370,39 @@ def test_checkpoint_pointer_is_compare_and_swap_on_s3(s3_bucket: str) -> None:  
     a.save(Checkpoint(GROUP, 3, {"t": 2}, state={"s": pa.table({"x": [4]})}))  # a retry works
     base = wh.checkpoint_dir(GROUP)
     assert len([p for p in base.iterdir() if p.name.startswith("epoch-")]) <= 2  # a's orphan gone
+
+
+def test_view_commits_become_durable_in_the_next_checkpoints_barrier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view commit's log entry is not fsynced on its own: its directory is fsynced in the
+    barrier of the next checkpoint, before ``CURRENT`` names it (so a checkpoint of epoch
+    ``e`` is never durable while a view commit of ``e - 1`` is not).  Spied: every fsync,
+    in order, with the moment each ``CURRENT`` is replaced."""
+    from catalog import checkpoint as ck
+    from catalog import durable
+
+    events: list[tuple[str, tuple[str, ...]]] = []
+
+    def one(p: object) -> None:
+        events.append(("fsync", (str(p),)))
+        durable.fsync_path(p)  # type: ignore[arg-type]
+
+    def many(ps: list[object]) -> None:
+        events.append(("barrier", tuple(str(p) for p in ps)))
+        durable.fsync_all(ps)  # type: ignore[arg-type]
+
+    for mod in (ck, storage):
+        monkeypatch.setattr(mod, "fsync_path", one)
+        monkeypatch.setattr(mod, "fsync_all", many)
+    cat = setup(tmp_path)
+    logs = {str(Path(v.path) / "_delta_log") for v in cat.dependency_order()}
+    for m in mutations(tmp_path):
+        m()
+        refresh(tmp_path)
+    assert not [e for e in events if e[0] == "fsync" and e[1][0] in logs]
+    barriers = [e[1] for e in events if any("/.CURRENT." in p for p in e[1])]  # its temp file
+    assert len(barriers) == len(mutations(tmp_path))
+    for b in barriers[1:]:  # from the second checkpoint on, the view tables exist
+        assert logs <= set(b)
+    assert final_views(tmp_path) == oracle(tmp_path)
