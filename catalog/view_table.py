@@ -424,13 +424,15 @@ def commit_view_changes(
         return None
     removal = _locate_removal(target, change)
     out = _Actions(now=int(time.time() * 1000))
+    packed = _packs_inserts(target, removal, change)
     if removal.touched and removal.use_dv:
         _remove_by_vectors(target, removal, out)
     elif removal.touched:
-        _remove_by_rewrite(target, removal, out)
+        _remove_by_rewrite(target, removal, out, change.plus if packed else None)
     if on_rows is not None:
         on_rows(change.removed)
-    _write_inserts(target, change, out, on_rows)
+    if not packed:
+        _write_inserts(target, change, out, on_rows)
     kinds = _write_feed(target, change, key, out)
     if hook:
         hook(f"files_written:{view}")
@@ -579,19 +581,43 @@ def _remove_by_vectors(target: _Target, removal: _Removal, out: _Actions) -> Non
         out.actions.append({"add": add})
 
 
-def _remove_by_rewrite(target: _Target, removal: _Removal, out: _Actions) -> None:
-    """Remove the rows by copy on write: each touched file is replaced by its other rows."""
+def _packs_inserts(target: _Target, removal: _Removal, change: _SignedChange) -> bool:
+    """Whether the copy-on-write also takes the inserted rows: an unpartitioned, unclustered
+    table whose touched files are small, and whose rows fit one file together.  A view whose
+    refreshes update rows then keeps one file, where a file per refresh piled up and was
+    packed by a compaction commit every :data:`COMPACT_SMALL_FILES` refreshes."""
+    if removal.use_dv or not removal.touched or target.parts or target.clustering:
+        return False
+    rows = change.plus.num_rows + sum(f.num_records for f in removal.touched)
+    small = all(0 <= f.size < SMALL_FILE_BYTES for f in removal.touched)
+    return small and all(f.num_records >= 0 for f in removal.touched) and rows <= FILE_ROWS
+
+
+def _remove_by_rewrite(
+    target: _Target, removal: _Removal, out: _Actions, inserts: pa.Table | None = None
+) -> None:
+    """Remove the rows by copy on write: each touched file is replaced by its other rows;
+    with ``inserts`` (:func:`_packs_inserts`), all of them and the inserted rows, sorted,
+    by one file."""
     p = target.path
+    packed = [] if inserts is None else [inserts]
     for f in removal.touched:
         data = vp.read_file(p, f, target.rows_schema)
         keep = np.ones(data.num_rows, dtype=bool)
         keep[removal.found[f.path]] = False
         out.actions.append({"remove": _remove_action(f, out.now)})
-        if keep.any():
-            kept = data.filter(pa.array(keep))
-            if target.clustering:  # the rest of the file, in the current clustering order
-                kept = _sorted(kept, target.clustering)
-            out.add_files(p, vp.write_files(p, kept, target.parts))
+        if not keep.any():
+            continue
+        kept = data.filter(pa.array(keep))
+        if inserts is not None:
+            packed.append(kept)
+            continue
+        if target.clustering:  # the rest of the file, in the current clustering order
+            kept = _sorted(kept, target.clustering)
+        out.add_files(p, vp.write_files(p, kept, target.parts))
+    rows = pa.concat_tables(packed) if packed else None
+    if rows is not None and rows.num_rows:
+        out.add_files(p, vp.write_files(p, _sorted(rows), target.parts))
 
 
 def _write_inserts(
