@@ -49,6 +49,7 @@ from catalog.paths import Warehouse
 FORMAT = 1
 CURRENT = "CURRENT"
 Hook = Callable[[str], None]
+_Stamp = tuple[int, int, int, int]  # a file's inode, size, mtime and ctime (catalog.checkpoint)
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,10 @@ class CheckpointStore:
         self.keep = max(1, keep)
         #: seconds a refresh waits for a group's writer lock (None: ``IVM_LOCK_TIMEOUT`` or 300)
         self.lock_timeout: float | None = None
+        #: per group, the last manifest read, kept while ``CURRENT`` and ``manifest.json``
+        #: are the same files (local warehouses: ``CURRENT`` is only ever replaced by a new
+        #: file), so a refresh reads and checks it once, not five times
+        self._read: dict[str, tuple[tuple[_Stamp, _Stamp], Manifest, dict[str, Any]]] = {}
 
     def directory(self, group: str) -> Path:
         return self.warehouse.checkpoint_dir(group)
@@ -207,10 +212,19 @@ class CheckpointStore:
     # -- reading --------------------------------------------------------------------------
     def manifest(self, group: str) -> Manifest | None:
         """The current checkpoint's manifest, or ``None`` if the group has none."""
+        return self._manifest(group)[0]
+
+    def _manifest(self, group: str) -> tuple[Manifest | None, dict[str, Any]]:
+        """The current manifest and its raw JSON (``(None, {})`` without a checkpoint)."""
         base = self.directory(group)
         pointer = base / CURRENT
-        if not pointer.exists():
-            return None
+        stamp = None if self.warehouse.remote else _stamp(pointer)
+        kept = self._read.get(group)
+        same = kept is not None and kept[0] == (stamp, _stamp(kept[1].directory / "manifest.json"))
+        if stamp is not None and kept is not None and same:
+            return kept[1], kept[2]
+        if stamp is None and not pointer.exists():
+            return None, {}
         try:
             cur = json.loads(pointer.read_text(encoding="utf-8"))
             d = self.warehouse.check_inside(base / cur["dir"])
@@ -223,7 +237,7 @@ class CheckpointStore:
             raise CheckpointError(
                 f"checkpoint of {group!r} has an unexpected manifest{repair(group)}"
             )
-        return Manifest(
+        out = Manifest(
             group=group,
             epoch=int(m["epoch"]),
             input_versions={k: int(v) for k, v in m["input_versions"].items()},
@@ -231,6 +245,10 @@ class CheckpointStore:
             meta=m.get("meta", {}),
             directory=d,
         )
+        written = _stamp(d / "manifest.json")
+        if stamp is not None and written is not None and _valid_manifest(m):
+            self._read[group] = ((stamp, written), out, m)
+        return out, m
 
     def current_epoch(self, group: str) -> int | None:
         m = self.manifest(group)
@@ -350,10 +368,10 @@ class CheckpointStore:
         wanted = [str(k) for k in keys]
         if not wanted:
             return {}
-        m = self.manifest(group)
+        m, raw = self._manifest(group)
         if m is None:
             raise CheckpointError(f"checkpoint of {group!r}: nothing to carry over")
-        raw = _read_manifest(m.directory, group)
+        raw = raw if _valid_manifest(raw) else _read_manifest(m.directory, group)
         missing = [k for k in wanted if k not in raw["state"]]
         if missing:
             raise CheckpointError(f"checkpoint of {group!r} has no state entries {missing}")
@@ -361,10 +379,10 @@ class CheckpointStore:
 
     def state_keys(self, group: str) -> tuple[str, ...]:
         """The keys of the current checkpoint's state entries (no table is read)."""
-        m = self.manifest(group)
+        m, raw = self._manifest(group)
         if m is None:
             return ()
-        raw = _read_manifest(m.directory, group)
+        raw = raw if _valid_manifest(raw) else _read_manifest(m.directory, group)
         return tuple(raw["state"])
 
     def lock(
@@ -409,6 +427,19 @@ class CheckpointStore:
                 target.unlink(missing_ok=True)
 
 
+def _stamp(path: Path) -> _Stamp | None:
+    """``path``'s inode, size and change times (``None``: no such file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _valid_manifest(raw: Any) -> bool:
+    return isinstance(raw, dict) and isinstance(raw.get("state"), dict)
+
+
 def _read_manifest(directory: Path, group: str) -> dict[str, Any]:
     try:
         raw = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
@@ -416,7 +447,7 @@ def _read_manifest(directory: Path, group: str) -> dict[str, Any]:
         raise CheckpointError(
             f"checkpoint of {group!r} is unreadable: {exc}{repair(group)}"
         ) from exc
-    if not isinstance(raw, dict) or not isinstance(raw.get("state"), dict):
+    if not _valid_manifest(raw):
         raise CheckpointError(f"checkpoint of {group!r} has an unexpected manifest{repair(group)}")
     return raw
 

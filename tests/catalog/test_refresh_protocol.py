@@ -274,6 +274,26 @@ def test_checkpoint_round_trip_and_gc(tmp_path: Path) -> None:
     assert store.load("x") is None
 
 
+def test_a_kept_manifest_follows_every_change_of_its_files(tmp_path: Path) -> None:
+    """The store reads a manifest once per ``CURRENT``: another store's save, a damaged
+    ``manifest.json`` and a ``CURRENT`` pointing elsewhere are all seen by the next read."""
+    wh = Catalog(tmp_path).warehouse
+    mine, other = CheckpointStore(wh), CheckpointStore(wh, keep=3)
+    mine.save(Checkpoint("x", 1, {"t": 1}, state={"a": pa.table({"a": [1]})}))
+    first = mine.manifest("x")
+    assert first is not None and mine.manifest("x") is first  # kept
+    other.save(Checkpoint("x", 2, {"t": 2}))
+    assert mine.current_epoch("x") == 2 and mine.state_keys("x") == ()
+    current = mine.manifest("x")
+    assert current is not None
+    (current.directory / "manifest.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="unreadable"):
+        mine.manifest("x")
+    pointer = mine.directory("x") / "CURRENT"
+    pointer.write_text(json.dumps({"epoch": 1, "dir": first.directory.name}))
+    assert mine.current_epoch("x") == 1 and mine.state_keys("x") == ("a",)
+
+
 def test_view_tables_record_inputs(tmp_path: Path) -> None:
     run(tmp_path)
     cat = Catalog(tmp_path)
