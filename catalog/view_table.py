@@ -319,9 +319,15 @@ def _may_match(data: pa.Table, wanted: pa.Table) -> np.ndarray:
 
 
 def _locate(
-    table: str, files: Mapping[str, FileEntry], retract: pa.Table, counts: np.ndarray
+    table: str,
+    files: Mapping[str, FileEntry],
+    retract: pa.Table,
+    counts: np.ndarray,
+    whole: dict[str, pa.Table] | None = None,
 ) -> dict[str, np.ndarray]:
-    """For each row of ``retract``, ``counts`` stored copies: file path -> positions."""
+    """For each row of ``retract``, ``counts`` stored copies: file path -> positions.
+    ``whole`` receives the files whose every row group was read (a copy-on-write reuses
+    them)."""
     schema = retract.schema
     need = Counter(dict(zip(_keys(retract), counts.tolist(), strict=True)))
     found: dict[str, list[int]] = {}
@@ -334,6 +340,8 @@ def _locate(
         data, pos = _read_candidates(table, f, retract, schema)
         if data.num_rows == 0:
             continue
+        if whole is not None and data.num_rows == f.num_records:
+            whole[path] = data  # positions 0 .. n-1: every row group was a candidate
         deleted = (
             dvs.read_positions(table, f.deletion_vector)
             if f.deletion_vector is not None
@@ -513,6 +521,7 @@ class _Removal:
     found: dict[str, np.ndarray]
     touched: list[FileEntry]
     use_dv: bool
+    read: Mapping[str, pa.Table] = field(default_factory=dict)  # touched files read whole
 
 
 def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
@@ -521,7 +530,8 @@ def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
     p = target.path
     version, files = delta_commit.snapshot_files(p)
     minus = change.minus_rows
-    found = _locate(p, files, minus, change.minus_counts) if minus.num_rows else {}
+    whole: dict[str, pa.Table] = {}
+    found = _locate(p, files, minus, change.minus_counts, whole) if minus.num_rows else {}
     touched = [files[f] for f in found]
     config = target.table.metadata().configuration
     use_dv = str(config.get(DV_PROPERTY, "false")).lower() == "true"
@@ -530,7 +540,9 @@ def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
         version, files = delta_commit.snapshot_files(p)
         touched = [files[f] for f in found]
         use_dv = True
-    return _Removal(version, found, touched, use_dv)
+    return _Removal(
+        version, found, touched, use_dv, {f.path: whole[f.path] for f in touched if f.path in whole}
+    )
 
 
 @dataclass
@@ -602,7 +614,9 @@ def _remove_by_rewrite(
     p = target.path
     packed = [] if inserts is None else [inserts]
     for f in removal.touched:
-        data = vp.read_file(p, f, target.rows_schema)
+        data = removal.read.get(f.path)
+        if data is None:
+            data = vp.read_file(p, f, target.rows_schema)
         keep = np.ones(data.num_rows, dtype=bool)
         keep[removal.found[f.path]] = False
         out.actions.append({"remove": _remove_action(f, out.now)})
