@@ -34,7 +34,10 @@ Why every crash point is safe ("nothing lost, nothing twice"):
   in the same atomic Delta commit as the rows.  The next refresh then starts from ``S_e`` and
   ``I_e``.
 * crash inside a Delta commit: the commit is atomic (the log entry is created with
-  put-if-absent); either it exists with its ``txn`` or it does not.  Data, deletion-vector
+  put-if-absent); either it exists with its ``txn`` or it does not.  A published entry's
+  name becomes durable with the next checkpoint (its barrier fsyncs the view tables' log
+  directories), so a power loss can drop only commits of the current checkpoint's epoch,
+  which recovery publishes again.  Data, deletion-vector
   and change files written before a crash are referenced by no snapshot; recovery writes new
   ones and vacuum removes the orphans.
 
