@@ -125,10 +125,13 @@ def _read_table(path: Path) -> pa.Table:
         return pa.ipc.open_file(source).read_all()
 
 
-def write_json_atomic(path: Path, obj: Any, *, durable: Sequence[Path] = ()) -> None:
+def write_json_atomic(
+    path: Path, obj: Any, *, durable: Sequence[Path] = (), sync_dir: bool = True
+) -> None:
     """Write ``obj`` as JSON to ``path`` atomically (temp file, fsync, ``os.replace``, fsync
     of the directory).  ``durable``: other files and directories fsynced together with the
     temp file (catalog.durable), so that they are durable before ``path`` names anything.
+    ``sync_dir=False``: the directory's fsync is left to the caller.
 
     An unwritable warehouse (read-only, no permission, disk full) raises
     :class:`~catalog.errors.StorageError`; ``path`` is then unchanged.
@@ -146,7 +149,8 @@ def write_json_atomic(path: Path, obj: Any, *, durable: Sequence[Path] = ()) -> 
             json.dump(obj, f, indent=1, sort_keys=True)
         fsync_all([tmp, *durable])
         os.replace(tmp, path)
-        fsync_path(path.parent)
+        if sync_dir:
+            fsync_path(path.parent)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
@@ -284,6 +288,7 @@ class CheckpointStore:
         hook: Hook | None = None,
         carry: Iterable[str] = (),
         durable: Sequence[str | os.PathLike[str]] = (),
+        sync_pointer: bool = True,
     ) -> Path:
         """Write ``ckpt`` and make it current, atomically; returns its directory.
 
@@ -294,6 +299,9 @@ class CheckpointStore:
         a checkpoint that adds a little to a large state costs what it adds.  ``durable``:
         other local files or directories fsynced in the checkpoint's barrier, durable before
         ``CURRENT`` names it (catalog.refresh: the view tables' log directories).
+        ``sync_pointer=False``: the group directory's fsync after ``CURRENT`` is replaced (what
+        makes the new pointer durable) is left to the caller (catalog.refresh joins it to the
+        first view commit's barrier); local warehouses only.
         """
         base = self.directory(ckpt.group)
         base.mkdir(parents=True, exist_ok=True)
@@ -334,7 +342,8 @@ class CheckpointStore:
         # pointer's contents durable together; then the pointer is replaced (catalog.durable)
         written = [final / w.name for w in written]
         extra = [Path(d) for d in durable]
-        write_json_atomic(base / CURRENT, pointer, durable=[*written, final, base, *extra])
+        durable_too = [*written, final, base, *extra]
+        write_json_atomic(base / CURRENT, pointer, durable=durable_too, sync_dir=sync_pointer)
         self._collect_garbage(base, keep_current=True)
         return final
 

@@ -64,6 +64,7 @@ from catalog import storage, view_table
 from catalog.changes import DIFF, consolidate
 from catalog.checkpoint import Checkpoint, CheckpointStore, Hook
 from catalog.delta import WriteResult
+from catalog.durable import fsync_path
 from catalog.errors import RecoveryError
 
 
@@ -123,13 +124,15 @@ def publish(
     *,
     hook: Hook | None = None,
     rows_written: Callable[[int, int], None] | None = None,
+    durable: Sequence[str] = (),
 ) -> RefreshResult:
     """Commit the checkpoint's pending view changes that are not yet in their tables.
 
     ``targets`` gives the order (dependency order) and the tables; pending changes of views
     not in ``targets`` (dropped since) are ignored.  ``hook(f"committed:{view}")`` runs after
     each commit.  ``rows_written(done, total)``: the progress of the writes, in changed rows
-    (:class:`RowsWritten`), from ``(0, total)`` to ``(total, total)``.
+    (:class:`RowsWritten`), from ``(0, total)`` to ``(total, total)``.  ``durable``: local
+    files or directories fsynced in each view commit's barrier, before its entry appears.
     """
     commits: dict[str, WriteResult | None] = {}
     counter = RowsWritten.of(ckpt.pending, rows_written) if rows_written is not None else None
@@ -161,6 +164,7 @@ def publish(
             key=t.key,
             on_rows=on_rows,
             sync_entry=False,  # made durable by the next checkpoint's barrier (below)
+            durable=durable,
         )
         if counter is not None:
             counter.finished(t.name)
@@ -254,7 +258,14 @@ def commit_refresh(
     )
     if hook:
         hook("before_checkpoint")
-    store.save(ckpt, hook=hook, carry=carry, durable=_view_logs(targets))
+    local = not store.warehouse.remote
+    store.save(ckpt, hook=hook, carry=carry, durable=_view_logs(targets), sync_pointer=not local)
+    # the new CURRENT's name is made durable in the first view commit's barrier, before any
+    # log entry of epoch ``e`` appears (or here, when nothing is published)
+    pointer = [os.fspath(store.directory(group))] if local else []
     if hook:
         hook("checkpointed")
-    return publish(ckpt, targets, hook=hook, rows_written=rows_written)
+    result = publish(ckpt, targets, hook=hook, rows_written=rows_written, durable=pointer)
+    if pointer and not result.published:
+        fsync_path(pointer[0])
+    return result

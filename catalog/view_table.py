@@ -51,7 +51,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -404,6 +404,7 @@ def commit_view_changes(
     key: tuple[str, ...] | None = None,
     on_rows: Callable[[int], None] | None = None,
     sync_entry: bool = True,
+    durable: Sequence[str] = (),
 ) -> delta.WriteResult | None:
     """Apply one refresh's change (row columns + ``__diff__``) as one Delta commit.
 
@@ -417,7 +418,9 @@ def commit_view_changes(
     commit (a crash point of the tests).  ``on_rows(n)``: the progress of the write, ``n``
     of the change's copies written (the removed ones once their files are handled, the
     inserted ones file by file), for progress reports.  ``sync_entry=False``: the new log
-    entry's name is made durable by the caller (catalog.delta_commit ``commit``).
+    entry's name is made durable by the caller (catalog.delta_commit ``commit``);
+    ``durable``: other local files or directories fsynced with the commit's files, before
+    its entry appears (catalog.refresh: the checkpoint's new ``CURRENT``).
 
     The phases: open the target, consolidate the change, locate the rows it removes, write
     the removals (deletion vectors or rewritten files), the inserts and the change feed, and
@@ -451,7 +454,7 @@ def commit_view_changes(
         target.path,
         version,
         [*refresh.header(metrics, blind=not removal.touched, now=out.now), *out.actions],
-        durable=out.new_files,
+        durable=[*out.new_files, *durable],
         sync_entry=sync_entry,
     )
     return delta.WriteResult(version, metrics)

@@ -397,8 +397,9 @@ def test_view_commits_become_durable_in_the_next_checkpoints_barrier(
 ) -> None:
     """A view commit's log entry is not fsynced on its own: its directory is fsynced in the
     barrier of the next checkpoint, before ``CURRENT`` names it (so a checkpoint of epoch
-    ``e`` is never durable while a view commit of ``e - 1`` is not).  Spied: every fsync,
-    in order, with the moment each ``CURRENT`` is replaced."""
+    ``e`` is never durable while a view commit of ``e - 1`` is not); and the new
+    ``CURRENT``'s name (its directory) is fsynced in the barrier of each view commit, before
+    that commit's entry appears.  Spied: every fsync and barrier, in order."""
     from catalog import checkpoint as ck
     from catalog import durable
 
@@ -425,4 +426,8 @@ def test_view_commits_become_durable_in_the_next_checkpoints_barrier(
     assert len(barriers) == len(mutations(tmp_path))
     for b in barriers[1:]:  # from the second checkpoint on, the view tables exist
         assert logs <= set(b)
+    group = str(cat.checkpoints.directory(GROUP))
+    entries = [e[1] for e in events if any("/_delta_log/." in p for p in e[1])]
+    assert entries and all(group in b for b in entries)  # each view commit's barrier
+    assert not [e for e in events if e[1] == (group,)]  # every refresh here publishes
     assert final_views(tmp_path) == oracle(tmp_path)
