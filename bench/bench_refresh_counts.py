@@ -33,6 +33,8 @@ COUNTS = {
     "deltalake compact_optimize": lambda f: "compact_optimize' of 'deltalake" in f,
     "deltalake create_checkpoint": lambda f: "create_checkpoint' of 'deltalake" in f,
     "checkpoint tables read": lambda f: f == "_read_table",
+    "view table compactions": lambda f: f == "compact_view",
+    "Parquet files written": lambda f: f == "write_data_file",
 }
 
 

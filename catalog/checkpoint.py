@@ -49,6 +49,7 @@ from catalog.paths import Warehouse
 FORMAT = 1
 CURRENT = "CURRENT"
 Hook = Callable[[str], None]
+_Stamp = tuple[int, int, int, int]  # a file's inode, size, mtime and ctime (catalog.checkpoint)
 
 
 @dataclass(frozen=True)
@@ -124,10 +125,13 @@ def _read_table(path: Path) -> pa.Table:
         return pa.ipc.open_file(source).read_all()
 
 
-def write_json_atomic(path: Path, obj: Any, *, durable: Sequence[Path] = ()) -> None:
+def write_json_atomic(
+    path: Path, obj: Any, *, durable: Sequence[Path] = (), sync_dir: bool = True
+) -> None:
     """Write ``obj`` as JSON to ``path`` atomically (temp file, fsync, ``os.replace``, fsync
     of the directory).  ``durable``: other files and directories fsynced together with the
     temp file (catalog.durable), so that they are durable before ``path`` names anything.
+    ``sync_dir=False``: the directory's fsync is left to the caller.
 
     An unwritable warehouse (read-only, no permission, disk full) raises
     :class:`~catalog.errors.StorageError`; ``path`` is then unchanged.
@@ -145,7 +149,8 @@ def write_json_atomic(path: Path, obj: Any, *, durable: Sequence[Path] = ()) -> 
             json.dump(obj, f, indent=1, sort_keys=True)
         fsync_all([tmp, *durable])
         os.replace(tmp, path)
-        fsync_path(path.parent)
+        if sync_dir:
+            fsync_path(path.parent)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
@@ -200,6 +205,10 @@ class CheckpointStore:
         self.keep = max(1, keep)
         #: seconds a refresh waits for a group's writer lock (None: ``IVM_LOCK_TIMEOUT`` or 300)
         self.lock_timeout: float | None = None
+        #: per group, the last manifest read, kept while ``CURRENT`` and ``manifest.json``
+        #: are the same files (local warehouses: ``CURRENT`` is only ever replaced by a new
+        #: file), so a refresh reads and checks it once, not five times
+        self._read: dict[str, tuple[tuple[_Stamp, _Stamp], Manifest, dict[str, Any]]] = {}
 
     def directory(self, group: str) -> Path:
         return self.warehouse.checkpoint_dir(group)
@@ -207,10 +216,19 @@ class CheckpointStore:
     # -- reading --------------------------------------------------------------------------
     def manifest(self, group: str) -> Manifest | None:
         """The current checkpoint's manifest, or ``None`` if the group has none."""
+        return self._manifest(group)[0]
+
+    def _manifest(self, group: str) -> tuple[Manifest | None, dict[str, Any]]:
+        """The current manifest and its raw JSON (``(None, {})`` without a checkpoint)."""
         base = self.directory(group)
         pointer = base / CURRENT
-        if not pointer.exists():
-            return None
+        stamp = None if self.warehouse.remote else _stamp(pointer)
+        kept = self._read.get(group)
+        same = kept is not None and kept[0] == (stamp, _stamp(kept[1].directory / "manifest.json"))
+        if stamp is not None and kept is not None and same:
+            return kept[1], kept[2]
+        if stamp is None and not pointer.exists():
+            return None, {}
         try:
             cur = json.loads(pointer.read_text(encoding="utf-8"))
             d = self.warehouse.check_inside(base / cur["dir"])
@@ -223,7 +241,7 @@ class CheckpointStore:
             raise CheckpointError(
                 f"checkpoint of {group!r} has an unexpected manifest{repair(group)}"
             )
-        return Manifest(
+        out = Manifest(
             group=group,
             epoch=int(m["epoch"]),
             input_versions={k: int(v) for k, v in m["input_versions"].items()},
@@ -231,6 +249,10 @@ class CheckpointStore:
             meta=m.get("meta", {}),
             directory=d,
         )
+        written = _stamp(d / "manifest.json")
+        if stamp is not None and written is not None and _valid_manifest(m):
+            self._read[group] = ((stamp, written), out, m)
+        return out, m
 
     def current_epoch(self, group: str) -> int | None:
         m = self.manifest(group)
@@ -260,7 +282,13 @@ class CheckpointStore:
 
     # -- writing --------------------------------------------------------------------------
     def save(
-        self, ckpt: Checkpoint, *, hook: Hook | None = None, carry: Iterable[str] = ()
+        self,
+        ckpt: Checkpoint,
+        *,
+        hook: Hook | None = None,
+        carry: Iterable[str] = (),
+        durable: Sequence[str | os.PathLike[str]] = (),
+        sync_pointer: bool = True,
     ) -> Path:
         """Write ``ckpt`` and make it current, atomically; returns its directory.
 
@@ -268,7 +296,12 @@ class CheckpointStore:
         after ``"files_written"`` and ``"renamed"`` (crash-injection points for tests).
         ``carry`` names state entries of the *current* checkpoint to keep unchanged in the
         new one without rewriting them (hard links, a copy where links are not possible), so
-        a checkpoint that adds a little to a large state costs what it adds.
+        a checkpoint that adds a little to a large state costs what it adds.  ``durable``:
+        other local files or directories fsynced in the checkpoint's barrier, durable before
+        ``CURRENT`` names it (catalog.refresh: the view tables' log directories).
+        ``sync_pointer=False``: the group directory's fsync after ``CURRENT`` is replaced (what
+        makes the new pointer durable) is left to the caller (catalog.refresh joins it to the
+        first view commit's barrier); local warehouses only.
         """
         base = self.directory(ckpt.group)
         base.mkdir(parents=True, exist_ok=True)
@@ -301,13 +334,16 @@ class CheckpointStore:
         check_fence(self.warehouse, ckpt.group)
         pointer = {"epoch": int(ckpt.epoch), "dir": final.name}
         if self.warehouse.remote:
+            fsync_all(list(durable))  # local files beside a remote warehouse
             self._swap_pointer(base, pointer, seen, ckpt.group)
             self._collect_garbage(base, keep_current=True)
             return final
         # one barrier: the files, the directory's entries, its name in ``base`` and the new
         # pointer's contents durable together; then the pointer is replaced (catalog.durable)
         written = [final / w.name for w in written]
-        write_json_atomic(base / CURRENT, pointer, durable=[*written, final, base])
+        extra = [Path(d) for d in durable]
+        durable_too = [*written, final, base, *extra]
+        write_json_atomic(base / CURRENT, pointer, durable=durable_too, sync_dir=sync_pointer)
         self._collect_garbage(base, keep_current=True)
         return final
 
@@ -341,10 +377,10 @@ class CheckpointStore:
         wanted = [str(k) for k in keys]
         if not wanted:
             return {}
-        m = self.manifest(group)
+        m, raw = self._manifest(group)
         if m is None:
             raise CheckpointError(f"checkpoint of {group!r}: nothing to carry over")
-        raw = _read_manifest(m.directory, group)
+        raw = raw if _valid_manifest(raw) else _read_manifest(m.directory, group)
         missing = [k for k in wanted if k not in raw["state"]]
         if missing:
             raise CheckpointError(f"checkpoint of {group!r} has no state entries {missing}")
@@ -352,10 +388,10 @@ class CheckpointStore:
 
     def state_keys(self, group: str) -> tuple[str, ...]:
         """The keys of the current checkpoint's state entries (no table is read)."""
-        m = self.manifest(group)
+        m, raw = self._manifest(group)
         if m is None:
             return ()
-        raw = _read_manifest(m.directory, group)
+        raw = raw if _valid_manifest(raw) else _read_manifest(m.directory, group)
         return tuple(raw["state"])
 
     def lock(
@@ -405,6 +441,19 @@ class CheckpointStore:
                 target.unlink(missing_ok=True)
 
 
+def _stamp(path: Path) -> _Stamp | None:
+    """``path``'s inode, size and change times (``None``: no such file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _valid_manifest(raw: Any) -> bool:
+    return isinstance(raw, dict) and isinstance(raw.get("state"), dict)
+
+
 def _read_manifest(directory: Path, group: str) -> dict[str, Any]:
     try:
         raw = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
@@ -412,7 +461,7 @@ def _read_manifest(directory: Path, group: str) -> dict[str, Any]:
         raise CheckpointError(
             f"checkpoint of {group!r} is unreadable: {exc}{repair(group)}"
         ) from exc
-    if not isinstance(raw, dict) or not isinstance(raw.get("state"), dict):
+    if not _valid_manifest(raw):
         raise CheckpointError(f"checkpoint of {group!r} has an unexpected manifest{repair(group)}")
     return raw
 

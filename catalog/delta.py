@@ -36,6 +36,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from catalog import delta_cache, delta_features, storage, table_check
+from catalog.delta_commit import layout_version
 from catalog.dtypes import conform, storage_schema
 from catalog.errors import (
     CatalogError,
@@ -167,6 +168,18 @@ def open_table(path: str | os.PathLike[str], version: int | None = None) -> Delt
     if version is None:
         return _guard("open", p, lambda: delta_cache.latest(p))
     return _guard("open", p, lambda: delta_cache.at_version(p, version))
+
+
+def open_layout(path: str | os.PathLike[str]) -> DeltaTable:
+    """The table for its current schema, metadata and protocol only: the kept table as it
+    is when no commit since its version changed them (catalog.delta_commit
+    ``layout_version``), so a table that only received data commits is not brought forward
+    (``update_incremental``, ~7 ms a view refresh); its files and version may be behind."""
+    p = os.fspath(path)
+    dt = delta_cache.kept(p)
+    if dt is not None and int(dt.version()) >= _guard("read log", p, lambda: layout_version(p)):
+        return dt
+    return open_table(p)
 
 
 def arrow_filesystem(path: str | os.PathLike[str]) -> pfs.FileSystem | None:

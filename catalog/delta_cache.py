@@ -104,6 +104,15 @@ def latest(path: str | os.PathLike[str]) -> DeltaTable:
     return dt
 
 
+def kept(path: str | os.PathLike[str]) -> DeltaTable | None:
+    """The kept latest table of ``path`` as it is (possibly behind the newest version), while
+    its log entry is unchanged; ``None`` when none is kept."""
+    key = _key(path)
+    with _lock:
+        hit = _latest.get(key)
+    return hit[0] if hit is not None and _valid(key, hit[1]) else None
+
+
 def at_version(path: str | os.PathLike[str], version: int) -> DeltaTable:
     """The table at ``version`` (a kept one when its log entry is unchanged)."""
     key = _key(path)

@@ -108,6 +108,9 @@ class _Replay:
     files: dict[str, dict[str, Any]]
     txns: dict[str, int]
     domains: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the last version whose actions may have changed the schema, metadata or protocol
+    #: (``metaData``/``protocol`` seen, or the log checkpoint the replay started from)
+    layout: int = -1
 
 
 _replayed: dict[str, tuple[tuple[int, int, int], _Replay]] = {}
@@ -133,10 +136,11 @@ def _replayed_log(table: str) -> _Replay:
         v = r.latest + 1
         text = _entry_text(storage.join(log, f"{v:020d}.json"))
         if text is not None:
-            r = _Replay(r.latest, dict(r.files), dict(r.txns), dict(r.domains))
+            r = _Replay(r.latest, dict(r.files), dict(r.txns), dict(r.domains), r.layout)
             while text is not None:
+                r.latest = v
                 _apply(text, r)
-                r.latest, v = v, v + 1
+                v += 1
                 text = _entry_text(storage.join(log, f"{v:020d}.json"))
     else:
         r = _replay(table)
@@ -164,6 +168,13 @@ def transaction_version(table: str, app_id: str) -> int | None:
     return _replayed_log(table).txns.get(app_id)
 
 
+def layout_version(table: str) -> int:
+    """The last version of the table that may have changed its schema, metadata or
+    protocol, from the kept log replay: a ``DeltaTable`` opened at or after it has the
+    current ones, however many data commits came since."""
+    return _replayed_log(table).layout
+
+
 def _entry_text(path: str) -> str | None:
     """Log entry ``path``'s text, ``None`` if there is no such entry."""
     try:
@@ -186,6 +197,8 @@ def _apply(text: str, r: _Replay) -> None:
             r.txns[str(action["txn"]["appId"])] = int(action["txn"]["version"])
         elif "domainMetadata" in action:
             r.domains[str(action["domainMetadata"]["domain"])] = action["domainMetadata"]
+        elif "metaData" in action or "protocol" in action:
+            r.layout = r.latest
 
 
 def _replay(table: str) -> _Replay:
@@ -221,14 +234,14 @@ def _replay(table: str) -> _Replay:
                 for d in part.column("domainMetadata").drop_null().to_pylist():
                     r.domains[str(d["domain"])] = d
     versions = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
-    r.latest = start
+    r.latest = r.layout = start
     for v in versions:
         if v <= start:
             continue
         text = _entry_text(storage.join(log, f"{v:020d}.json"))
         if text is not None:
-            _apply(text, r)
             r.latest = v
+            _apply(text, r)
     if r.latest < 0:
         raise DeltaOperationError("read log", table, "the Delta log has no commit")
     return r
@@ -339,19 +352,29 @@ def commit(
     actions: Sequence[Mapping[str, Any]],
     *,
     durable: Sequence[str] = (),
+    sync_entry: bool = True,
 ) -> None:
     """Create log entry ``version`` holding ``actions`` (one JSON object per line), atomically.
 
     ``durable``: the files this writer wrote for the entry (data, change-data, deletion-vector
     files), made durable together with the entry before it appears (catalog.storage
     ``put_if_absent``), so a durable entry never names a file a crash lost.
+    ``sync_entry=False``: the entry's name in the log directory is made durable by the
+    caller (:func:`log_directory`'s ``fsync``; catalog.refresh joins it to the next
+    checkpoint's barrier).
     """
     final = storage.join(_log(table), f"{version:020d}.json")
     text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
-    if not storage.backend(table).put_if_absent(final, text.encode("utf-8"), durable=durable):
+    backend = storage.backend(table)
+    if not backend.put_if_absent(final, text.encode("utf-8"), durable, sync_entry=sync_entry):
         raise ConcurrentCommitError(
             "commit", table, f"version {version} was committed by another writer; retry"
         )
+
+
+def log_directory(table: str) -> str:
+    """The table's ``_delta_log`` directory."""
+    return _log(table)
 
 
 def file_location(table: str, action: Mapping[str, Any]) -> str:

@@ -55,6 +55,7 @@ class Commit:
     cdc_files: int
     table_id: str | None = None
     configuration: Mapping[str, str] | None = None
+    cdcs: tuple[FileAction, ...] = ()  # the change-data files (``cdc`` actions)
 
     @property
     def data_changed(self) -> bool:
@@ -103,7 +104,7 @@ def read_commit(path: str | os.PathLike[str], version: int) -> Commit | None:
     operation, metrics = "", {}
     adds: list[FileAction] = []
     removes: list[FileAction] = []
-    cdc = 0
+    cdcs: list[FileAction] = []
     table_id: str | None = None
     conf: dict[str, str] | None = None
     try:
@@ -116,7 +117,7 @@ def read_commit(path: str | os.PathLike[str], version: int) -> Commit | None:
             elif "remove" in action:
                 removes.append(_file_action(action["remove"]))
             elif "cdc" in action:
-                cdc += 1
+                cdcs.append(_file_action(action["cdc"]))
             elif "commitInfo" in action:
                 info = action["commitInfo"]
                 operation = str(info.get("operation", ""))
@@ -133,7 +134,8 @@ def read_commit(path: str | os.PathLike[str], version: int) -> Commit | None:
         metrics=metrics,
         adds=tuple(adds),
         removes=tuple(removes),
-        cdc_files=cdc,
+        cdc_files=len(cdcs),
         table_id=table_id,
         configuration=conf,
+        cdcs=tuple(cdcs),
     )

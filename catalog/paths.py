@@ -131,7 +131,9 @@ class Warehouse:
         """Whether ``path`` (after resolving symlinks and ``..``) lies inside the warehouse."""
         if storage.is_object_store(path) != self.remote:
             return False
-        resolved = self._resolve(path)
+        return self._inside(self._resolve(path))
+
+    def _inside(self, resolved: Path) -> bool:
         return resolved == self.root or self.root in resolved.parents
 
     def _resolve(self, path: str | os.PathLike[str]) -> Path:
@@ -155,9 +157,12 @@ class Warehouse:
         text = os.fspath(path)
         if "\x00" in text:
             raise InvalidPathError(text, "contains NUL")
-        if not self.contains(text):
+        resolved = (
+            self._resolve(text) if storage.is_object_store(text) == self.remote else None
+        )  # resolved once: symlinks are followed a component at a time (an lstat each)
+        if resolved is None or not self._inside(resolved):
             raise InvalidPathError(text, f"outside the warehouse {self.root.as_posix()}")
-        return self._resolve(text)
+        return resolved
 
     def ensure(self) -> None:
         """Create the warehouse's top-level directories (nothing to do on an object store)."""

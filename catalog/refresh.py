@@ -34,7 +34,10 @@ Why every crash point is safe ("nothing lost, nothing twice"):
   in the same atomic Delta commit as the rows.  The next refresh then starts from ``S_e`` and
   ``I_e``.
 * crash inside a Delta commit: the commit is atomic (the log entry is created with
-  put-if-absent); either it exists with its ``txn`` or it does not.  Data, deletion-vector
+  put-if-absent); either it exists with its ``txn`` or it does not.  A published entry's
+  name becomes durable with the next checkpoint (its barrier fsyncs the view tables' log
+  directories), so a power loss can drop only commits of the current checkpoint's epoch,
+  which recovery publishes again.  Data, deletion-vector
   and change files written before a crash are referenced by no snapshot; recovery writes new
   ones and vacuum removes the orphans.
 
@@ -63,11 +66,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from catalog import view_table
+from catalog import storage, view_table
 from catalog.changes import DIFF, consolidate
 from catalog.checkpoint import Checkpoint, CheckpointStore, Hook
 from catalog.delta import WriteResult
 from catalog.delta_commit import ConcurrentCommitError
+from catalog.durable import fsync_path
 from catalog.errors import RecoveryError
 from catalog.locks import check_fence
 
@@ -129,6 +133,7 @@ def publish(
     hook: Hook | None = None,
     rows_written: Callable[[int, int], None] | None = None,
     fence: Callable[[], None] | None = None,
+    durable: Sequence[str] = (),
 ) -> RefreshResult:
     """Commit the checkpoint's pending view changes that are not yet in their tables.
 
@@ -137,7 +142,8 @@ def publish(
     each commit.  ``rows_written(done, total)``: the progress of the writes, in changed rows
     (:class:`RowsWritten`), from ``(0, total)`` to ``(total, total)``.  ``fence()`` raises
     if this writer lost its group lock (catalog.locks.check_fence): it runs before each view
-    and when a view's commit or state shows another writer got there first.
+    and when a view's commit or state shows another writer got there first.  ``durable``:
+    local files or directories fsynced in each view commit's barrier, before its entry appears.
     """
     commits: dict[str, WriteResult | None] = {}
     counter = RowsWritten.of(ckpt.pending, rows_written) if rows_written is not None else None
@@ -173,6 +179,8 @@ def publish(
                 hook=hook,
                 key=t.key,
                 on_rows=on_rows,
+                sync_entry=False,  # made durable by the next checkpoint's barrier (below)
+                durable=durable,
             )
         except ConcurrentCommitError:
             if fence is not None:
@@ -208,6 +216,15 @@ def recover(
                 )
         return None, None
     return ckpt, publish(ckpt, targets, fence=lambda: check_fence(store.warehouse, group))
+
+
+def _view_logs(targets: Sequence[ViewTarget]) -> list[str]:
+    """The local view tables' log directories.  :func:`publish` leaves its new log entries'
+    names to be made durable here, in the next checkpoint's barrier: a checkpoint of epoch
+    ``e`` is never durable before the view commits of ``e - 1`` are (recovery republishes
+    the current checkpoint's pending changes whose commits a crash lost)."""
+    logs = [view_table.log_directory(t.path) for t in targets]
+    return [d for d in logs if not storage.is_object_store(d) and os.path.isdir(d)]
 
 
 def commit_refresh(
@@ -261,13 +278,21 @@ def commit_refresh(
     )
     if hook:
         hook("before_checkpoint")
-    store.save(ckpt, hook=hook, carry=carry)
+    local = not store.warehouse.remote
+    store.save(ckpt, hook=hook, carry=carry, durable=_view_logs(targets), sync_pointer=not local)
+    # the new CURRENT's name is made durable in the first view commit's barrier, before any
+    # log entry of epoch ``e`` appears (or here, when nothing is published)
+    pointer = [os.fspath(store.directory(group))] if local else []
     if hook:
         hook("checkpointed")
-    return publish(
+    result = publish(
         ckpt,
         targets,
         hook=hook,
         rows_written=rows_written,
         fence=lambda: check_fence(store.warehouse, group),
+        durable=pointer,
     )
+    if pointer and not result.published:
+        fsync_path(pointer[0])
+    return result

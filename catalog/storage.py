@@ -129,11 +129,15 @@ class Storage(Protocol):
         """Create an object that a later :meth:`put_if_absent` makes durable (its ``durable``
         argument): locally no ``fsync`` here, so one barrier covers a commit's files."""
 
-    def put_if_absent(self, location: str, data: bytes, durable: Sequence[str] = ()) -> bool:
+    def put_if_absent(
+        self, location: str, data: bytes, durable: Sequence[str] = (), *, sync_entry: bool = True
+    ) -> bool:
         """Create the object only if none exists; ``False`` (nothing written) if one does.
 
         ``durable``: objects written with :meth:`write_pending` for this one, durable before
-        it appears (object stores: every completed write already is)."""
+        it appears (object stores: every completed write already is).  ``sync_entry=False``:
+        locally, the new entry's name is left for the caller to make durable (an ``fsync``
+        of its directory, e.g. joined with a later barrier)."""
 
     def exists(self, location: str) -> bool: ...
 
@@ -193,7 +197,9 @@ class LocalStorage:
         os.replace(tmp, location)
         self._sync_dir(location)
 
-    def put_if_absent(self, location: str, data: bytes, durable: Sequence[str] = ()) -> bool:
+    def put_if_absent(
+        self, location: str, data: bytes, durable: Sequence[str] = (), *, sync_entry: bool = True
+    ) -> bool:
         tmp = self._write_tmp(location, data)
         # one barrier (catalog.durable): the entry's temp file, the files it names and their
         # directories' entries, before the entry appears
@@ -204,7 +210,8 @@ class LocalStorage:
             return False
         finally:
             os.unlink(tmp)
-        self._sync_dir(location)
+        if sync_entry:
+            self._sync_dir(location)
         return True
 
     def exists(self, location: str) -> bool:
@@ -319,7 +326,9 @@ class S3Storage:
 
     write_pending = write_bytes
 
-    def put_if_absent(self, location: str, data: bytes, durable: Sequence[str] = ()) -> bool:
+    def put_if_absent(
+        self, location: str, data: bytes, durable: Sequence[str] = (), *, sync_entry: bool = True
+    ) -> bool:
         bucket, key = _split(location)
         try:
             self._client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")

@@ -51,7 +51,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,6 +190,11 @@ def uses_deletion_vectors(path: str | os.PathLike[str]) -> bool:
 # -- writing -----------------------------------------------------------------------------
 
 
+def log_directory(path: str | os.PathLike[str]) -> str:
+    """The view table's ``_delta_log`` directory."""
+    return delta_commit.log_directory(os.fspath(path))
+
+
 def committed_epoch(path: str | os.PathLike[str], view: str) -> int | None:
     """The epoch of the view's last refresh commit (Delta ``txn`` version), or ``None``.
 
@@ -314,9 +319,15 @@ def _may_match(data: pa.Table, wanted: pa.Table) -> np.ndarray:
 
 
 def _locate(
-    table: str, files: Mapping[str, FileEntry], retract: pa.Table, counts: np.ndarray
+    table: str,
+    files: Mapping[str, FileEntry],
+    retract: pa.Table,
+    counts: np.ndarray,
+    whole: dict[str, pa.Table] | None = None,
 ) -> dict[str, np.ndarray]:
-    """For each row of ``retract``, ``counts`` stored copies: file path -> positions."""
+    """For each row of ``retract``, ``counts`` stored copies: file path -> positions.
+    ``whole`` receives the files whose every row group was read (a copy-on-write reuses
+    them)."""
     schema = retract.schema
     need = Counter(dict(zip(_keys(retract), counts.tolist(), strict=True)))
     found: dict[str, list[int]] = {}
@@ -329,6 +340,8 @@ def _locate(
         data, pos = _read_candidates(table, f, retract, schema)
         if data.num_rows == 0:
             continue
+        if whole is not None and data.num_rows == f.num_records:
+            whole[path] = data  # positions 0 .. n-1: every row group was a candidate
         deleted = (
             dvs.read_positions(table, f.deletion_vector)
             if f.deletion_vector is not None
@@ -390,6 +403,8 @@ def commit_view_changes(
     hook: Hook | None = None,
     key: tuple[str, ...] | None = None,
     on_rows: Callable[[int], None] | None = None,
+    sync_entry: bool = True,
+    durable: Sequence[str] = (),
 ) -> delta.WriteResult | None:
     """Apply one refresh's change (row columns + ``__diff__``) as one Delta commit.
 
@@ -402,7 +417,10 @@ def commit_view_changes(
     ``hook("files_written:<view>")`` runs after the data files are written, before the
     commit (a crash point of the tests).  ``on_rows(n)``: the progress of the write, ``n``
     of the change's copies written (the removed ones once their files are handled, the
-    inserted ones file by file), for progress reports.
+    inserted ones file by file), for progress reports.  ``sync_entry=False``: the new log
+    entry's name is made durable by the caller (catalog.delta_commit ``commit``);
+    ``durable``: other local files or directories fsynced with the commit's files, before
+    its entry appears (catalog.refresh: the checkpoint's new ``CURRENT``).
 
     The phases: open the target, consolidate the change, locate the rows it removes, write
     the removals (deletion vectors or rewritten files), the inserts and the change feed, and
@@ -417,13 +435,15 @@ def commit_view_changes(
         return None
     removal = _locate_removal(target, change)
     out = _Actions(now=int(time.time() * 1000))
+    packed = _packs_inserts(target, removal, change)
     if removal.touched and removal.use_dv:
         _remove_by_vectors(target, removal, out)
     elif removal.touched:
-        _remove_by_rewrite(target, removal, out)
+        _remove_by_rewrite(target, removal, out, change.plus if packed else None)
     if on_rows is not None:
         on_rows(change.removed)
-    _write_inserts(target, change, out, on_rows)
+    if not packed:
+        _write_inserts(target, change, out, on_rows)
     kinds = _write_feed(target, change, key, out)
     if hook:
         hook(f"files_written:{view}")
@@ -434,7 +454,8 @@ def commit_view_changes(
         target.path,
         version,
         [*refresh.header(metrics, blind=not removal.touched, now=out.now), *out.actions],
-        durable=out.new_files,
+        durable=[*out.new_files, *durable],
+        sync_entry=sync_entry,
     )
     return delta.WriteResult(version, metrics)
 
@@ -451,8 +472,9 @@ class _Target:
 
 
 def _open_target(p: str) -> _Target:
-    """Open the view table at ``p`` (a legacy one is refused)."""
-    dt = delta.open_table(p)
+    """Open the view table at ``p`` for its layout (a legacy one is refused); the commit's
+    files and version come from the kept log replay (:func:`_locate_removal`)."""
+    dt = delta.open_layout(p)
     rows_schema = storage_schema(pa.schema(dt.schema().to_arrow()))
     clustering = (
         vc.clustering_columns(p) if "clustering" in (dt.protocol().writer_features or []) else ()
@@ -502,6 +524,7 @@ class _Removal:
     found: dict[str, np.ndarray]
     touched: list[FileEntry]
     use_dv: bool
+    read: Mapping[str, pa.Table] = field(default_factory=dict)  # touched files read whole
 
 
 def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
@@ -510,7 +533,8 @@ def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
     p = target.path
     version, files = delta_commit.snapshot_files(p)
     minus = change.minus_rows
-    found = _locate(p, files, minus, change.minus_counts) if minus.num_rows else {}
+    whole: dict[str, pa.Table] = {}
+    found = _locate(p, files, minus, change.minus_counts, whole) if minus.num_rows else {}
     touched = [files[f] for f in found]
     config = target.table.metadata().configuration
     use_dv = str(config.get(DV_PROPERTY, "false")).lower() == "true"
@@ -519,7 +543,9 @@ def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
         version, files = delta_commit.snapshot_files(p)
         touched = [files[f] for f in found]
         use_dv = True
-    return _Removal(version, found, touched, use_dv)
+    return _Removal(
+        version, found, touched, use_dv, {f.path: whole[f.path] for f in touched if f.path in whole}
+    )
 
 
 @dataclass
@@ -570,19 +596,45 @@ def _remove_by_vectors(target: _Target, removal: _Removal, out: _Actions) -> Non
         out.actions.append({"add": add})
 
 
-def _remove_by_rewrite(target: _Target, removal: _Removal, out: _Actions) -> None:
-    """Remove the rows by copy on write: each touched file is replaced by its other rows."""
+def _packs_inserts(target: _Target, removal: _Removal, change: _SignedChange) -> bool:
+    """Whether the copy-on-write also takes the inserted rows: an unpartitioned, unclustered
+    table whose touched files are small, and whose rows fit one file together.  A view whose
+    refreshes update rows then keeps one file, where a file per refresh piled up and was
+    packed by a compaction commit every :data:`COMPACT_SMALL_FILES` refreshes."""
+    if removal.use_dv or not removal.touched or target.parts or target.clustering:
+        return False
+    rows = change.plus.num_rows + sum(f.num_records for f in removal.touched)
+    small = all(0 <= f.size < SMALL_FILE_BYTES for f in removal.touched)
+    return small and all(f.num_records >= 0 for f in removal.touched) and rows <= FILE_ROWS
+
+
+def _remove_by_rewrite(
+    target: _Target, removal: _Removal, out: _Actions, inserts: pa.Table | None = None
+) -> None:
+    """Remove the rows by copy on write: each touched file is replaced by its other rows;
+    with ``inserts`` (:func:`_packs_inserts`), all of them and the inserted rows, sorted,
+    by one file."""
     p = target.path
+    packed = [] if inserts is None else [inserts]
     for f in removal.touched:
-        data = vp.read_file(p, f, target.rows_schema)
+        data = removal.read.get(f.path)
+        if data is None:
+            data = vp.read_file(p, f, target.rows_schema)
         keep = np.ones(data.num_rows, dtype=bool)
         keep[removal.found[f.path]] = False
         out.actions.append({"remove": _remove_action(f, out.now)})
-        if keep.any():
-            kept = data.filter(pa.array(keep))
-            if target.clustering:  # the rest of the file, in the current clustering order
-                kept = _sorted(kept, target.clustering)
-            out.add_files(p, vp.write_files(p, kept, target.parts))
+        if not keep.any():
+            continue
+        kept = data.filter(pa.array(keep))
+        if inserts is not None:
+            packed.append(kept)
+            continue
+        if target.clustering:  # the rest of the file, in the current clustering order
+            kept = _sorted(kept, target.clustering)
+        out.add_files(p, vp.write_files(p, kept, target.parts))
+    rows = pa.concat_tables(packed) if packed else None
+    if rows is not None and rows.num_rows:
+        out.add_files(p, vp.write_files(p, _sorted(rows), target.parts))
 
 
 def _write_inserts(

@@ -274,6 +274,26 @@ def test_checkpoint_round_trip_and_gc(tmp_path: Path) -> None:
     assert store.load("x") is None
 
 
+def test_a_kept_manifest_follows_every_change_of_its_files(tmp_path: Path) -> None:
+    """The store reads a manifest once per ``CURRENT``: another store's save, a damaged
+    ``manifest.json`` and a ``CURRENT`` pointing elsewhere are all seen by the next read."""
+    wh = Catalog(tmp_path).warehouse
+    mine, other = CheckpointStore(wh), CheckpointStore(wh, keep=3)
+    mine.save(Checkpoint("x", 1, {"t": 1}, state={"a": pa.table({"a": [1]})}))
+    first = mine.manifest("x")
+    assert first is not None and mine.manifest("x") is first  # kept
+    other.save(Checkpoint("x", 2, {"t": 2}))
+    assert mine.current_epoch("x") == 2 and mine.state_keys("x") == ()
+    current = mine.manifest("x")
+    assert current is not None
+    (current.directory / "manifest.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="unreadable"):
+        mine.manifest("x")
+    pointer = mine.directory("x") / "CURRENT"
+    pointer.write_text(json.dumps({"epoch": 1, "dir": first.directory.name}))
+    assert mine.current_epoch("x") == 1 and mine.state_keys("x") == ("a",)
+
+
 def test_view_tables_record_inputs(tmp_path: Path) -> None:
     run(tmp_path)
     cat = Catalog(tmp_path)
@@ -392,3 +412,42 @@ def test_catalog_document_is_compare_and_swap_on_s3(s3_bucket: str) -> None:  # 
     assert {t.name for t in successor.store.tables()} == {"a", "b"}
     stalled.create_table("c", T)  # a retry re-reads and keeps both
     assert {t.name for t in Catalog(root).store.tables()} == {"a", "b", "c"}  # type: ignore[arg-type]
+def test_view_commits_become_durable_in_the_next_checkpoints_barrier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view commit's log entry is not fsynced on its own: its directory is fsynced in the
+    barrier of the next checkpoint, before ``CURRENT`` names it (so a checkpoint of epoch
+    ``e`` is never durable while a view commit of ``e - 1`` is not); and the new
+    ``CURRENT``'s name (its directory) is fsynced in the barrier of each view commit, before
+    that commit's entry appears.  Spied: every fsync and barrier, in order."""
+    from catalog import checkpoint as ck
+    from catalog import durable
+
+    events: list[tuple[str, tuple[str, ...]]] = []
+
+    def one(p: object) -> None:
+        events.append(("fsync", (str(p),)))
+        durable.fsync_path(p)  # type: ignore[arg-type]
+
+    def many(ps: list[object]) -> None:
+        events.append(("barrier", tuple(str(p) for p in ps)))
+        durable.fsync_all(ps)  # type: ignore[arg-type]
+
+    for mod in (ck, storage):
+        monkeypatch.setattr(mod, "fsync_path", one)
+        monkeypatch.setattr(mod, "fsync_all", many)
+    cat = setup(tmp_path)
+    logs = {str(Path(v.path) / "_delta_log") for v in cat.dependency_order()}
+    for m in mutations(tmp_path):
+        m()
+        refresh(tmp_path)
+    assert not [e for e in events if e[0] == "fsync" and e[1][0] in logs]
+    barriers = [e[1] for e in events if any("/.CURRENT." in p for p in e[1])]  # its temp file
+    assert len(barriers) == len(mutations(tmp_path))
+    for b in barriers[1:]:  # from the second checkpoint on, the view tables exist
+        assert logs <= set(b)
+    group = str(cat.checkpoints.directory(GROUP))
+    entries = [e[1] for e in events if any("/_delta_log/." in p for p in e[1])]
+    assert entries and all(group in b for b in entries)  # each view commit's barrier
+    assert not [e for e in events if e[1] == (group,)]  # every refresh here publishes
+    assert final_views(tmp_path) == oracle(tmp_path)

@@ -230,6 +230,39 @@ def test_heavily_deleted_files_are_purged(view: str, monkeypatch: pytest.MonkeyP
     assert view_table.committed_epoch(view, "v") == 2
 
 
+def test_open_layout_has_the_current_schema_metadata_and_protocol(view: str) -> None:
+    """``delta.open_layout`` (a kept table not brought forward over data commits) reports
+    the schema, configuration, description and protocol a freshly opened table reports,
+    after refresh commits, property changes (deletion vectors on), log checkpoints and
+    appends by delta-rs; and it is not brought forward when only data commits came."""
+    rng = np.random.default_rng(3)
+    for e in range(1, 25):
+        rows = [(int(k), "y") for k in rng.integers(0, 100, 2)]
+        view_table.commit_view_changes(
+            view, changes(rows, [1, 1]), view="v", epoch=e, input_versions={}
+        )
+        if e % 6 == 0:
+            delta.open_table(view).alter.set_table_properties(
+                {"delta.logRetentionDuration": f"interval {e} days"}, raise_if_not_exists=False
+            )
+        if e == 10:
+            view_table._enable_deletion_vectors(view)
+        if e % 5 == 0:
+            delta.insert(view, pa.table({"k": [-e], "s": ["o"]}))
+        view_table.maintain(view, retention_hours=0, history_versions=5)
+        got, fresh = delta.open_layout(view), DeltaTable(view)
+        assert got.schema().to_arrow() == fresh.schema().to_arrow(), e
+        assert got.metadata().configuration == fresh.metadata().configuration, e
+        assert got.metadata().description == fresh.metadata().description, e
+        assert got.protocol() == fresh.protocol(), e
+        assert delta_commit.layout_version(view) <= int(got.version()) <= int(fresh.version())
+    kept = delta.open_layout(view)
+    view_table.commit_view_changes(
+        view, changes([(5, "z")], [1]), view="v", epoch=99, input_versions={}
+    )
+    assert delta.open_layout(view) is kept  # a data commit only: not brought forward
+
+
 def test_committed_epoch_reads_the_txn_deltalake_reads(view: str) -> None:
     """The epoch read off the kept log replay equals deltalake's ``transaction_version``
     after refresh commits, commits of other writers (delta-rs appends with their own
