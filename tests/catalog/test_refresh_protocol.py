@@ -412,6 +412,8 @@ def test_catalog_document_is_compare_and_swap_on_s3(s3_bucket: str) -> None:  # 
     assert {t.name for t in successor.store.tables()} == {"a", "b"}
     stalled.create_table("c", T)  # a retry re-reads and keeps both
     assert {t.name for t in Catalog(root).store.tables()} == {"a", "b", "c"}  # type: ignore[arg-type]
+
+
 def test_view_commits_become_durable_in_the_next_checkpoints_barrier(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
