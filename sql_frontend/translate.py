@@ -324,8 +324,9 @@ class Translator:
         below, generated = self.select_generators(s, rel.node, tr)
         exprs, names = [], []
         for item in s.selects:
-            if id(item) in generated:
-                cols = generated[id(item)]
+            star = _star_columns(item, rel)
+            if id(item) in generated or star is not None:
+                cols = generated.get(id(item)) or star or []
                 exprs += [Ref(i, below.schema[i][1], below.schema[i][0]) for i in cols]
                 names += [below.schema[i][0] for i in cols]
                 continue
@@ -990,6 +991,19 @@ class Translator:
         else:
             t = arg.type
         return p.WindowCall(func, column_of(arg), t)
+
+
+def _star_columns(item: exp.Expr, rel: Relation) -> list[int] | None:
+    """The columns of a star the analyser left (over a LATERAL VIEW without column names,
+    whose columns it does not know): ``*`` all of them, ``alias.*`` that relation's."""
+    if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and item.is_star):
+        table = item.table if isinstance(item, exp.Column) else ""
+        return [
+            i
+            for i, f in enumerate(rel.fields)
+            if not f.name.startswith("\x00") and (not table or f.alias == table)
+        ]
+    return None
 
 
 def _join_kind(side: str, kind: str, j: exp.Join) -> str:

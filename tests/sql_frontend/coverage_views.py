@@ -1,4 +1,4 @@
-"""Views using issue 16's constructs (aggregates, windows), over the differential harness's
+"""Views using issue 16's constructs (aggregates, windows, generators), over the differential harness's
 tables; each must equal Spark SQL's recomputation after every step.  The views are data:
 ``tests/fixtures/sql_views/aggregates.sql`` and ``windows.sql`` (window functions whose result
 depends on the order among peers order by every column of the row, so Spark's answer is one
@@ -11,3 +11,4 @@ from fixture_cases import FIXTURES, named_queries
 
 AGGREGATE_VIEWS = named_queries(FIXTURES / "sql_views" / "aggregates.sql")
 WINDOW_VIEWS = named_queries(FIXTURES / "sql_views" / "windows.sql")
+GENERATOR_VIEWS = named_queries(FIXTURES / "sql_views" / "generators.sql")
