@@ -320,9 +320,21 @@ class Translator:
         windows = [w for x in s.selects for w in x.find_all(exp.Window)]
         if windows:
             rel, lookup = self.window(rel, windows, lookup)
-        tr = self.tr(rel, lookup)
+        below, exprs, names = self.select_list(s, rel, self.tr(rel, lookup))
+        projected = p.Project(below, tuple(exprs), tuple(names))
+        node: p.Node = projected
+        if s.args.get("distinct") is not None:
+            node = p.Distinct(node)
+        return self.order_limit(s, node, (rel, lookup, tuple(exprs)), env)
+
+    def select_list(
+        self, s: exp.Select, rel: Relation, tr: ExprTranslator
+    ) -> tuple[p.Node, list[Scalar], list[str]]:
+        """The SELECT list's expressions and names over ``rel`` — or over the Generate nodes
+        of its generators, whose columns a generator item stands for."""
         below, generated = self.select_generators(s, rel.node, tr)
-        exprs, names = [], []
+        exprs: list[Scalar] = []
+        names: list[str] = []
         for item in s.selects:
             star = _star_columns(item, rel)
             if id(item) in generated or star is not None:
@@ -332,11 +344,7 @@ class Translator:
                 continue
             exprs.append(tr(item))
             names.append(item.alias_or_name)
-        projected = p.Project(below, tuple(exprs), tuple(names))
-        node: p.Node = projected
-        if s.args.get("distinct") is not None:
-            node = p.Distinct(node)
-        return self.order_limit(s, node, (rel, lookup, tuple(exprs)), env)
+        return below, exprs, names
 
     def select_generators(
         self, s: exp.Select, node: p.Node, tr: ExprTranslator
@@ -363,7 +371,7 @@ class Translator:
         self.use(alias, "this", "columns")
         if not tg.is_generator(lat.this):
             raise unsupported(
-                f"LATERAL VIEW {lat.this.sql(dialect='spark')}",
+                f"LATERAL VIEW {_function_name(lat.this)}(...)",
                 lat.this,
                 "LATERAL VIEW takes a generator: " + ", ".join(tg.GENERATOR_NAMES),
             )
@@ -991,6 +999,13 @@ class Translator:
         else:
             t = arg.type
         return p.WindowCall(func, column_of(arg), t)
+
+
+def _function_name(node: exp.Expr) -> str:
+    """A function's name as Spark users write it (``abs``), or the construct's class."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).lower()
+    return node.sql_name().lower() if isinstance(node, exp.Func) else type(node).__name__
 
 
 def _star_columns(item: exp.Expr, rel: Relation) -> list[int] | None:
