@@ -34,7 +34,7 @@ from deltalake import DeltaTable
 from catalog import delta
 from catalog.capture import KIND, capture
 from catalog.capture import VERSION as CAPTURED_VERSION
-from catalog.dtypes import conform, storage_schema
+from catalog.dtypes import conform, engine_value, storage_schema
 from catalog.errors import (
     DeltaOperationError,
     DroppedInputError,
@@ -55,6 +55,7 @@ def consolidate(
 
     Column order is kept.  Types that Arrow cannot group by (nested lists) are consolidated
     through Python tuples.
+    (maps and structs too).
 
     >>> t = pa.table({"a": [1, 1, 2], "__diff__": [1, -1, 2]})
     >>> consolidate(t).to_pylist()
@@ -77,15 +78,12 @@ def consolidate(
 
 
 def _consolidate_python(table: pa.Table, names: list[str], diff: str) -> pa.Table:
-    def key(v: object) -> object:
-        return tuple(key(x) for x in v) if isinstance(v, list) else v
-
     cols = [table.column(n).to_pylist() for n in names]
     diffs = table.column(diff).to_pylist()
     sums: dict[tuple[object, ...], int] = {}
     first: dict[tuple[object, ...], int] = {}
     for i, d in enumerate(diffs):
-        k = tuple(key(c[i]) for c in cols)
+        k = tuple(engine_value(c[i]) for c in cols)
         sums[k] = sums.get(k, 0) + int(d)
         first.setdefault(k, i)
     idx = pa.array(list(first.values()), pa.int64())

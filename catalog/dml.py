@@ -103,6 +103,15 @@ def literal(node: exp.Expr) -> Any:
         return literal(node.this)
     if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal | exp.Null):
         return _CastValue(literal(node.this), node.to.sql(DIALECT))
+    if isinstance(node, exp.Array):  # array(...): a list; map(k, v, ...): (key, value) pairs
+        return [literal(x) for x in node.expressions]
+    if isinstance(node, exp.VarMap):
+        keys, values = node.args["keys"], node.args["values"]
+        return list(zip(literal(keys), literal(values), strict=True))
+    if isinstance(node, exp.Struct):  # struct(...) / named_struct(...): fields by position
+        return tuple(
+            literal(x.expression if isinstance(x, exp.PropertyEQ) else x) for x in node.expressions
+        )
     raise NotLiteral(node.sql(DIALECT))
 
 

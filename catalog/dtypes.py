@@ -19,8 +19,10 @@ timestamp (with or without zone)       ``any``      ``any`` (datetime.datetime)
 time32/64, duration                    ``any``      ``any`` (datetime.time / timedelta)
 binary, large_binary, fixed binary     ``any``      ``any`` (bytes)
 list, large_list, fixed_size_list      ``any``      ``any`` (tuple: hashable)
+map                                    ``any``      ``any`` (tuple of (key, value) tuples)
+struct                                 ``any``      ``any`` (tuple of the field values)
 dictionary<value>                      as value     as value
-struct, map, union                     refused: :class:`UnsupportedTypeError`
+union                                  refused: :class:`UnsupportedTypeError`
 =====================================  ===========  ======================================
 
 Nullability comes from the Delta schema (``CREATE TABLE t (a BIGINT NOT NULL)``); SQL columns
@@ -76,6 +78,10 @@ def normalize_arrow_type(t: pa.DataType) -> pa.DataType:
         return pa.list_(
             pa.field(t.value_field.name, normalize_arrow_type(t.value_type), t.value_field.nullable)
         )
+    if pa.types.is_map(t):
+        return pa.map_(normalize_arrow_type(t.key_type), normalize_arrow_type(t.item_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, normalize_arrow_type(f.type), f.nullable) for f in t])
     return t
 
 
@@ -102,6 +108,14 @@ def engine_dtype(name: str, arrow_type: pa.DataType, nullable: bool) -> str:
         return "any"
     if pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
         engine_dtype(name, t.value_type, True)  # refuses unsupported element types
+        return "any"
+    if pa.types.is_map(t):
+        engine_dtype(name, t.key_type, True)
+        engine_dtype(name, t.item_type, True)
+        return "any"
+    if pa.types.is_struct(t):
+        for f in t:
+            engine_dtype(name, f.type, True)
         return "any"
     raise UnsupportedTypeError(name, str(arrow_type))
 
@@ -132,10 +146,37 @@ def storage_schema(schema: pa.Schema) -> pa.Schema:
 # -- values ------------------------------------------------------------------------------
 
 
-def _tupled(v: Any) -> Any:
-    if isinstance(v, list):
-        return tuple(_tupled(x) for x in v)
+def engine_value(v: Any) -> Any:
+    """A value of Arrow's ``to_pylist`` as the engine holds it: lists and maps (lists of
+    ``(key, value)`` tuples) become tuples, structs (dicts) the tuple of their field values."""
+    if isinstance(v, list | tuple):
+        return tuple(engine_value(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(engine_value(x) for x in v.values())
     return v
+
+
+def _arrow_value(v: Any, t: pa.DataType) -> Any:
+    """An engine value as ``pa.array`` reads it for type ``t`` (tuples back to lists, pairs
+    and dicts)."""
+    if v is None:
+        return None
+    if pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
+        return [_arrow_value(x, t.value_type) for x in v]
+    if pa.types.is_map(t):
+        return [(_arrow_value(k, t.key_type), _arrow_value(x, t.item_type)) for k, x in v]
+    if pa.types.is_struct(t):
+        return {f.name: _arrow_value(x, f.type) for f, x in zip(t, v, strict=True)}
+    return v
+
+
+def _nested(t: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or pa.types.is_map(t)
+        or pa.types.is_struct(t)
+    )
 
 
 def to_engine_columns(table: pa.Table, mappings: Sequence[ColumnMapping]) -> dict[str, np.ndarray]:
@@ -175,8 +216,8 @@ def _object_column(col: pa.ChunkedArray | pa.Array, arrow_type: pa.DataType) -> 
             return parts[0]
         return np.concatenate(parts) if parts else np.empty(0, dtype=object)
     values = col.to_pylist()
-    if pa.types.is_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
-        values = [_tupled(v) for v in values]
+    if _nested(arrow_type):
+        values = [engine_value(v) for v in values]
     arr = np.empty(len(values), dtype=object)
     arr[:] = values
     return arr
@@ -221,8 +262,8 @@ def from_engine_columns(
                 arrays.append(pa.array(values).cast(f.type))
             else:
                 seq = list(values)
-                if pa.types.is_list(f.type) or pa.types.is_fixed_size_list(f.type):
-                    seq = [list(v) if isinstance(v, tuple) else v for v in seq]
+                if _nested(f.type):
+                    seq = [_arrow_value(v, f.type) for v in seq]
                 arrays.append(pa.array(seq, type=f.type))
         except (OverflowError, pa.ArrowInvalid) as exc:
             raise ValueOutOfRangeError(

@@ -66,6 +66,12 @@ def sql_to_arrow(sql_type: Any) -> pa.DataType:
         return pa.decimal128(t.precision, t.scale)
     if t.name in _SIMPLE:
         return _SIMPLE[t.name]
+    if t.name == "ARRAY":
+        return pa.list_(sql_to_arrow(t.element))
+    if t.name == "MAP":
+        return pa.map_(sql_to_arrow(t.key), sql_to_arrow(t.value))
+    if t.name == "STRUCT":
+        return pa.struct([(n, sql_to_arrow(c)) for n, c in zip(t.fields, t.children, strict=True)])
     raise UnsupportedTypeError("?", str(t))  # pragma: no cover - SqlType validates names
 
 
@@ -91,6 +97,17 @@ def arrow_to_sql(arrow_type: pa.DataType, column: str = "?") -> str:
     t = normalize_arrow_type(arrow_type)
     if pa.types.is_decimal(t):
         return f"DECIMAL({t.precision},{t.scale})"
+    if pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
+        return f"ARRAY<{arrow_to_sql(t.value_type, column)}>"
+    if pa.types.is_map(t):
+        return f"MAP<{arrow_to_sql(t.key_type, column)}, {arrow_to_sql(t.item_type, column)}>"
+    if pa.types.is_struct(t):
+        from sql_frontend.sql_types import parse_type
+
+        inner = ", ".join(
+            f"`{f.name.replace('`', '``')}`: {arrow_to_sql(f.type, column)}" for f in t
+        )
+        return str(parse_type(f"STRUCT<{inner}>"))
     for accepts, name in _FROM_ARROW:
         if accepts(t):
             return name

@@ -222,10 +222,10 @@ def _sorted(rows: pa.Table, clustering: tuple[str, ...] = ()) -> pa.Table:
 def _row_key(v: Any) -> Any:
     if isinstance(v, float) and v != v:
         return ("nan",)
-    if isinstance(v, list):
+    if isinstance(v, list | tuple):  # arrays, and maps as (key, value) pairs
         return tuple(_row_key(x) for x in v)
-    if isinstance(v, dict):
-        return tuple(sorted((k, _row_key(x)) for k, x in v.items()))
+    if isinstance(v, dict):  # structs: their field values in order
+        return tuple(_row_key(x) for x in v.values())
     return v
 
 

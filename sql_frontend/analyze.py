@@ -140,6 +140,11 @@ def parse(sql: str) -> exp.Expr:
         raise SqlSyntaxError.of(e) from e
     except ValueError as e:  # sqlglot's function builders reject some arguments this way
         raise SqlSyntaxError(f"cannot parse SQL: {e}") from e
+    except IndexError as e:  # ... and others this way (map with an odd number of arguments)
+        raise SqlSyntaxError(
+            "cannot parse SQL: a function call has arguments that do not fit it (map(...) takes "
+            "key, value pairs)"
+        ) from e
     statements = [s for s in statements if s is not None]
     if len(statements) != 1:
         raise SqlSyntaxError(f"expected one query, found {len(statements)} statements")

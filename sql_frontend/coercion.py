@@ -72,6 +72,8 @@ def _common2(a: T.SqlType, b: T.SqlType, promote_strings: bool) -> T.SqlType | N
         return a
     if a.is_numeric and b.is_numeric:
         return _numeric_common(a, b)
+    if a.is_nested or b.is_nested:
+        return _nested_common(a, b, promote_strings)
     if {a.name, b.name} == {"DATE", "TIMESTAMP"}:
         return T.TIMESTAMP
     if promote_strings and T.STRING in (a, b):
@@ -83,6 +85,19 @@ def _common2(a: T.SqlType, b: T.SqlType, promote_strings: bool) -> T.SqlType | N
         if other.name in ("BOOLEAN", "DATE", "TIMESTAMP", "BINARY"):
             return other
     return None
+
+
+def _nested_common(a: T.SqlType, b: T.SqlType, promote_strings: bool) -> T.SqlType | None:
+    """Spark's ``findTypeForComplex``: two arrays, maps or structs (same field names, in
+    order, matched case-insensitively) whose parts have a common type."""
+    if a.name != b.name or len(a.children) != len(b.children):
+        return None
+    if a.name == "STRUCT" and [n.lower() for n in a.fields] != [n.lower() for n in b.fields]:
+        return None
+    parts = [_common2(x, y, promote_strings) for x, y in zip(a.children, b.children, strict=True)]
+    if any(p is None for p in parts):
+        return None
+    return T.SqlType(a.name, children=tuple(p for p in parts if p is not None), fields=a.fields)
 
 
 def common_type(types: Sequence[T.SqlType], what: str) -> T.SqlType:
@@ -229,13 +244,31 @@ def date_arithmetic(op: str, a: T.SqlType, b: T.SqlType) -> str | T.SqlType | No
     return None
 
 
+def _check_nested_cast(src: T.SqlType, dst: T.SqlType) -> None:
+    """An ARRAY casts to an ARRAY, a MAP to a MAP, a STRUCT to a STRUCT of as many fields
+    (names may differ), each part as its own cast allows."""
+    if src.name != dst.name or len(src.children) != len(dst.children):
+        raise SqlAnalysisError(
+            f"[DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION] cannot cast {src} to {dst}",
+            construct=f"CAST to {dst}",
+        )
+    for a, b in zip(src.children, dst.children, strict=True):
+        check_cast(a, b)
+
+
 _CASTABLE_FROM_NUMBER = ("BOOLEAN", "STRING", "TIMESTAMP")
 
 
 def check_cast(src: T.SqlType, dst: T.SqlType) -> None:
     """Refuse an explicit CAST / TRY_CAST that Spark's ANSI mode refuses at analysis
     (``DATATYPE_MISMATCH.CAST_...``): e.g. INT to DATE, BOOLEAN to BINARY, DATE to INT."""
-    if src in (dst, T.NULL, T.STRING) or dst == T.STRING:
+    if src == dst or src == T.NULL:
+        return
+    if src.is_nested or dst.is_nested:
+        if dst != T.STRING:  # arrays, maps and structs cast to STRING as Spark prints them
+            _check_nested_cast(src, dst)
+        return
+    if src == T.STRING or dst == T.STRING:
         return
     if src.is_numeric and (dst.is_numeric or dst.name in _CASTABLE_FROM_NUMBER):
         return

@@ -127,7 +127,7 @@ class FunctionTyping:
     def typing_typeof(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         self._arity(node, name, args, 1, 1)
         t = args[0].type
-        return Lit("void" if t == T.NULL else str(t).lower(), T.STRING)
+        return Lit(t.simple, T.STRING)
 
     def typing_datepart(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         self._arity(node, name, args, 2, 2)

@@ -19,8 +19,9 @@ from sql_frontend.expressions.evaluate import (
     elementwise,
     runtime_error,
 )
+from sql_frontend.expressions.nested import cast_nested
 from sql_frontend.expressions.vec import Vec
-from sql_frontend.sql_types import TIMESTAMP, SqlType
+from sql_frontend.sql_types import STRING, TIMESTAMP, SqlType
 
 _INT_BOUNDS = {"TINYINT": 2**7, "SMALLINT": 2**15, "INT": 2**31, "BIGINT": 2**63}
 
@@ -285,6 +286,8 @@ def _cast(args: list[Vec], t: SqlType, safe: bool) -> Vec:
         return a
     if src.name == "NULL":
         return elementwise(lambda v: None, args, t)
+    if src.is_nested:
+        return cast_nested(a, t, safe, lambda v, to, s: _cast([v], to, s))
     if t.name not in _CONVERT:
         raise UnsupportedSqlError(f"CAST to {t}")
     # Fast vectorized paths.
@@ -298,6 +301,9 @@ def _cast(args: list[Vec], t: SqlType, safe: bool) -> Vec:
     if (src.is_integral or src.is_fractional) and t.is_fractional:
         return Vec(a.data.astype(np.float64), a.null, t)
     convert = _CONVERT[t.name]
+    if src.is_decimal and t == STRING:  # Spark prints a decimal with its type's scale
+        step = Decimal(1).scaleb(-(src.scale or 0))
+        convert = lambda v, t: format(Decimal(v).quantize(step, context=DECIMAL_CONTEXT), "f")  # type: ignore[arg-type]  # noqa: E731
 
     def one(v: object) -> object:
         try:

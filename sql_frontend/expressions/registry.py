@@ -169,6 +169,21 @@ FUNCTIONS: dict[str, Fn] = {
     "to_number": Fn("to_number", (S, S), None, "python", typing="number_format"),
     "try_to_number": Fn("try_to_number", (S, S), None, "python", typing="number_format"),
     "typeof": Fn("typeof", (None,), S, "constant (the argument's type)", typing="typeof"),
+    # arrays, maps and structs (sql_frontend/expressions/nested.py)
+    **{
+        n: Fn(op, (), None, kernel, typing="nested")
+        for n, op, kernel in (
+            ("array", "array", "numpy (rows zipped into tuples)"),
+            ("map", "map", "python (keys checked per row)"),
+            ("struct", "struct", "numpy (rows zipped into tuples)"),
+            ("named_struct", "struct", "numpy (rows zipped into tuples)"),
+            ("element_at", "element_at", "python (per row)"),
+            ("try_element_at", "try_element_at", "python (per row)"),
+            ("size", "size", "numpy"),
+            ("cardinality", "size", "numpy"),
+            ("array_size", "size", "numpy"),
+        )
+    },
 }
 """Spark name → its evaluation in the engine."""
 

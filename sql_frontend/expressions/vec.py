@@ -84,7 +84,7 @@ def constant(value: object, t: SqlType, n: int) -> Vec:
     null = np.full(n, value is None, dtype=bool)
     if kind is None:
         data = np.empty(n, dtype=object)
-        data[:] = [value] * n
+        data.fill(value)  # a tuple (an array, map or struct) stays one value per row
         return Vec(data, null, t)
     fill = 0 if value is None else value
     return Vec(np.full(n, fill, dtype=kind), null, t)

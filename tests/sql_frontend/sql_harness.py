@@ -18,6 +18,7 @@ from typing import Any
 
 import ivm
 from sql_frontend.compile import compile_view
+from sql_frontend.sql_types import SqlType, parse_type
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "t": [
@@ -37,6 +38,13 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("amt", "decimal(12,2)"),
         ("qty", "int"),
         ("ok", "boolean"),
+    ],
+    "nt": [
+        ("id", "bigint"),
+        ("arr", "array<int>"),
+        ("tags", "array<string>"),
+        ("m", "map<string, int>"),
+        ("st", "struct<x: int, y: string>"),
     ],
 }
 
@@ -81,14 +89,54 @@ def random_row(rng: random.Random, table: str) -> tuple:
             maybe(rng.randint(-5, 20)),
             maybe(rng.random() < 0.5),
         )
+    if table == "nt":
+        return _nested_row(rng, maybe)
     return (rng.randint(0, 7), rng.randint(0, 7))
 
 
-def spark_type(t: str) -> str:
-    return t.upper()
+def _nested_row(rng: random.Random, maybe: Any) -> tuple:
+    """A row of ``nt``: arrays as tuples, maps as tuples of (key, value) pairs (distinct keys),
+    structs as tuples, NULL at every level."""
+    n = rng.randint(0, 4)
+    keys = rng.sample(["a", "b", "c", "d"], rng.randint(0, 3))
+    return (
+        maybe(rng.randint(0, 7)),
+        maybe(tuple(maybe(rng.randint(-3, 6), 0.1) for _ in range(n))),
+        maybe(tuple(rng.choice(_STRINGS) for _ in range(rng.randint(0, 3)))),
+        maybe(tuple((k, maybe(rng.randint(-2, 5))) for k in keys)),
+        maybe((maybe(rng.randint(-2, 5)), rng.choice(_STRINGS))),
+    )
+
+
+def spark_type(t: SqlType) -> str:
+    """The Spark type of a column as handed to ``createDataFrame``: a map as the array of its
+    entries (see :meth:`Harness.register_spark_tables`; maps inside other values are not)."""
+    if t.name == "MAP":
+        return f"ARRAY<STRUCT<key: {t.key}, value: {t.value}>>"
+    return str(t)
+
+
+def spark_value(v: Any, t: SqlType) -> Any:
+    """An engine value as PySpark's ``createDataFrame`` takes it (a map: its entries)."""
+    if v is None or not t.is_nested:
+        return v
+    if t.name == "ARRAY":
+        return [spark_value(x, t.element) for x in v]
+    if t.name == "MAP":
+        return [(spark_value(k, t.key), spark_value(x, t.value)) for k, x in v]
+    return tuple(spark_value(x, c) for x, c in zip(v, t.children, strict=True))
 
 
 def normalize(v: Any) -> Any:
+    """A value as compared: floats rounded, and nested values as tuples (Spark's arrays are
+    lists, its structs Rows; its maps dicts, which become their sorted entries)."""
+    if isinstance(v, list | tuple):
+        return tuple(normalize(x) for x in v)
+    if isinstance(v, dict):
+        return (
+            "map",
+            tuple(sorted(((normalize(k), normalize(x)) for k, x in v.items()), key=repr)),
+        )
     if isinstance(v, float):
         if math.isnan(v):
             return "NaN"
@@ -164,8 +212,24 @@ class Harness:
 
     def register_spark_tables(self) -> None:
         for table, cols in TABLES.items():
-            schema = ", ".join(f"{c} {spark_type(t)}" for c, t in cols)
-            df = self.spark.createDataFrame(self.rows[table], schema=schema)
+            types = [parse_type(t) for _, t in cols]
+            rows = [
+                tuple(spark_value(v, t) for v, t in zip(r, types, strict=True))
+                for r in self.rows[table]
+            ]
+            # a map handed over as a dict loses its order: its (key, value) entries are handed
+            # over instead and the map built in SQL, which keeps them in order
+            schema = ", ".join(
+                f"{c} {spark_type(t)}" for (c, _), t in zip(cols, types, strict=True)
+            )
+            df = self.spark.createDataFrame(rows, schema=schema)
+            if any(t.name == "MAP" for t in types):
+                df = df.selectExpr(
+                    *(
+                        f"map_from_entries({c}) AS {c}" if t.name == "MAP" else c
+                        for (c, _), t in zip(cols, types, strict=True)
+                    )
+                )
             df.createOrReplaceTempView(table)
 
     def check(self, step: int) -> list[str]:
@@ -173,7 +237,8 @@ class Harness:
         for name, sql in self.materialized.items():
             self.spark.sql(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
         results = spark_results(self.spark, self.views)
-        return compare(self.outputs, self.views, results, f"seed {self.seed}, step {step}")
+        where = f"seed {self.seed}, step {step}"
+        return compare(self.outputs, self.views, results, where, self.schemas)
 
 
 STEPS = [(20, 0), (6, 6), (3, 9), (10, 2)]
@@ -230,15 +295,35 @@ def spark_results(
     return out
 
 
+def as_spark(v: Any, t: SqlType) -> Any:
+    """An engine value as PySpark hands Spark's over: a map is a dict (whose order PySpark
+    does not keep, so maps compare as sets of entries)."""
+    if v is None or not t.is_nested:
+        return v
+    if t.name == "MAP":
+        return {as_spark(k, t.key): as_spark(x, t.value) for k, x in v}
+    if t.name == "ARRAY":
+        return [as_spark(x, t.element) for x in v]
+    return tuple(as_spark(x, c) for x, c in zip(v, t.children, strict=True))
+
+
 def compare(
-    outputs: dict[str, Any], queries: dict[str, str], results: dict[str, list[tuple]], where: str
+    outputs: dict[str, Any],
+    queries: dict[str, str],
+    results: dict[str, list[tuple]],
+    where: str,
+    schemas: dict[str, Any] | None = None,
 ) -> list[str]:
-    """Failure messages for every output whose multiset differs from Spark's rows."""
+    """Failure messages for every output whose multiset differs from Spark's rows (``schemas``:
+    the views' column types, for maps)."""
     failures = []
     for name, sql in queries.items():
         expected = multiset(results[name])
         actual: Counter = Counter()
+        types = [t for _, t in (schemas or {}).get(name, ())]
         for row, count in outputs[name].counts().items():
+            if types:
+                row = tuple(as_spark(v, t) for v, t in zip(row, types, strict=True))
             actual[tuple(normalize(v) for v in row)] += count
         if expected != actual:
             missing = expected - actual

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fixture_cases import FIXTURES, read_cases
+from sql_harness import normalize
 
 import ivm
 from sql_frontend.compile import compile_view
@@ -63,10 +64,13 @@ def evaluate(expr: str) -> tuple[Any, str]:
     one.insert([(1,)])
     g.step()
     ((row, _),) = out.counts().items()
-    return row[0], str(cv.schema[0][1]).lower().replace("null", "void")
+    return row[0], cv.schema[0][1].simple
 
 
 def same(a: Any, b: Any) -> bool:
+    nested = (list, tuple, dict)  # Spark's arrays, structs (Rows) and maps; ours are tuples
+    if isinstance(a, nested) or isinstance(b, nested):
+        return isinstance(a, nested) and isinstance(b, nested) and normalize(a) == normalize(b)
     if isinstance(a, float) and isinstance(b, float):
         return abs(a - b) <= 1e-9 * max(1.0, abs(a))
     return (type(a) is type(b) and a == b) or (a is None and b is None)
