@@ -34,6 +34,7 @@ from sql_frontend.sql_types import (
     parse_type,
 )
 from sql_frontend.translate_functions import FunctionTyping
+from sql_frontend.translate_lambdas import HigherOrderFunctions
 from sql_frontend.translate_nested import NestedTranslation
 
 Lookup = Callable[[exp.Expr], Scalar | None]
@@ -94,7 +95,7 @@ _SPARK_FIELDS = {
 """EXTRACT / date_part fields Spark knows (others are its INVALID_EXTRACT_FIELD)."""
 
 
-class ExprTranslator(FunctionTyping, NestedTranslation):
+class ExprTranslator(FunctionTyping, NestedTranslation, HigherOrderFunctions):
     """Translates expressions of one scope; ``column`` resolves a column reference and
     ``lookup`` (tried first, on every node) maps already computed expressions — grouping
     keys, aggregates, window functions, scalar subqueries — to columns."""
@@ -152,7 +153,9 @@ class ExprTranslator(FunctionTyping, NestedTranslation):
             # newer sqlglot parses some of these as typed nodes (exp.Reverse, exp.Hour, ...)
             args = [node.args[k] for k in ("this", "expression", "times") if node.args.get(k)]
             return self.anon_call(type(node).__name__.lower(), args)
-        hit = self.registry_call(node)
+        hit = self.higher_order_call(node)
+        if hit is None:
+            hit = self.registry_call(node)
         if hit is not None:
             return hit
         if isinstance(node, exp.AggFunc):
@@ -557,7 +560,9 @@ class ExprTranslator(FunctionTyping, NestedTranslation):
 
     def _Anonymous(self, node: exp.Anonymous) -> Scalar:
         name = str(node.name).lower()
-        hit = self.registry_call(node)
+        hit = self.higher_order_call(node)
+        if hit is None:
+            hit = self.registry_call(node)
         if hit is not None:
             return hit
         if name not in _ANON:
@@ -840,6 +845,9 @@ class ExprTranslator(FunctionTyping, NestedTranslation):
         )
 
     def _Exists(self, node: exp.Exists) -> Scalar:
+        hof = self.higher_order_call(node)  # exists(array, x -> ...)
+        if hof is not None:
+            return hof
         raise unsupported("EXISTS here", node, "EXISTS is supported as a WHERE condition")
 
     def _Window(self, node: exp.Window) -> Scalar:

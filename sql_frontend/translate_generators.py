@@ -22,7 +22,7 @@ from sql_frontend import scalar as sc
 from sql_frontend.expressions.generators import stack_types
 from sql_frontend.positions import analysis_error, unsupported
 from sql_frontend.scalar import Lit, Scalar
-from sql_frontend.sql_types import STRING
+from sql_frontend.sql_types import INT, STRING
 
 _NODES: dict[type[exp.Expr], tuple[str, bool]] = {
     exp.Explode: ("explode", False),
@@ -46,8 +46,6 @@ GENERATOR_NAMES = (
     "json_tuple",
 )
 """The generators views accept (Spark's ``generator_funcs``)."""
-
-SUPPORTED_NOW = ("stack", "json_tuple")
 
 
 def generator_of(node: exp.Expr) -> tuple[str, bool, list[exp.Expr]] | None:
@@ -115,10 +113,6 @@ def generate(
     found = generator_of(node)
     assert found is not None
     name, outer_call, arg_nodes = found
-    if name not in SUPPORTED_NOW:
-        raise unsupported(
-            f"generator {name}", node, "arrays and maps are not column types of views yet"
-        )
     args = [translate(a) for a in arg_nodes]
     typer = _TYPING[name]
     args, default_names, types = typer(node, args)
@@ -191,7 +185,49 @@ def _json_tuple(node: exp.Expr, args: list[Scalar]) -> Typed:
     return args, [f"c{j}" for j in range(len(args) - 1)], [STRING] * (len(args) - 1)
 
 
+def _collection(node: exp.Expr, args: list[Scalar], name: str, maps: bool = True) -> Scalar:
+    if len(args) != 1:
+        raise analysis_error(f"[WRONG_NUM_ARGS] {name} takes 1 argument", node, name)
+    a = args[0]
+    if a.type.name == "ARRAY" or (maps and a.type.name == "MAP"):
+        return a
+    want = "an ARRAY or a MAP" if maps else "an ARRAY of STRUCTs"
+    raise analysis_error(
+        f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] {name} needs {want}, not {a.type}",
+        node,
+        name,
+    )
+
+
+def _explode(node: exp.Expr, args: list[Scalar]) -> Typed:
+    a = _collection(node, args, "explode")
+    if a.type.name == "MAP":
+        return [a], ["key", "value"], [a.type.key, a.type.value]
+    return [a], ["col"], [a.type.element]
+
+
+def _posexplode(node: exp.Expr, args: list[Scalar]) -> Typed:
+    _collection(node, args, "posexplode")
+    _, names, types = _explode(node, args)
+    return args, ["pos", *names], [INT, *types]
+
+
+def _inline(node: exp.Expr, args: list[Scalar]) -> Typed:
+    a = _collection(node, args, "inline", maps=False)
+    if a.type.element.name != "STRUCT":
+        raise analysis_error(
+            f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] inline needs an ARRAY of STRUCTs, "
+            f"not {a.type}",
+            node,
+            "inline",
+        )
+    return [a], list(a.type.element.fields), list(a.type.element.children)
+
+
 _TYPING: dict[str, Callable[[exp.Expr, list[Scalar]], Typed]] = {
+    "explode": _explode,
+    "posexplode": _posexplode,
+    "inline": _inline,
     "stack": _stack,
     "json_tuple": _json_tuple,
 }

@@ -28,5 +28,6 @@ from sql_frontend.expressions import string_functions as _strings  # noqa: F401 
 from sql_frontend.expressions import datetime_functions as _datetimes  # noqa: F401  isort: skip
 from sql_frontend.expressions import xxhash64 as _xxhash64  # noqa: F401  isort: skip
 from sql_frontend.expressions import nested as _nested  # noqa: F401  isort: skip
+from sql_frontend.expressions import higher_order as _higher_order  # noqa: F401  isort: skip
 
 __all__ = ["OPS", "compile_scalar", "from_column", "to_column"]

@@ -6,7 +6,9 @@ value per input row) to ``(parent, columns)`` — for each generated row the ind
 row it came from, and the generated columns as engine columns. The plan node is
 :class:`sql_frontend.plan.Generate` (a flat-map, so maintained per change).
 
-Evaluation: ``stack`` with numpy (whole columns); ``json_tuple`` per row (a JSON parse).
+Evaluation: ``stack`` with numpy (whole columns); ``explode`` & co flatten the arrays (maps)
+of all rows into one column (:func:`~.nested.flatten`); ``json_tuple`` per row (a JSON
+parse).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sql_frontend.expressions.casts import java_double_str
-from sql_frontend.expressions.vec import Vec, to_column
+from sql_frontend.expressions.nested import flatten, parts
+from sql_frontend.expressions.vec import Vec, from_objects, to_column
 from sql_frontend.sql_types import NULL, SqlType
 
 Columns = tuple[np.ndarray, list[np.ndarray]]
@@ -131,7 +134,46 @@ def _json_tuple(args: list[Vec], n: int) -> Columns:
     return np.arange(n, dtype=np.int64), cols
 
 
+def elements(v: Vec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(flat, offsets, parent, position)`` of an array or map column's elements: all of
+    them in one column, each row's offsets in it, each element's row and its position in
+    the row (NULL and empty rows have none)."""
+    flat, offsets = flatten(v)
+    lengths = np.diff(offsets)
+    parent = np.repeat(np.arange(len(v), dtype=np.int64), lengths)
+    position = np.arange(len(flat), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    return flat, offsets, parent, position
+
+
+def _explode(args: list[Vec], n: int) -> Columns:
+    """``explode(array)``: a row per element; ``explode(map)``: a row per entry (key, value)."""
+    flat, _, parent, _ = elements(args[0])
+    if args[0].type.name == "MAP":
+        return parent, parts(from_objects(flat, args[0].type), 2)
+    return parent, [flat]
+
+
+def _posexplode(args: list[Vec], n: int) -> Columns:
+    """``posexplode``: ``explode`` with each element's position (from 0) first."""
+    _, _, parent, position = elements(args[0])
+    _, cols = _explode(args, n)
+    pos = np.empty(len(position), dtype=object)
+    pos[:] = position.tolist()
+    return parent, [pos, *cols]
+
+
+def _inline(args: list[Vec], n: int) -> Columns:
+    """``inline(array of structs)``: a row per struct, a column per field (a NULL struct
+    gives a row of NULLs)."""
+    flat, _, parent, _ = elements(args[0])
+    width = len(args[0].type.element.fields)
+    return parent, parts(from_objects(flat, args[0].type.element), width)
+
+
 GENERATORS: dict[str, Generator] = {
+    "explode": Generator(_explode, "numpy (elements flattened)"),
+    "posexplode": Generator(_posexplode, "numpy (elements flattened)"),
+    "inline": Generator(_inline, "numpy (elements flattened, fields split per row)"),
     "stack": Generator(_stack, "numpy"),
     "json_tuple": Generator(_json_tuple, "python (a JSON parse per row)"),
 }
