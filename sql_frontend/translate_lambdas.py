@@ -52,6 +52,19 @@ def _mismatch(name: str, what: str, node: exp.Expr, t: SqlType) -> Exception:
     )
 
 
+def _missing() -> exp.Expr:
+    """A lambda argument that is not there."""
+    null = exp.Null()
+    null.meta["missing"] = True
+    return null
+
+
+def _arity(lam: exp.Expr | None, types: int) -> int:
+    """How many variables a function binds for ``lam``: its parameters, or all ``types`` for
+    an expression that is not a lambda (it ignores them)."""
+    return len(lam.expressions) if isinstance(lam, exp.Lambda) else types
+
+
 class HigherOrderFunctions:
     """Translation of higher-order functions (mixed into ``ExprTranslator``)."""
 
@@ -69,14 +82,17 @@ class HigherOrderFunctions:
     ) -> Scalar:
         """The body of lambda ``lam`` whose parameters have ``types`` (it may name the first
         ``least`` to ``len(types)`` of them)."""
-        if not isinstance(lam, exp.Lambda):
-            shown = ", ".join("xyz"[: len(types)]) if len(types) > 1 else "x"
+        if lam is None or (isinstance(lam, exp.Null) and lam.meta.get("missing")):
             raise analysis_error(
-                f"[INVALID_LAMBDA_FUNCTION_CALL] {name} takes a lambda function such as "
-                f"({shown}) -> ..., not {lam.sql(dialect='spark') if lam else 'nothing'}",
-                lam if lam is not None else None,
-                name,
+                f"[WRONG_NUM_ARGS] {name} takes a lambda function such as x -> ...", None, name
             )
+        if not isinstance(lam, exp.Lambda):
+            # Spark reads any other expression as a lambda that ignores its parameters
+            self.lambda_scopes.append([("\x00", t) for t in types])
+            try:
+                return self(lam)
+            finally:
+                self.lambda_scopes.pop()
         params = [i.name for i in lam.expressions]
         if not least <= len(params) <= len(types):
             want = str(len(types)) if least == len(types) else f"{least} or {len(types)}"
@@ -108,19 +124,22 @@ class HigherOrderFunctions:
             name = str(node.name).lower()
             args = list(node.expressions)
             return getattr(self, f"hof_{name}")(node, args) if name in _ANONYMOUS else None
-        lam: exp.Expr = node.args["expression"] if node.args.get("expression") else exp.Null()
+        if not isinstance(node, exp.Transform | exp.ArrayFilter | exp.Exists | exp.ArraySort):
+            return self.hof_aggregate_of(node) if isinstance(node, exp.Reduce) else None
+        lam: exp.Expr = node.args.get("expression") or _missing()
         if isinstance(node, exp.Transform):
             return self.hof_transform(node, [node.this, lam])
         if isinstance(node, exp.ArrayFilter):
             return self.hof_filter(node, [node.this, lam])
-        if isinstance(node, exp.Exists) and isinstance(lam, exp.Lambda):
+        if isinstance(node, exp.Exists) and node.args.get("expression") is not None:
             return self.hof_exists(node, [node.this, lam])
         if isinstance(node, exp.ArraySort) and isinstance(lam, exp.Lambda):
             return self.hof_array_sort(node, [node.this, lam])
-        if isinstance(node, exp.Reduce):
-            args = [node.this, node.args.get("initial"), node.args.get("merge")]
-            return self.hof_aggregate(node, [*args, node.args.get("finish")])
         return None
+
+    def hof_aggregate_of(self, node: exp.Reduce) -> Scalar:
+        args = [node.this, node.args.get("initial"), node.args.get("merge")]
+        return self.hof_aggregate(node, [*args, node.args.get("finish")])
 
     def array_arg(self, node: exp.Expr, arg: exp.Expr, name: str) -> Scalar:
         a = self(arg)
@@ -145,7 +164,7 @@ class HigherOrderFunctions:
         a = self.array_arg(node, args[0], "transform")
         lam = args[1] if len(args) > 1 else None
         body = self.lambda_body(lam, [a.type.element, INT], "transform")
-        n = len(lam.expressions)  # type: ignore[union-attr]
+        n = _arity(lam, 2)
         return Call("transform", (a, Lit(n, INT), body), array_of(body.type))
 
     def hof_filter(self, node: exp.Expr, args: list[exp.Expr]) -> Scalar:
@@ -154,7 +173,7 @@ class HigherOrderFunctions:
         body = self.predicate(
             self.lambda_body(lam, [a.type.element, INT], "filter"), node, "filter"
         )
-        n = len(lam.expressions)  # type: ignore[union-attr]
+        n = _arity(lam, 2)
         return Call("filter", (a, Lit(n, INT), body), a.type)
 
     def hof_exists(self, node: exp.Expr, args: list[exp.Expr]) -> Scalar:

@@ -2,7 +2,7 @@
 
 sqlglot parses both as ``exp.Exists``; the subquery rewrites that follow (semi joins, mark
 joins, decorrelation) would take the function for a subquery. Before them, each ``exists``
-whose second argument is a lambda becomes a plain function call, which the expression
+with a second argument (a lambda, or an expression Spark reads as one) becomes a plain function call, which the expression
 translator reads as the higher-order function (``sql_frontend.translate_lambdas``).
 """
 
@@ -15,7 +15,7 @@ def lambda_exists(tree: exp.Expr) -> exp.Expr:
     """``tree`` with ``exists(a, lambda)`` as a function call."""
     for node in list(tree.find_all(exp.Exists)):
         lam = node.args.get("expression")
-        if isinstance(lam, exp.Lambda):
+        if lam is not None:  # two arguments: Spark reads a non-lambda as a constant lambda
             call = exp.Anonymous(this="exists", expressions=[node.this, lam])
             call.meta.update(node.meta)
             node.replace(call)

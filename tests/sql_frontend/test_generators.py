@@ -46,6 +46,14 @@ QUERIES = [
     "SELECT k, col0 FROM e LATERAL VIEW stack(2, j, 'x') st WHERE col0 IS NOT NULL",
     "SELECT k, stack(2, n, k) AS (a), stack(2, 'x', j) AS (b) FROM e",
     "SELECT c0, count(*) AS c FROM e LATERAL VIEW json_tuple(j, 'a') jt GROUP BY c0",
+    "SELECT k, explode(array(k, n)) FROM e",
+    "SELECT k, posexplode_outer(filter(array(k, n), x -> x > 2)) FROM e",
+    "SELECT k, explode(map('a', k, 'b', n)) FROM e",
+    "SELECT k, inline_outer(array(named_struct('p', k, 'q', j), NULL)) FROM e",
+    "SELECT k, pos, col FROM e LATERAL VIEW posexplode(array(j, j)) p",
+    "SELECT k, key, value FROM e LATERAL VIEW OUTER explode(map_filter(map('a', k), (x, y) -> y > 3)) m",
+    "SELECT k, transform(array(k, n), (x, i) -> x * i) AS t, "
+    "aggregate(array(k, n), 0L, (a, x) -> a + coalesce(x, 0)) AS s FROM e",
 ]
 
 
@@ -109,6 +117,10 @@ REFUSED = [
     ("SELECT json_tuple(j, 1) FROM e", "NON_STRING_TYPE", "cast them to STRING", 1, 8),
     ("SELECT json_tuple(j) FROM e", "WRONG_NUM_ARGS", "2 or more", 1, 8),
     ("SELECT x FROM e LATERAL VIEW abs(k) t AS x", "LATERAL VIEW abs(...)", "a generator", 1, 30),
+    ("SELECT explode(j) FROM e", "UNEXPECTED_INPUT_TYPE", "an ARRAY or a MAP", 1, 8),
+    ("SELECT filter(array(k), x -> x + 1) FROM e", "filter needs", "returning BOOLEAN", 1, 8),
+    ("SELECT aggregate(array(k), 0, (a, x) -> a + x) FROM e", "merge", "CAST(", 1, 8),
+    ("SELECT transform(array(k), (a, b, c) -> a) FROM e", "NUM_ARGS_MISMATCH", "1 or 2", 1, 41),
 ]
 
 
