@@ -738,10 +738,9 @@ class _Compiler:
         out = self.named(c.reduce_group(key if key else (), fn, schema))
         if node.group:
             return out
-        default = tuple(
-            0 if a.func in ("count", "count_star", "count_distinct_tuple") else None
-            for a in node.aggs
-        )
+        empty: dict[str, object] = {"count": 0, "count_star": 0, "count_distinct_tuple": 0}
+        empty |= {"collect_list": (), "collect_set": ()}  # Spark: [] over no rows
+        default = tuple(empty.get(a.func) for a in node.aggs)
         const = self.g.constant(
             [(*default, 1)],
             [*zip(names, out.schema.dtypes, strict=True), ("m", "int64")],

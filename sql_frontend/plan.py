@@ -69,6 +69,8 @@ class AggFunc(StrEnum):
     MAX_BY = "max_by"
     MIN_BY = "min_by"
     PERCENTILE = "percentile"
+    COLLECT_LIST = "collect_list"
+    COLLECT_SET = "collect_set"
 
 
 JOIN_KINDS = tuple(k.value for k in JoinKind)

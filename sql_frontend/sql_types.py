@@ -142,6 +142,11 @@ class SqlType:
         assert self.name == "MAP", self
         return self.children[1]
 
+    @property
+    def has_map(self) -> bool:
+        """Whether values of this type hold a MAP (which Spark neither compares nor groups)."""
+        return self.name == "MAP" or any(c.has_map for c in self.children)
+
     def field_type(self, name: str) -> tuple[int, SqlType] | None:
         """A STRUCT field's position and type, its name matched case-insensitively as Spark
         does; None when there is no such field."""

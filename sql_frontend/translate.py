@@ -28,10 +28,12 @@ from sql_frontend.sql_types import (
     BOOLEAN,
     DOUBLE,
     SqlType,
+    array_of,
     avg_type,
     sum_type,
 )
 from sql_frontend.translate_expr import ExprTranslator, cast_to
+from sql_frontend.translate_nested import refuse_maps
 
 _REFUSED_CLAUSES = (
     "qualify",
@@ -271,6 +273,8 @@ class Translator:
             (n, common_type([a, b], kind.upper()))
             for (n, a), (_, b) in zip(left.schema, right.schema, strict=True)
         )
+        if kind != "union" or q.args.get("distinct"):
+            refuse_maps([t for _, t in schema], kind.upper(), q)
         node: p.Node = p.SetOp(
             p.SetKind(kind),
             not q.args.get("distinct"),
@@ -324,6 +328,7 @@ class Translator:
         projected = p.Project(below, tuple(exprs), tuple(names))
         node: p.Node = projected
         if s.args.get("distinct") is not None:
+            refuse_maps([e.type for e in exprs], "SELECT DISTINCT", s.args["distinct"])
             node = p.Distinct(node)
         return self.order_limit(s, node, (rel, lookup, tuple(exprs)), env)
 
@@ -677,6 +682,8 @@ class Translator:
             for x in group.find_all(exp.Cube, exp.Rollup, exp.GroupingSets):
                 self.use(x, "expressions")
         group_exprs = [tr(g) for g in group_nodes]
+        for g, ge in zip(group_nodes, group_exprs, strict=True):
+            refuse_maps([ge.type], "GROUP BY", g)
         n_keys = len(group_exprs) + (1 if sets is not None else 0)
         st = _AggState(list(group_exprs), n_keys)
         if sets is not None:
@@ -870,6 +877,14 @@ class Translator:
             x = tr(node.this)
             by = arg(node.expression)
             agg_cols.append((key, add(name, x, x.type, (by,))))
+        elif name in ("collect_list", "collect_set", "array_agg"):
+            x = arg(node.this)
+            if name == "collect_set" and x.type.name == "MAP":
+                raise unsupported(
+                    f"collect_set of {x.type}", node, "maps are not comparable in Spark"
+                )
+            func = "collect_set" if name == "collect_set" else "collect_list"
+            agg_cols.append((key, add(func, x, array_of(x.type))))
         elif name in ("percentile", "median", "percentile_cont"):
             x_node, fraction = self.percentile_args(node, name)
             xp = arg(x_node)
@@ -1117,10 +1132,6 @@ def _unsupported_aggregate(name: str, node: exp.Expr) -> UnsupportedSqlError:
             node,
             f"{name} depends on the order rows arrive in, which Spark does not fix; "
             "write min(x) or max(x), or max_by(x, ordering) / min_by(x, ordering)",
-        )
-    if name in ("collect_list", "collect_set", "array_agg"):
-        return unsupported(
-            name, node, "array columns are not a type of views yet; aggregate to scalars"
         )
     return unsupported(
         f"aggregate {name}", node, "see docs/sql-support.md for the aggregates views support"

@@ -33,9 +33,10 @@ from sql_frontend.sql_types import (
     decimal,
     parse_type,
 )
+from sql_frontend.translate_collections import CollectionTyping
 from sql_frontend.translate_functions import FunctionTyping
 from sql_frontend.translate_lambdas import HigherOrderFunctions
-from sql_frontend.translate_nested import NestedTranslation
+from sql_frontend.translate_nested import NestedTranslation, refuse_maps
 
 Lookup = Callable[[exp.Expr], Scalar | None]
 
@@ -95,7 +96,7 @@ _SPARK_FIELDS = {
 """EXTRACT / date_part fields Spark knows (others are its INVALID_EXTRACT_FIELD)."""
 
 
-class ExprTranslator(FunctionTyping, NestedTranslation, HigherOrderFunctions):
+class ExprTranslator(FunctionTyping, NestedTranslation, CollectionTyping, HigherOrderFunctions):
     """Translates expressions of one scope; ``column`` resolves a column reference and
     ``lookup`` (tried first, on every node) maps already computed expressions — grouping
     keys, aggregates, window functions, scalar subqueries — to columns."""
@@ -303,11 +304,13 @@ class ExprTranslator(FunctionTyping, NestedTranslation, HigherOrderFunctions):
 
     # ------------------------------------------------------------ comparison and logic
     def compare(self, name: str, a: Scalar, b: Scalar) -> Scalar:
+        refuse_maps([a.type, b.type], "comparison", None)
         t = coercion.comparison_type(a.type, b.type)
         return Call(name, (cast_to(a, t), cast_to(b, t)), BOOLEAN)
 
     def _NullSafeEQ(self, node: exp.NullSafeEQ) -> Scalar:
         a, b = self(node.this), self(node.expression)
+        refuse_maps([a.type, b.type], "<=>", node)
         t = coercion.comparison_type(a.type, b.type, "<=>")
         return Call("eq_null_safe", (cast_to(a, t), cast_to(b, t)), BOOLEAN)
 

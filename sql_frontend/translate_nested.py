@@ -15,11 +15,28 @@ from sqlglot import exp
 
 from sql_frontend import coercion
 from sql_frontend import sql_types as T
+from sql_frontend.errors import SqlAnalysisError
 from sql_frontend.positions import analysis_error
 from sql_frontend.scalar import Call, Lit, Scalar, cast_to
 
 if TYPE_CHECKING:
     from sql_frontend.expressions.registry import Fn
+
+
+def refuse_maps(types: list[T.SqlType], what: str, node: exp.Expr | None) -> None:
+    """Spark compares, groups and deduplicates arrays and structs but no MAP: refuse one named
+    by the user's words, saying what to write instead."""
+    for t in types:
+        if t.has_map:
+            words = node.sql(dialect="spark") if node is not None else what
+            err = (
+                f"[DATATYPE_MISMATCH.INVALID_ORDERING_TYPE] {what} of {t} in {words}: maps "
+                "cannot be compared, grouped or deduplicated in Spark; use map_entries(m) or "
+                "sort_array(map_entries(m)) instead"
+            )
+            if node is None:
+                raise SqlAnalysisError(err, construct=what)
+            raise analysis_error(err, node, what)
 
 
 class NestedTranslation:
@@ -47,13 +64,21 @@ class NestedTranslation:
         return Call("array", tuple(cast_to(e, t) for e in items), T.array_of(t))
 
     def _VarMap(self, node: exp.VarMap) -> Scalar:
-        keys, values = node.args["keys"], node.args["values"]
+        keys, values = node.args.get("keys"), node.args.get("values")
         ks = [self(k) for k in keys.expressions] if isinstance(keys, exp.Array) else []
         vs = [self(v) for v in values.expressions] if isinstance(values, exp.Array) else []
         return self.map_of(ks, vs, node)
 
     def _Map(self, node: exp.Expr) -> Scalar:
-        return self._VarMap(node)  # type: ignore[arg-type]
+        """``map(...)`` of constants, or ``map_from_arrays(keys, values)``."""
+        keys, values = node.args.get("keys"), node.args.get("values")
+        if (isinstance(keys, exp.Array) and isinstance(values, exp.Array)) or keys is None:
+            return self._VarMap(node)  # type: ignore[arg-type]
+        from sql_frontend.expressions.registry import FUNCTIONS
+
+        args = [self(keys), self(values)]  # type: ignore[arg-type]
+        fn = FUNCTIONS["map_from_arrays"]
+        return self.typing_collection(node, "map_from_arrays", fn, args)  # type: ignore[attr-defined]
 
     def map_of(self, keys: list[Scalar], values: list[Scalar], node: exp.Expr) -> Scalar:
         if len(keys) != len(values):
@@ -105,8 +130,8 @@ class NestedTranslation:
         if base.type.name != "ARRAY":
             what = "element_at" if one_based else "[]"
             raise coercion.mismatch(what, [base.type, key.type])
-        small = ("TINYINT", "SMALLINT", "INT", "NULL")  # element_at takes no BIGINT index
-        if not (key.type.name in small or (key.type.is_integral and not one_based)):
+        small = ("TINYINT", "SMALLINT", "INT")  # element_at takes no BIGINT (nor NULL) index
+        if not (key.type.name in small or (not one_based and key.type.name in ("BIGINT", "NULL"))):
             raise coercion.mismatch("element_at" if one_based else "array index", [key.type])
         op = ("try_element_at" if safe else "element_at") if one_based else "array_index"
         return Call(op, (base, cast_to(key, T.INT)), base.type.element)
@@ -132,6 +157,11 @@ class NestedTranslation:
             )
         pos, t = found
         return Call("struct_field", (base, Lit(pos, T.INT)), t)
+
+    def _JSONPath(self, node: exp.JSONPath) -> Scalar:
+        """A JSON path sqlglot has parsed (``get_json_object``'s): its text again."""
+        text = node.sql(dialect="spark")
+        return Lit(text[1:-1] if text.startswith("'") else text, T.STRING)
 
     def _ArraySize(self, node: exp.ArraySize) -> Scalar:
         return self.size_of(self(node.this), node, "size")

@@ -28,6 +28,9 @@ from sql_frontend.expressions import string_functions as _strings  # noqa: F401 
 from sql_frontend.expressions import datetime_functions as _datetimes  # noqa: F401  isort: skip
 from sql_frontend.expressions import xxhash64 as _xxhash64  # noqa: F401  isort: skip
 from sql_frontend.expressions import nested as _nested  # noqa: F401  isort: skip
+from sql_frontend.expressions import collection_functions as _collections  # noqa: F401  isort: skip
+from sql_frontend.expressions import json_functions as _json  # noqa: F401  isort: skip
+from sql_frontend.expressions import vector_functions as _vectors  # noqa: F401  isort: skip
 from sql_frontend.expressions import higher_order as _higher_order  # noqa: F401  isort: skip
 
 __all__ = ["OPS", "compile_scalar", "from_column", "to_column"]

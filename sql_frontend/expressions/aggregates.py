@@ -1,7 +1,7 @@
 """Aggregates over one group's whole multiset, with Spark's semantics.
 
 Used where an aggregate has no incremental form (``SUM(DISTINCT x)``, ``COUNT(DISTINCT a, b)``,
-``max_by``, ``percentile``): the Aggregate holding it is recomputed per affected group
+``max_by``, ``percentile``, ``collect_list`` / ``collect_set``): the Aggregate holding it is recomputed per affected group
 (``reduce_group``, CIDR 2013 §3.4), every aggregate of that node computed here. NULLs are
 ignored as Spark does; a group with no non-NULL value gives NULL (0 for counts).
 """
@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from sql_frontend.errors import SqlRuntimeError
+from sql_frontend.expressions.vec import value_order
 from sql_frontend.sql_types import SqlType
 
 
@@ -92,4 +93,8 @@ def group_value(func: str, cols: Sequence[int], param: Any, t: SqlType, rows: li
         return pick(ordered, key=lambda r: _order_key(r[cols[1]]))[a]
     if func == "percentile":
         return percentile(vals, float(param))
+    if func == "collect_list":  # our order: Spark leaves it to the order rows arrive in
+        return tuple(sorted(vals, key=value_order))
+    if func == "collect_set":
+        return tuple(sorted(set(vals), key=value_order))
     raise SqlRuntimeError(f"[INTERNAL_ERROR] aggregate {func}")

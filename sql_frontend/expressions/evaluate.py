@@ -26,6 +26,7 @@ from sql_frontend.expressions.vec import (
     numpy_kind,
     objects,
     to_column,
+    value_order,
 )
 from sql_frontend.scalar import Call, Lit, Native, Ref, Scalar
 from sql_frontend.sql_types import SqlType
@@ -350,6 +351,9 @@ def _compare_values(name: str, a: Vec, b: Vec) -> np.ndarray:
         x, y = a.data, b.data
     else:
         x, y = objects(a), objects(b)
+        if a.type.is_nested and name not in ("eq", "neq"):  # arrays, structs: Spark's order
+            x = np.fromiter((value_order(v) for v in x), dtype=object, count=len(x))
+            y = np.fromiter((value_order(v) for v in y), dtype=object, count=len(y))
         live = ~(a.null | b.null)
         out = np.zeros(len(x), dtype=bool)
         f = _PY_CMP[name]

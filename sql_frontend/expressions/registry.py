@@ -184,6 +184,54 @@ FUNCTIONS: dict[str, Fn] = {
             ("array_size", "size", "numpy"),
         )
     },
+    # array and map functions (sql_frontend/expressions/collection_functions.py)
+    **{
+        n: Fn(n, (), None, "python (per row)", typing="collection")
+        for n in [
+            "array_contains",
+            "array_distinct",
+            "array_except",
+            "array_intersect",
+            "array_union",
+            "arrays_overlap",
+            "array_join",
+            "array_max",
+            "array_min",
+            "array_position",
+            "array_remove",
+            "array_repeat",
+            "array_append",
+            "array_prepend",
+            "array_insert",
+            "array_compact",
+            "flatten",
+            "get",
+            "sequence",
+            "slice",
+            "sort_array",
+            "arrays_zip",
+            "map_concat",
+            "map_contains_key",
+            "map_entries",
+            "map_from_arrays",
+            "map_from_entries",
+            "map_keys",
+            "map_values",
+            "str_to_map",
+            "split",
+            "regexp_extract_all",
+        ]
+    },
+    # vectors: ARRAY<FLOAT> (sql_frontend/expressions/vector_functions.py)
+    **{
+        f"vector_{n}": Fn(f"vector_{n}", (), None, "python (per row, float32)", typing="collection")
+        for n in ("cosine_similarity", "inner_product", "l2_distance", "norm", "normalize")
+    },
+    # JSON and nested values (sql_frontend/expressions/json_functions.py)
+    **{
+        n: Fn(n, (), None, "python (per row, the json module)", typing="collection")
+        for n in ("get_json_object", "json_object_keys", "to_json", "from_json", "schema_of_json")
+    },
 }
 """Spark name → its evaluation in the engine."""
 
@@ -302,6 +350,31 @@ NODES: NodeTable = {
     exp.FromTimeZone: ("to_utc_timestamp", ("this", "zone")),
     exp.ToNumber: ("to_number", ("this", "format")),
     exp.StrToTime: ("to_timestamp", ("this", "format")),
+    **_by_name(
+        "ArrayDistinct ArrayMax ArrayMin ArrayCompact Flatten MapFromEntries MapKeys",
+        _snake,
+        ("this",),
+    ),
+    **_by_name(
+        "ArrayContains ArrayExcept ArrayPosition ArrayRemove ArrayAppend ArrayPrepend",
+        _snake,
+        ("this", "expression"),
+    ),
+    exp.ArrayIntersect: ("array_intersect", ("expressions",)),
+    exp.ArrayToString: ("array_join", ("this", "expression", "null")),
+    exp.ArrayInsert: ("array_insert", ("this", "position", "expression")),
+    exp.GenerateSeries: ("sequence", ("start", "end", "step")),
+    exp.ArraySlice: ("slice", ("this", "start", "end")),
+    exp.ArraySort: ("sort_array", ("this", "asc")),
+    exp.ArraysZip: ("arrays_zip", ("expressions",)),
+    exp.MapContainsKey: ("map_contains_key", ("this", "key")),
+    exp.StrToMap: ("str_to_map", ("this", "pair_delim", "key_value_delim")),
+    exp.RegexpSplit: ("split", ("this", "expression", "limit")),
+    exp.RegexpExtractAll: ("regexp_extract_all", ("this", "expression", "group")),
+    exp.JSONExtractScalar: ("get_json_object", ("this", "expression")),
+    exp.JSONKeys: ("json_object_keys", ("this",)),
+    exp.JSONFormat: ("to_json", ("this",)),
+    exp.FromJson: ("from_json", ("this", "expression")),
 }
 """sqlglot's typed nodes for registry functions: the Spark name and the argument keys in
 Spark's argument order."""
@@ -343,7 +416,8 @@ AGGREGATES: dict[str, str] = {
     **{n: INCREMENTAL for n in ("variance", "var_samp", "var_pop")},
     **{n: PER_GROUP for n in ("sum(DISTINCT x)", "avg(DISTINCT x)", "count(DISTINCT a, b)")},
     **{n: PER_GROUP for n in ("max_by", "min_by", "percentile", "median", "percentile_cont")},
-    **{n: REFUSED for n in ("first", "last", "any_value", "collect_list", "collect_set")},
+    **{n: PER_GROUP for n in ("collect_list", "collect_set")},
+    **{n: REFUSED for n in ("first", "last", "any_value")},
     **{n: REFUSED for n in ("percentile_approx", "approx_count_distinct", "corr", "covar_pop")},
     **{n: REFUSED for n in ("covar_samp", "kurtosis", "skewness", "mode", "listagg")},
 }

@@ -99,3 +99,15 @@ def from_objects(values: list[object] | np.ndarray, t: SqlType) -> Vec:
     arr = np.empty(len(values), dtype=object)
     arr[:] = list(values)
     return from_column(arr, t)
+
+
+def value_order(v: object) -> tuple:
+    """Spark's ordering of values of one type as a sort key: NULL first, NaN above every other
+    double, arrays and structs element by element (a prefix first)."""
+    if v is None:
+        return (0,)
+    if isinstance(v, tuple):
+        return (1, tuple(value_order(x) for x in v))
+    if isinstance(v, float) and v != v:
+        return (2,)
+    return (1, v)

@@ -70,6 +70,8 @@ def evaluate(expr: str) -> tuple[Any, str]:
 def same(a: Any, b: Any) -> bool:
     nested = (list, tuple, dict)  # Spark's arrays, structs (Rows) and maps; ours are tuples
     if isinstance(a, nested) or isinstance(b, nested):
+        if isinstance(a, dict) != isinstance(b, dict):  # a map: Spark's dict, our pairs
+            a, b = (dict(x) if isinstance(x, tuple) else x for x in (a, b))
         return isinstance(a, nested) and isinstance(b, nested) and normalize(a) == normalize(b)
     if isinstance(a, float) and isinstance(b, float):
         return abs(a - b) <= 1e-9 * max(1.0, abs(a))
