@@ -124,6 +124,8 @@ class HigherOrderFunctions:
             name = str(node.name).lower()
             args = list(node.expressions)
             return getattr(self, f"hof_{name}")(node, args) if name in _ANONYMOUS else None
+        if isinstance(node, exp.ArraySort) and "asc" in node.args:
+            return None  # sort_array(a[, asc]): sqlglot's node for it too, a registry function
         if not isinstance(node, exp.Transform | exp.ArrayFilter | exp.Exists | exp.ArraySort):
             return self.hof_aggregate_of(node) if isinstance(node, exp.Reduce) else None
         lam: exp.Expr = node.args.get("expression") or _missing()
@@ -133,7 +135,10 @@ class HigherOrderFunctions:
             return self.hof_filter(node, [node.this, lam])
         if isinstance(node, exp.Exists) and node.args.get("expression") is not None:
             return self.hof_exists(node, [node.this, lam])
-        if isinstance(node, exp.ArraySort) and isinstance(lam, exp.Lambda):
+        if isinstance(node, exp.ArraySort):
+            if not isinstance(lam, exp.Lambda):
+                a = self.array_arg(node, node.this, "array_sort")
+                return Call("array_sort_natural", (a,), a.type)
             return self.hof_array_sort(node, [node.this, lam])
         return None
 

@@ -175,6 +175,19 @@ def _array_sort(subs: list[Evaluator], cols: Cols, n: int, t: SqlType) -> Vec:
     return rebuild(flat[order], offsets, arr.null, t)
 
 
+def _array_sort_natural(subs: list[Evaluator], cols: Cols, n: int, t: SqlType) -> Vec:
+    """``array_sort(a)``: ascending, NaN after the numbers, NULLs last (per row in Python)."""
+    arr = subs[0](cols, n)
+
+    def key(v: object) -> tuple[int, object]:
+        if v is None:
+            return (2, 0)
+        return (1, 0) if isinstance(v, float) and v != v else (0, v)
+
+    rows = (None if r is None else tuple(sorted(r, key=key)) for r in objects(arr))
+    return from_objects(column(rows, n), t)
+
+
 def _entries(m: Vec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(keys, values, offsets, parent, pairs)`` of a map column's entries."""
     flat, offsets, parent, _ = elements(m)
@@ -244,6 +257,7 @@ HIGHER_ORDER_OPS = {
     "aggregate": _aggregate,
     "zip_with": _zip_with,
     "array_sort_lambda": _array_sort,
+    "array_sort_natural": _array_sort_natural,
     "map_filter": _map_filter,
     "transform_keys": _transform_map(of_keys=True),
     "transform_values": _transform_map(of_keys=False),

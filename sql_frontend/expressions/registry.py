@@ -244,7 +244,7 @@ HIGHER_ORDER: dict[str, str] = {
     "zip_with": "per element: the lambda vectorized over all element pairs",
     "aggregate": "per element: the lambda vectorized once per element position",
     "reduce": "per element: the lambda vectorized once per element position",
-    "array_sort": "with a comparator: python sort per row (the lambda vectorized over all pairs)",
+    "array_sort": "python sort per row (a comparator lambda vectorized over all pairs)",
     "map_zip_with": "python key matching per row; the lambda vectorized over all keys",
 }
 """Higher-order functions (``sql_frontend/translate_lambdas.py``, evaluated by
