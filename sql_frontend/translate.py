@@ -330,6 +330,9 @@ class Translator:
         if s.args.get("distinct") is not None:
             refuse_maps([e.type for e in exprs], "SELECT DISTINCT", s.args["distinct"])
             node = p.Distinct(node)
+        if below is not rel.node:  # ORDER BY may read the generated columns too
+            added = [Field("", n) for n, _ in below.schema[rel.node.width :]]
+            rel = Relation(below, rel.fields + added, rel.subqueries, rel.grouped)
         return self.order_limit(s, node, (rel, lookup, tuple(exprs)), env)
 
     def select_list(
