@@ -29,13 +29,8 @@ def _reg(name: str, fn: Callable[..., object]) -> None:
 
 
 def _distinct(items: Iterable[object]) -> Row:
-    seen: set[object] = set()
-    out: list[object] = []
-    for x in items:
-        if x not in seen:
-            seen.add(x)
-            out.append(x)
-    return tuple(out)
+    """Each element once, at its first place (one NULL at most)."""
+    return tuple(dict.fromkeys(items))
 
 
 def _contains(a: Row, v: object) -> bool | None:

@@ -83,8 +83,8 @@ def _get_json_object(text: str, path: str) -> str | None:
             v = v[s]  # type: ignore[index]
         else:
             return None
-    if v is None:
-        return None
+    if v is None:  # a JSON null: NULL as an object's field, the text null as an element
+        return "null" if steps and isinstance(steps[-1], int) else None
     return v if isinstance(v, str) and not isinstance(v, _Number) else _dumps(v)
 
 
