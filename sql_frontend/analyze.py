@@ -4,6 +4,8 @@ The passes are sqlglot's own optimizer rules and ours (:mod:`sql_frontend.rules`
 order (:data:`RULES` after qualification):
 
 1. ``expand_join_stars`` (ours): ``*`` and ``t.*`` over USING / NATURAL joins, as Spark;
+   ``lateral_view_names`` (ours): Spark's default column names on an unnamed LATERAL VIEW;
+   ``lambda_exists`` (ours): ``exists(array, x -> ...)`` a function call, not a subquery;
    ``quantified_to_exists`` (ours): ``x > ANY (q)``, ``ALL``, ``(a, b) IN (q)`` filters → EXISTS;
 2. ``qualify``: resolve tables and columns against the catalog, expand ``*``, validate;
 3. ``push_not`` (ours): NOT moved down to the IN / EXISTS subqueries beneath it (Spark's
@@ -51,6 +53,8 @@ from sql_frontend.positions import position, unsupported
 from sql_frontend.rules.aggregate_before_subquery import aggregate_before_subquery
 from sql_frontend.rules.expand_join_stars import expand_join_stars
 from sql_frontend.rules.factor_disjunctions import factor_disjunctions
+from sql_frontend.rules.lambda_exists import lambda_exists
+from sql_frontend.rules.lateral_view_names import lateral_view_names
 from sql_frontend.rules.push_not import push_not
 from sql_frontend.rules.quantified_to_exists import quantified_to_exists
 from sql_frontend.rules.subquery_to_mark_join import subquery_to_mark_join
@@ -197,6 +201,8 @@ def resolve(sql: str, catalog: CatalogLike) -> tuple[exp.Expr, dict[str, object]
     }
     schema: dict[str, object] = dict(columns)
     tree = expand_join_stars(tree, columns)  # Spark's columns of * over USING / NATURAL joins
+    tree = lateral_view_names(tree, columns)  # Spark's names of an unnamed LATERAL VIEW's columns
+    tree = lambda_exists(tree)  # exists(array, x -> ...) is a function, not a subquery
     tree = quantified_to_exists(tree, columns)  # ANY / ALL / tuple IN filters, before names resolve
     try:
         tree = qualify(

@@ -61,6 +61,7 @@ from ivm.errors import PlanError
 from ivm.schema import DTYPES
 from sql_frontend import plan as p
 from sql_frontend.errors import UnsupportedSqlError
+from sql_frontend.expressions import generators
 from sql_frontend.expressions.evaluate import compile_predicate, compile_vec
 from sql_frontend.expressions.vec import to_column
 from sql_frontend.scalar import Native, Ref, Scalar
@@ -293,6 +294,26 @@ class _Compiler:
             return keep, tuple(v[keep] for v in values)
 
         return c.flat_map(fn_partial, schema)
+
+    def _Generate(self, node: p.Generate, rec: dict[str, Collection]) -> Collection:
+        """A flat-map: each row's generated rows carry the row's difference."""
+        c = self.compile(node.input, rec)
+        evs = [compile_vec(a) for a in node.args]
+        name, outer = node.generator, node.outer
+        schema = list(
+            zip(
+                _names(node.width),
+                [*c.schema.dtypes, *(t.engine_dtype for t in node.types)],
+                strict=True,
+            )
+        )
+
+        def fn(*cols: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+            n = len(cols[0]) if cols else 0
+            parent, made = generators.run(name, [ev(cols, n) for ev in evs], n, outer)
+            return parent, (*(col[parent] for col in cols), *made)
+
+        return c.flat_map(fn, schema)
 
     def drop_null_keys(self, c: Collection, keys: tuple[int, ...]) -> Collection:
         obj = [k for k in keys if c.schema.dtypes[k] in ("any", "str")]

@@ -272,6 +272,39 @@ class Project(Node):
 
 
 @dataclass(frozen=True)
+class Generate(Node):
+    """Spark's ``Generate``: each row of ``input`` followed by each row the table function
+    ``generator`` (``explode``, ``stack``, ``json_tuple`` ...; :mod:`.expressions.generators`)
+    yields from ``args`` over it; the output is the input columns then ``names``. ``outer``:
+    a row for which the generator yields nothing is kept once, its generated columns NULL.
+
+    A linear operator (a flat-map): an input row's difference is its generated rows'
+    difference, so the node is maintained per change, whatever else the view does."""
+
+    input: Node
+    generator: str
+    args: tuple[Scalar, ...]
+    names: tuple[str, ...]
+    types: tuple[SqlType, ...]
+    outer: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.names) != len(self.types):
+            raise PlanError("Generate needs one name per generated column")
+        for e in self.args:
+            _check_refs("Generate argument", e, self.input.width)
+
+    @cached_property
+    def schema(self) -> Schema:
+        return self.input.schema + tuple(zip(self.names, self.types, strict=True))
+
+    def label(self) -> str:
+        args = ", ".join(map(str, self.args))
+        outer = " outer" if self.outer else ""
+        return f"Generate {self.generator}({args}){outer} (per change: a flat-map)"
+
+
+@dataclass(frozen=True)
 class Join(Node):
     """``left`` joined with ``right``: equality of ``left_keys[i]`` and ``right_keys[i]`` (SQL
     equality: NULL keys never match; ``<=>`` where ``null_safe[i]``: NULL matches NULL) and
@@ -856,6 +889,7 @@ __all__ = [
     "Empty",
     "Equalities",
     "Filter",
+    "Generate",
     "Join",
     "JoinKind",
     "MultiJoin",

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from sql_frontend import plan as p
 from sql_frontend import scalar as sc
+from sql_frontend import translate_generators as tg
 from sql_frontend.coercion import common_type
 from sql_frontend.completeness import Consumption
 from sql_frontend.errors import SqlAnalysisError, UnsupportedSqlError
@@ -37,7 +38,6 @@ from sql_frontend.translate_nested import refuse_maps
 _REFUSED_CLAUSES = (
     "qualify",
     "windows",
-    "laterals",
     "pivots",
     "sample",
     "connect",
@@ -294,6 +294,9 @@ class Translator:
             raise unsupported("DISTINCT ON", s)
         if not s.args.get("from_"):
             raise unsupported("SELECT without FROM", s, "a view must read at least one table")
+        for clause in ("where", "group", "having", "order"):
+            if s.args.get(clause) is not None:
+                tg.refuse_nested(s.args[clause], clause.upper().replace("GROUP", "GROUP BY"))
         self.use(s, "expressions", "from_", "joins", "where", "group", "having", "distinct", "hint")
         self.use(s.args.get("distinct"))
         rel = self.from_(s, env)
@@ -321,17 +324,71 @@ class Translator:
         windows = [w for x in s.selects for w in x.find_all(exp.Window)]
         if windows:
             rel, lookup = self.window(rel, windows, lookup)
-        tr = self.tr(rel, lookup)
-        exprs, names = [], []
-        for item in s.selects:
-            exprs.append(tr(item))
-            names.append(item.alias_or_name)
-        projected = p.Project(rel.node, tuple(exprs), tuple(names))
+        below, exprs, names = self.select_list(s, rel, self.tr(rel, lookup))
+        projected = p.Project(below, tuple(exprs), tuple(names))
         node: p.Node = projected
         if s.args.get("distinct") is not None:
             refuse_maps([e.type for e in exprs], "SELECT DISTINCT", s.args["distinct"])
             node = p.Distinct(node)
+        if below is not rel.node:  # ORDER BY may read the generated columns too
+            added = [Field("", n) for n, _ in below.schema[rel.node.width :]]
+            rel = Relation(below, rel.fields + added, rel.subqueries, rel.grouped)
         return self.order_limit(s, node, (rel, lookup, tuple(exprs)), env)
+
+    def select_list(
+        self, s: exp.Select, rel: Relation, tr: ExprTranslator
+    ) -> tuple[p.Node, list[Scalar], list[str]]:
+        """The SELECT list's expressions and names over ``rel`` — or over the Generate nodes
+        of its generators, whose columns a generator item stands for."""
+        below, generated = self.select_generators(s, rel.node, tr)
+        exprs: list[Scalar] = []
+        names: list[str] = []
+        for item in s.selects:
+            star = _star_columns(item, rel)
+            if id(item) in generated or star is not None:
+                cols = generated.get(id(item)) or star or []
+                exprs += [Ref(i, below.schema[i][1], below.schema[i][0]) for i in cols]
+                names += [below.schema[i][0] for i in cols]
+                continue
+            exprs.append(tr(item))
+            names.append(item.alias_or_name)
+        return below, exprs, names
+
+    def select_generators(
+        self, s: exp.Select, node: p.Node, tr: ExprTranslator
+    ) -> tuple[p.Node, dict[int, list[int]]]:
+        """The SELECT list's generators as Generate nodes over ``node`` (the first outermost,
+        as Spark nests them), and per generator item the positions of its columns."""
+        generated: dict[int, list[int]] = {}
+        for item in s.selects:
+            found = tg.select_generator(item)
+            tg.refuse_nested(item, "SELECT", found[0] if found else item)
+            if found is not None:
+                node = tg.generate(found[0], tr, node, found[1])
+                generated[id(item)] = list(range(node.width - len(node.names), node.width))
+        return node, generated
+
+    def lateral_view(self, rel: Relation, lat: exp.Expr) -> Relation:
+        """``LATERAL VIEW [OUTER] f(...) alias AS c1, c2``: a Generate over the FROM rows."""
+        self.use(lat, "this", "view", "outer", "alias")
+        if not isinstance(lat, exp.Lateral) or not lat.args.get("view"):
+            raise unsupported(
+                "LATERAL subquery", lat, "write LATERAL VIEW explode(...) t AS c, or a join"
+            )
+        alias = lat.args.get("alias")
+        self.use(alias, "this", "columns")
+        if not tg.is_generator(lat.this):
+            raise unsupported(
+                f"LATERAL VIEW {_function_name(lat.this)}(...)",
+                lat.this,
+                "LATERAL VIEW takes a generator: " + ", ".join(tg.GENERATOR_NAMES),
+            )
+        tg.refuse_nested(lat.this, "LATERAL VIEW", lat.this)
+        names = [c.name for c in alias.columns] if alias is not None and alias.columns else None
+        outer = bool(lat.args.get("outer"))
+        node = tg.generate(lat.this, self.tr(rel), rel.node, names, outer)
+        table = alias.name if alias is not None else ""
+        return Relation(node, rel.fields + [Field(table, n) for n in node.names])
 
     def order_limit(self, q: exp.Expr, node: p.Node, pre, env: Env) -> p.Node:
         order = q.args.get("order")
@@ -434,6 +491,9 @@ class Translator:
         rel = self.source(s.args["from_"].this, env)
         for j in s.args.get("joins") or []:
             rel = self.join(rel, j, env)
+        self.use(s, "laterals")
+        for lat in s.args.get("laterals") or []:
+            rel = self.lateral_view(rel, lat)
         return rel
 
     def join(self, left: Relation, j: exp.Join, env: Env) -> Relation:
@@ -957,6 +1017,26 @@ class Translator:
         else:
             t = arg.type
         return p.WindowCall(func, column_of(arg), t)
+
+
+def _function_name(node: exp.Expr) -> str:
+    """A function's name as Spark users write it (``abs``), or the construct's class."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).lower()
+    return node.sql_name().lower() if isinstance(node, exp.Func) else type(node).__name__
+
+
+def _star_columns(item: exp.Expr, rel: Relation) -> list[int] | None:
+    """The columns of a star the analyser left (over a LATERAL VIEW without column names,
+    whose columns it does not know): ``*`` all of them, ``alias.*`` that relation's."""
+    if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and item.is_star):
+        table = item.table if isinstance(item, exp.Column) else ""
+        return [
+            i
+            for i, f in enumerate(rel.fields)
+            if not f.name.startswith("\x00") and (not table or f.alias == table)
+        ]
+    return None
 
 
 def _join_kind(side: str, kind: str, j: exp.Join) -> str:

@@ -35,6 +35,7 @@ from sql_frontend.sql_types import (
 )
 from sql_frontend.translate_collections import CollectionTyping
 from sql_frontend.translate_functions import FunctionTyping
+from sql_frontend.translate_lambdas import HigherOrderFunctions
 from sql_frontend.translate_nested import NestedTranslation, refuse_maps
 
 Lookup = Callable[[exp.Expr], Scalar | None]
@@ -95,7 +96,7 @@ _SPARK_FIELDS = {
 """EXTRACT / date_part fields Spark knows (others are its INVALID_EXTRACT_FIELD)."""
 
 
-class ExprTranslator(FunctionTyping, NestedTranslation, CollectionTyping):
+class ExprTranslator(FunctionTyping, NestedTranslation, CollectionTyping, HigherOrderFunctions):
     """Translates expressions of one scope; ``column`` resolves a column reference and
     ``lookup`` (tried first, on every node) maps already computed expressions — grouping
     keys, aggregates, window functions, scalar subqueries — to columns."""
@@ -153,7 +154,9 @@ class ExprTranslator(FunctionTyping, NestedTranslation, CollectionTyping):
             # newer sqlglot parses some of these as typed nodes (exp.Reverse, exp.Hour, ...)
             args = [node.args[k] for k in ("this", "expression", "times") if node.args.get(k)]
             return self.anon_call(type(node).__name__.lower(), args)
-        hit = self.registry_call(node)
+        hit = self.higher_order_call(node)
+        if hit is None:
+            hit = self.registry_call(node)
         if hit is not None:
             return hit
         if isinstance(node, exp.AggFunc):
@@ -560,7 +563,9 @@ class ExprTranslator(FunctionTyping, NestedTranslation, CollectionTyping):
 
     def _Anonymous(self, node: exp.Anonymous) -> Scalar:
         name = str(node.name).lower()
-        hit = self.registry_call(node)
+        hit = self.higher_order_call(node)
+        if hit is None:
+            hit = self.registry_call(node)
         if hit is not None:
             return hit
         if name not in _ANON:
@@ -843,6 +848,9 @@ class ExprTranslator(FunctionTyping, NestedTranslation, CollectionTyping):
         )
 
     def _Exists(self, node: exp.Exists) -> Scalar:
+        hof = self.higher_order_call(node)  # exists(array, x -> ...)
+        if hof is not None:
+            return hof
         raise unsupported("EXISTS here", node, "EXISTS is supported as a WHERE condition")
 
     def _Window(self, node: exp.Window) -> Scalar:

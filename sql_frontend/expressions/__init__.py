@@ -31,5 +31,6 @@ from sql_frontend.expressions import nested as _nested  # noqa: F401  isort: ski
 from sql_frontend.expressions import collection_functions as _collections  # noqa: F401  isort: skip
 from sql_frontend.expressions import json_functions as _json  # noqa: F401  isort: skip
 from sql_frontend.expressions import vector_functions as _vectors  # noqa: F401  isort: skip
+from sql_frontend.expressions import higher_order as _higher_order  # noqa: F401  isort: skip
 
 __all__ = ["OPS", "compile_scalar", "from_column", "to_column"]

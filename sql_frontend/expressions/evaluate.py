@@ -79,6 +79,11 @@ def compile_vec(e: Scalar) -> Evaluator:
             return lambda cols, n: from_column(cols[index], t)
         case Lit(value, t):
             return lambda cols, n: constant(value, t, n)
+        case Call("lambda_var", (Lit(from_end), *_), t):
+            # a lambda's variable: the last columns of the batch its body is evaluated over
+            # (sql_frontend.expressions.higher_order)
+            at = int(from_end)  # type: ignore[call-overload]
+            return lambda cols, n: from_column(cols[len(cols) - 1 - at], t)
         case Call(name, args, t):
             if name not in OPS:
                 raise UnsupportedSqlError(f"function {name}")
@@ -540,12 +545,12 @@ LAZY: dict[str, Callable[[list[Evaluator], Sequence[np.ndarray], int, SqlType], 
 }
 
 
-def _lazy_only(args: list[Vec], t: SqlType) -> Vec:
+def lazy_only(args: list[Vec], t: SqlType) -> Vec:
     raise AssertionError("evaluated through LAZY")
 
 
-OPS["case"] = _lazy_only
-OPS["coalesce"] = _lazy_only
+OPS["case"] = lazy_only
+OPS["coalesce"] = lazy_only
 
 
 @op("nullif")

@@ -235,6 +235,32 @@ FUNCTIONS: dict[str, Fn] = {
 }
 """Spark name → its evaluation in the engine."""
 
+HIGHER_ORDER: dict[str, str] = {
+    **{
+        n: "per element: the lambda vectorized over all elements of the batch"
+        for n in ("transform", "filter", "exists", "forall", "map_filter", "transform_values")
+    },
+    "transform_keys": "per element: the lambda vectorized over all entries; keys checked per row",
+    "zip_with": "per element: the lambda vectorized over all element pairs",
+    "aggregate": "per element: the lambda vectorized once per element position",
+    "reduce": "per element: the lambda vectorized once per element position",
+    "array_sort": "python sort per row (a comparator lambda vectorized over all pairs)",
+    "map_zip_with": "python key matching per row; the lambda vectorized over all keys",
+}
+"""Higher-order functions (``sql_frontend/translate_lambdas.py``, evaluated by
+``expressions/higher_order.py``): a lambda is evaluated per element, over the elements of all
+rows of a batch at once."""
+
+GENERATORS: dict[str, str] = {
+    **{n: "numpy (elements flattened)" for n in ("explode", "explode_outer", "posexplode")},
+    **{n: "numpy (elements flattened)" for n in ("posexplode_outer", "inline", "inline_outer")},
+    "stack": "numpy",
+    "json_tuple": "python (a JSON parse per row)",
+    "LATERAL VIEW [OUTER] generator(...) t AS c1, c2": "as its generator",
+}
+"""Generators (``sql_frontend/translate_generators.py``, ``expressions/generators.py``), in the
+SELECT list or in LATERAL VIEW: a Generate plan node, a flat-map, maintained per change."""
+
 CASTS: dict[str, SqlType] = {
     "tinyint": TINYINT,
     "smallint": SMALLINT,
@@ -374,7 +400,7 @@ def call_of(node: exp.Expr) -> tuple[str, list[exp.Expr]] | None:
 
 
 def registry_names() -> list[str]:
-    return sorted({*FUNCTIONS, *CASTS, *CONSTANTS, *MACROS})
+    return sorted({*FUNCTIONS, *HIGHER_ORDER, *CASTS, *CONSTANTS, *MACROS})
 
 
 INCREMENTAL = "incremental"
@@ -517,12 +543,19 @@ def support_table() -> str:
         "| --- | --- |",
         *(f"| `{n}` | {how} |" for n, how in WINDOWS.items()),
         "",
+        "## Generators",
+        "",
+        "| generator | maintenance | evaluation |",
+        "| --- | --- | --- |",
+        *(f"| `{n}` | {INCREMENTAL} (a flat-map) | {how} |" for n, how in GENERATORS.items()),
+        "",
         "## Scalar functions",
         "",
         "| function | evaluation |",
         "| --- | --- |",
         *(f"| `{n}` | numpy / built in |" for n in TRANSLATOR_FUNCTIONS),
         *(f"| `{n}` | {FUNCTIONS[n].kernel} |" for n in sorted(FUNCTIONS)),
+        *(f"| `{n}` | {HIGHER_ORDER[n]} |" for n in sorted(HIGHER_ORDER)),
         *(f"| `{n}(x)` | cast |" for n in CASTS),
         *(f"| `{n}()` | constant |" for n in CONSTANTS),
         *(f"| `{n}` | rewritten (COALESCE / CASE / <=>) |" for n in MACROS),

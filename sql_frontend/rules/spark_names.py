@@ -26,6 +26,7 @@ from sql_frontend import plan as p
 from sql_frontend import scalar as sc
 from sql_frontend.analyze import parse
 from sql_frontend.errors import SqlError
+from sql_frontend.translate_generators import select_generator
 
 _BINARY: dict[type[exp.Expr], str] = {
     exp.Add: "+",
@@ -47,6 +48,9 @@ _BINARY: dict[type[exp.Expr], str] = {
     exp.BitwiseXor: "^",
 }
 _UPPER_NAMES = {"ceil": "CEIL"}
+GENERATED = "\x00generated"
+"""The name :func:`spark_names` gives a SELECT item that is a generator (its columns, how many
+the plan tells, keep the translator's names)."""
 
 
 class _Unknown(Exception):
@@ -65,6 +69,9 @@ def spark_names(
     for e in select.expressions:
         if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star):
             return None
+        if select_generator(e) is not None:
+            out.append(GENERATED)  # the translator names a generator's columns as Spark does
+            continue
         if isinstance(e, exp.Alias):
             out.append(e.alias)
             continue
@@ -279,7 +286,10 @@ def with_spark_names(
     except SqlError:  # pragma: no cover - the text was parsed once already
         return node
     current = [n for n, _ in node.schema]
-    if names is None or len(names) != len(current):
+    if names is not None and names.count(GENERATED) == 1:
+        at = names.index(GENERATED)
+        names[at : at + 1] = [None] * (len(current) - len(names) + 1)
+    if names is None or len(names) != len(current) or GENERATED in names:
         return node
     wanted = tuple(n if n is not None else c for n, c in zip(names, current, strict=True))
     if list(wanted) == current:

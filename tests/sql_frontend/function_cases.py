@@ -1,13 +1,17 @@
 """Per registry function, expressions over the harness's tables (random rows with NULLs),
 compared with Spark SQL: ``SCALAR_VIEWS`` holds them, a few functions per view, so one Spark
 query checks them all. ``test_every_registry_function_has_a_case`` holds the list complete.
-The expressions are data: ``tests/fixtures/functions/scalar_t.sql`` and ``scalar_ev.sql``."""
+The expressions are data: ``tests/fixtures/functions/scalar_t.sql``, ``higher_order_t.sql``
+and ``scalar_ev.sql``."""
 
 from __future__ import annotations
 
 from fixture_cases import FIXTURES, expression_lists
 
-T_CASES = expression_lists(FIXTURES / "functions" / "scalar_t.sql")
+T_CASES = {
+    **expression_lists(FIXTURES / "functions" / "scalar_t.sql"),
+    **expression_lists(FIXTURES / "functions" / "higher_order_t.sql"),
+}
 EV_CASES = expression_lists(FIXTURES / "functions" / "scalar_ev.sql")
 
 

@@ -48,6 +48,7 @@ BASES: dict[type[exp.Expr], str] = {
     exp.Subquery: "(SELECT k FROM t) ORDER BY k LIMIT 1",
     exp.From: "SELECT k FROM t",
     exp.Join: "SELECT t.k FROM t JOIN u ON t.k = u.k",
+    exp.Lateral: "SELECT k, x FROM t LATERAL VIEW stack(2, k, v) st AS x",
     exp.Table: "SELECT k FROM t",
     exp.TableAlias: "SELECT x.k FROM t AS x",
     exp.With: "WITH a AS (SELECT k FROM t) SELECT k FROM a",

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from coverage_views import AGGREGATE_VIEWS, WINDOW_VIEWS
+from coverage_views import AGGREGATE_VIEWS, GENERATOR_VIEWS, WINDOW_VIEWS
 from function_cases import EV_CASES, SCALAR_VIEWS, T_CASES
 from sql_harness import TABLES, Harness
 
@@ -17,7 +17,7 @@ from sql_frontend.errors import SqlError
 from sql_frontend.expressions import registry
 
 SEED = int(os.environ.get("IVM_SQL_SEED", "1616"))
-VIEWS = {**AGGREGATE_VIEWS, **WINDOW_VIEWS, **SCALAR_VIEWS}
+VIEWS = {**AGGREGATE_VIEWS, **WINDOW_VIEWS, **GENERATOR_VIEWS, **SCALAR_VIEWS}
 
 
 def _run(spark: object, views: dict[str, str], seed: int, steps: list[tuple[int, int]]) -> None:
