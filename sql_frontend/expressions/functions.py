@@ -14,7 +14,7 @@ import numpy as np
 from sql_frontend.expressions.casts import to_str
 from sql_frontend.expressions.evaluate import OPS, elementwise, runtime_error
 from sql_frontend.expressions.vec import Vec, from_objects, objects
-from sql_frontend.sql_types import SqlType
+from sql_frontend.sql_types import INT_BITS, SqlType
 
 
 def _reg(name: str, fn, nulls: bool = False) -> None:
@@ -150,7 +150,11 @@ def round_to(x: object, d: int, t: SqlType, ctx: Context, fn: str) -> object:
     if isinstance(x, int):
         if d >= 0:
             return x
-        return int(Decimal(x).quantize(Decimal(1).scaleb(-d), context=ctx))
+        r = int(Decimal(x).quantize(Decimal(1).scaleb(-d), context=ctx))
+        half = 2 ** (INT_BITS.get(t.name, 64) - 1)
+        if not -half <= r < half:  # round(9223372036854775807, -1): Spark raises too
+            raise runtime_error(f"[ARITHMETIC_OVERFLOW] {fn} overflows {t.name}")
+        return r
     if isinstance(x, float):
         if math.isnan(x) or math.isinf(x) or d > 400:
             return x
