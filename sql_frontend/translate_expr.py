@@ -33,6 +33,7 @@ from sql_frontend.sql_types import (
     decimal,
     parse_type,
 )
+from sql_frontend.translate_encoding import EncodingTyping
 from sql_frontend.translate_functions import FunctionTyping
 
 Lookup = Callable[[exp.Expr], Scalar | None]
@@ -93,7 +94,7 @@ _SPARK_FIELDS = {
 """EXTRACT / date_part fields Spark knows (others are its INVALID_EXTRACT_FIELD)."""
 
 
-class ExprTranslator(FunctionTyping):
+class ExprTranslator(FunctionTyping, EncodingTyping):
     """Translates expressions of one scope; ``column`` resolves a column reference and
     ``lookup`` (tried first, on every node) maps already computed expressions — grouping
     keys, aggregates, window functions, scalar subqueries — to columns."""

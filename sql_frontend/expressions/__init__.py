@@ -27,5 +27,7 @@ from sql_frontend.expressions import math_functions as _math  # noqa: F401  isor
 from sql_frontend.expressions import string_functions as _strings  # noqa: F401  isort: skip
 from sql_frontend.expressions import datetime_functions as _datetimes  # noqa: F401  isort: skip
 from sql_frontend.expressions import xxhash64 as _xxhash64  # noqa: F401  isort: skip
+from sql_frontend.expressions import text_encoding as _text_encoding  # noqa: F401  isort: skip
+from sql_frontend.expressions import aes as _aes  # noqa: F401  isort: skip
 
 __all__ = ["OPS", "compile_scalar", "from_column", "to_column"]

@@ -169,6 +169,34 @@ FUNCTIONS: dict[str, Fn] = {
     "to_number": Fn("to_number", (S, S), None, "python", typing="number_format"),
     "try_to_number": Fn("try_to_number", (S, S), None, "python", typing="number_format"),
     "typeof": Fn("typeof", (None,), S, "constant (the argument's type)", typing="typeof"),
+    # UTF-8 and collations (views compare strings as UTF8_BINARY)
+    **{
+        n: Fn(n, (None,), r, "numpy (a STRING is valid UTF-8); BINARY per row", typing="utf8")
+        for n, r in (
+            ("is_valid_utf8", BOOLEAN),
+            ("make_valid_utf8", S),
+            ("validate_utf8", S),
+            ("try_validate_utf8", S),
+        )
+    },
+    "collation": Fn("collation", (None,), S, "constant (UTF8_BINARY)", typing="collation"),
+    "collate": Fn(
+        "collate", (None, S), S, "identity (UTF8_BINARY; others refused)", typing="collation"
+    ),
+    **{
+        n: Fn(
+            "to_char",
+            (None, S),
+            S,
+            "python (numbers, BINARY); dates as date_format",
+            typing="to_char",
+        )
+        for n in ("to_char", "to_varchar")
+    },
+    **{
+        n: Fn(n, (BINARY, BINARY), BINARY, "python (cryptography's AES)", typing="aes")
+        for n in ("aes_encrypt", "aes_decrypt", "try_aes_decrypt")
+    },
 }
 """Spark name → its evaluation in the engine."""
 
@@ -261,6 +289,9 @@ NODES: NodeTable = {
     exp.FromTimeZone: ("to_utc_timestamp", ("this", "zone")),
     exp.ToNumber: ("to_number", ("this", "format")),
     exp.StrToTime: ("to_timestamp", ("this", "format")),
+    exp.ToChar: ("to_char", ("this", "format")),
+    exp.Collate: ("collate", ("this", "expression")),
+    exp.Collation: ("collation", ("this",)),
 }
 """sqlglot's typed nodes for registry functions: the Spark name and the argument keys in
 Spark's argument order."""
@@ -282,6 +313,8 @@ def call_of(node: exp.Expr) -> tuple[str, list[exp.Expr]] | None:
             args += v
         elif isinstance(v, exp.Expr):
             args.append(v)
+    if isinstance(node, exp.Collate) and isinstance(node.expression, (exp.Var, exp.Column)):
+        args[1] = exp.Literal.string(node.expression.name)  # s COLLATE UTF8_BINARY
     return spec[0], args
 
 
