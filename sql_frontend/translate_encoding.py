@@ -87,6 +87,8 @@ class EncodingTyping:
             fake = sqlglot.parse_one(f"date_format(x, {exp.Literal.string(fmt).sql()})", "spark")
             fake.set("this", self._arg_nodes(node)[0].copy())  # type: ignore[attr-defined]
             return self._TimeToStr(fake)  # type: ignore[attr-defined]
+        if x.type == T.STRING:  # Spark reads it as a DECIMAL(38,18)
+            x = cast_to(x, T.decimal(38, 18))
         if not x.type.is_numeric:
             raise coercion.mismatch(name, [x.type])
         try:
@@ -98,6 +100,22 @@ class EncodingTyping:
         if not x.type.is_decimal:
             x = cast_to(x, _decimal_for(x.type))
         return Call("number_to_char", (x, Lit(fmt, T.STRING)), T.STRING)
+
+    def typing_xpath(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
+        """xpath_<kind>(xml, path): the path a constant string, as Spark requires."""
+        self._arity(node, name, args, 2, 2)  # type: ignore[attr-defined]
+        wrong = [a.type for a in args if a.type not in (T.STRING, T.NULL)]
+        if wrong:
+            raise coercion.mismatch(name, wrong)
+        xml, path = cast_to(args[0], T.STRING), cast_to(args[1], T.STRING)
+        if not isinstance(path, Lit):
+            raise analysis_error(
+                f"[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT] {name}: the path must be a constant "
+                "string",
+                node,
+                name,
+            )
+        return Call(fn.op, (xml, path), fn.result or T.STRING)
 
     def typing_aes(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """aes_encrypt(input, key[, mode[, padding[, iv[, aad]]]]) and (try_)aes_decrypt(input,

@@ -194,6 +194,19 @@ FUNCTIONS: dict[str, Fn] = {
         for n in ("to_char", "to_varchar")
     },
     **{
+        f"xpath_{k}": Fn(f"xpath_{k}", (S, S), r, "python (lxml's XPath 1.0)", typing="xpath")
+        for k, r in (
+            ("boolean", BOOLEAN),
+            ("double", D),
+            ("number", D),
+            ("float", FLOAT),
+            ("int", I),
+            ("long", BIGINT),
+            ("short", SMALLINT),
+            ("string", S),
+        )
+    },
+    **{
         n: Fn(n, (BINARY, BINARY), BINARY, "python (cryptography's AES)", typing="aes")
         for n in ("aes_encrypt", "aes_decrypt", "try_aes_decrypt")
     },

@@ -78,7 +78,13 @@ def _binary_to_char(b: bytes, fmt: str) -> str:
         return b.hex().upper()
     if f == "base64":
         return base64.b64encode(b).decode("ascii")
-    return b.decode("utf-8", errors="replace")
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        raise runtime_error(
+            "[MALFORMED_CHARACTER_CODING] Invalid value found when performing `decode` with "
+            "utf-8; use make_valid_utf8(x) or to_char(x, 'hex')"
+        ) from None
 
 
 OPS["binary_to_char"] = lambda args, t: elementwise(
