@@ -633,7 +633,10 @@ class ExprTranslator(FunctionTyping, EncodingTyping):
             args.append(Lit(default, target or NULL))
         args[0] = self.untyped_arg(name, fn.op, args[0]) if fn.args[0] is None else args[0]
         typed = [
-            a if want is None else cast_to(a, want) for a, want in zip(args, fn.args, strict=True)
+            a
+            if want is None or (a.type == BINARY and fn.op in registry.BYTES_IN)
+            else cast_to(a, want)
+            for a, want in zip(args, fn.args, strict=True)
         ]
         t = fn.result if fn.result is not None else typed[0].type
         return Call(fn.op, tuple(typed), t)

@@ -232,6 +232,10 @@ CASTS: dict[str, SqlType] = {
 CONSTANTS: dict[str, float] = {"e": 2.718281828459045, "pi": 3.141592653589793}
 """Functions of no argument: their DOUBLE value (Java's Math.E and Math.PI)."""
 
+BYTES_IN = frozenset(["md5", "sha1", "sha2", "crc32", "base64"])
+"""Operations whose STRING parameter is Spark's BINARY one: a BINARY argument is passed as
+its bytes (a STRING one as its UTF-8 bytes), not cast to STRING."""
+
 MACROS = ("zeroifnull", "nullifzero", "equal_null")
 """Functions the translator writes as other expressions (COALESCE, CASE, ``<=>``)."""
 

@@ -68,6 +68,8 @@ def evaluate(expr: str) -> tuple[Any, str]:
 
 def same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
+        if a == b or (a != a and b != b):  # infinities, NaN
+            return True
         return abs(a - b) <= 1e-9 * max(1.0, abs(a))
     return (type(a) is type(b) and a == b) or (a is None and b is None)
 
