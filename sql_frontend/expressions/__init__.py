@@ -30,5 +30,6 @@ from sql_frontend.expressions import xxhash64 as _xxhash64  # noqa: F401  isort:
 from sql_frontend.expressions import text_encoding as _text_encoding  # noqa: F401  isort: skip
 from sql_frontend.expressions import aes as _aes  # noqa: F401  isort: skip
 from sql_frontend.expressions import xpath as _xpath  # noqa: F401  isort: skip
+from sql_frontend.expressions import sketches as _sketches  # noqa: F401  isort: skip
 
 __all__ = ["OPS", "compile_scalar", "from_column", "to_column"]

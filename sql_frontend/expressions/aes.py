@@ -77,6 +77,8 @@ def decrypt(data: bytes, key: bytes, mode: str, aad: bytes) -> bytes:
             return AESGCM(key).decrypt(iv, body, aad or None)
         except (InvalidTag, ValueError):
             raise _crypto_error("Tag mismatch: the input was not encrypted with this key") from None
+    if len(data) >= n and not body:  # Java's Cipher.doFinal of no bytes: no bytes
+        return b""
     if len(data) < n or len(body) % 16:
         raise _crypto_error("the input length is not a multiple of 16 after the IV")
     cipher = Cipher(algorithms.AES(key), modes.CBC(iv) if m == "CBC" else modes.ECB())

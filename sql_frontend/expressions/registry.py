@@ -46,6 +46,28 @@ class Fn:
 
 
 D, S, I = DOUBLE, STRING, INT  # noqa: E741
+SKETCH = "python (Apache DataSketches)"
+
+
+def _sketch_functions() -> dict[str, Fn]:
+    """Scalar functions over sketch bytes Spark's sketch aggregates wrote."""
+    out = {
+        "hll_sketch_estimate": Fn("hll_sketch_estimate", (BINARY,), BIGINT, SKETCH),
+        "hll_union": Fn("hll_union", (BINARY, BINARY, BOOLEAN), BINARY, SKETCH, (False,)),
+        "theta_sketch_estimate": Fn("theta_sketch_estimate", (BINARY,), BIGINT, SKETCH),
+        "theta_union": Fn("theta_union", (BINARY, BINARY, I), BINARY, SKETCH, (12,)),
+        "theta_intersection": Fn("theta_intersection", (BINARY, BINARY), BINARY, SKETCH),
+        "theta_difference": Fn("theta_difference", (BINARY, BINARY), BINARY, SKETCH),
+    }
+    for kind, item in (("double", D), ("float", FLOAT)):
+        for what, args, result in (
+            ("n", (BINARY,), BIGINT),
+            ("quantile", (BINARY, D), item),
+            ("rank", (BINARY, item), D),
+        ):
+            name = f"kll_sketch_get_{what}_{kind}"
+            out[name] = Fn(name, args, result, SKETCH)
+    return out
 
 
 def _named(
@@ -206,6 +228,7 @@ FUNCTIONS: dict[str, Fn] = {
             ("string", S),
         )
     },
+    **_sketch_functions(),
     **{
         n: Fn(n, (BINARY, BINARY), BINARY, "python (cryptography's AES)", typing="aes")
         for n in ("aes_encrypt", "aes_decrypt", "try_aes_decrypt")
