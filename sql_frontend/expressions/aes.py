@@ -98,9 +98,9 @@ def _aes_encrypt(args: list[Vec], t: SqlType) -> Vec:
 
 
 def _aes_decrypt(safe: bool):
-    def one(d: object, k: object, m: str, _p: str, aad: object) -> bytes | None:
+    def one(d: bytes, k: bytes, m: str, _p: str, aad: bytes) -> bytes | None:
         try:
-            return decrypt(bytes(d), bytes(k), m, bytes(aad))  # type: ignore[arg-type]
+            return decrypt(bytes(d), bytes(k), m, bytes(aad))
         except Exception:
             if safe:
                 return None

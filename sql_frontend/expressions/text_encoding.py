@@ -12,6 +12,7 @@ from decimal import Decimal
 import numpy as np
 
 from sql_frontend.expressions.evaluate import OPS, elementwise, runtime_error
+from sql_frontend.expressions.string_functions import digit_run_end
 from sql_frontend.expressions.vec import Vec, from_objects, objects
 from sql_frontend.sql_types import SqlType
 
@@ -105,9 +106,7 @@ def number_tokens(fmt: str) -> list[Token]:
     while i < len(f):
         c = f[i]
         if c in "09":
-            j = i
-            while j < len(f) and f[j] in "09":
-                j += 1
+            j = digit_run_end(f, i)
             out.append(("digits", j - i, c == "0" and not point))
             i = j
             continue
