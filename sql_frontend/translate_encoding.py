@@ -117,6 +117,26 @@ class EncodingTyping:
             )
         return Call(fn.op, (xml, path), fn.result or T.STRING)
 
+    def typing_schema_of_csv(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
+        """schema_of_csv(text): a constant string, inferred when the view is compiled; CSV
+        options (a MAP) are refused by name."""
+        from sql_frontend.expressions.csv_schema import schema_of_csv
+
+        if len(args) == 2:
+            raise unsupported(
+                f"{name} with options", node, "write schema_of_csv(text) with Spark's defaults"
+            )
+        self._arity(node, name, args, 1, 1)  # type: ignore[attr-defined]
+        text = args[0]
+        if isinstance(text, Lit) and text.value is None:
+            raise analysis_error(
+                f"[DATATYPE_MISMATCH.UNEXPECTED_NULL] {name}: the csv must not be null", node, name
+            )
+        csv = constant_text(node, name, "csv", text)
+        if not csv:
+            raise analysis_error(f"[INVALID_PARAMETER_VALUE] {name}: the csv is empty", node, name)
+        return Lit(schema_of_csv(csv), T.STRING)
+
     def typing_aes(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """aes_encrypt(input, key[, mode[, padding[, iv[, aad]]]]) and (try_)aes_decrypt(input,
         key[, mode[, padding[, aad]]]): constant mode and padding; encryption only where it is

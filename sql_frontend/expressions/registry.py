@@ -201,6 +201,9 @@ FUNCTIONS: dict[str, Fn] = {
             ("try_validate_utf8", S),
         )
     },
+    "schema_of_csv": Fn(
+        "schema_of_csv", (S,), S, "constant (inferred when compiled)", typing="schema_of_csv"
+    ),
     "collation": Fn("collation", (None,), S, "constant (UTF8_BINARY)", typing="collation"),
     "collate": Fn(
         "collate", (None, S), S, "identity (UTF8_BINARY; others refused)", typing="collation"
