@@ -11,6 +11,7 @@ Not here: the ``_bigint`` KLL functions (the package has no KLL sketch of longs)
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from functools import lru_cache
@@ -21,8 +22,8 @@ from sql_frontend.expressions.evaluate import OPS, elementwise, runtime_error
 _CLASSES = {
     "hll": ("hll_sketch", "HLL_INVALID_INPUT_SKETCH_BUFFER"),
     "theta": ("compact_theta_sketch", "THETA_INVALID_INPUT_SKETCH_BUFFER"),
-    "kll_double": ("kll_doubles_sketch", "KLL_SKETCH_INVALID_INPUT"),
-    "kll_float": ("kll_floats_sketch", "KLL_SKETCH_INVALID_INPUT"),
+    "kll_double": ("kll_doubles_sketch", "KLL_INVALID_INPUT_SKETCH_BUFFER"),
+    "kll_float": ("kll_floats_sketch", "KLL_INVALID_INPUT_SKETCH_BUFFER"),
 }
 
 
@@ -61,6 +62,15 @@ def _hll_union(a: bytes, b: bytes, allow: bool) -> bytes:
     return bytes(u.get_result(ds.tgt_hll_type.HLL_8).serialize_updatable())
 
 
+def _theta_bytes(result: Any) -> bytes:
+    """A compact Theta sketch as Java writes it: compressed; an empty one with a zero seed
+    hash."""
+    data = bytearray(result.serialize(True))
+    if result.is_empty():
+        data[6:8] = b"\x00\x00"
+    return bytes(data)
+
+
 def _theta_set(op: str) -> Callable[..., bytes]:
     def run(a: bytes, b: bytes, lg_k: int = 12) -> bytes:
         import datasketches as ds
@@ -68,21 +78,46 @@ def _theta_set(op: str) -> Callable[..., bytes]:
         name = f"theta_{op}"
         x, y = sketch("theta", a, name), sketch("theta", b, name)
         if op == "difference":
-            return bytes(ds.theta_a_not_b().compute(x, y).serialize(True))
+            return _theta_bytes(ds.theta_a_not_b().compute(x, y))
         if op == "union":
             if not 4 <= lg_k <= 26:
                 raise runtime_error(
-                    f"[THETA_INVALID_LG_NOM_ENTRIES] theta_union: lgNomEntries {lg_k} is not "
+                    f"[SKETCH_INVALID_LG_NOM_ENTRIES] theta_union: lgNomEntries {lg_k} is not "
                     "between 4 and 26"
+                )
+            if lg_k == 4:  # Spark's Java library takes it, the C++ one starts at 5
+                raise runtime_error(
+                    "[UNSUPPORTED_FEATURE] theta_union with lgNomEntries 4 is not supported by "
+                    "this engine's sketch library; write 5 or more"
                 )
             u: Any = ds.theta_union(lg_k)
         else:
             u = ds.theta_intersection()
         u.update(x)
         u.update(y)
-        return bytes(u.get_result().serialize(True))
+        return _theta_bytes(u.get_result())
 
     return run
+
+
+def _java_view(s: Any) -> tuple[list[float], list[int]]:
+    """The sorted view Java's KLL sketch answers from: the retained items with cumulative
+    weights, the sketch's min and max items included (weight 1, taken from their neighbours)
+    where compaction dropped them; the C++ library leaves them out."""
+    pairs = sorted(s)
+    items = [float(x) for x, _ in pairs]
+    cum: list[int] = []
+    for _, w in pairs:
+        cum.append((cum[-1] if cum else 0) + int(w))
+    lo, hi = float(s.get_min_value()), float(s.get_max_value())
+    if items and lo < items[0]:
+        items.insert(0, lo)
+        cum.insert(0, 1)
+    if items and hi > items[-1]:
+        cum[-1] -= 1
+        items.append(hi)
+        cum.append(int(s.n))
+    return items, cum
 
 
 def _kll(kind: str, what: str) -> Callable[..., object]:
@@ -94,14 +129,17 @@ def _kll(kind: str, what: str) -> Callable[..., object]:
             return int(s.n)
         if s.is_empty():
             return None
-        if what == "rank":
-            return float(s.get_rank(arg[0]))
+        items, cum = _java_view(s)
+        if what == "rank":  # Spark's INCLUSIVE search: the weight of items <= the value
+            k = bisect.bisect_right(items, arg[0])
+            return cum[k - 1] / s.n if k else 0.0
         if not 0.0 <= arg[0] <= 1.0:
             raise runtime_error(
                 f"[KLL_SKETCH_INVALID_QUANTILE_RANGE] For function `{name}`, the quantile "
                 "value must be between 0.0 and 1.0 (inclusive)"
             )
-        return float(s.get_quantile(arg[0]))
+        natural = math.ceil(arg[0] * s.n)
+        return items[min(bisect.bisect_left(cum, natural), len(items) - 1)]
 
     return run
 
