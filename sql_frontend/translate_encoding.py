@@ -137,6 +137,20 @@ class EncodingTyping:
             raise analysis_error(f"[INVALID_PARAMETER_VALUE] {name}: the csv is empty", node, name)
         return Lit(schema_of_csv(csv), T.STRING)
 
+    def typing_kll_constant(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
+        """kll_sketch_get_quantile_* / get_rank_*(sketch, x): ``x`` a constant, as Spark
+        requires."""
+        self._arity(node, name, args, 2, 2)  # type: ignore[attr-defined]
+        if refs(args[1]):
+            raise analysis_error(
+                f"[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT] {name}: the second argument must be a "
+                "constant; pick the sketch per row instead (IF / CASE over constant sketches)",
+                node,
+                name,
+            )
+        typed = tuple(cast_to(a, t or a.type) for a, t in zip(args, fn.args, strict=True))
+        return Call(fn.op, typed, fn.result or T.DOUBLE)
+
     def typing_aes(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
         """aes_encrypt(input, key[, mode[, padding[, iv[, aad]]]]) and (try_)aes_decrypt(input,
         key[, mode[, padding[, aad]]]): constant mode and padding; encryption only where it is

@@ -66,7 +66,8 @@ def _sketch_functions() -> dict[str, Fn]:
             ("rank", (BINARY, item), D),
         ):
             name = f"kll_sketch_get_{what}_{kind}"
-            out[name] = Fn(name, args, result, SKETCH)
+            typing = "kll_constant" if what != "n" else None
+            out[name] = Fn(name, args, result, SKETCH, typing=typing)
     return out
 
 
