@@ -17,6 +17,7 @@ _JAVA_DOUBLE = re.compile(
     r"[\x00-\x20]*"
 )
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_YEAR_MONTH = re.compile(r"[0-9]{4}-([0-9]{1,2})")
 
 
 def field_type(f: str) -> str:
@@ -37,6 +38,9 @@ def field_type(f: str) -> str:
             return f"DECIMAL({digits},0)"
     if _JAVA_DOUBLE.fullmatch(f) or f in ("Inf", "-Inf"):
         return "DOUBLE"
+    m = _YEAR_MONTH.fullmatch(f)  # a cast reads 'yyyy-[m]m' as a TIMESTAMP
+    if m and 1 <= int(m.group(1)) <= 12:
+        return "TIMESTAMP"
     for pattern, t, name in ((_DATE, DATE, "DATE"), (None, TIMESTAMP, "TIMESTAMP")):
         if pattern is not None and not pattern.fullmatch(f):
             continue
