@@ -138,12 +138,15 @@ class EncodingTyping:
         return Lit(schema_of_csv(csv), T.STRING)
 
     def typing_kll_constant(self, node: exp.Expr, name: str, fn: Fn, args: list[Scalar]) -> Scalar:
-        """kll_sketch_get_quantile_* / get_rank_*(sketch, x): ``x`` a constant, as Spark
-        requires."""
-        self._arity(node, name, args, 2, 2)  # type: ignore[attr-defined]
-        if refs(args[1]):
+        """kll_sketch_get_quantile_* / get_rank_*(sketch, x) and theta_union(a, b[, lg]): the
+        argument after the sketches a constant, as Spark requires."""
+        sketches = 2 if fn.op == "theta_union" else 1
+        self._arity(node, name, args, len(fn.args) - len(fn.defaults), len(fn.args))  # type: ignore[attr-defined]
+        missing = len(fn.args) - len(args)
+        args = [*args, *(Lit(d, T.INT) for d in fn.defaults[len(fn.defaults) - missing :])]
+        if any(refs(a) for a in args[sketches:]):
             raise analysis_error(
-                f"[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT] {name}: the second argument must be a "
+                f"[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT] {name}: the argument after the sketch must be a "
                 "constant; pick the sketch per row instead (IF / CASE over constant sketches)",
                 node,
                 name,

@@ -55,7 +55,9 @@ def _sketch_functions() -> dict[str, Fn]:
         "hll_sketch_estimate": Fn("hll_sketch_estimate", (BINARY,), BIGINT, SKETCH),
         "hll_union": Fn("hll_union", (BINARY, BINARY, BOOLEAN), BINARY, SKETCH, (False,)),
         "theta_sketch_estimate": Fn("theta_sketch_estimate", (BINARY,), BIGINT, SKETCH),
-        "theta_union": Fn("theta_union", (BINARY, BINARY, I), BINARY, SKETCH, (12,)),
+        "theta_union": Fn(
+            "theta_union", (BINARY, BINARY, I), BINARY, SKETCH, (12,), typing="kll_constant"
+        ),
         "theta_intersection": Fn("theta_intersection", (BINARY, BINARY), BINARY, SKETCH),
         "theta_difference": Fn("theta_difference", (BINARY, BINARY), BINARY, SKETCH),
     }
