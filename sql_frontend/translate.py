@@ -104,6 +104,8 @@ Env = Mapping[str, p.Node]
 def key_of(node: exp.Expr) -> str:
     if isinstance(node, exp.WithinGroup):  # sqlglot writes it as PERCENTILE_APPROX for Spark
         return node.sql()
+    if node.find(exp.ToChar):  # sqlglot writes to_char(x, f) as CAST(x AS STRING) for Spark
+        return node.sql(dialect="databricks")
     return node.sql(dialect="spark")
 
 

@@ -34,6 +34,7 @@ from sql_frontend.sql_types import (
     parse_type,
 )
 from sql_frontend.translate_collections import CollectionTyping
+from sql_frontend.translate_encoding import EncodingTyping
 from sql_frontend.translate_functions import FunctionTyping
 from sql_frontend.translate_lambdas import HigherOrderFunctions
 from sql_frontend.translate_nested import NestedTranslation, refuse_maps
@@ -96,7 +97,9 @@ _SPARK_FIELDS = {
 """EXTRACT / date_part fields Spark knows (others are its INVALID_EXTRACT_FIELD)."""
 
 
-class ExprTranslator(FunctionTyping, NestedTranslation, CollectionTyping, HigherOrderFunctions):
+class ExprTranslator(
+    FunctionTyping, NestedTranslation, CollectionTyping, HigherOrderFunctions, EncodingTyping
+):
     """Translates expressions of one scope; ``column`` resolves a column reference and
     ``lookup`` (tried first, on every node) maps already computed expressions — grouping
     keys, aggregates, window functions, scalar subqueries — to columns."""
@@ -641,7 +644,10 @@ class ExprTranslator(FunctionTyping, NestedTranslation, CollectionTyping, Higher
             args.append(Lit(default, target or NULL))
         args[0] = self.untyped_arg(name, fn.op, args[0]) if fn.args[0] is None else args[0]
         typed = [
-            a if want is None else cast_to(a, want) for a, want in zip(args, fn.args, strict=True)
+            a
+            if want is None or (a.type == BINARY and fn.op in registry.BYTES_IN)
+            else cast_to(a, want)
+            for a, want in zip(args, fn.args, strict=True)
         ]
         t = fn.result if fn.result is not None else typed[0].type
         return Call(fn.op, tuple(typed), t)

@@ -32,5 +32,9 @@ from sql_frontend.expressions import collection_functions as _collections  # noq
 from sql_frontend.expressions import json_functions as _json  # noqa: F401  isort: skip
 from sql_frontend.expressions import vector_functions as _vectors  # noqa: F401  isort: skip
 from sql_frontend.expressions import higher_order as _higher_order  # noqa: F401  isort: skip
+from sql_frontend.expressions import text_encoding as _text_encoding  # noqa: F401  isort: skip
+from sql_frontend.expressions import aes as _aes  # noqa: F401  isort: skip
+from sql_frontend.expressions import xpath as _xpath  # noqa: F401  isort: skip
+from sql_frontend.expressions import sketches as _sketches  # noqa: F401  isort: skip
 
 __all__ = ["OPS", "compile_scalar", "from_column", "to_column"]

@@ -279,6 +279,15 @@ _CONVERT: dict[str, Callable[[object, SqlType], object]] = {
 }
 
 
+def reads_as(v: str, t: SqlType) -> bool:
+    """Whether CAST(v AS t) succeeds."""
+    try:
+        _CONVERT[t.name](v, t)
+    except _Invalid:
+        return False
+    return True
+
+
 def _cast(args: list[Vec], t: SqlType, safe: bool) -> Vec:
     (a,) = args
     src = a.type
@@ -320,4 +329,4 @@ OPS["cast"] = lambda args, t: _cast(args, t, False)
 OPS["try_cast"] = lambda args, t: _cast(args, t, True)
 OPS["time_parts"] = lambda args, t: elementwise(time_parts, args, t)
 
-__all__ = ["_decimal_result", "java_double_str", "timestamp_str", "to_str"]
+__all__ = ["_decimal_result", "java_double_str", "reads_as", "timestamp_str", "to_str"]

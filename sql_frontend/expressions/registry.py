@@ -46,6 +46,31 @@ class Fn:
 
 
 D, S, I = DOUBLE, STRING, INT  # noqa: E741
+SKETCH = "python (Apache DataSketches)"
+
+
+def _sketch_functions() -> dict[str, Fn]:
+    """Scalar functions over sketch bytes Spark's sketch aggregates wrote."""
+    out = {
+        "hll_sketch_estimate": Fn("hll_sketch_estimate", (BINARY,), BIGINT, SKETCH),
+        "hll_union": Fn("hll_union", (BINARY, BINARY, BOOLEAN), BINARY, SKETCH, (False,)),
+        "theta_sketch_estimate": Fn("theta_sketch_estimate", (BINARY,), BIGINT, SKETCH),
+        "theta_union": Fn(
+            "theta_union", (BINARY, BINARY, I), BINARY, SKETCH, (12,), typing="kll_constant"
+        ),
+        "theta_intersection": Fn("theta_intersection", (BINARY, BINARY), BINARY, SKETCH),
+        "theta_difference": Fn("theta_difference", (BINARY, BINARY), BINARY, SKETCH),
+    }
+    for kind, item in (("double", D), ("float", FLOAT)):
+        for what, args, result in (
+            ("n", (BINARY,), BIGINT),
+            ("quantile", (BINARY, D), item),
+            ("rank", (BINARY, item), D),
+        ):
+            name = f"kll_sketch_get_{what}_{kind}"
+            typing = "kll_constant" if what != "n" else None
+            out[name] = Fn(name, args, result, SKETCH, typing=typing)
+    return out
 
 
 def _named(
@@ -232,6 +257,51 @@ FUNCTIONS: dict[str, Fn] = {
         n: Fn(n, (), None, "python (per row, the json module)", typing="collection")
         for n in ("get_json_object", "json_object_keys", "to_json", "from_json", "schema_of_json")
     },
+    # UTF-8 and collations (views compare strings as UTF8_BINARY)
+    **{
+        n: Fn(n, (None,), r, "numpy (a STRING is valid UTF-8); BINARY per row", typing="utf8")
+        for n, r in (
+            ("is_valid_utf8", BOOLEAN),
+            ("make_valid_utf8", S),
+            ("validate_utf8", S),
+            ("try_validate_utf8", S),
+        )
+    },
+    "schema_of_csv": Fn(
+        "schema_of_csv", (S,), S, "constant (inferred when compiled)", typing="schema_of_csv"
+    ),
+    "collation": Fn("collation", (None,), S, "constant (UTF8_BINARY)", typing="collation"),
+    "collate": Fn(
+        "collate", (None, S), S, "identity (UTF8_BINARY; others refused)", typing="collation"
+    ),
+    **{
+        n: Fn(
+            "to_char",
+            (None, S),
+            S,
+            "python (numbers, BINARY); dates as date_format",
+            typing="to_char",
+        )
+        for n in ("to_char", "to_varchar")
+    },
+    **{
+        f"xpath_{k}": Fn(f"xpath_{k}", (S, S), r, "python (lxml's XPath 1.0)", typing="xpath")
+        for k, r in (
+            ("boolean", BOOLEAN),
+            ("double", D),
+            ("number", D),
+            ("float", FLOAT),
+            ("int", I),
+            ("long", BIGINT),
+            ("short", SMALLINT),
+            ("string", S),
+        )
+    },
+    **_sketch_functions(),
+    **{
+        n: Fn(n, (BINARY, BINARY), BINARY, "python (cryptography's AES)", typing="aes")
+        for n in ("aes_encrypt", "aes_decrypt", "try_aes_decrypt")
+    },
 }
 """Spark name → its evaluation in the engine."""
 
@@ -279,6 +349,10 @@ CASTS: dict[str, SqlType] = {
 
 CONSTANTS: dict[str, float] = {"e": 2.718281828459045, "pi": 3.141592653589793}
 """Functions of no argument: their DOUBLE value (Java's Math.E and Math.PI)."""
+
+BYTES_IN = frozenset(["md5", "sha1", "sha2", "crc32", "base64"])
+"""Operations whose STRING parameter is Spark's BINARY one: a BINARY argument is passed as
+its bytes (a STRING one as its UTF-8 bytes), not cast to STRING."""
 
 MACROS = ("zeroifnull", "nullifzero", "equal_null")
 """Functions the translator writes as other expressions (COALESCE, CASE, ``<=>``)."""
@@ -375,6 +449,9 @@ NODES: NodeTable = {
     exp.JSONKeys: ("json_object_keys", ("this",)),
     exp.JSONFormat: ("to_json", ("this",)),
     exp.FromJson: ("from_json", ("this", "expression")),
+    exp.ToChar: ("to_char", ("this", "format")),
+    exp.Collate: ("collate", ("this", "expression")),
+    exp.Collation: ("collation", ("this",)),
 }
 """sqlglot's typed nodes for registry functions: the Spark name and the argument keys in
 Spark's argument order."""
@@ -396,6 +473,8 @@ def call_of(node: exp.Expr) -> tuple[str, list[exp.Expr]] | None:
             args += v
         elif isinstance(v, exp.Expr):
             args.append(v)
+    if isinstance(node, exp.Collate) and isinstance(node.expression, (exp.Var, exp.Column)):
+        args[1] = exp.Literal.string(node.expression.name)  # s COLLATE UTF8_BINARY
     return spec[0], args
 
 

@@ -482,6 +482,13 @@ def _json_array_length(s: str) -> int | None:
 _reg("json_array_length", _json_array_length)
 
 
+def digit_run_end(f: str, i: int) -> int:
+    """The end of the run of format digits (``0`` and ``9``) starting at ``i``."""
+    while i < len(f) and f[i] in "09":
+        i += 1
+    return i
+
+
 def number_format(fmt: str) -> tuple[str, int, int, bool]:
     """Spark's number format (``to_number``): the regular expression its input must match,
     the precision and scale of the DECIMAL it gives, and whether the leading digit group is
@@ -492,9 +499,7 @@ def number_format(fmt: str) -> tuple[str, int, int, bool]:
     while i < len(f):
         c = f[i]
         if c in "09":
-            j = i
-            while j < len(f) and f[j] in "09":
-                j += 1
+            j = digit_run_end(f, i)
             n = j - i
             digits += n
             if seen_point:

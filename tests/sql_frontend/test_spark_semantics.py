@@ -74,6 +74,8 @@ def same(a: Any, b: Any) -> bool:
             a, b = (dict(x) if isinstance(x, tuple) else x for x in (a, b))
         return isinstance(a, nested) and isinstance(b, nested) and normalize(a) == normalize(b)
     if isinstance(a, float) and isinstance(b, float):
+        if a == b or (a != a and b != b):  # infinities, NaN
+            return True
         return abs(a - b) <= 1e-9 * max(1.0, abs(a))
     return (type(a) is type(b) and a == b) or (a is None and b is None)
 
