@@ -69,6 +69,7 @@ from catalog.pipeline import (
     stale_checkpoint_groups,
 )
 from catalog.sql_types import columns_schema, frontend_columns, view_schema
+from catalog.storage import is_azure
 from catalog.store import TableEntry, ViewEntry
 from catalog.view_clustering import check_cluster_columns
 from catalog.view_options import ViewOptions
@@ -232,7 +233,8 @@ class Session:
                 self.catalog.warehouse.spark_warehouse_dir,
                 master=self.settings.spark_master,
                 conf=self.settings.spark_settings(),
-                s3=self.catalog.warehouse.remote,
+                s3=self.catalog.warehouse.remote
+                and not is_azure(self.catalog.warehouse.root),
             )
         if not self._registered:
             self._register_all()
