@@ -286,11 +286,19 @@ def test_view_tables_record_inputs(tmp_path: Path) -> None:
 
 # -- the same protocol on a warehouse on S3 (moto) and on Azure (Azurite), both on 127.0.0.1 --
 S3_POINTS = ["files_written", "renamed", "checkpointed", "files_written:evens", "committed:evens"]
+# Azurite is slower (~13 s a point on 2 busy cores): the default run crashes at the checkpoint
+# and the view commit there, the other points are slow tests
+AZURE_DEFAULT = ("checkpointed", "committed:evens")
+STORE_POINTS = [("s3", p) for p in S3_POINTS] + [
+    pytest.param("azure", p, marks=() if p in AZURE_DEFAULT else pytest.mark.slow)
+    for p in S3_POINTS
+]
 
 
-@pytest.mark.parametrize("crash_at", S3_POINTS)
+@pytest.mark.parametrize(("store", "crash_at"), STORE_POINTS)
 def test_crash_then_recover_on_object_stores(
-    object_store: str,  # noqa: F811
+    request: pytest.FixtureRequest,
+    store: str,
     uninterrupted: tuple[Counter, Counter],
     crash_at: str,
 ) -> None:
@@ -298,7 +306,8 @@ def test_crash_then_recover_on_object_stores(
     checkpoint's files go to their final prefix and ``CURRENT`` (one PUT) is the commit point;
     a new Catalog recovers to the uninterrupted run's views, each epoch committed once, and
     no unreferenced checkpoint prefix survives the next save."""
-    root = ObjectPath(f"{object_store}/wh")
+    bucket = request.getfixturevalue("s3_bucket" if store == "s3" else "azure_container")
+    root = ObjectPath(f"{bucket}/wh")
     run(root, 3, crash_at)  # type: ignore[arg-type]
     assert final_views(root) == uninterrupted == oracle(root)  # type: ignore[arg-type]
     for view in ("evens", "counts"):

@@ -1,5 +1,6 @@
-"""catalog.storage: one contract for local directories and S3 (moto's server on 127.0.0.1),
-and view tables kept on S3 equal to a plain-Python oracle after every refresh."""
+"""catalog.storage: one contract for local directories, S3 (moto's server) and Azure Blob
+Storage (Azurite), both on 127.0.0.1, and view tables kept on either object store equal to a
+plain-Python oracle after every refresh."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from azure_fixture import azure_container, azurite_server, object_store  # noqa: F401
 from s3_fixture import s3_bucket, s3_server  # noqa: F401 (fixtures)
 
 from catalog import delta, delta_commit, leases, storage, view_table
@@ -21,11 +23,12 @@ from catalog.names import parse_identifier
 ROWS = pa.schema([("k", pa.int64()), ("s", pa.string())])
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", "s3", "azure"])
 def root(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "local":
         return str(tmp_path)
-    return str(request.getfixturevalue("s3_bucket")) + "/wh"
+    name = "s3_bucket" if request.param == "s3" else "azure_container"
+    return str(request.getfixturevalue(name)) + "/wh"
 
 
 def test_put_if_absent_creates_once_and_objects_read_back(root: str) -> None:
@@ -71,6 +74,14 @@ def test_locations_are_normalized() -> None:
 
     with pytest.raises(storage.StorageError, match="bucket"):
         storage.normalize("s3:///x")
+    # Azure, in delta-rs's two spellings; abfs:// is read as abfss://
+    az = "abfss://c@acct.dfs.core.windows.net"
+    assert storage.normalize("abfs://c@acct.dfs.core.windows.net/x/") == f"{az}/x"
+    assert storage.normalize("az://c/x/") == "az://c/x"
+    assert storage.is_azure(f"{az}/x") and storage.is_object_store("az://c/x")
+    assert storage.root(f"{az}/x/y") == az
+    with pytest.raises(storage.StorageError, match="account"):
+        storage.normalize("abfss://c/x")
 
 
 def _bag(t: pa.Table) -> Counter[tuple[object, ...]]:
@@ -84,19 +95,19 @@ def _plain(path: str, version: int | None = None) -> pa.Table:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_a_view_table_on_s3_equals_the_oracle_after_every_refresh(
-    s3_bucket: str,  # noqa: F811
+def test_a_view_table_on_object_stores_equals_the_oracle_after_every_refresh(
+    object_store: str,  # noqa: F811
     seed: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Random inserts and deletes (duplicates included) refreshed into an ``s3://`` view table,
+    """Random inserts and deletes (duplicates included) refreshed into an object-store view table,
     with the maintenance policy after each commit (compaction, log checkpoints and trimming,
     as a refresh runs it): after each commit a plain deltalake reader sees exactly the
     oracle's rows, time travel the previous ones, and the commit's change feed the step's
     change."""
     monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)  # deletion vectors from the start
     rng = np.random.default_rng(seed)
-    path = f"{s3_bucket}/wh/views/default/v"
+    path = f"{object_store}/wh/views/default/v"
     view_table.create_view_table(path, ROWS, view="v")
     oracle: Counter[tuple[object, ...]] = Counter()
     maintained: dict[str, object] = {}
@@ -145,8 +156,10 @@ def test_a_view_table_on_s3_equals_the_oracle_after_every_refresh(
     assert view_table.last_refresh(path) is not None
 
 
-def test_a_second_commit_of_one_version_on_s3_is_refused(s3_bucket: str) -> None:  # noqa: F811
-    path = f"{s3_bucket}/t"
+def test_a_second_commit_of_one_version_is_refused_on_object_stores(
+    object_store: str,  # noqa: F811
+) -> None:
+    path = f"{object_store}/t"
     view_table.create_view_table(path, ROWS, view="v")
     version, _ = delta_commit.snapshot_files(path)
     info = delta_commit.commit_info("WRITE", {})
@@ -155,10 +168,10 @@ def test_a_second_commit_of_one_version_on_s3_is_refused(s3_bucket: str) -> None
         delta_commit.commit(path, version + 1, [info])
 
 
-def test_input_tables_on_s3_through_delta_rs(s3_bucket: str) -> None:  # noqa: F811
+def test_input_tables_on_object_stores_through_delta_rs(object_store: str) -> None:  # noqa: F811
     """Base tables on S3 are written by delta-rs (its own put-if-absent commits) and read by
     the catalog's reader."""
-    path = f"{s3_bucket}/wh/tables/default/t"
+    path = f"{object_store}/wh/tables/default/t"
     delta.create_table(path, ROWS)
     delta.insert(path, pa.table({"k": [1, 2, 3], "s": ["a", "b", "c"]}))
     delta.delete(path, "k = 2")
@@ -167,7 +180,7 @@ def test_input_tables_on_s3_through_delta_rs(s3_bucket: str) -> None:  # noqa: F
     assert delta.current_version(path) == 2
 
 
-@pytest.mark.parametrize("uri", ["abfss://c@acct.dfs.core.windows.net/wh", "gs://b/wh"])
+@pytest.mark.parametrize("uri", ["wasbs://c@acct.blob.core.windows.net/wh", "gs://b/wh"])
 def test_unsupported_object_stores_are_refused_by_name(uri: str, tmp_path: Path) -> None:
     from catalog.errors import InvalidPathError
     from catalog.paths import Warehouse, resolve_location
@@ -190,16 +203,16 @@ def test_file_uri_warehouse_is_the_local_directory(tmp_path: Path) -> None:
     assert (tmp_path / "wh" / "_ivm" / "catalog.json").is_file()
 
 
-def test_object_paths_stay_inside_their_warehouse(s3_bucket: str) -> None:  # noqa: F811
+def test_object_paths_stay_inside_their_warehouse(object_store: str) -> None:  # noqa: F811
     from catalog.errors import InvalidPathError
     from catalog.paths import Warehouse
 
-    wh = Warehouse(f"{s3_bucket}/wh/")
-    assert wh.remote and wh.root.as_posix() == f"{s3_bucket}/wh"
-    assert wh.view_path(parse_identifier("db.v")).as_posix() == f"{s3_bucket}/wh/views/db/v"
-    assert wh.relative(f"{s3_bucket}/wh/views/db/v") == "views/db/v"
-    assert not wh.contains(f"{s3_bucket}/other/v") and not wh.contains("/tmp/wh/views/v")
-    for outside in (f"{s3_bucket}/other/v", f"{s3_bucket}/wh/../x", "/tmp/wh/views/v"):
+    wh = Warehouse(f"{object_store}/wh/")
+    assert wh.remote and wh.root.as_posix() == f"{object_store}/wh"
+    assert wh.view_path(parse_identifier("db.v")).as_posix() == f"{object_store}/wh/views/db/v"
+    assert wh.relative(f"{object_store}/wh/views/db/v") == "views/db/v"
+    assert not wh.contains(f"{object_store}/other/v") and not wh.contains("/tmp/wh/views/v")
+    for outside in (f"{object_store}/other/v", f"{object_store}/wh/../x", "/tmp/wh/views/v"):
         with pytest.raises(InvalidPathError):
             wh.check_inside(outside)
     assert wh.spark_warehouse_dir.is_absolute()  # scratch stays local
