@@ -233,8 +233,7 @@ class Session:
                 self.catalog.warehouse.spark_warehouse_dir,
                 master=self.settings.spark_master,
                 conf=self.settings.spark_settings(),
-                s3=self.catalog.warehouse.remote
-                and not is_azure(self.catalog.warehouse.root),
+                s3=self.catalog.warehouse.remote and not is_azure(self.catalog.warehouse.root),
             )
         if not self._registered:
             self._register_all()
@@ -254,6 +253,9 @@ class Session:
             return
         directory = event_log_dir(self.catalog.warehouse.internal_dir)
         directory.mkdir(parents=True, exist_ok=True)
+        if is_azure(self.catalog.warehouse.root):  # no hadoop-azure (spark_exec.registry)
+            log.warning("the event log of an Azure warehouse is not a Spark SQL table")
+            return
         try:  # this warehouse's log, also when the SparkSession served another one before
             from spark_exec.registry import _drop_existing  # never a managed table
 

@@ -94,9 +94,13 @@ def _plain(path: str, version: int | None = None) -> pa.Table:
     return pa.table(dt.scan())  # reads deletion vectors (to_pyarrow_table refuses them)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize(
+    ("store", "seed"),
+    [("s3", 1), ("s3", 2), ("azure", 1), pytest.param("azure", 2, marks=pytest.mark.slow)],
+)
 def test_a_view_table_on_object_stores_equals_the_oracle_after_every_refresh(
-    object_store: str,  # noqa: F811
+    request: pytest.FixtureRequest,
+    store: str,
     seed: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -107,7 +111,8 @@ def test_a_view_table_on_object_stores_equals_the_oracle_after_every_refresh(
     change."""
     monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)  # deletion vectors from the start
     rng = np.random.default_rng(seed)
-    path = f"{object_store}/wh/views/default/v"
+    bucket = request.getfixturevalue("s3_bucket" if store == "s3" else "azure_container")
+    path = f"{bucket}/wh/views/default/v"
     view_table.create_view_table(path, ROWS, view="v")
     oracle: Counter[tuple[object, ...]] = Counter()
     maintained: dict[str, object] = {}
