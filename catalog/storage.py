@@ -46,8 +46,8 @@ from catalog.durable import fsync_all, fsync_path
 from catalog.errors import CatalogError
 
 __all__ = [
-    "LocalStorage",
     "AzureStorage",
+    "LocalStorage",
     "S3Storage",
     "Storage",
     "StorageError",
@@ -506,7 +506,8 @@ class AzureStorage:
         url = urlparse(settings.blob_url()) if settings.emulator_url else None
         self._fs = pfs.AzureFileSystem(
             account_name=account,
-            account_key=settings.key or _connection_key(settings.connection_string),
+            account_key=settings.key
+            or _connection_parts(settings.connection_string).get("AccountKey"),
             blob_storage_authority=url.netloc if url else None,
             dfs_storage_authority=url.netloc if url else None,
             blob_storage_scheme=url.scheme if url else None,
@@ -608,13 +609,10 @@ class AzureStorage:
         return self._fs, f"{container}/{key}"
 
 
-def _connection_key(connection_string: str | None) -> str | None:
-    """The ``AccountKey`` of an Azure connection string."""
-    for part in (connection_string or "").split(";"):
-        name, _, value = part.partition("=")
-        if name.strip() == "AccountKey":
-            return value.strip()
-    return None
+def _connection_parts(connection_string: str | None) -> dict[str, str]:
+    """The ``Name=value`` fields of an Azure connection string (``AccountName``, ...)."""
+    fields = (p.partition("=") for p in (connection_string or "").split(";"))
+    return {name.strip(): value.strip() for name, _, value in fields if name.strip()}
 
 
 _LOCAL = LocalStorage()
@@ -659,10 +657,11 @@ def _azure_options(s: AzureSettings) -> dict[str, str]:
     if s.emulator_url:
         return {"azure_storage_use_emulator": "true", "azure_storage_allow_http": "true"}
     opts: dict[str, str] = {}
-    if s.connection_string:
-        parts = dict(p.split("=", 1) for p in s.connection_string.split(";") if "=" in p)
-        opts["azure_storage_account_name"] = parts.get("AccountName", "")
-        opts["azure_storage_account_key"] = parts.get("AccountKey", "")
+    parts = _connection_parts(s.connection_string)
+    if "AccountName" in parts:
+        opts["azure_storage_account_name"] = parts["AccountName"]
+    if "AccountKey" in parts:
+        opts["azure_storage_account_key"] = parts["AccountKey"]
     if s.account:
         opts["azure_storage_account_name"] = s.account
     if s.key:

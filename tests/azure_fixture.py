@@ -11,23 +11,15 @@ once on S3 (moto) and once on Azure.  Import as
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from s3_fixture import free_port, local_server
 
 AZURITE = Path(__file__).resolve().parents[1] / "build" / "node" / "node_modules" / ".bin"
 ACCOUNT = "devstoreaccount1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
@@ -40,29 +32,14 @@ def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "`./run env` (needs Node.js >= 10 and npm)",
             pytrace=False,
         )
-    port = _free_port()
-    proc = subprocess.Popen(  # in memory: no --location (Azurite refuses both)
-        [str(exe), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--inMemoryPersistence"]
-        + ["--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"],
-        cwd=tmp_path_factory.mktemp("azurite"),  # its debug and extent files, if any
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 90  # a loaded 2-core machine
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("Azurite did not start") from None
-            time.sleep(0.1)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    port = free_port()
+    argv = [
+        *(str(exe), "--blobHost", "127.0.0.1", "--blobPort", str(port)),
+        *("--inMemoryPersistence", "--skipApiVersionCheck", "--loose", "--silent"),
+        "--disableTelemetry",
+    ]  # in memory: no --location (Azurite refuses both); its debug files, if any, in cwd
+    with local_server(argv, port, "Azurite", cwd=tmp_path_factory.mktemp("azurite")) as url:
+        yield url
 
 
 @pytest.fixture

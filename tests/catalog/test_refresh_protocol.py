@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 from azure_fixture import azure_container, azurite_server, object_store  # noqa: F401
+from deltalake import DeltaTable
 from s3_fixture import s3_bucket, s3_server  # noqa: F401 (fixtures)
 
 from catalog import Catalog, delta, leases, locks, storage, view_table

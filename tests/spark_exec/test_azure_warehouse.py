@@ -2,7 +2,8 @@
 status, event log and every table under one ``abfss://`` URI, views equal to a plain-Python
 recomputation (and to a plain ``deltalake`` reader) after every refresh of random inserts,
 deletes and updates, also from a second Session that only knows the URI; Spark SQL refuses
-the tables by name with a typed error (no hadoop-azure jars)."""
+the tables by name with a typed error (no hadoop-azure jars).  The demo is not run on Azure:
+it reads its views by name in Spark SQL, which needs hadoop-azure (README, Object stores)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ import pyarrow as pa
 import pytest
 from azure_fixture import azure_container, azurite_server  # noqa: F401
 from deltalake import DeltaTable
-from s3_fixture import PER_K_VIEW, Churn, per_k_follows_its_input, per_k_oracle
+from s3_fixture import (
+    per_k_follows_its_input,
+    per_k_layout_and_reopen,
+    per_k_oracle,
+    per_k_warehouse,
+)
 
 from catalog import delta, storage
-from catalog.object_path import ObjectPath
 from spark_exec.errors import SparkSetupError
 from spark_exec.registry import register
-from spark_exec.session import Session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,14 +44,7 @@ def test_a_warehouse_on_azure_maintains_views_and_reopens(
 ) -> None:
     monkeypatch.setenv("IVM_CACHE_DIR", str(tmp_path / "cache"))
     uri = f"{azure_container}/wh"
-    s = Session(spark=spark, warehouse=uri)
-    assert s.warehouse.as_posix() == uri
-    s.sql("CREATE TABLE facts (id BIGINT NOT NULL, k BIGINT, v BIGINT)")
-    src = s.table_path("facts")
-    assert src == f"{uri}/tables/default/facts"
-    churn = Churn(src, seed=12, keys=4)
-    churn.insert(15)
-    s.sql("CREATE MATERIALIZED VIEW per_k AS " + PER_K_VIEW.format(table="facts"))
+    s, churn, src = per_k_warehouse(spark, uri, seed=12)
     per_k_follows_its_input(s, churn, src, steps=2, deletes=2)
 
     # a plain deltalake reader, given only the storage options, sees exactly the view's rows
@@ -58,52 +55,8 @@ def test_a_warehouse_on_azure_maintains_views_and_reopens(
     plain = Counter(tuple(r.values()) for r in rows.to_pylist())
     assert plain == per_k_oracle(delta.read_snapshot(src))
 
-    blobs = _blobs(azure_container)
-    assert "wh/_ivm/catalog.json" in blobs
-    assert any(b.startswith("wh/_ivm/checkpoints/default/per_k/epoch-") for b in blobs)
-    assert any(b.startswith("wh/views/default/per_k/_delta_log/") for b in blobs)
-    assert not any("/locks/" in b for b in blobs)  # every lease was given up
-    doc = storage.backend(uri).read_bytes(f"{uri}/_ivm/catalog.json").decode()
-    assert '"path": "views/default/per_k"' in doc and "abfss://" not in doc
-
-    # a second Session that knows only the URI finds everything and refreshes on
-    again = Session(spark=spark, warehouse=uri)
-    assert {v.name for v in again.catalog.views()} == {"per_k"}
-    churn.insert(3)
-    again.refresh()
-    got = Counter(tuple(r.values()) for r in again.read("per_k").to_pylist())
-    assert got == per_k_oracle(delta.read_snapshot(src))
+    per_k_layout_and_reopen(spark, uri, _blobs(azure_container), churn, src)
 
     # Spark SQL by name needs hadoop-azure: a typed error naming the table, not a JVM trace
     with pytest.raises(SparkSetupError, match=r"per_k .*hadoop-azure"):
         register(spark, "per_k", view)
-
-
-@pytest.mark.slow
-def test_the_demo_runs_on_an_azure_warehouse(
-    spark: SparkSession,
-    azure_container: str,  # noqa: F811
-    tmp_path,
-    monkeypatch,
-    capsys,
-) -> None:
-    """``ivm --warehouse abfss://… demo`` (its code path, in this process and smaller): every
-    view equals its oracle after every batch, and everything lives under the URI."""
-    import contextlib
-
-    from spark_exec import demo
-
-    monkeypatch.setenv("IVM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(demo, "N_ORDERS", 2_000)
-    monkeypatch.setattr(demo, "N_NODES", 60)
-    assert (
-        demo.run_demo(
-            ObjectPath(f"{azure_container}/wh/demo"),  # type: ignore[arg-type]
-            progress=lambda _label: contextlib.nullcontext(),
-        )
-        == 0
-    )
-    assert "every view matched its oracle" in capsys.readouterr().out
-    blobs = _blobs(azure_container)
-    assert "wh/demo/_ivm/catalog.json" in blobs
-    assert any(b.startswith("wh/demo/views/default/revenue_by_region/_delta_log/") for b in blobs)
