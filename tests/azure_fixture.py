@@ -22,16 +22,22 @@ AZURITE = Path(__file__).resolve().parents[1] / "build" / "node" / "node_modules
 ACCOUNT = "devstoreaccount1"
 
 
-@pytest.fixture(scope="session")
-def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The blob endpoint URL of an Azurite server running for the whole test session."""
-    exe = AZURITE / "azurite-blob"
+def azurite_executable(where: Path = AZURITE) -> Path:
+    """Azurite's blob server under ``where``; fails the test (never skips) when it is missing."""
+    exe = where / "azurite-blob"
     if not exe.exists():
         pytest.fail(
             f"Azurite (the Azure tests' local blob server) is not installed at {exe}: run "
             "`./run env` (needs Node.js >= 10 and npm)",
             pytrace=False,
         )
+    return exe
+
+
+@pytest.fixture(scope="session")
+def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The blob endpoint URL of an Azurite server running for the whole test session."""
+    exe = azurite_executable()
     port = free_port()
     argv = [
         *(str(exe), "--blobHost", "127.0.0.1", "--blobPort", str(port)),

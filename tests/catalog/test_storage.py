@@ -235,3 +235,11 @@ def test_an_expired_lease_is_broken_by_one_breaker_only_on_s3(s3_bucket: str) ->
     assert not store.replace_if(lease, body, stale)  # y's break, from the version it read
     assert not leases.try_lease(lease, "y", 60) and not leases.try_lease(lease, "old", 60)
     assert json.loads(store.read_bytes(lease))["owner"] == "x"
+
+
+def test_a_missing_azurite_fails_saying_how_to_install_it(tmp_path: Path) -> None:
+    from azure_fixture import azurite_executable
+
+    with pytest.raises(pytest.fail.Exception, match=r"run `\./run env`"):
+        azurite_executable(tmp_path)
+    assert azurite_executable().name == "azurite-blob"  # this checkout has it
