@@ -1,7 +1,7 @@
 """A path inside an object-store warehouse: the part of ``pathlib.Path`` the catalog uses,
 served by the storage layer (catalog.storage).
 
-A warehouse on ``s3://bucket/prefix`` (catalog.paths.Warehouse) hands out
+A warehouse on ``s3://bucket/prefix`` (or Azure, ``abfss://container@account.../prefix``) (catalog.paths.Warehouse) hands out
 :class:`ObjectPath` objects where a local warehouse hands out ``Path`` objects, so the code
 that builds locations (``/``, ``name``, ``parent``, ``relative_to``) and reads or replaces
 whole small files (``read_text``, ``write_text``, ``exists``, ``iterdir``, ``unlink``) serves
@@ -24,7 +24,7 @@ __all__ = ["ObjectPath", "is_object_path", "remove_tree"]
 
 
 class ObjectPath:
-    """``s3://bucket/key`` with the ``pathlib`` surface the warehouse layout uses."""
+    """``s3://bucket/key`` (or an Azure URI) with the ``pathlib`` surface the warehouse layout uses."""
 
     __slots__ = ("_uri",)
 
@@ -63,13 +63,14 @@ class ObjectPath:
 
     @property
     def name(self) -> str:
-        rest = self._uri[len("s3://") :]
-        return rest.rsplit("/", 1)[1] if "/" in rest else ""
+        key = self._uri[len(storage.root(self._uri)) :]
+        return key.rsplit("/", 1)[1] if key else ""
 
     @property
     def parent(self) -> ObjectPath:
-        rest = self._uri[len("s3://") :]
-        return ObjectPath("s3://" + rest.rsplit("/", 1)[0]) if "/" in rest else self
+        top = storage.root(self._uri)
+        key = self._uri[len(top) :]
+        return ObjectPath(top + key.rsplit("/", 1)[0]) if key else self
 
     @property
     def parents(self) -> list[ObjectPath]:

@@ -1,7 +1,10 @@
-"""One storage layer under the catalog: local directories and S3-compatible object stores.
+"""One storage layer under the catalog: local directories, S3-compatible object stores and
+Azure Blob Storage.
 
-A location is a local path (or ``file://`` URI) or an object URI ``s3://bucket/key``
-(``s3a://`` is read as ``s3://``).  :func:`backend` picks the implementation of the
+A location is a local path (or ``file://`` URI), an object URI ``s3://bucket/key``
+(``s3a://`` is read as ``s3://``), or an Azure URI in either of delta-rs's spellings,
+``abfss://container@account.dfs.core.windows.net/key`` (``abfs://`` is read as ``abfss://``)
+or ``az://container/key`` (the account from the environment).  :func:`backend` picks the implementation of the
 :class:`Storage` protocol for a location; callers keep passing location strings and use
 :func:`join` (never ``os.path``) to build them, so one code path serves both.
 
@@ -16,6 +19,12 @@ atomically and only once) is :meth:`Storage.put_if_absent`: a hard link of a fin
 locally; ``PutObject`` with ``If-None-Match: *`` on S3 (conditional writes: AWS since
 2024-08, MinIO, moto).  Both return ``False`` when the object already exists.
 
+Azure settings are the ones delta-rs reads: ``AZURE_STORAGE_CONNECTION_STRING``, or
+``AZURE_STORAGE_ACCOUNT_NAME`` and ``AZURE_STORAGE_ACCOUNT_KEY``, or
+``AZURE_STORAGE_USE_EMULATOR=true`` (Azurite's well-known account, its blob endpoint from
+``AZURITE_BLOB_STORAGE_URL``, default ``http://127.0.0.1:10000``).  Put-if-absent is a blob
+upload with ``If-None-Match: *``; compare-and-swap an upload with ``If-Match: <etag>``.
+
 A lock on an object store is a lease built on put-if-absent (catalog.leases).
 """
 
@@ -28,7 +37,7 @@ import uuid
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pfs
@@ -37,6 +46,7 @@ from catalog.durable import fsync_all, fsync_path
 from catalog.errors import CatalogError
 
 __all__ = [
+    "AzureStorage",
     "LocalStorage",
     "S3Storage",
     "Storage",
@@ -48,17 +58,16 @@ __all__ = [
     "normalize",
 ]
 
-OBJECT_SCHEMES = ("s3", "s3a")
-_AZURE = (
-    "Azure storage (abfss://, abfs://, wasbs://) is not supported: the storage layer has no "
-    "Azure backend (its put-if-absent commits could not be tested without a local Azure "
-    "server); use a local path or an S3-compatible object store (s3://)"
+S3_SCHEMES = ("s3", "s3a")
+AZURE_SCHEMES = ("abfss", "abfs", "az")
+OBJECT_SCHEMES = S3_SCHEMES + AZURE_SCHEMES
+_WASB = (
+    "the legacy Azure WASB driver (wasbs://) is not supported; name the same container as "
+    "abfss://<container>@<account>.dfs.core.windows.net/<path> or az://<container>/<path>"
 )
 UNSUPPORTED_STORES = {
-    "abfss": _AZURE,
-    "abfs": _AZURE,
-    "wasbs": _AZURE,
-    "wasb": _AZURE,
+    "wasbs": _WASB,
+    "wasb": _WASB,
     "gs": "Google Cloud Storage (gs://) is not supported; use a local path or s3://",
 }
 """Object stores refused by name, with what to use instead (docs/configuration.md)."""
@@ -74,9 +83,25 @@ class StorageError(CatalogError):
 
 
 def is_object_store(location: str | os.PathLike[str]) -> bool:
-    """Whether ``location`` names an object (``s3://...``) rather than a local path."""
+    """Whether ``location`` names an object (``s3://...``, Azure) rather than a local path."""
     text = os.fspath(location)
     return "://" in text and urlparse(text).scheme in OBJECT_SCHEMES
+
+
+def is_azure(location: str | os.PathLike[str]) -> bool:
+    """Whether ``location`` is on Azure Blob Storage (``abfss://``, ``abfs://``, ``az://``)."""
+    text = os.fspath(location)
+    return "://" in text and urlparse(text).scheme in AZURE_SCHEMES
+
+
+def root(location: str) -> str:
+    """The store-and-container part of a normalized object URI (``scheme://netloc``).
+
+    >>> root("abfss://c@acct.dfs.core.windows.net/wh/v")
+    'abfss://c@acct.dfs.core.windows.net'
+    """
+    parsed = urlparse(location)
+    return f"{parsed.scheme}://{parsed.netloc}"
 
 
 def normalize(location: str | os.PathLike[str]) -> str:
@@ -92,15 +117,27 @@ def normalize(location: str | os.PathLike[str]) -> str:
     if is_object_store(text):
         parsed = urlparse(text)
         if not parsed.netloc:
-            raise StorageError(text, "an object URI names a bucket: s3://<bucket>/<prefix>")
-        return f"s3://{parsed.netloc}{parsed.path.rstrip('/')}"
+            raise StorageError(
+                text,
+                "an object URI names a bucket or container: s3://<bucket>/<prefix>, "
+                "abfss://<container>@<account>.dfs.core.windows.net/<prefix>, "
+                "az://<container>/<prefix>",
+            )
+        scheme = "s3" if parsed.scheme in S3_SCHEMES else parsed.scheme
+        scheme = "abfss" if scheme == "abfs" else scheme
+        if scheme == "abfss" and "@" not in parsed.netloc:
+            raise StorageError(
+                text, "an abfss:// URI names its account: abfss://<container>@<account>.dfs..."
+            )
+        return f"{scheme}://{parsed.netloc}{parsed.path.rstrip('/')}"
     if "://" in text or text.startswith("file:"):
         parsed = urlparse(text)
         if parsed.scheme in UNSUPPORTED_STORES:
             raise StorageError(text, UNSUPPORTED_STORES[parsed.scheme])
         if parsed.scheme != "file":
             raise StorageError(
-                text, f"unsupported scheme {parsed.scheme!r}; use a local path or s3://"
+                text,
+                f"unsupported scheme {parsed.scheme!r}; use a local path, s3:// or abfss://",
             )
         text = unquote(parsed.path)
     return os.path.abspath(os.path.expanduser(text))
@@ -274,8 +311,9 @@ class S3Settings:
 
 
 def _split(location: str) -> tuple[str, str]:
+    """(bucket or container, key) of an object URI."""
     parsed = urlparse(location)
-    return parsed.netloc, parsed.path.lstrip("/")
+    return parsed.netloc.split("@", 1)[0], parsed.path.lstrip("/")
 
 
 class S3Storage:
@@ -411,14 +449,195 @@ class S3Storage:
         return self._fs, f"{bucket}/{key}"
 
 
+_EMULATOR_ACCOUNT = "devstoreaccount1"
+_EMULATOR_KEY = (  # Azurite's published development key, not a secret
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+@dataclass(frozen=True)
+class AzureSettings:
+    """Where and as whom to reach Azure Blob Storage (from the environment)."""
+
+    account: str | None
+    key: str | None
+    connection_string: str | None
+    emulator_url: str | None
+
+    @classmethod
+    def from_env(cls) -> AzureSettings:
+        env = os.environ.get
+        emulator = env("AZURE_STORAGE_USE_EMULATOR", "").lower() in ("1", "true", "yes")
+        return cls(
+            account=_EMULATOR_ACCOUNT if emulator else env("AZURE_STORAGE_ACCOUNT_NAME"),
+            key=_EMULATOR_KEY if emulator else env("AZURE_STORAGE_ACCOUNT_KEY"),
+            connection_string=None if emulator else env("AZURE_STORAGE_CONNECTION_STRING"),
+            emulator_url=(env("AZURITE_BLOB_STORAGE_URL") or "http://127.0.0.1:10000").rstrip("/")
+            if emulator
+            else None,
+        )
+
+    def blob_url(self) -> str:
+        if self.emulator_url:
+            return f"{self.emulator_url}/{self.account}"
+        return f"https://{self.account}.blob.core.windows.net"
+
+
+class AzureStorage:
+    """Azure Blob Storage: the ``azure-storage-blob`` SDK for every object operation (its
+    conditional uploads give put-if-absent and compare-and-swap), pyarrow's Azure file
+    system for Parquet data."""
+
+    def __init__(self, settings: AzureSettings) -> None:
+        self.settings = settings
+        try:
+            from azure.storage.blob import BlobServiceClient
+        except ImportError as exc:  # pragma: no cover - the SDK comes with the azure extra
+            raise StorageError(
+                "abfss://", "azure-storage-blob is not installed; `pip install spark-ivm[azure]`"
+            ) from exc
+        if settings.connection_string:
+            self._service = BlobServiceClient.from_connection_string(settings.connection_string)
+        elif settings.account:
+            self._service = BlobServiceClient(
+                settings.blob_url(),
+                credential={"account_name": settings.account, "account_key": settings.key}
+                if settings.key
+                else None,
+            )
+        else:
+            raise StorageError(
+                "abfss://",
+                "no Azure account: set AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY, "
+                "AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_USE_EMULATOR=true",
+            )
+        account = str(self._service.account_name)
+        url = urlparse(settings.blob_url()) if settings.emulator_url else None
+        self._fs = pfs.AzureFileSystem(
+            account_name=account,
+            account_key=settings.key
+            or _connection_parts(settings.connection_string).get("AccountKey"),
+            blob_storage_authority=url.netloc if url else None,
+            dfs_storage_authority=url.netloc if url else None,
+            blob_storage_scheme=url.scheme if url else None,
+            dfs_storage_scheme=url.scheme if url else None,
+        )
+
+    def _blob(self, location: str) -> Any:
+        container, key = _split(location)
+        return self._service.get_blob_client(container, key)
+
+    def read_bytes(self, location: str) -> bytes:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            return bytes(self._blob(location).download_blob().readall())
+        except ResourceNotFoundError:
+            raise FileNotFoundError(location) from None
+
+    def write_bytes(self, location: str, data: bytes) -> None:
+        self._blob(location).upload_blob(data, overwrite=True)
+
+    write_pending = write_bytes
+
+    def _conditional(self, location: str, data: bytes, **condition: Any) -> bool:
+        """Upload ``data`` under ``condition``; ``False`` if the condition failed."""
+        from azure.core.exceptions import HttpResponseError
+
+        try:
+            self._blob(location).upload_blob(data, overwrite=True, **condition)
+        except HttpResponseError as exc:
+            if exc.status_code in (404, 409, 412):  # changed, gone, or a concurrent write won
+                return False
+            raise
+        return True
+
+    def put_if_absent(self, location: str, data: bytes, durable: Sequence[str] = ()) -> bool:
+        from azure.core import MatchConditions  # If-None-Match: *
+
+        return self._conditional(location, data, match_condition=MatchConditions.IfMissing)
+
+    def exists(self, location: str) -> bool:
+        return self.stamp(location) is not None
+
+    def _properties(self, location: str) -> Any:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            return self._blob(location).get_blob_properties()
+        except ResourceNotFoundError:
+            return None
+
+    def version_tag(self, location: str) -> str | None:
+        props = self._properties(location)
+        return None if props is None else str(props.etag)
+
+    def replace_if(self, location: str, data: bytes, tag: str | None) -> bool:
+        if tag is None:
+            return self.put_if_absent(location, data)
+        from azure.core import MatchConditions  # If-Match: <etag>
+
+        return self._conditional(
+            location, data, etag=tag, match_condition=MatchConditions.IfNotModified
+        )
+
+    def listdir(self, location: str) -> list[str]:
+        container, key = _split(location)
+        prefix = f"{key.rstrip('/')}/" if key else ""
+        client = self._service.get_container_client(container)
+        return [
+            str(item.name)[len(prefix) :].rstrip("/")
+            for item in client.walk_blobs(name_starts_with=prefix, delimiter="/")
+        ]
+
+    def delete(self, location: str) -> None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        with contextlib.suppress(ResourceNotFoundError):
+            self._blob(location).delete_blob()
+
+    def delete_tree(self, location: str) -> None:
+        container, key = _split(location)
+        client = self._service.get_container_client(container)
+        names = [b.name for b in client.list_blobs(name_starts_with=f"{key.rstrip('/')}/")]
+        for i in range(0, len(names), 256):  # a batch request takes at most 256 deletes
+            client.delete_blobs(*names[i : i + 256])
+
+    def stamp(self, location: str) -> tuple[int, int, int] | None:
+        props = self._properties(location)
+        if props is None:
+            return None
+        return (
+            int(props.last_modified.timestamp() * 1e9),
+            int(props.size),
+            zlib.crc32(str(props.etag).encode()),
+        )
+
+    def arrow(self, location: str) -> tuple[pfs.FileSystem, str]:
+        container, key = _split(location)
+        return self._fs, f"{container}/{key}"
+
+
+def _connection_parts(connection_string: str | None) -> dict[str, str]:
+    """The ``Name=value`` fields of an Azure connection string (``AccountName``, ...)."""
+    fields = (p.partition("=") for p in (connection_string or "").split(";"))
+    return {name.strip(): value.strip() for name, _, value in fields if name.strip()}
+
+
 _LOCAL = LocalStorage()
 _s3: dict[S3Settings, S3Storage] = {}
+_azure: dict[AzureSettings, AzureStorage] = {}
 
 
 def backend(location: str | os.PathLike[str]) -> Storage:
     """The storage that serves ``location``."""
     if not is_object_store(location):
         return _LOCAL
+    if is_azure(location):
+        az = AzureSettings.from_env()
+        if az not in _azure:
+            _azure[az] = AzureStorage(az)
+        return _azure[az]
     settings = S3Settings.from_env()
     if settings not in _s3:
         _s3[settings] = S3Storage(settings)
@@ -429,6 +648,8 @@ def delta_storage_options(location: str | os.PathLike[str]) -> dict[str, str] | 
     """deltalake's ``storage_options`` for ``location`` (``None`` for local paths)."""
     if not is_object_store(location):
         return None
+    if is_azure(location):
+        return _azure_options(AzureSettings.from_env())
     s = S3Settings.from_env()
     opts = {"AWS_REGION": s.region, "conditional_put": "etag"}
     if s.endpoint:
@@ -437,4 +658,21 @@ def delta_storage_options(location: str | os.PathLike[str]) -> dict[str, str] | 
         opts.update(AWS_ACCESS_KEY_ID=s.access_key, AWS_SECRET_ACCESS_KEY=s.secret_key)
     if s.allow_http:
         opts["AWS_ALLOW_HTTP"] = "true"
+    return opts
+
+
+def _azure_options(s: AzureSettings) -> dict[str, str]:
+    """deltalake's ``storage_options`` for Azure (its commits are put-if-absent natively)."""
+    if s.emulator_url:
+        return {"azure_storage_use_emulator": "true", "azure_storage_allow_http": "true"}
+    opts: dict[str, str] = {}
+    parts = _connection_parts(s.connection_string)
+    if "AccountName" in parts:
+        opts["azure_storage_account_name"] = parts["AccountName"]
+    if "AccountKey" in parts:
+        opts["azure_storage_account_key"] = parts["AccountKey"]
+    if s.account:
+        opts["azure_storage_account_name"] = s.account
+    if s.key:
+        opts["azure_storage_account_key"] = s.key
     return opts

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.names import Identifier, parse_identifier
 from catalog.object_path import is_object_path
-from catalog.storage import is_object_store
+from catalog.storage import is_azure, is_object_store
 from spark_exec.connector import ensure_delta_format
 from spark_exec.errors import SparkSetupError
 
@@ -116,6 +116,13 @@ def register(spark: SparkSession, name: str | Identifier, path: str, *, view: bo
         raise SparkSetupError(
             f"cannot register {name}: this SparkSession has no delta-spark; build it with "
             "spark_exec.spark_session.local_spark() or add spark_exec.spark_session.delta_conf()"
+        )
+    if is_azure(path):
+        raise SparkSetupError(
+            f"cannot register {name} ({path}) in Spark SQL: reading abfss:// / az:// tables "
+            "needs the hadoop-azure jars (ABFS), which spark-ivm does not fetch; read the view "
+            "with Session.read() or deltalake, or add hadoop-azure and its Azure settings to "
+            "the SparkSession yourself"
         )
     if is_object_store(path):
         from spark_exec import s3a

@@ -69,6 +69,7 @@ from catalog.pipeline import (
     stale_checkpoint_groups,
 )
 from catalog.sql_types import columns_schema, frontend_columns, view_schema
+from catalog.storage import is_azure
 from catalog.store import TableEntry, ViewEntry
 from catalog.view_clustering import check_cluster_columns
 from catalog.view_options import ViewOptions
@@ -235,7 +236,7 @@ class Session:
                 self.catalog.warehouse.spark_warehouse_dir,
                 master=self.settings.spark_master,
                 conf=self.settings.spark_settings(),
-                s3=self.catalog.warehouse.remote,
+                s3=self.catalog.warehouse.remote and not is_azure(self.catalog.warehouse.root),
             )
         if not self._registered:
             self._register_all()
@@ -255,6 +256,9 @@ class Session:
             return
         directory = event_log_dir(self.catalog.warehouse.internal_dir)
         directory.mkdir(parents=True, exist_ok=True)
+        if is_azure(self.catalog.warehouse.root):  # no hadoop-azure (spark_exec.registry)
+            log.warning("the event log of an Azure warehouse is not a Spark SQL table")
+            return
         try:  # this warehouse's log, also when the SparkSession served another one before
             from spark_exec.registry import _drop_existing  # never a managed table
 

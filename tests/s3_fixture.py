@@ -8,6 +8,7 @@ gives each test a fresh bucket: ``s3://<bucket>``.  Import as
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -31,21 +32,17 @@ ENV = {
 }
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[str]:
-    """The endpoint URL of a moto S3 server running for the whole test session."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+@contextlib.contextmanager
+def local_server(argv: list[str], port: int, what: str, **popen: Any) -> Iterator[str]:
+    """Run ``argv`` (a server listening on 127.0.0.1:``port``) until the block ends; yields
+    its ``http://`` URL once it accepts connections."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **popen)
     deadline = time.monotonic() + 90  # a loaded 2-core machine
     while True:
         try:
@@ -54,13 +51,22 @@ def s3_server() -> Iterator[str]:
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError("moto's S3 server did not start") from None
+                raise RuntimeError(f"{what} did not start") from None
             time.sleep(0.1)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """The endpoint URL of a moto S3 server running for the whole test session."""
+    port = free_port()
+    argv = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    with local_server(argv, port, "moto's S3 server") as url:
+        yield url
 
 
 @pytest.fixture
@@ -88,6 +94,46 @@ def per_k_oracle(rows: pa.Table) -> Counter[tuple[object, ...]]:
         n[r["k"]] += 1
         total[r["k"]] += r["v"]
     return Counter((k, n[k], total[k]) for k in n)
+
+
+def per_k_warehouse(spark: Any, uri: str, seed: int) -> tuple[Any, Churn, str]:
+    """A Session on the warehouse ``uri`` with a churned input ``facts`` (15 rows) and the
+    view ``per_k`` over it: (session, churn, the input's location)."""
+    from spark_exec.session import Session
+
+    s = Session(spark=spark, warehouse=uri)
+    assert s.warehouse.as_posix() == uri
+    s.sql("CREATE TABLE facts (id BIGINT NOT NULL, k BIGINT, v BIGINT)")
+    src = s.table_path("facts")
+    assert src == f"{uri}/tables/default/facts"
+    churn = Churn(src, seed=seed, keys=4)
+    churn.insert(15)
+    s.sql("CREATE MATERIALIZED VIEW per_k AS " + PER_K_VIEW.format(table="facts"))
+    return s, churn, src
+
+
+def per_k_layout_and_reopen(spark: Any, uri: str, keys: list[str], churn: Churn, src: str) -> Any:
+    """``keys`` (the object keys under the store) hold the warehouse ``uri``'s catalog, the
+    view's checkpoints and Delta log, and no lock; the catalog keeps relative paths; a second
+    Session that knows only ``uri`` finds ``per_k`` and refreshes it to the oracle.  Returns
+    that Session and the view's rows."""
+    from catalog import delta, storage
+    from spark_exec.session import Session
+
+    assert "wh/_ivm/catalog.json" in keys
+    assert any(k.startswith("wh/_ivm/checkpoints/default/per_k/epoch-") for k in keys)
+    assert any(k.startswith("wh/views/default/per_k/_delta_log/") for k in keys)
+    assert not any("/locks/" in k for k in keys)  # every lease was given up
+    doc = storage.backend(uri).read_bytes(f"{uri}/_ivm/catalog.json").decode()
+    assert '"path": "views/default/per_k"' in doc and "://" not in doc
+
+    again = Session(spark=spark, warehouse=uri)
+    assert {v.name for v in again.catalog.views()} == {"per_k"}
+    churn.insert(3)
+    again.refresh()
+    got = Counter(tuple(r.values()) for r in again.read("per_k").to_pylist())
+    assert got == per_k_oracle(delta.read_snapshot(src))
+    return again, got
 
 
 def per_k_follows_its_input(session: Any, churn: Churn, src: str, steps: int, deletes: int) -> None:

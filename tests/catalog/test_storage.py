@@ -1,5 +1,6 @@
-"""catalog.storage: one contract for local directories and S3 (moto's server on 127.0.0.1),
-and view tables kept on S3 equal to a plain-Python oracle after every refresh."""
+"""catalog.storage: one contract for local directories, S3 (moto's server) and Azure Blob
+Storage (Azurite), both on 127.0.0.1, and view tables kept on either object store equal to a
+plain-Python oracle after every refresh."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from azure_fixture import azure_container, azurite_server, object_store  # noqa: F401
 from deltalake import DeltaTable
 from s3_fixture import s3_bucket, s3_server  # noqa: F401 (fixtures)
 
@@ -21,11 +23,12 @@ from catalog.names import parse_identifier
 ROWS = pa.schema([("k", pa.int64()), ("s", pa.string())])
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", "s3", "azure"])
 def root(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "local":
         return str(tmp_path)
-    return str(request.getfixturevalue("s3_bucket")) + "/wh"
+    name = "s3_bucket" if request.param == "s3" else "azure_container"
+    return str(request.getfixturevalue(name)) + "/wh"
 
 
 def test_put_if_absent_creates_once_and_objects_read_back(root: str) -> None:
@@ -71,6 +74,14 @@ def test_locations_are_normalized() -> None:
 
     with pytest.raises(storage.StorageError, match="bucket"):
         storage.normalize("s3:///x")
+    # Azure, in delta-rs's two spellings; abfs:// is read as abfss://
+    az = "abfss://c@acct.dfs.core.windows.net"
+    assert storage.normalize("abfs://c@acct.dfs.core.windows.net/x/") == f"{az}/x"
+    assert storage.normalize("az://c/x/") == "az://c/x"
+    assert storage.is_azure(f"{az}/x") and storage.is_object_store("az://c/x")
+    assert storage.root(f"{az}/x/y") == az
+    with pytest.raises(storage.StorageError, match="account"):
+        storage.normalize("abfss://c/x")
 
 
 def _bag(t: pa.Table) -> Counter[tuple[object, ...]]:
@@ -83,20 +94,25 @@ def _plain(path: str, version: int | None = None) -> pa.Table:
     return pa.table(dt.scan())  # reads deletion vectors (to_pyarrow_table refuses them)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_a_view_table_on_s3_equals_the_oracle_after_every_refresh(
-    s3_bucket: str,  # noqa: F811
+@pytest.mark.parametrize(
+    ("store", "seed"),
+    [("s3", 1), ("s3", 2), ("azure", 1), pytest.param("azure", 2, marks=pytest.mark.slow)],
+)
+def test_a_view_table_on_object_stores_equals_the_oracle_after_every_refresh(
+    request: pytest.FixtureRequest,
+    store: str,
     seed: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Random inserts and deletes (duplicates included) refreshed into an ``s3://`` view table,
+    """Random inserts and deletes (duplicates included) refreshed into an object-store view table,
     with the maintenance policy after each commit (compaction, log checkpoints and trimming,
     as a refresh runs it): after each commit a plain deltalake reader sees exactly the
     oracle's rows, time travel the previous ones, and the commit's change feed the step's
     change."""
     monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)  # deletion vectors from the start
     rng = np.random.default_rng(seed)
-    path = f"{s3_bucket}/wh/views/default/v"
+    bucket = request.getfixturevalue("s3_bucket" if store == "s3" else "azure_container")
+    path = f"{bucket}/wh/views/default/v"
     view_table.create_view_table(path, ROWS, view="v")
     oracle: Counter[tuple[object, ...]] = Counter()
     maintained: dict[str, object] = {}
@@ -145,8 +161,10 @@ def test_a_view_table_on_s3_equals_the_oracle_after_every_refresh(
     assert view_table.last_refresh(path) is not None
 
 
-def test_a_second_commit_of_one_version_on_s3_is_refused(s3_bucket: str) -> None:  # noqa: F811
-    path = f"{s3_bucket}/t"
+def test_a_second_commit_of_one_version_is_refused_on_object_stores(
+    object_store: str,  # noqa: F811
+) -> None:
+    path = f"{object_store}/t"
     view_table.create_view_table(path, ROWS, view="v")
     version, _ = delta_commit.snapshot_files(path)
     info = delta_commit.commit_info("WRITE", {})
@@ -155,10 +173,10 @@ def test_a_second_commit_of_one_version_on_s3_is_refused(s3_bucket: str) -> None
         delta_commit.commit(path, version + 1, [info])
 
 
-def test_input_tables_on_s3_through_delta_rs(s3_bucket: str) -> None:  # noqa: F811
+def test_input_tables_on_object_stores_through_delta_rs(object_store: str) -> None:  # noqa: F811
     """Base tables on S3 are written by delta-rs (its own put-if-absent commits) and read by
     the catalog's reader."""
-    path = f"{s3_bucket}/wh/tables/default/t"
+    path = f"{object_store}/wh/tables/default/t"
     delta.create_table(path, ROWS)
     delta.insert(path, pa.table({"k": [1, 2, 3], "s": ["a", "b", "c"]}))
     delta.delete(path, "k = 2")
@@ -167,7 +185,7 @@ def test_input_tables_on_s3_through_delta_rs(s3_bucket: str) -> None:  # noqa: F
     assert delta.current_version(path) == 2
 
 
-@pytest.mark.parametrize("uri", ["abfss://c@acct.dfs.core.windows.net/wh", "gs://b/wh"])
+@pytest.mark.parametrize("uri", ["wasbs://c@acct.blob.core.windows.net/wh", "gs://b/wh"])
 def test_unsupported_object_stores_are_refused_by_name(uri: str, tmp_path: Path) -> None:
     from catalog.errors import InvalidPathError
     from catalog.paths import Warehouse, resolve_location
@@ -190,16 +208,16 @@ def test_file_uri_warehouse_is_the_local_directory(tmp_path: Path) -> None:
     assert (tmp_path / "wh" / "_ivm" / "catalog.json").is_file()
 
 
-def test_object_paths_stay_inside_their_warehouse(s3_bucket: str) -> None:  # noqa: F811
+def test_object_paths_stay_inside_their_warehouse(object_store: str) -> None:  # noqa: F811
     from catalog.errors import InvalidPathError
     from catalog.paths import Warehouse
 
-    wh = Warehouse(f"{s3_bucket}/wh/")
-    assert wh.remote and wh.root.as_posix() == f"{s3_bucket}/wh"
-    assert wh.view_path(parse_identifier("db.v")).as_posix() == f"{s3_bucket}/wh/views/db/v"
-    assert wh.relative(f"{s3_bucket}/wh/views/db/v") == "views/db/v"
-    assert not wh.contains(f"{s3_bucket}/other/v") and not wh.contains("/tmp/wh/views/v")
-    for outside in (f"{s3_bucket}/other/v", f"{s3_bucket}/wh/../x", "/tmp/wh/views/v"):
+    wh = Warehouse(f"{object_store}/wh/")
+    assert wh.remote and wh.root.as_posix() == f"{object_store}/wh"
+    assert wh.view_path(parse_identifier("db.v")).as_posix() == f"{object_store}/wh/views/db/v"
+    assert wh.relative(f"{object_store}/wh/views/db/v") == "views/db/v"
+    assert not wh.contains(f"{object_store}/other/v") and not wh.contains("/tmp/wh/views/v")
+    for outside in (f"{object_store}/other/v", f"{object_store}/wh/../x", "/tmp/wh/views/v"):
         with pytest.raises(InvalidPathError):
             wh.check_inside(outside)
     assert wh.spark_warehouse_dir.is_absolute()  # scratch stays local
@@ -217,3 +235,11 @@ def test_an_expired_lease_is_broken_by_one_breaker_only_on_s3(s3_bucket: str) ->
     assert not store.replace_if(lease, body, stale)  # y's break, from the version it read
     assert not leases.try_lease(lease, "y", 60) and not leases.try_lease(lease, "old", 60)
     assert json.loads(store.read_bytes(lease))["owner"] == "x"
+
+
+def test_a_missing_azurite_fails_saying_how_to_install_it(tmp_path: Path) -> None:
+    from azure_fixture import azurite_executable
+
+    with pytest.raises(pytest.fail.Exception, match=r"run `\./run env`"):
+        azurite_executable(tmp_path)
+    assert azurite_executable().name == "azurite-blob"  # this checkout has it

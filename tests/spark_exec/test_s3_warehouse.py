@@ -11,18 +11,17 @@ from typing import TYPE_CHECKING
 import boto3
 import pytest
 from s3_fixture import (  # noqa: F401
-    PER_K_VIEW,
-    Churn,
     per_k_follows_its_input,
+    per_k_layout_and_reopen,
     per_k_oracle,
+    per_k_warehouse,
     s3_bucket,
     s3_server,
 )
 
-from catalog import delta, storage
+from catalog import delta
 from catalog.object_path import ObjectPath
 from spark_exec.events import EVENT_LOG_TABLE
-from spark_exec.session import Session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,34 +42,13 @@ def test_a_warehouse_on_s3_maintains_views_and_reopens(
 ) -> None:
     monkeypatch.setenv("IVM_CACHE_DIR", str(tmp_path / "cache"))
     uri = f"{s3_bucket}/wh"
-    s = Session(spark=spark, warehouse=uri)
-    assert s.warehouse.as_posix() == uri
-    s.sql("CREATE TABLE facts (id BIGINT NOT NULL, k BIGINT, v BIGINT)")
-    src = s.table_path("facts")
-    assert src == f"{uri}/tables/default/facts"
-    churn = Churn(src, seed=11, keys=4)
-    churn.insert(15)
-    s.sql("CREATE MATERIALIZED VIEW per_k AS " + PER_K_VIEW.format(table="facts"))
+    s, churn, src = per_k_warehouse(spark, uri, seed=11)
     per_k_follows_its_input(s, churn, src, steps=4, deletes=2)
 
     keys = _keys(s3_bucket, s3_server)
-    assert "wh/_ivm/catalog.json" in keys
-    assert any(k.startswith("wh/_ivm/checkpoints/default/per_k/epoch-") for k in keys)
     assert any(k.startswith("wh/_ivm/status/default/") for k in keys)
     assert any(k.startswith("wh/_ivm/event_log/events-") for k in keys)
-    assert any(k.startswith("wh/views/default/per_k/_delta_log/") for k in keys)
-    assert not any("/locks/" in k for k in keys)  # every lease was given up
-    # the catalog keeps paths relative to the warehouse
-    doc = storage.backend(uri).read_bytes(f"{uri}/_ivm/catalog.json").decode()
-    assert '"path": "views/default/per_k"' in doc and "s3://" not in doc
-
-    # a second Session that knows only the URI finds everything and refreshes on
-    again = Session(spark=spark, warehouse=uri)
-    assert {v.name for v in again.catalog.views()} == {"per_k"}
-    churn.insert(3)
-    again.refresh()
-    got = Counter(tuple(r.values()) for r in again.read("per_k").to_pylist())
-    assert got == per_k_oracle(delta.read_snapshot(src))
+    again, got = per_k_layout_and_reopen(spark, uri, keys, churn, src)
     assert again.event_log().num_rows >= 1
 
     # Spark SQL reads the view by name, through delta-spark over S3A (s3:// mapped to S3A)
