@@ -552,7 +552,9 @@ class AzureStorage:
             raise
         return True
 
-    def put_if_absent(self, location: str, data: bytes, durable: Sequence[str] = ()) -> bool:
+    def put_if_absent(
+        self, location: str, data: bytes, durable: Sequence[str] = (), *, sync_entry: bool = True
+    ) -> bool:
         from azure.core import MatchConditions  # If-None-Match: *
 
         return self._conditional(location, data, match_condition=MatchConditions.IfMissing)
