@@ -90,7 +90,7 @@ def test_invalid_identifiers_and_paths_write_nothing(tmp_path: Path) -> None:
         with pytest.raises(E.InvalidIdentifierError):
             cat.create_table(bad, EDGES)
     with pytest.raises(E.UnsupportedTypeError):
-        cat.create_table("st", pa.schema([("s", pa.struct([("a", pa.int64())]))]))
+        cat.create_table("un", pa.schema([("u", pa.dense_union([pa.field("a", pa.int64())]))]))
     with pytest.raises(E.CatalogError, match="at least one column"):
         cat.create_table("empty", pa.schema([]))
     with pytest.raises(ValueError, match="__diff__"):
