@@ -883,13 +883,7 @@ class Translator:
             by = arg(node.expression)
             agg_cols.append((key, add(name, x, x.type, (by,))))
         elif name in ("collect_list", "collect_set", "array_agg"):
-            x = arg(node.this)
-            if name == "collect_set" and x.type.name == "MAP":
-                raise unsupported(
-                    f"collect_set of {x.type}", node, "maps are not comparable in Spark"
-                )
-            func = "collect_set" if name == "collect_set" else "collect_list"
-            agg_cols.append((key, add(func, x, array_of(x.type))))
+            agg_cols.append((key, _collect(name, node, arg(node.this), add)))
         elif name in ("percentile", "median", "percentile_cont"):
             x_node, fraction = self.percentile_args(node, name)
             xp = arg(x_node)
@@ -1127,6 +1121,13 @@ def _bool_aggregate(
     test = "eq" if name in ("bool_and", "every") else "gt"
     case = (Call("eq", (n, zero), BOOLEAN), Lit(None, BOOLEAN), Call(test, (k, zero), BOOLEAN))
     return Call("case", case, BOOLEAN)
+
+
+def _collect(name: str, node: exp.Expr, x: Scalar, add) -> Scalar:
+    """``collect_list`` / ``array_agg`` / ``collect_set`` of ``x`` (recomputed per group)."""
+    if name == "collect_set" and x.type.name == "MAP":
+        raise unsupported(f"collect_set of {x.type}", node, "maps are not comparable in Spark")
+    return add("collect_set" if name == "collect_set" else "collect_list", x, array_of(x.type))
 
 
 def _unsupported_aggregate(name: str, node: exp.Expr) -> UnsupportedSqlError:

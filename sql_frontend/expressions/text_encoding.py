@@ -161,6 +161,18 @@ def _drop_lone_point(out: list[str]) -> None:
             out[i] = " "
 
 
+def _integer_digits(out: list[str], digits: str, exact: bool) -> None:
+    """Integer-part digits (right-aligned, space-padded): a pad is ``0`` under ``0`` and a
+    space (or nothing) under ``9``."""
+    for c in digits:
+        if c != " ":
+            out.append(c)
+        elif exact:
+            out.append("0")
+        else:
+            _put_space(out)
+
+
 def format_number_as(value: Decimal, fmt: str) -> str:
     """``value`` written with the number format ``fmt`` as Spark's ``to_char`` does: digits
     right-aligned, ``9`` padding with spaces and ``0`` with zeros, ``#`` in every digit place
@@ -179,13 +191,7 @@ def format_number_as(value: Decimal, fmt: str) -> str:
     point = False
     for kind, n, exact in tokens:
         if kind == "digits" and not point:
-            for c in ip[bi : bi + n]:
-                if c != " ":
-                    out.append(c)
-                elif exact:
-                    out.append("0")
-                else:
-                    _put_space(out)
+            _integer_digits(out, ip[bi : bi + n], exact)
             bi += n
         elif kind == "digits":
             out.extend(fp[ai : ai + n])
