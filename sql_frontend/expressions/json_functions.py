@@ -13,7 +13,7 @@ import re
 from decimal import Decimal
 
 from sql_frontend.expressions.casts import java_double_str, timestamp_str
-from sql_frontend.expressions.evaluate import OPS, elementwise
+from sql_frontend.expressions.evaluate import OPS, elementwise, runtime_error
 from sql_frontend.expressions.vec import Vec
 from sql_frontend.sql_types import SqlType
 
@@ -201,4 +201,16 @@ OPS["get_json_object"] = lambda args, t: elementwise(_get_json_object, args, t)
 OPS["json_object_keys"] = lambda args, t: elementwise(_json_object_keys, args, t)
 OPS["to_json"] = _to_json
 OPS["from_json"] = lambda args, t: elementwise(lambda s: _from_json(s, t), args, t)
-OPS["schema_of_json"] = lambda args, t: elementwise(lambda s: schema_of(_loads(s)), args, t)
+def _schema_of_json(text: str) -> str:
+    """``schema_of_json(text)``: Spark types an empty text as STRING and fails on a text that
+    is not JSON (a typed error here)."""
+    if not text.strip():
+        return "STRING"
+    try:
+        value = _loads(text)
+    except ValueError as exc:  # json.JSONDecodeError included
+        raise runtime_error(f"schema_of_json: {text!r} is not a JSON value ({exc})") from exc
+    return schema_of(value)
+
+
+OPS["schema_of_json"] = lambda args, t: elementwise(_schema_of_json, args, t)
