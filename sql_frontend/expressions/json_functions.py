@@ -201,6 +201,8 @@ OPS["get_json_object"] = lambda args, t: elementwise(_get_json_object, args, t)
 OPS["json_object_keys"] = lambda args, t: elementwise(_json_object_keys, args, t)
 OPS["to_json"] = _to_json
 OPS["from_json"] = lambda args, t: elementwise(lambda s: _from_json(s, t), args, t)
+
+
 def _schema_of_json(text: str) -> str:
     """``schema_of_json(text)``: Spark types an empty text as STRING and fails on a text that
     is not JSON (a typed error here)."""
