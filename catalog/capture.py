@@ -208,11 +208,7 @@ class _Reader:
         for f in files:
             full = storage.join(root, f.path)
             try:
-                pf = pq.ParquetFile(full, filesystem=fs)  # one open: schema, then rows
-                have = set(pf.schema_arrow.names)
-                parts.append(
-                    self._complete(pf.read(columns=[c for c in self.columns if c in have]))
-                )
+                parts.append(self._complete(_read_present(full, fs, self.columns)))
             except (OSError, pa.ArrowException) as exc:
                 raise self.unavailable(
                     f"data file {f.path} of version {version} cannot be read", exc
@@ -299,7 +295,7 @@ def capture(
             )
         if not c.data_changed:
             continue
-        feed = _verified_feed(c, reader) if c.cdc_files else None
+        feed = _verified_feed(c, reader) if c.cdcs else None
         parts += [feed] if feed is not None else reader.diff(c)
     return pa.concat_tables(parts)
 
@@ -334,6 +330,13 @@ def _verified_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
     )
 
 
+def _read_present(path: str, fs: object, columns: list[str]) -> pa.Table:
+    """The ``columns`` a Parquet file has (one open: its schema, then its rows)."""
+    pf = pq.ParquetFile(path, filesystem=fs)
+    have = set(pf.schema_arrow.names)
+    return pf.read(columns=[c for c in columns if c in have])
+
+
 def _direct_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
     """The rows of an unpartitioned commit's change-data files, read from the files its
     ``cdc`` actions name (row columns and ``_change_type``, Delta PROTOCOL.md "Add CDC
@@ -345,11 +348,9 @@ def _direct_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
     parts = []
     for f in commit.cdcs:
         try:
-            pf = pq.ParquetFile(storage.join(root, f.path), filesystem=fs)
-            have = set(pf.schema_arrow.names)
-            if KIND not in have:
+            rows = _read_present(storage.join(root, f.path), fs, [*reader.columns, KIND])
+            if KIND not in rows.column_names:
                 return None
-            rows = pf.read(columns=[*(c for c in reader.columns if c in have), KIND])
         except (OSError, pa.ArrowException):
             return None
         kind = rows.column(KIND).cast(pa.string())

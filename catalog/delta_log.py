@@ -52,7 +52,6 @@ class Commit:
     metrics: Mapping[str, Any]
     adds: tuple[FileAction, ...]
     removes: tuple[FileAction, ...]
-    cdc_files: int
     table_id: str | None = None
     configuration: Mapping[str, str] | None = None
     cdcs: tuple[FileAction, ...] = ()  # the change-data files (``cdc`` actions)
@@ -63,7 +62,7 @@ class Commit:
 
         OPTIMIZE, VACUUM and pure metadata commits change none: they contribute nothing.
         """
-        return self.cdc_files > 0 or any(a.data_change for a in (*self.adds, *self.removes))
+        return bool(self.cdcs) or any(a.data_change for a in (*self.adds, *self.removes))
 
     @property
     def uses_deletion_vectors(self) -> bool:
@@ -134,7 +133,6 @@ def read_commit(path: str | os.PathLike[str], version: int) -> Commit | None:
         metrics=metrics,
         adds=tuple(adds),
         removes=tuple(removes),
-        cdc_files=len(cdcs),
         table_id=table_id,
         configuration=conf,
         cdcs=tuple(cdcs),
