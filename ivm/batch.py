@@ -24,8 +24,12 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
+_NAN_BITS = np.array([np.nan], dtype=np.float64).view(np.uint64)[0]
+
+
 def hash_column(col: np.ndarray) -> np.ndarray:
-    """A uint64 hash per value, equal for equal values (``1 == 1.0`` hash alike)."""
+    """A uint64 hash per value, equal for equal values (``1 == 1.0`` hash alike, ``-0.0``
+    and ``0.0`` alike, every NaN alike: an exchange must send equal rows to one shard)."""
     kind = col.dtype.kind
     if kind == "i" or kind == "u":
         return col.astype(np.int64, copy=False).view(np.uint64)
@@ -38,8 +42,13 @@ def hash_column(col: np.ndarray) -> np.ndarray:
         out = np.where(integral, asint, (col + 0.0)).astype(np.float64)
         bits = out.view(np.uint64).copy()
         bits[integral] = asint[integral].view(np.uint64)
+        bits[np.isnan(out)] = _NAN_BITS  # NaNs differ in sign and payload bits
         return bits
     h = np.fromiter(map(hash, col), dtype=np.int64, count=len(col))
+    # Python hashes each NaN object by identity: hash them as a float64 column's NaN
+    nan = col != col
+    if nan.any():
+        h[nan.astype(bool)] = _NAN_BITS.view(np.int64)
     # CPython hashes -1 as -2; hash it as the int64 column would, so equal values in an
     # object column and an int64/float64 column always hash alike
     minus_one = h == -2

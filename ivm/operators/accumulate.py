@@ -23,7 +23,7 @@ from ivm.batch import Batch, Columns, hash_rows, sort_groups, take
 from ivm.difference import add_arrays, mul_arrays, segment_sums
 from ivm.errors import MultiplicityOverflowError, SumOverflowError
 from ivm.lattice import Time
-from ivm.operators.aggregates import _not_null, int_sum
+from ivm.operators.aggregates import _not_null, int_sum, ordered_float_sums, ordered_object_sum
 from ivm.operators.base import KeepsTrace
 from ivm.reduce_plan import ReducePlan, ReduceStrategy
 from ivm.schema import DTYPES
@@ -36,16 +36,14 @@ def _segment_sum(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> n
     """Per-group sums of ``values`` (groups given by ``order``/``starts``; float64 or
     object: integer sums go through :func:`int_sum`)."""
     v = values[order]
+    if v.dtype.kind == "f":
+        return ordered_float_sums(v, starts)
     if v.dtype != object:
         return np.add.reduceat(v, starts)
     out = np.empty(len(starts), dtype=object)
     bounds = [*starts.tolist(), len(v)]
     for g in range(len(starts)):
-        acc: Any = None
-        for x in v[bounds[g] : bounds[g + 1]]:
-            if x is not None:
-                acc = x if acc is None else acc + x
-        out[g] = acc
+        out[g] = ordered_object_sum(v[bounds[g] : bounds[g + 1]])
     return out
 
 

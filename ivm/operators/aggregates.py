@@ -35,6 +35,31 @@ def _starts(group: np.ndarray) -> np.ndarray:
     return np.flatnonzero(b)
 
 
+def ordered_float_sums(w: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per-group sums of the float ``w`` (grouped; group ``g`` from ``starts[g]``), each
+    group's values added in ascending order: floating-point addition is not associative,
+    so a sum in arrival order would depend on how the rows arrived (one process, or any
+    number of shards exchanging them); in value order it depends on the values alone."""
+    if len(starts) == 0:
+        return w[:0]
+    gid = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(w))))
+    return np.add.reduceat(w[np.lexsort((w, gid))], starts)
+
+
+def ordered_object_sum(values: Any) -> Any:
+    """The sum of the non-None Python values, floats added in ascending order (see
+    :func:`ordered_float_sums`); None without a value."""
+    vals = [x for x in values if x is not None]
+    if not vals:
+        return None
+    if isinstance(vals[0], float):
+        vals.sort()
+    acc = vals[0]
+    for x in vals[1:]:
+        acc = acc + x
+    return acc
+
+
 def int_sum(
     col: np.ndarray, counts: np.ndarray, starts: np.ndarray, column: str | None
 ) -> np.ndarray:
@@ -144,16 +169,14 @@ class AggregateKernel(Kernel):
             return segment_sums(mul_arrays(col, np.where(valid, counts, 0)), starts)
         if col.dtype != object:
             w = np.where(valid, col * counts, 0).astype(DTYPES[dtype])
+            if w.dtype.kind == "f":
+                return ordered_float_sums(w, starts)
             return np.add.reduceat(w, starts) if len(starts) else w[:0]
         out = np.empty(len(starts), dtype=object)
         bounds = [*starts.tolist(), len(col)]
         for g in range(len(starts)):
-            acc: Any = None
-            for j in range(bounds[g], bounds[g + 1]):
-                if valid[j]:
-                    v = col[j] * int(counts[j])
-                    acc = v if acc is None else acc + v
-            out[g] = acc
+            rows = range(bounds[g], bounds[g + 1])
+            out[g] = ordered_object_sum(col[j] * int(counts[j]) for j in rows if valid[j])
         return out
 
     @staticmethod

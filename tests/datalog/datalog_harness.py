@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from datalog_reference import evaluate
+from shard_harness import Twins
 
 import ivm
 from datalog import compile_program
@@ -15,13 +16,34 @@ Row = tuple[Any, ...]
 
 
 class Maintained:
-    """A program compiled into a fresh dataflow, with the inputs' current contents tracked."""
+    """A program compiled into a fresh dataflow, with the inputs' current contents tracked.
 
-    def __init__(self, text: str, **kw: Any) -> None:
+    ``sharded=True`` also runs it in-process sharded N = 2, 3 and 7 ways
+    (:class:`shard_harness.Twins`): every step then checks that each sharded run's changes
+    and contents equal the single process's, which the reference checks in turn.
+    """
+
+    def __init__(self, text: str, *, sharded: bool = False, **kw: Any) -> None:
         self.text = text
-        self.g = ivm.Dataflow()
-        self.prog = compile_program(text, self.g, **kw)
+        self.twins: Twins | None = None
+        if sharded:
+            built: list[Any] = []
+            self.twins = Twins(lambda g: built.append(compile_program(text, g, **kw)))
+            self.g = self.twins.groups[1].graphs[0]
+            self.prog = built[0]  # the single process's, built first
+        else:
+            self.g = ivm.Dataflow()
+            self.prog = compile_program(text, self.g, **kw)
         self.current: dict[str, set[Row]] = {name: set() for name in self.prog.new_inputs}
+
+    def send(self, name: str, rows: list[Row], diff: int) -> None:
+        """``rows`` into input ``name`` as they are (duplicates too), untracked by ``current``."""
+        if self.twins is not None:
+            self.twins.send(name, rows, diff)
+        elif diff > 0:
+            self.prog.new_inputs[name].insert(rows)
+        else:
+            self.prog.new_inputs[name].delete(rows)
 
     def change(
         self,
@@ -31,14 +53,18 @@ class Maintained:
         for name, rows in (deletes or {}).items():
             rows = rows & self.current[name]
             if rows:
-                self.prog.new_inputs[name].delete(sorted(rows))
+                self.send(name, sorted(rows), -1)
                 self.current[name] -= rows
         for name, rows in (inserts or {}).items():
             rows = rows - self.current[name]
             if rows:
-                self.prog.new_inputs[name].insert(sorted(rows))
+                self.send(name, sorted(rows), 1)
                 self.current[name] |= rows
-        return self.g.step()
+        return self.step()
+
+    def step(self) -> ivm.StepReport:
+        """One epoch (in every sharded run too, checked against the single process)."""
+        return self.twins.step() if self.twins is not None else self.g.step()
 
     def output(self, name: str) -> set[Row]:
         counts = self.prog.outputs[name].counts()

@@ -14,6 +14,7 @@ import pytest
 from datalog_harness import Maintained, run_random
 
 SEEDS = [0, 1, 2]
+SHARDED_SEED = 0  # also run in-process sharded N = 2, 3, 7 (datalog_harness.Maintained)
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 TC = """
@@ -57,7 +58,7 @@ def _closure(g: nx.DiGraph) -> set[tuple[int, int]]:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_transitive_closure(seed: int) -> None:
-    m = Maintained(TC)
+    m = Maintained(TC, sharded=seed == SHARDED_SEED)
 
     def vs_networkx(m: Maintained) -> None:
         assert m.output("path") == _closure(_digraph(m.current["edge"]))
@@ -67,13 +68,16 @@ def test_transitive_closure(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_single_source_reachability(seed: int) -> None:
-    m = Maintained("""
+    m = Maintained(
+        """
         .decl edge(x: number, y: number)  .input edge
         .decl source(x: number)           .input source
         .decl reach(x: number)            .output reach
         reach(x) :- source(x).
         reach(y) :- reach(x), edge(x, y).
-    """)
+    """,
+        sharded=seed == SHARDED_SEED,
+    )
 
     def vs_networkx(m: Maintained) -> None:
         g = _digraph(m.current["edge"])
@@ -90,12 +94,15 @@ def test_single_source_reachability(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_same_generation(seed: int) -> None:
-    m = Maintained("""
+    m = Maintained(
+        """
         .decl parent(child: number, par: number)  .input parent
         .decl sg(x: number, y: number)            .output sg
         sg(x, y) :- parent(x, p), parent(y, p), x != y.
         sg(x, y) :- parent(x, a), sg(a, b), parent(y, b).
-    """)
+    """,
+        sharded=seed == SHARDED_SEED,
+    )
     run_random(m, random.Random(seed), 25, {"parent": edge_gen(10)}, initial=12)
 
 
@@ -115,7 +122,7 @@ cc(x, m) :- node(x), m = min l : { cand(x, l) }.
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_connected_components_by_min_label(seed: int) -> None:
-    m = Maintained(CC_MIN_LABEL)
+    m = Maintained(CC_MIN_LABEL, sharded=seed == SHARDED_SEED)
     assert m.prog.analysis.strata[-1].recursive
 
     def vs_networkx(m: Maintained) -> None:
@@ -140,7 +147,8 @@ def test_strongly_connected_components(seed: int) -> None:
         same(x, x) :- node(x).
         same(x, y) :- path(x, y), path(y, x).
         scc(x, r) :- node(x), r = min y : { same(x, y) }.
-    """
+    """,
+        sharded=seed == SHARDED_SEED,
     )
 
     def vs_networkx(m: Maintained) -> None:
@@ -168,7 +176,7 @@ dist(x, d) :- cand(x, _), d = min c : { cand(x, c) }.
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_shortest_paths_min_in_recursion(seed: int) -> None:
-    m = Maintained(SHORTEST_PATHS)
+    m = Maintained(SHORTEST_PATHS, sharded=seed == SHARDED_SEED)
 
     def vs_networkx(m: Maintained) -> None:
         g = nx.DiGraph()
@@ -189,7 +197,7 @@ POINTS_TO = (EXAMPLES / "datalog" / "points_to.dl").read_text()
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_andersen_points_to(seed: int) -> None:
-    m = Maintained(POINTS_TO)
+    m = Maintained(POINTS_TO, sharded=seed == SHARDED_SEED)
     rels = {s.relations for s in m.prog.analysis.strata if s.recursive}
     assert rels == {("pt", "hpt")}
     v = [f"v{i}" for i in range(7)]
@@ -214,7 +222,8 @@ def test_negation_pairs_not_reachable(seed: int) -> None:
         node(x) :- edge(x, _).
         node(y) :- edge(_, y).
         unreach(x, y) :- node(x), node(y), !path(x, y).
-    """
+    """,
+        sharded=seed == SHARDED_SEED,
     )
 
     def vs_networkx(m: Maintained) -> None:
@@ -228,21 +237,25 @@ def test_negation_pairs_not_reachable(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_mutual_recursion_even_odd_paths(seed: int) -> None:
-    m = Maintained("""
+    m = Maintained(
+        """
         .decl edge(x: number, y: number)  .input edge
         .decl odd(x: number, y: number)   .output odd
         .decl even(x: number, y: number)  .output even
         odd(x, y) :- edge(x, y).
         odd(x, z) :- even(x, y), edge(y, z).
         even(x, z) :- odd(x, y), edge(y, z).
-    """)
+    """,
+        sharded=seed == SHARDED_SEED,
+    )
     assert [s.relations for s in m.prog.analysis.strata if s.recursive] == [("odd", "even")]
     run_random(m, random.Random(seed), 25, {"edge": edge_gen(8)})
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_non_recursive_aggregates_and_arithmetic(seed: int) -> None:
-    m = Maintained("""
+    m = Maintained(
+        """
         .decl edge(x: number, y: number)  .input edge
         .decl node(x: number)
         .decl stats(x: number, out: number, total: number, lo: number, hi: number)
@@ -256,12 +269,15 @@ def test_non_recursive_aggregates_and_arithmetic(seed: int) -> None:
             s = sum y : { edge(x, y) }, lo = min y : { edge(x, y) }, hi = max y * 2 : edge(x, y).
         total(n) :- n = count : { edge(_, _) }.
         scaled(x, y, (x - 4) / (y - 3), (x - 4) % (y - 3)) :- edge(x, y), x + y > 3.
-    """)
+    """,
+        sharded=seed == SHARDED_SEED,
+    )
     run_random(m, random.Random(seed), 20, {"edge": edge_gen(8)})
 
 
 def test_facts_constants_and_symbols() -> None:
-    m = Maintained("""
+    m = Maintained(
+        """
         .decl person(name: symbol, age: number)  .input person
         .decl city(name: symbol, c: symbol)
         city("ann", "paris"). city("bob", "oslo"). city("cy", "rome").
@@ -269,7 +285,9 @@ def test_facts_constants_and_symbols() -> None:
         adult(n, c, cat(n, "@", c)) :- person(n, a), a >= 18, city(n, c), !city(n, "rome").
         .decl young(name: symbol, len: number)  .output young
         young(n, strlen(n)) :- person(n, a), a < 18, contains("y", n) ; person(n, 7).
-    """)
+    """,
+        sharded=True,
+    )
     m.change(inserts={"person": {("ann", 30), ("bob", 12), ("cy", 40), ("yy", 3), ("zed", 7)}})
     m.check()
     assert m.output("adult") == {("ann", "paris", "ann@paris")}
@@ -280,13 +298,16 @@ def test_facts_constants_and_symbols() -> None:
 
 
 def test_float_columns() -> None:
-    m = Maintained("""
+    m = Maintained(
+        """
         .decl price(item: symbol, p: float)  .input price
         .decl taxed(item: symbol, p: float)  .output taxed
         .decl cheapest(p: float)             .output cheapest
         taxed(i, p * 1.25 + 1) :- price(i, p), p > 2.
         cheapest(m) :- m = min p : { price(_, p) }.
-    """)
+    """,
+        sharded=True,
+    )
     m.change(inserts={"price": {("a", 4.0), ("b", 1.5), ("c", 8.0)}})
     m.check()
     assert m.output("taxed") == {("a", 6.0), ("c", 11.0)}
@@ -296,16 +317,19 @@ def test_float_columns() -> None:
 
 
 def test_duplicate_input_rows_are_one_fact() -> None:
-    m = Maintained("""
+    m = Maintained(
+        """
         .decl e(x: number)  .input e
         .decl n(c: number)  .output n
         n(c) :- c = count : { e(_) }.
-    """)
-    m.prog.new_inputs["e"].insert([(1,), (1,), (2,)])
-    m.g.step()
+    """,
+        sharded=True,
+    )
+    m.send("e", [(1,), (1,), (2,)], 1)
+    m.step()
     assert m.output("n") == {(2,)}
-    m.prog.new_inputs["e"].delete([(1,)])
-    m.g.step()
+    m.send("e", [(1,)], -1)
+    m.step()
     assert m.output("n") == {(2,)}
 
 
@@ -329,7 +353,8 @@ def test_many_seeds_slow(seed: int) -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_unusual_rule_shapes(seed: int) -> None:
     """Seeded aggregates, empty groups, ground negation, unit bodies, copies, cross products."""
-    m = Maintained("""
+    m = Maintained(
+        """
         .decl e(x: number, y: number)  .input e
         .decl flag(x: number)          .input flag
         .decl above(x: number, n: number)  .output above
@@ -347,7 +372,9 @@ def test_unusual_rule_shapes(seed: int) -> None:
         copy(x, y) :- e(x, z), y = z, y = x + 1.
         cross(x, y) :- flag(x), flag(y), x < y.
         loop(x) :- e(x, y), e(y, x).
-    """)
+    """,
+        sharded=seed == SHARDED_SEED,
+    )
     gens = {"e": edge_gen(6), "flag": node_gen(6)}
     run_random(m, random.Random(seed), 25, gens, batch=2, initial=3)
     m.change(deletes={"e": set(m.current["e"]), "flag": set(m.current["flag"])})
@@ -357,7 +384,8 @@ def test_unusual_rule_shapes(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_widest_paths_max_in_recursion(seed: int) -> None:
-    m = Maintained("""
+    m = Maintained(
+        """
         .decl edge(x: number, y: number, w: number)  .input edge
         .decl source(x: number)                      .input source
         .decl cand(x: number, b: number)
@@ -365,7 +393,9 @@ def test_widest_paths_max_in_recursion(seed: int) -> None:
         cand(x, 1000) :- source(x).
         cand(y, min(b, w)) :- best(x, b), edge(x, y, w).
         best(x, b) :- cand(x, _), b = max c : { cand(x, c) }.
-    """)
+    """,
+        sharded=seed == SHARDED_SEED,
+    )
 
     def weighted(rng: random.Random) -> tuple[int, int, int]:
         x, y = rng.randrange(8), rng.randrange(8)
