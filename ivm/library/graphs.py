@@ -111,7 +111,7 @@ def _label_level(node: np.ndarray, label: np.ndarray) -> np.ndarray:
     below 2^LEVEL_BITS, and for negative ones).  One level per bit (:func:`_priority`)
     spreads the entries over as many iterations as the ids have bits, and a step's loop
     runs to the last level it touches; levels of 16x keep the loop as short as without
-    priorities (W1 medium: 7-8 iterations a step either way, differences per step halved)."""
+    priorities (W1 medium: 7-8 iterations a step either way, differences per step -45%)."""
     return _priority(node, label) // LEVEL_BITS
 
 
