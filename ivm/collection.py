@@ -260,12 +260,6 @@ class Collection:
         """Each row with a positive count, once."""
         return self._reduce(tuple(range(len(self.schema))), K.DistinctKernel())
 
-    def keys(self, key: KeySpec) -> Collection:
-        """The distinct values of ``key`` among the rows, once each: ``project(key)
-        .distinct()`` read from the arrangement by ``key`` (shared with joins on ``key``),
-        with no arrangement of its own; a change sums the multiplicities of its keys."""
-        return self._reduce(self.schema.indices(key), K.KeysKernel())
-
     def top_k(self, key: KeySpec, order_by: Sequence[tuple[ColumnRef, bool]], k: int) -> Collection:
         """Per group, the first ``k`` rows by ``order_by`` ((col, descending) pairs)."""
         key_idx = self.schema.indices(key) if key != () else ()

@@ -62,8 +62,7 @@ def connected_components(edges: Collection, prioritized: bool = True) -> Collect
     label and is dropped before it is arranged (:func:`_below_node`).
     """
     both = symmetric(edges)
-    # the nodes: keys of the arrangement by src, which the loop's join shares
-    nodes = both.keys("src")
+    nodes = both.project("src").distinct()
     seeds = nodes.map(lambda n: (n, n), NODE_LABEL)
     return propagate_min_label(
         both, seeds, entry=_label_level if prioritized else None, useful=_below_node

@@ -208,20 +208,6 @@ class DistinctKernel(Kernel):
         return (counts > 0).astype(np.int64)
 
 
-class KeysKernel(DistinctKernel):
-    """Every key with a positive count of rows, once (the key is not the whole row): the
-    distinct keys of an arrangement.  Outside and one loop deep the reduce sums each key's
-    multiplicities without reading its rows (:meth:`Reduce._process_multiplicities`)."""
-
-    def evaluate(self, group: np.ndarray, cols: Columns, counts: np.ndarray) -> Reduced:
-        if len(group) == 0:
-            return group, (), counts
-        total = np.zeros(int(group.max()) + 1, dtype=np.int64)
-        np.add.at(total, group, counts)
-        pos = np.flatnonzero(total > 0)
-        return pos, (), np.ones(len(pos), dtype=np.int64)
-
-
 def _sort_key(value: Any, descending: bool) -> tuple:
     # Spark: NULLS FIRST for ascending, NULLS LAST for descending.  A descending key is
     # negated afterwards (``_neg``), so NULL ranks lowest here in both cases.

@@ -36,7 +36,7 @@ from ivm.batch import (
 )
 from ivm.kernels import consolidate_by_owner, counting_order
 from ivm.lattice import Time, join_rows, less_equal_rows
-from ivm.operators.aggregates import DistinctKernel, Kernel, KeysKernel
+from ivm.operators.aggregates import DistinctKernel, Kernel
 from ivm.operators.arrange import Arrange
 from ivm.operators.base import KeepsTrace
 from ivm.operators.join import pad_times
@@ -145,12 +145,10 @@ class Reduce(KeepsTrace):
         self.scheduled: dict[Time, list[tuple[Columns, np.ndarray]]] = {}
         self.cache = PrefixCache(source.dtypes, self.dtypes)
         # distinct (set semantics): the key is the whole row, so every accumulated group
-        # is one row with a multiplicity; distinct keys: the group's multiplicities summed
+        # is one row with a multiplicity
         self.whole_row = self.key_idx == tuple(range(len(source.dtypes)))
         self.by_multiplicity = (
-            self.depth <= 1
-            and isinstance(kernel, DistinctKernel)
-            and (self.whole_row or isinstance(kernel, KeysKernel))
+            self.depth <= 1 and self.whole_row and isinstance(kernel, DistinctKernel)
         )
 
     def pending_times(self) -> Collection[Time]:
@@ -278,10 +276,9 @@ class Reduce(KeepsTrace):
         return unique_keys(keys, len(keys[0]), known_h)
 
     def _process_multiplicities(self, time: Time, probe_h: np.ndarray, probe_cols: Columns) -> None:
-        """:meth:`process` for distinct, where each group is one row with a multiplicity
-        (or, for distinct keys, is summed to one): the input's and the output's
-        accumulations are per-key sums of diffs, read without gathering rows
-        (:meth:`Trace.key_sums`), and the correction is ``[count > 0] − out``."""
+        """:meth:`process` for distinct, where each group is one row with a multiplicity:
+        the input's and the output's accumulations are per-key sums of diffs, read without
+        gathering rows (:meth:`Trace.key_sums`), and the correction is ``[count > 0] − out``."""
         assert isinstance(self.kernel, DistinctKernel)
         n = len(probe_h)
         upto = time[1] if self.depth else None

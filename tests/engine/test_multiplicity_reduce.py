@@ -1,8 +1,7 @@
 """Distinct read as multiplicities (``Reduce.by_multiplicity``, ``Trace.key_sums``).
 
 For ``distinct`` the key is the whole row and the output is the key, so the reduce reads
-each key's accumulated count as a sum of diffs instead of gathering its rows; ``keys``
-(distinct keys of longer rows) sums the multiplicities of the key's rows the same way.  These tests
+each key's accumulated count as a sum of diffs instead of gathering its rows.  These tests
 run the same programs with that path switched off and on, against plain references, under
 random inserts and deletes — in a loop (interesting times, next-iteration scheduling) and
 outside one, with an integer key (compiled sums) and with keys whose hash may collide
@@ -58,22 +57,10 @@ def build(by_multiplicity: bool) -> tuple[ivm.Dataflow, dict, dict]:
             .distinct()
         )
     )
-    # distinct keys of rows that are more than the key (KeysKernel), in a loop and outside
-    reach_keys = roots.iterate(
-        lambda r: (
-            r.join(edges, on=[("node", "src")])
-            .map(lambda n, s, d: (d, n), [("node", "int64"), ("via", "int64")])
-            .keys("node")
-            .concat(r)
-            .distinct()
-        )
-    )
     outs = {
         "reach": g.output(reachable(edges, roots), "reach"),
         "paths": g.output(closure, "paths"),
         "words": g.output(words.distinct(), "words"),
-        "word_keys": g.output(words.keys("w"), "word_keys"),
-        "reach_keys": g.output(reach_keys, "reach_keys"),
     }
     reduces = [op for op in g.ops if isinstance(op, Reduce)]
     assert reduces and all(op.by_multiplicity for op in reduces)
@@ -105,8 +92,6 @@ def test_distinct_paths_match_references(by_multiplicity: bool, sc: list[list]) 
             "reach": ref_reach(state["edges"], state["roots"]),
             "paths": ref_paths(state["edges"]),
             "words": Counter({r: 1 for r, c in state["words"].items() if c > 0}),
-            "word_keys": Counter({(w,): 1 for (w, _), c in state["words"].items() if c > 0}),
-            "reach_keys": ref_reach(state["edges"], state["roots"]),
         }
         for name, out in outs.items():
             check_output(out, want[name], prev[name], f"epoch {epoch} {name}")
