@@ -23,13 +23,19 @@ def symmetric(edges: Collection) -> Collection:
 
 
 def propagate_min_label(
-    edges: Collection, seeds: Collection, entry: Callable[..., Any] | None = None
+    edges: Collection,
+    seeds: Collection,
+    entry: Callable[..., Any] | None = None,
+    useful: Callable[..., Any] | None = None,
 ) -> Collection:
     """Smallest label reaching each node along ``edges`` from ``(node, label)`` seeds.
 
     ``labels = min-by-node(seeds ∪ {(d, l) : (n, l) ∈ labels, (n, d) ∈ edges})``.  With
     ``entry`` the seeds enter at an iteration chosen per seed — the prioritized fixed point
     of Foundations §5, which lets small labels settle before large ones are introduced.
+    ``useful(node, label) -> mask`` drops proposals ``(d, l)`` before they are arranged;
+    it may reject only proposals not smaller than a label seeded at ``d`` itself (the fixed
+    point is then unchanged), e.g. ``l >= d`` when every node is seeded with its own id.
     """
     seeds = seeds.enter_scope(seeds._deeper(edges))
 
@@ -37,22 +43,34 @@ def propagate_min_label(
         moved = labels.join(edges, on=[("node", "src")]).map(
             lambda node, label, src, dst: (dst, label), NODE_LABEL
         )
+        if useful is not None:
+            moved = moved.filter(useful)
         base = labels if entry is not None else seeds
         return moved.concat(base).min("node", "label").rename(["node", "label"])
 
     return seeds.iterate(body, entry=entry)
 
 
-def connected_components(edges: Collection, prioritized: bool = False) -> Collection:
+def connected_components(edges: Collection, prioritized: bool = True) -> Collection:
     """Weakly connected components: ``(node, smallest node id in its component)``.
 
-    ``prioritized`` introduces small labels first (Foundations §5), so most nodes change
-    label once instead of once per smaller label that reaches them.
+    ``prioritized`` (the default) introduces small labels first, a few orders of magnitude
+    per iteration (:func:`_label_level`, Foundations §5): most nodes take their final
+    label as the first one that reaches them instead of stepping down through larger ones,
+    which halves the differences of a change without lengthening the loop.  Every node is
+    seeded with its own id, so a proposal ``(d, l)`` with ``l >= d`` can never be ``d``'s
+    label and is dropped before it is arranged (:func:`_below_node`).
     """
     both = symmetric(edges)
     nodes = both.project("src").distinct()
     seeds = nodes.map(lambda n: (n, n), NODE_LABEL)
-    return propagate_min_label(both, seeds, entry=_priority if prioritized else None)
+    return propagate_min_label(
+        both, seeds, entry=_label_level if prioritized else None, useful=_below_node
+    )
+
+
+def _below_node(node: np.ndarray, label: np.ndarray) -> np.ndarray:
+    return label < node
 
 
 def reachable(edges: Collection, roots: Collection) -> Collection:
@@ -81,6 +99,19 @@ def _trim(cycle: Collection, edges: Collection) -> Collection:
 def _priority(node: np.ndarray, label: np.ndarray) -> np.ndarray:
     # small labels first: a label enters at the iteration given by its bit length
     return np.floor(np.log2(np.maximum(label, 1))).astype(np.int64)
+
+
+#: bits of label magnitude per entry iteration of :func:`connected_components`
+LEVEL_BITS = 4
+
+
+def _label_level(node: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """Entry iteration of a seed label: ``⌊log2(label) / LEVEL_BITS⌋`` (0 for labels
+    below 2^LEVEL_BITS, and for negative ones).  One level per bit (:func:`_priority`)
+    spreads the entries over as many iterations as the ids have bits, and a step's loop
+    runs to the last level it touches; levels of 16x keep the loop as short as without
+    priorities (W1 medium: 7-8 iterations a step either way, differences per step -45%)."""
+    return _priority(node, label) // LEVEL_BITS
 
 
 def strongly_connected_edges(edges: Collection) -> Collection:

@@ -34,6 +34,7 @@ import ivm
 from ivm.library.graphs import (
     EDGE,
     NODE_LABEL,
+    connected_components,
     propagate_min_label,
     reachable,
     strongly_connected_edges,
@@ -229,6 +230,39 @@ def test_min_label_with_and_without_priority(sc: tuple[Changes, Changes]) -> Non
         want_r = Counter({(v,): 1 for v in ref_reach(E, {n for (n, _), c in S.items() if c > 0})})
         check_output(reach_prio, want_r, prev["reach"], f"epoch {epoch} prioritized reach")
         prev = {"plain": want, "reach": want_r}
+
+
+#: node ids spread over the entry levels of ``connected_components`` (16x per level),
+#: with a negative id and one beyond 2^53 (where a float's log2 rounds)
+SPREAD = [3, -7, 17, 300, 4_099, 70_000, (1 << 60) + 1, 2**40]
+
+
+def ref_components(edges: Counter) -> Counter:
+    """(node, smallest node of its weakly connected component) over the live edges."""
+    g = nx.Graph()
+    g.add_edges_from(r for r, n in edges.items() if n > 0)
+    return Counter({(v, min(c)): 1 for c in nx.connected_components(g) for v in c})
+
+
+@given(graph_scenario())
+@examples(25)
+def test_prioritized_components_equal_plain_and_reference(sc: tuple[Changes, Changes]) -> None:
+    """``connected_components`` with labels entering by magnitude (the default) and
+    without priorities equal the components of the live edges after every epoch, with
+    node ids on every entry level (negative and huge ones included)."""
+    spread = [[((SPREAD[s], SPREAD[d]), n) for (s, d), n in ch] for ch in sc[0]]
+    g = ivm.Dataflow()
+    edges = g.input("edges", EDGE)
+    outs = {
+        "prioritized": g.output(connected_components(edges), "prio"),
+        "plain": g.output(connected_components(edges, prioritized=False), "plain"),
+    }
+    prev: Counter = Counter()
+    for epoch, (E,) in replay(g, [(edges, spread, every_third)]):
+        want = ref_components(E)
+        for name, out in outs.items():
+            check_output(out, want, prev, f"epoch {epoch} {name} components")
+        prev = want
 
 
 @given(graph_scenario())

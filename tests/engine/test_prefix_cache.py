@@ -75,12 +75,18 @@ def test_loops_with_every_key_cached_match_references(sc: tuple[list, list]) -> 
             prev = want
 
 
+#: a hub's id: larger than its neighbours', so that connected_components keeps the
+#: proposals it receives (a proposal not below the receiving node's id is dropped)
+HUB = 1000
+
+
 def test_cache_is_used_and_exact_on_a_hub_graph_under_churn() -> None:
     """A hub of degree 400 whose neighbours keep changing component: the hub's entries
     are built once and patched for 40 epochs; labels equal networkx's every epoch."""
     rng = np.random.default_rng(7)
     n = 600
-    live: set[tuple[int, int]] = {(0, v) for v in range(1, 401)}
+    # the hub has the largest id: proposals to it are labels below its own (not dropped)
+    live: set[tuple[int, int]] = {(HUB, v) for v in range(1, 401)}
     live |= {(int(a), int(b)) for a, b in rng.integers(1, n, (300, 2)) if a != b}
     g = ivm.Dataflow()
     edges = g.input("edges", EDGE)
@@ -120,22 +126,22 @@ def test_rollback_drops_the_cache_and_stays_exact() -> None:
     bad = g.input("bad", [("x", "int64")])
     out = g.output(connected_components(edges), "wcc")
     g.output(bad.map(explode, [("x", "int64")]), "boom")
-    edges.insert([(0, v) for v in range(1, 300)])
+    edges.insert([(HUB, v) for v in range(1, 300)])
     g.step()
     edges.insert([(300, 301)])
     g.step()
     assert cached_entries(g) > 0
     before = Counter(dict(out.counts()))
     # a user function failing mid-epoch rolls every operator back, the cache included
-    edges.delete([(0, 5)])
+    edges.delete([(HUB, 5)])
     bad.insert([(13,)])
     with pytest.raises(RuntimeError, match="boom"):
         g.step()
     assert cached_entries(g) == 0
     assert Counter(dict(out.counts())) == before
-    edges.delete([(0, 7)])  # the failed epoch's delete of (0, 5) was discarded
+    edges.delete([(HUB, 7)])  # the failed epoch's delete of (HUB, 5) was discarded
     g.step()
-    want = Counter({(v, 0): 1 for v in range(300) if v != 7})
+    want = Counter({(v, 1): 1 for v in [*range(1, 300), HUB] if v != 7})
     want.update({(300, 300): 1, (301, 300): 1})
     assert Counter(dict(out.counts())) == want
 

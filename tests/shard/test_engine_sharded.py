@@ -78,7 +78,7 @@ def _constants(g: ivm.Dataflow) -> None:
 def _graphs(g: ivm.Dataflow) -> None:
     e = g.input("e", EDGE)
     g.output(connected_components(e), "wcc")
-    g.output(connected_components(e, prioritized=True), "wcc_prio")
+    g.output(connected_components(e, prioritized=False), "wcc_plain")
     g.output(strongly_connected_components(e), "scc")
     roots = e.filter(lambda s, d: s < 3).project("src", names=["node"]).distinct()
     g.output(reachable(e, roots), "reach")
