@@ -34,6 +34,21 @@ def argsort_u64(h: np.ndarray, stable: bool = False) -> np.ndarray:
     return h.argsort(kind="stable" if stable else "quicksort")
 
 
+class _Addresses:
+    """The element pointers of an object array, seen as an unsigned integer array (numpy's
+    array interface; the view keeps this object, and so the array, alive)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.array = a
+        self.__array_interface__ = {
+            "shape": a.shape,
+            "typestr": np.dtype(np.uintp).str,
+            "data": (a.ctypes.data, True),
+            "strides": a.strides,
+            "version": 3,
+        }
+
+
 def hash_column(col: np.ndarray) -> np.ndarray:
     """A uint64 hash per value, equal for equal values (``1 == 1.0`` hash alike)."""
     kind = col.dtype.kind
@@ -49,6 +64,21 @@ def hash_column(col: np.ndarray) -> np.ndarray:
         bits = out.view(np.uint64).copy()
         bits[integral] = asint[integral].view(np.uint64)
         return bits
+    if len(col) >= _DEDUP_ROWS:
+        # one hash per distinct object: a column read from Arrow holds one string object
+        # per distinct value (catalog.dtypes), and gathers (a join's output) repeat them
+        addresses = np.ascontiguousarray(np.asarray(_Addresses(col)))
+        gid, first, _ = group_hashes(mix_offset(addresses, _GOLDEN), np.zeros(len(col), np.int64))
+        if 2 * len(first) <= len(col):
+            return _hash_objects(col[first])[gid]
+    return _hash_objects(col)
+
+
+#: from this many rows on, an object column is hashed once per distinct object
+_DEDUP_ROWS = 4096
+
+
+def _hash_objects(col: np.ndarray) -> np.ndarray:
     h = np.fromiter(map(hash, col), dtype=np.int64, count=len(col))
     # CPython hashes -1 as -2; hash it as the int64 column would, so equal values in an
     # object column and an int64/float64 column always hash alike
@@ -94,21 +124,6 @@ def hash_is_injective(cols: Columns) -> bool:
     """Whether :func:`hash_rows` of these columns cannot collide: one integer column
     (an affine map and splitmix64's finalizer are both bijections of uint64)."""
     return len(cols) == 1 and cols[0].dtype.kind in "iub"
-
-
-class _Addresses:
-    """The element pointers of an object array, seen as an unsigned integer array (numpy's
-    array interface; the view keeps this object, and so the array, alive)."""
-
-    def __init__(self, a: np.ndarray) -> None:
-        self.array = a
-        self.__array_interface__ = {
-            "shape": a.shape,
-            "typestr": np.dtype(np.uintp).str,
-            "data": (a.ctypes.data, True),
-            "strides": a.strides,
-            "version": 3,
-        }
 
 
 def _values_equal(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ strided views.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 
@@ -17,7 +18,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ivm.batch import Batch, hash_rows, rows_equal, sort_groups
+from ivm.batch import Batch, hash_column, hash_rows, rows_equal, sort_groups
 
 VALUES = ["a", "b", "region 1", None, -1, -2, 2**62, 2, float("nan"), 1.5]
 
@@ -52,9 +53,7 @@ def test_rows_equal_is_python_equality(a_picks: list[int], data: st.DataObject) 
     ia = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=40)))
     ib = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=len(ia), max_size=len(ia))))
     got = rows_equal((a, ints), ia, (a, ints), ib)
-    want = [
-        _key(a[i]) == _key(a[j]) and ints[i] == ints[j] for i, j in zip(ia, ib, strict=True)
-    ]
+    want = [_key(a[i]) == _key(a[j]) and ints[i] == ints[j] for i, j in zip(ia, ib, strict=True)]
     assert got.tolist() == want
     # ia=None (every row in order), on a strided view of the column
     view = np.repeat(a, 2)[::2]
@@ -75,7 +74,7 @@ def test_sort_groups_large_input_groups_exactly() -> None:
     assert sorted(order.tolist()) == list(range(n))
     bounds = [*starts.tolist(), n]
     seen: set[tuple[object, int]] = set()
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+    for lo, hi in itertools.pairwise(bounds):
         keys = {(_key(col[r]), int(other[r])) for r in order[lo:hi].tolist()}
         assert len(keys) == 1
         (k,) = keys
@@ -96,3 +95,17 @@ def test_consolidate_object_rows_matches_counter() -> None:
     assert {_key(v): int(d) for v, d in zip(b.cols[0], b.diff, strict=True)} == {
         k: d for k, d in want.items() if d
     }
+
+
+def test_hash_column_of_objects_is_per_value() -> None:
+    """An object column's hashes (computed once per distinct object from 4,096 rows on)
+    are each value's own: shared objects, equal copies, one object per row, -1 and -2."""
+    rng = np.random.default_rng(5)
+    for n, copies in ((10_000, 0.2), (10_000, 1.0), (5_000, 0.0)):
+        col = _column(rng.integers(0, len(VALUES), n).tolist(), (rng.random(n) < copies).tolist())
+        strided = np.repeat(col, 2)[::2]
+        for c in (col, strided):
+            want = [-1 if v == -1 else hash(v) for v in c]
+            assert hash_column(c).view(np.int64).tolist() == want
+    unique = np.array([f"s{i}" for i in range(8_000)], dtype=object)
+    assert hash_column(unique).view(np.int64).tolist() == [hash(v) for v in unique]
