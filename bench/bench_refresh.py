@@ -12,7 +12,11 @@ Then, timed:
   through the ``delta`` data source) and collecting the result — what a non-incremental
   refresh has to do at least (it would then also rewrite the view).
 
-Each is repeated (median reported).  Results go to ``bench/results/refresh.json``.
+Each is repeated (median reported).  The view's creation is timed too (wall and CPU): first
+in the process, where the engine's compiled kernels and the SQL front end load, and as the
+median of ``--repeat`` re-creations under other names; both are compared with Spark SQL's
+median run (its first run pays the JVM's warm-up).  Results go to
+``bench/results/refresh.json``.
 
 Usage: ``python -m bench refresh [--rows N] [--repeat R] [--no-spark]``
 """
