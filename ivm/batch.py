@@ -64,7 +64,7 @@ def hash_column(col: np.ndarray) -> np.ndarray:
         bits = out.view(np.uint64).copy()
         bits[integral] = asint[integral].view(np.uint64)
         return bits
-    if len(col) >= _DEDUP_ROWS:
+    if col.dtype == object and len(col) >= _DEDUP_ROWS:
         # one hash per distinct object: a column read from Arrow holds one string object
         # per distinct value (catalog.dtypes), and gathers (a join's output) repeat them
         addresses = np.ascontiguousarray(np.asarray(_Addresses(col)))

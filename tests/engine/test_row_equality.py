@@ -109,3 +109,5 @@ def test_hash_column_of_objects_is_per_value() -> None:
             assert hash_column(c).view(np.int64).tolist() == want
     unique = np.array([f"s{i}" for i in range(8_000)], dtype=object)
     assert hash_column(unique).view(np.int64).tolist() == [hash(v) for v in unique]
+    fixed = np.array([f"s{i % 7}" for i in range(8_000)])  # numpy's own strings, not objects
+    assert hash_column(fixed).view(np.int64).tolist() == [hash(v) for v in fixed]
