@@ -16,12 +16,37 @@ from dataclasses import dataclass
 import numpy as np
 
 from ivm.difference import segment_sums
-from ivm.kernels import group_hashes, mix_hashes, mix_offset
+from ivm.kernels import group_hashes, mix_hashes, mix_offset, radix_order
 
 Columns = tuple[np.ndarray, ...]
 
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: from this many keys on, uint64 keys are sorted by :func:`ivm.kernels.radix_order`
+_RADIX_SORT = 32768
+
+
+def argsort_u64(h: np.ndarray, stable: bool = False) -> np.ndarray:
+    """The order that sorts the uint64 keys ``h`` (stable when asked; the radix sort of
+    large inputs always is)."""
+    if len(h) >= _RADIX_SORT and h.dtype == np.uint64:
+        return radix_order(h)
+    return h.argsort(kind="stable" if stable else "quicksort")
+
+
+class _Addresses:
+    """The element pointers of an object array, seen as an unsigned integer array (numpy's
+    array interface; the view keeps this object, and so the array, alive)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.array = a
+        self.__array_interface__ = {
+            "shape": a.shape,
+            "typestr": np.dtype(np.uintp).str,
+            "data": (a.ctypes.data, True),
+            "strides": a.strides,
+            "version": 3,
+        }
 
 
 _NAN_BITS = np.array([np.nan], dtype=np.float64).view(np.uint64)[0]
@@ -44,6 +69,21 @@ def hash_column(col: np.ndarray) -> np.ndarray:
         bits[integral] = asint[integral].view(np.uint64)
         bits[np.isnan(out)] = _NAN_BITS  # NaNs differ in sign and payload bits
         return bits
+    if col.dtype == object and len(col) >= _DEDUP_ROWS:
+        # one hash per distinct object: a column read from Arrow holds one string object
+        # per distinct value (catalog.dtypes), and gathers (a join's output) repeat them
+        addresses = np.ascontiguousarray(np.asarray(_Addresses(col)))
+        gid, first, _ = group_hashes(mix_offset(addresses, _GOLDEN), np.zeros(len(col), np.int64))
+        if 2 * len(first) <= len(col):
+            return _hash_objects(col[first])[gid]
+    return _hash_objects(col)
+
+
+#: from this many rows on, an object column is hashed once per distinct object
+_DEDUP_ROWS = 4096
+
+
+def _hash_objects(col: np.ndarray) -> np.ndarray:
     h = np.fromiter(map(hash, col), dtype=np.int64, count=len(col))
     # Python hashes each NaN object by identity: hash them as a float64 column's NaN
     nan = col != col
@@ -95,6 +135,29 @@ def hash_is_injective(cols: Columns) -> bool:
     return len(cols) == 1 and cols[0].dtype.kind in "iub"
 
 
+def _values_equal(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    e = x == y
+    if not isinstance(e, np.ndarray) or e.dtype != np.bool_:
+        e = np.fromiter(map(_eq, x, y), dtype=bool, count=len(x))
+    return e
+
+
+def _objects_equal(
+    ca: np.ndarray, ia: np.ndarray | None, cb: np.ndarray, ib: np.ndarray
+) -> np.ndarray:
+    """:func:`rows_equal` of two object columns: the same object is equal to itself (as in
+    Python's containers and SQL grouping: a NaN too), compared by pointer without gathering
+    the objects; only the other pairs are compared by value.  The strings of a column read
+    from Arrow are one object per distinct value (catalog.dtypes), so the rows of one group
+    are nearly always the same objects."""
+    pa, pb = np.asarray(_Addresses(ca)), np.asarray(_Addresses(cb))
+    same = (pa if ia is None else pa[ia]) == pb[ib]
+    rest = np.flatnonzero(~same)
+    if len(rest):
+        same[rest] = _values_equal(ca[rest if ia is None else ia[rest]], cb[ib[rest]])
+    return same
+
+
 def rows_equal(a: Columns, ia: np.ndarray | None, b: Columns, ib: np.ndarray) -> np.ndarray:
     """Row-wise equality of ``a[ia]`` and ``b[ib]`` (NULL equals NULL, as in grouping).
 
@@ -102,11 +165,10 @@ def rows_equal(a: Columns, ia: np.ndarray | None, b: Columns, ib: np.ndarray) ->
     """
     eq = np.ones(len(ib), dtype=bool)
     for ca, cb in zip(a, b, strict=True):
-        x, y = (ca if ia is None else ca[ia]), cb[ib]
-        e = x == y
-        if not isinstance(e, np.ndarray) or e.dtype != np.bool_:
-            e = np.fromiter(map(_eq, x, y), dtype=bool, count=len(x))
-        eq &= e
+        if ca.dtype == object and cb.dtype == object:
+            eq &= _objects_equal(ca, ia, cb, ib)
+        else:
+            eq &= _values_equal(ca if ia is None else ca[ia], cb[ib])
     return eq
 
 
@@ -120,7 +182,7 @@ def sort_groups(
     collision, e.g. CPython's ``hash(-1) == hash(-2)``) the rows of that hash are regrouped
     exactly, so equal rows are always adjacent and a consolidation never leaves a row twice.
     """
-    order = np.argsort(h)
+    order = argsort_u64(h)
     n = len(h)
     if n == 0:
         return order, np.zeros(0, dtype=np.int64)

@@ -34,6 +34,7 @@ import numpy as np
 from ivm.batch import (
     Batch,
     Columns,
+    argsort_u64,
     consolidate_hashed,
     hash_is_injective,
     hash_rows,
@@ -46,7 +47,6 @@ from ivm.kernels import (
     consolidate_sorted,
     merge_runs,
     probe_run,
-    radix_order,
     sort_run,
     sum_run,
     take_concat,
@@ -121,18 +121,6 @@ def constant_times(inner: tuple[int, ...], n: int) -> np.ndarray:
     if inner:
         out[:] = inner
     return out
-
-
-#: from this many keys on, uint64 keys are sorted by :func:`ivm.kernels.radix_order`
-_RADIX_SORT = 32768
-
-
-def argsort_u64(h: np.ndarray, stable: bool = False) -> np.ndarray:
-    """The order that sorts the uint64 keys ``h`` (stable when asked; the radix sort of
-    large inputs always is)."""
-    if len(h) >= _RADIX_SORT and h.dtype == np.uint64:
-        return radix_order(h)
-    return h.argsort(kind="stable" if stable else "quicksort")
 
 
 def _sorting_permutation(h: np.ndarray) -> np.ndarray | None:
