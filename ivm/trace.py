@@ -315,10 +315,13 @@ class Trace:
             self.staged_time = time
         return Batch(out_cols, sums, rh_k)
 
-    def insert(self, cols: Columns, times: np.ndarray, diff: np.ndarray) -> None:
-        """Add committed updates at arbitrary inner times."""
+    def insert(
+        self, cols: Columns, times: np.ndarray, diff: np.ndarray, **known: Unpack[RunHints]
+    ) -> None:
+        """Add committed updates at arbitrary inner times (``known``: their hashes, if the
+        caller has them)."""
         if len(diff):
-            self._push(self.consolidated_run(cols, times, diff))
+            self._push(self.consolidated_run(cols, times, diff, **known))
 
     def insert_consolidated(
         self, cols: Columns, times: np.ndarray, diff: np.ndarray, rowhash: np.ndarray
