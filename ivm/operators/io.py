@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ivm.batch import Batch
-from ivm.difference import DIFF_MAX
+from ivm.batch import Batch, concat_columns
+from ivm.difference import DIFF_MAX, abs_max
 from ivm.errors import DiffError, SchemaError
 from ivm.lattice import Time
 from ivm.operators.base import Operator
@@ -165,45 +165,93 @@ class Output(Operator):
         self.contents_trace = self._new_contents()
         self._epoch_parts: list[Batch] = []
         self.last_changes: Batch = self.empty_batch()
+        #: epochs' changes (consolidated, hashed) not yet added to the contents trace
+        self._unmerged: list[Batch] = []
+        self._unmerged_rows = 0
+        #: the largest ``|diff|`` of each unmerged batch, summed (see :meth:`end_epoch`)
+        self._unmerged_bound = 0
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         if inputs[0] is not None:
             self._epoch_parts.append(inputs[0])
 
     def end_epoch(self) -> None:
+        """Consolidate the epoch's changes; add them to the contents lazily.
+
+        The contents are read only on request (:meth:`contents`, :meth:`counts`, a
+        checkpoint), so the changes of several epochs are added as one run, once they hold
+        an eighth of the contents' rows: a small change then sorts and merges a few rows
+        into a spine of few, larger runs instead of merging its own run up through every
+        level, and the work per step follows the change.  If the unmerged changes' largest
+        diffs could add up past 64 bits with the contents', they are added at once, so a
+        multiplicity that overflows is still found in the epoch that causes it."""
         if self._epoch_parts:
             self.last_changes = Batch.concat(self._epoch_parts).consolidate()
         else:
             self.last_changes = self.empty_batch()
         self._epoch_parts = []
-        if len(self.last_changes):
-            b = self.last_changes
-            no_times = np.zeros((len(b), 0), dtype=np.int64)
-            if b.rowhash is not None:  # consolidated, with its row hashes
-                self.contents_trace.insert_consolidated(b.cols, no_times, b.diff, b.rowhash)
+        b = self.last_changes
+        if not len(b):
+            return
+        self._unmerged.append(b)
+        self._unmerged_rows += len(b)
+        self._unmerged_bound += abs_max(b.diff)
+        trace = self.contents_trace
+        if (
+            self._unmerged_rows * 8 >= max(trace.rows_held(), self.UNMERGED_ROWS)
+            or self._unmerged_bound + sum(r.bound for r in trace.runs) > DIFF_MAX
+        ):
+            self._merge_changes()
+
+    #: changes of fewer rows than this are kept unmerged even into small contents
+    UNMERGED_ROWS = 4096 * 8
+
+    def _merge_changes(self) -> None:
+        """Add the unmerged changes to the contents trace (and compact it)."""
+        parts, self._unmerged = self._unmerged, []
+        self._unmerged_rows = self._unmerged_bound = 0
+        if parts:
+            cols = concat_columns([p.cols for p in parts])
+            diff = np.concatenate([p.diff for p in parts])
+            no_times = np.zeros((len(diff), 0), dtype=np.int64)
+            if all(p.rowhash is not None for p in parts):
+                h = np.concatenate([p.rowhash for p in parts])  # type: ignore[misc]
+                if len(parts) == 1:  # consolidated, with its row hashes
+                    self.contents_trace.insert_consolidated(cols, no_times, diff, h)
+                else:
+                    self.contents_trace.insert(cols, no_times, diff, rowhash=h, keyhash=h)
             else:
-                self.contents_trace.insert(b.cols, no_times, b.diff)
+                self.contents_trace.insert(cols, no_times, diff)
         self.contents_trace.compact()
 
     def snapshot(self) -> object:
-        return (self.contents_trace.snapshot(), self.last_changes)
+        return (
+            self.contents_trace.snapshot(),
+            self.last_changes,
+            (list(self._unmerged), self._unmerged_rows, self._unmerged_bound),
+        )
 
     def restore(self, snap: object) -> None:
         assert isinstance(snap, tuple)
         self.contents_trace.restore(snap[0])
         self.last_changes = snap[1]
+        unmerged, self._unmerged_rows, self._unmerged_bound = snap[2]
+        self._unmerged = list(unmerged)
         self._epoch_parts = []
 
     def consolidated(self) -> Batch:
+        self._merge_changes()
         cols, _, diff = self.contents_trace.all_updates()
         return Batch(cols, diff)
 
     def state(self) -> dict[str, tuple]:
+        self._merge_changes()
         return {"contents": self.contents_trace.all_updates()}
 
     def load_state(self, state: dict[str, tuple]) -> None:
         self.contents_trace = self._new_contents()
         self.contents_trace.insert(*state["contents"])
+        self._unmerged, self._unmerged_rows, self._unmerged_bound = [], 0, 0
 
     def _new_contents(self) -> Trace:
         """An empty trace of the contents (the whole row is the key; no inner times)."""
