@@ -260,8 +260,8 @@ class Output(Operator):
     # -- reading (user API) ----------------------------------------------------------------
     def _table(self, b: Batch, diff_col: str | None) -> pa.Table:
         arrays = {
-            n: pa.array(c.tolist() if c.dtype == object else c)
-            for n, c in zip(self.schema.names, b.cols, strict=True)
+            n: _arrow_column(c, d)
+            for n, d, c in zip(self.schema.names, self.schema.dtypes, b.cols, strict=True)
         }
         if diff_col:
             arrays[diff_col] = pa.array(b.diff, type=pa.int64())
@@ -293,3 +293,16 @@ class Output(Operator):
         b = self.last_changes
         rows = zip(*(c.tolist() for c in b.cols), strict=True) if b.cols else [()] * len(b)
         return {tuple(r): int(d) for r, d in zip(rows, b.diff.tolist(), strict=True)}
+
+
+def _arrow_column(c: np.ndarray, dtype: str) -> pa.Array:
+    """An output column as Arrow: a ``str`` column converted as strings in one call (the
+    engine checked its values on input), others by Arrow's inference from Python values.
+    A column without a single string keeps the inferred (null) type."""
+    if c.dtype != object:
+        return pa.array(c)
+    if dtype == "str":
+        arr = pa.array(c, type=pa.string(), from_pandas=False)
+        if arr.null_count < len(arr):
+            return arr
+    return pa.array(c.tolist())
