@@ -152,6 +152,9 @@ class Output(Operator):
     """The changes of the last epoch and the current contents of a collection."""
 
     kind = "output"
+    #: unmerged changes are added to the contents from this many rows on, however small
+    #: the contents (else from an eighth of their rows)
+    MIN_UNMERGED = 4096
 
     def __init__(
         self,
@@ -198,13 +201,10 @@ class Output(Operator):
         self._unmerged_bound += abs_max(b.diff)
         trace = self.contents_trace
         if (
-            self._unmerged_rows * 8 >= max(trace.rows_held(), self.UNMERGED_ROWS)
+            self._unmerged_rows >= max(trace.rows_held() // 8, self.MIN_UNMERGED)
             or self._unmerged_bound + sum(r.bound for r in trace.runs) > DIFF_MAX
         ):
             self._merge_changes()
-
-    #: changes of fewer rows than this are kept unmerged even into small contents
-    UNMERGED_ROWS = 4096 * 8
 
     def _merge_changes(self) -> None:
         """Add the unmerged changes to the contents trace (and compact it)."""
@@ -215,7 +215,7 @@ class Output(Operator):
             diff = np.concatenate([p.diff for p in parts])
             no_times = np.zeros((len(diff), 0), dtype=np.int64)
             if all(p.rowhash is not None for p in parts):
-                h = np.concatenate([p.rowhash for p in parts])  # type: ignore[misc]
+                h = np.concatenate([p.rowhash for p in parts])
                 if len(parts) == 1:  # consolidated, with its row hashes
                     self.contents_trace.insert_consolidated(cols, no_times, diff, h)
                 else:
