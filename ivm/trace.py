@@ -340,9 +340,11 @@ class Trace:
     def _push(self, run: Run) -> None:
         # built aside and swapped in: a merge that raises (an overflow) changes nothing
         runs = [*self.runs, run]
-        while len(runs) >= 2 and (
-            len(runs[-2]) <= 2 * len(runs[-1]) or len(runs[-2]) + len(runs[-1]) <= SMALL_RUN
-        ):
+        while len(runs) >= 2:
+            # sizes read from the arrays (``len(run)`` is a Python call, on every push)
+            a, b = runs[-2].diff.shape[0], runs[-1].diff.shape[0]
+            if a > 2 * b and a + b > SMALL_RUN:
+                break
             runs[-2:] = [self._merge(runs[-2:])]
         self.runs = runs
 
