@@ -108,6 +108,27 @@ def hash_rows(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     return h
 
 
+def hash_rows_after(
+    prefix_h: np.ndarray, prefix: Sequence[np.ndarray], more: Columns
+) -> np.ndarray:
+    """:func:`hash_rows` of the rows ``prefix + more``, given ``prefix_h``, the hashes of the
+    ``prefix`` rows: the row hash mixes the columns in order, so a known prefix's hash is
+    carried on instead of hashing its columns again (an aggregate's output rows extend its
+    keys, whose object columns are the costly ones to hash)."""
+    n = len(prefix_h)
+    if len(prefix) + len(more) < 2:
+        return hash_rows((*prefix, *more), n)
+    if len(prefix) >= 2:
+        h = prefix_h
+    else:  # one column hashes by its own rule (``mix_offset``): restart the chain
+        h = np.full(n, _GOLDEN, dtype=np.uint64)
+        if prefix:
+            h = mix_hashes(h, hash_column(prefix[0]), _M2)
+    for c in more:
+        h = mix_hashes(h, hash_column(c), _M2)
+    return h
+
+
 def hash_times(h: np.ndarray, times: np.ndarray) -> np.ndarray:
     """Fold inner time coordinates into row hashes."""
     for k in range(times.shape[1]):

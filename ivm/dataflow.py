@@ -56,6 +56,7 @@ class Scope:
             "root" if parent is None else ("altneu" if kind == ALTNEU else "loop")
         )
         self._ops_cache: list[Operator] | None = None
+        self._plan_cache: tuple[list[Operator | Scope], list[Operator]] | None = None
 
     def is_within(self, other: Scope) -> bool:
         s: Scope | None = self
@@ -73,11 +74,23 @@ class Scope:
             self._ops_cache = ops
         return self._ops_cache
 
+    def plan(self) -> tuple[list[Operator | Scope], list[Operator]]:
+        """The schedule of the scope, computed once per graph shape: the items a round
+        visits in order (inner scopes, and the operators that queue work: a ``forwards``
+        operator handles each batch as it arrives and never holds any), and every
+        operator of the subtree that can hold work (whose pending times say whether the
+        loop has another round, as progress tracking does in Naiad §3)."""
+        if self._plan_cache is None:
+            items = [i for i in self.items if isinstance(i, Scope) or not i.forwards]
+            watched = [op for op in self.subtree_ops() if not op.forwards]
+            self._plan_cache = (items, watched)
+        return self._plan_cache
+
     def next_coordinate(self, t: Time, after: int) -> int | None:
         """Smallest coordinate > ``after`` at which something in the scope has work."""
         n = len(t)
         best: int | None = None
-        for op in self.subtree_ops():
+        for op in self.plan()[1]:
             pending = op.pending_times()
             if not pending:
                 continue
@@ -178,6 +191,7 @@ class Dataflow:
         while s:
             sc = s.pop()
             sc._ops_cache = None
+            sc._plan_cache = None
             s.extend(i for i in sc.items if isinstance(i, Scope))
 
     def _rollback(self, mark: int) -> None:
@@ -385,7 +399,7 @@ class Dataflow:
             raise IvmError(f"internal: work left after epoch {e} at {leftover}")
 
     def _run_items(self, scope: Scope, t: Time) -> None:
-        for item in scope.items:
+        for item in scope.plan()[0]:
             if isinstance(item, Scope):
                 self._run_scope(item, t)
             else:

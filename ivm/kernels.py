@@ -69,6 +69,34 @@ def _bounds(ph: np.uint64, by_time: bool, upto: int, iter_bits: int) -> tuple:
 
 
 @njit(cache=True, nogil=True)
+def lower_bounds(a: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """For each target, the first position in the sorted ``a`` whose value is not below it
+    (``np.searchsorted(a, targets, side="left")``).
+
+    All targets are searched together, one halving step at a time for every target, each
+    step without a branch: the loads of different targets do not wait on each other, so
+    their cache misses overlap, where one search after another waits for each miss in
+    turn.  On a run evicted from the caches (a lookup into a large arrangement, once per
+    change) this takes a half to a third of the time for a thousand targets."""
+    m = a.shape[0]
+    n = targets.shape[0]
+    pos = np.zeros(n, dtype=np.int64)
+    if m == 0:
+        return pos
+    size = m
+    while size > 1:
+        half = size >> 1
+        for j in range(n):
+            p = pos[j]
+            pos[j] = p + half if a[p + half - 1] < targets[j] else p
+        size -= half
+    for j in range(n):
+        if a[pos[j]] < targets[j]:
+            pos[j] += 1
+    return pos
+
+
+@njit(cache=True, nogil=True)
 def probe_run(
     sortkey: np.ndarray,
     keyhash: np.ndarray,
@@ -92,18 +120,20 @@ def probe_run(
     n = probe_hash.shape[0]
     m = sortkey.shape[0]
     has_after = after.shape[0] > 0
-    lo = np.empty(n, dtype=np.int64)
     hi = np.empty(n, dtype=np.int64)
+    # each probe's first row: from its key's base, or just past iteration after[j]
+    # (the first sort key above ``base | a``; ``a`` is below the counter's range)
+    targets = np.empty(n, dtype=np.uint64)
+    for j in range(n):
+        base = _bounds(probe_hash[j], by_time, upto, iter_bits)[0]
+        a = after[j] if has_after else -1
+        targets[j] = (base | np.uint64(a)) + np.uint64(1) if a >= 0 else base
+    lo = lower_bounds(sortkey, targets)
     total = 0
     for j in range(n):
         ph = probe_hash[j]
-        base, b, top = _bounds(ph, by_time, upto, iter_bits)
-        a = after[j] if has_after else -1
-        if a >= 0:
-            i = np.searchsorted(sortkey, base | np.uint64(a), side="right")
-        else:
-            i = np.searchsorted(sortkey, base, side="left")
-        lo[j] = i
+        _, b, top = _bounds(ph, by_time, upto, iter_bits)
+        i = lo[j]
         while i < m and sortkey[i] <= b:
             if not by_time or keyhash[i] == ph:
                 total += 1
@@ -142,10 +172,15 @@ def sum_run(
     and whose sort key lies in the probe's range (:func:`_bounds`); with ``want_next``,
     lower ``next_time[j]`` as :func:`probe_run` does."""
     m = sortkey.shape[0]
-    for j in range(probe_hash.shape[0]):
+    n = probe_hash.shape[0]
+    targets = np.empty(n, dtype=np.uint64)
+    for j in range(n):
+        targets[j] = _bounds(probe_hash[j], by_time, upto, iter_bits)[0]
+    lo = lower_bounds(sortkey, targets)
+    for j in range(n):
         ph = probe_hash[j]
-        base, b, top = _bounds(ph, by_time, upto, iter_bits)
-        i = np.searchsorted(sortkey, base, side="left")
+        _, b, top = _bounds(ph, by_time, upto, iter_bits)
+        i = lo[j]
         s = np.int64(0)
         while i < m and sortkey[i] <= b:
             if keyhash[i] == ph:

@@ -97,6 +97,9 @@ class Schema:
         )
 
 
+_STR_TYPES = {str, type(None)}
+
+
 def coerce_column(values: Any, dtype: str, name: str) -> np.ndarray:
     """Convert user values to the engine's array for ``dtype`` or raise :class:`SchemaError`."""
     target = DTYPES[dtype]
@@ -108,9 +111,12 @@ def coerce_column(values: Any, dtype: str, name: str) -> np.ndarray:
             arr = np.empty(len(seq), dtype=object)
             arr[:] = seq
         if dtype == "str":
-            for v in arr:
-                if v is not None and not isinstance(v, str):
-                    raise SchemaError(f"column {name!r} is str, got {type(v).__name__} {v!r}")
+            # the types present, found in one C loop; a value by value check only to
+            # accept str subclasses or to name the bad value
+            if not set(map(type, arr)) <= _STR_TYPES:
+                for v in arr:
+                    if v is not None and not isinstance(v, str):
+                        raise SchemaError(f"column {name!r} is str, got {type(v).__name__} {v!r}")
         else:
             for v in arr:
                 if v is not None:

@@ -303,10 +303,13 @@ class Trace:
             self.staged_time = time
         return Batch(out_cols, sums, rh_k)
 
-    def insert(self, cols: Columns, times: np.ndarray, diff: np.ndarray) -> None:
-        """Add committed updates at arbitrary inner times."""
+    def insert(
+        self, cols: Columns, times: np.ndarray, diff: np.ndarray, **known: Unpack[RunHints]
+    ) -> None:
+        """Add committed updates at arbitrary inner times (``known``: their hashes, if the
+        caller has them)."""
         if len(diff):
-            self._push(self.consolidated_run(cols, times, diff))
+            self._push(self.consolidated_run(cols, times, diff, **known))
 
     def insert_consolidated(
         self, cols: Columns, times: np.ndarray, diff: np.ndarray, rowhash: np.ndarray
@@ -325,9 +328,11 @@ class Trace:
     def _push(self, run: Run) -> None:
         # built aside and swapped in: a merge that raises (an overflow) changes nothing
         runs = [*self.runs, run]
-        while len(runs) >= 2 and (
-            len(runs[-2]) <= 2 * len(runs[-1]) or len(runs[-2]) + len(runs[-1]) <= SMALL_RUN
-        ):
+        while len(runs) >= 2:
+            # sizes read from the arrays (``len(run)`` is a Python call, on every push)
+            a, b = runs[-2].diff.shape[0], runs[-1].diff.shape[0]
+            if a > 2 * b and a + b > SMALL_RUN:
+                break
             runs[-2:] = [self._merge(runs[-2:])]
         self.runs = runs
 

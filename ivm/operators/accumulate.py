@@ -19,7 +19,16 @@ import numpy as np
 import pyarrow as pa
 
 from ivm.aggregate_spec import Agg, AggFunction
-from ivm.batch import Batch, Columns, hash_rows, sort_groups, take
+from ivm.batch import (
+    Batch,
+    Columns,
+    combine_hash,
+    consolidate_hashed,
+    hash_rows,
+    hash_rows_after,
+    sort_groups,
+    take,
+)
 from ivm.difference import add_arrays, mul_arrays, segment_sums
 from ivm.errors import MultiplicityOverflowError, SumOverflowError
 from ivm.lattice import Time
@@ -95,6 +104,32 @@ def _add(a: np.ndarray, b: np.ndarray, column: str | None) -> np.ndarray:
         [y if x is None else (x if y is None else x + y) for x, y in zip(a, b, strict=True)],
         dtype=object,
     )
+
+
+def _retract_insert(
+    keys: tuple[np.ndarray, Columns],
+    old: tuple[Columns, np.ndarray],
+    new: tuple[Columns, np.ndarray],
+) -> tuple[Batch, np.ndarray]:
+    """The rows ``key + old values`` of the keys ``old[1]`` retracted and ``key + new
+    values`` of the keys ``new[1]`` inserted, consolidated (a key whose values did not
+    change cancels), with their row hashes carried on from the keys' hashes ``keys[0]``;
+    and each row's key hash."""
+    key_h, key_cols = keys
+    cols: list[Columns] = []
+    hashes: list[np.ndarray] = []
+    for vals, sel in (old, new):
+        kc = take(key_cols, sel)
+        cols.append(kc + take(vals, sel))
+        hashes.append(hash_rows_after(key_h[sel], kc, take(vals, sel)))
+    diff = np.concatenate(
+        [np.full(len(old[1]), -1, dtype=np.int64), np.ones(len(new[1]), dtype=np.int64)]
+    )
+    h = np.concatenate(hashes)
+    all_cols = tuple(np.concatenate(cs) for cs in zip(*cols, strict=True))
+    keep, sums = consolidate_hashed(h, all_cols, diff)
+    key_hashes = np.concatenate([key_h[old[1]], key_h[new[1]]])
+    return Batch(take(all_cols, keep), sums, h[keep]), key_hashes[keep]
 
 
 @dataclass(frozen=True)
@@ -192,12 +227,16 @@ class AccumulateReduce(KeepsTrace):
             # one live state row per key once summed: the trace's runs are not merged into
             # one, so a key's retracted old row (+1 in one run, -1 in a later one) comes back
             # beside its new row, and must cancel before the live row is chosen
-            merged = Batch((found.owner.astype(np.int64), *found.cols), found.diff).consolidate()
-            live = np.flatnonzero(merged.diff > 0)
-            owners = merged.cols[0][live]
+            # (grouped by (probe, row): the state rows' hashes, with the probe mixed in)
+            owner = found.owner.astype(np.int64)
+            keep, sums = consolidate_hashed(
+                combine_hash(found.rowhash, owner), (owner, *found.cols), found.diff
+            )
+            live = keep[sums > 0]
+            owners = owner[live]
             old_present[owners] = True
             for j in range(len(old_vals)):
-                old_vals[j][owners] = merged.cols[1 + nkey + j][live]
+                old_vals[j][owners] = found.cols[nkey + j][live]
         new_vals = [add_arrays(old_vals[0], d_rows)]
         for j, delta in enumerate(deltas):
             old = old_vals[j + 1]
@@ -208,29 +247,28 @@ class AccumulateReduce(KeepsTrace):
         # accumulated input, not the output)
         keep_state = new_vals[0] != 0
 
-        old_out = self._output_rows(probe_cols, old_vals)
-        new_out = self._output_rows(probe_cols, new_vals)
-        changed = np.flatnonzero(old_present | keep_state)
-        parts = []
-        if old_present.any():
-            sel = np.flatnonzero(old_present)
-            parts.append(Batch(take(old_out, sel), -np.ones(len(sel), dtype=np.int64)))
-        if new_present.any():
-            sel = np.flatnonzero(new_present)
-            parts.append(Batch(take(new_out, sel), np.ones(len(sel), dtype=np.int64)))
-        if parts:
-            self.emit(time, Batch.concat(parts).consolidate())
-        if len(changed):
-            old_state = Batch(
-                take(probe_cols + tuple(old_vals), np.flatnonzero(old_present)),
-                -np.ones(int(old_present.sum()), dtype=np.int64),
+        grouped = (probe_h, probe_cols)
+        old_sel, new_sel = np.flatnonzero(old_present), np.flatnonzero(new_present)
+        if len(old_sel) or len(new_sel):
+            # output rows extend the keys: their hashes extend the keys' hashes
+            out, _ = _retract_insert(
+                grouped,
+                (self._output_rows(probe_cols, old_vals)[nkey:], old_sel),
+                (self._output_rows(probe_cols, new_vals)[nkey:], new_sel),
             )
-            live_new = np.flatnonzero(keep_state)
-            new_state = Batch(
-                take(probe_cols + tuple(new_vals), live_new), np.ones(len(live_new), dtype=np.int64)
+            self.emit(time, out)
+        live_new = np.flatnonzero(keep_state)
+        if len(old_sel) or len(live_new):
+            s, keyhash = _retract_insert(
+                grouped, (tuple(old_vals), old_sel), (tuple(new_vals), live_new)
             )
-            s = Batch.concat([old_state, new_state])
-            self.totals.insert(s.cols, np.zeros((len(s), 0), dtype=np.int64), s.diff)
+            self.totals.insert(
+                s.cols,
+                np.zeros((len(s), 0), dtype=np.int64),
+                s.diff,
+                rowhash=s.rowhash,
+                keyhash=keyhash,
+            )
 
     @staticmethod
     def _slot_dtype(fn: AggFunction, col_dtype: str) -> np.dtype:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ivm.batch import Batch
-from ivm.difference import DIFF_MAX
+from ivm.batch import Batch, concat_columns
+from ivm.difference import DIFF_MAX, abs_max
 from ivm.errors import DiffError, SchemaError
 from ivm.lattice import Time
 from ivm.operators.base import Operator
@@ -152,6 +152,9 @@ class Output(Operator):
     """The changes of the last epoch and the current contents of a collection."""
 
     kind = "output"
+    #: unmerged changes are added to the contents from this many rows on, however small
+    #: the contents (else from an eighth of their rows)
+    MIN_UNMERGED = 4096
 
     def __init__(
         self,
@@ -165,45 +168,90 @@ class Output(Operator):
         self.contents_trace = self._new_contents()
         self._epoch_parts: list[Batch] = []
         self.last_changes: Batch = self.empty_batch()
+        #: epochs' changes (consolidated, hashed) not yet added to the contents trace
+        self._unmerged: list[Batch] = []
+        self._unmerged_rows = 0
+        #: the largest ``|diff|`` of each unmerged batch, summed (see :meth:`end_epoch`)
+        self._unmerged_bound = 0
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         if inputs[0] is not None:
             self._epoch_parts.append(inputs[0])
 
     def end_epoch(self) -> None:
+        """Consolidate the epoch's changes; add them to the contents lazily.
+
+        The contents are read only on request (:meth:`contents`, :meth:`counts`, a
+        checkpoint), so the changes of several epochs are added as one run, once they hold
+        an eighth of the contents' rows: a small change then sorts and merges a few rows
+        into a spine of few, larger runs instead of merging its own run up through every
+        level, and the work per step follows the change.  If the unmerged changes' largest
+        diffs could add up past 64 bits with the contents', they are added at once, so a
+        multiplicity that overflows is still found in the epoch that causes it."""
         if self._epoch_parts:
             self.last_changes = Batch.concat(self._epoch_parts).consolidate()
         else:
             self.last_changes = self.empty_batch()
         self._epoch_parts = []
-        if len(self.last_changes):
-            b = self.last_changes
-            no_times = np.zeros((len(b), 0), dtype=np.int64)
-            if b.rowhash is not None:  # consolidated, with its row hashes
-                self.contents_trace.insert_consolidated(b.cols, no_times, b.diff, b.rowhash)
+        b = self.last_changes
+        if not len(b):
+            return
+        self._unmerged.append(b)
+        self._unmerged_rows += len(b)
+        self._unmerged_bound += abs_max(b.diff)
+        trace = self.contents_trace
+        if (
+            self._unmerged_rows >= max(trace.rows_held() // 8, self.MIN_UNMERGED)
+            or self._unmerged_bound + sum(r.bound for r in trace.runs) > DIFF_MAX
+        ):
+            self._merge_changes()
+
+    def _merge_changes(self) -> None:
+        """Add the unmerged changes to the contents trace (and compact it)."""
+        parts, self._unmerged = self._unmerged, []
+        self._unmerged_rows = self._unmerged_bound = 0
+        if parts:
+            cols = concat_columns([p.cols for p in parts])
+            diff = np.concatenate([p.diff for p in parts])
+            no_times = np.zeros((len(diff), 0), dtype=np.int64)
+            if all(p.rowhash is not None for p in parts):
+                h = np.concatenate([p.rowhash for p in parts])
+                if len(parts) == 1:  # consolidated, with its row hashes
+                    self.contents_trace.insert_consolidated(cols, no_times, diff, h)
+                else:
+                    self.contents_trace.insert(cols, no_times, diff, rowhash=h, keyhash=h)
             else:
-                self.contents_trace.insert(b.cols, no_times, b.diff)
+                self.contents_trace.insert(cols, no_times, diff)
         self.contents_trace.compact()
 
     def snapshot(self) -> object:
-        return (self.contents_trace.snapshot(), self.last_changes)
+        return (
+            self.contents_trace.snapshot(),
+            self.last_changes,
+            (list(self._unmerged), self._unmerged_rows, self._unmerged_bound),
+        )
 
     def restore(self, snap: object) -> None:
         assert isinstance(snap, tuple)
         self.contents_trace.restore(snap[0])
         self.last_changes = snap[1]
+        unmerged, self._unmerged_rows, self._unmerged_bound = snap[2]
+        self._unmerged = list(unmerged)
         self._epoch_parts = []
 
     def consolidated(self) -> Batch:
+        self._merge_changes()
         cols, _, diff = self.contents_trace.all_updates()
         return Batch(cols, diff)
 
     def state(self) -> dict[str, tuple]:
+        self._merge_changes()
         return {"contents": self.contents_trace.all_updates()}
 
     def load_state(self, state: dict[str, tuple]) -> None:
         self.contents_trace = self._new_contents()
         self.contents_trace.insert(*state["contents"])
+        self._unmerged, self._unmerged_rows, self._unmerged_bound = [], 0, 0
 
     def _new_contents(self) -> Trace:
         """An empty trace of the contents (the whole row is the key; no inner times)."""
@@ -212,8 +260,8 @@ class Output(Operator):
     # -- reading (user API) ----------------------------------------------------------------
     def _table(self, b: Batch, diff_col: str | None) -> pa.Table:
         arrays = {
-            n: pa.array(c.tolist() if c.dtype == object else c)
-            for n, c in zip(self.schema.names, b.cols, strict=True)
+            n: _arrow_column(c, d)
+            for n, d, c in zip(self.schema.names, self.schema.dtypes, b.cols, strict=True)
         }
         if diff_col:
             arrays[diff_col] = pa.array(b.diff, type=pa.int64())
@@ -245,3 +293,16 @@ class Output(Operator):
         b = self.last_changes
         rows = zip(*(c.tolist() for c in b.cols), strict=True) if b.cols else [()] * len(b)
         return {tuple(r): int(d) for r, d in zip(rows, b.diff.tolist(), strict=True)}
+
+
+def _arrow_column(c: np.ndarray, dtype: str) -> pa.Array:
+    """An output column as Arrow: a ``str`` column converted as strings in one call (the
+    engine checked its values on input), others by Arrow's inference from Python values.
+    A column without a single string keeps the inferred (null) type."""
+    if c.dtype != object:
+        return pa.array(c)
+    if dtype == "str":
+        arr = pa.array(c, type=pa.string(), from_pandas=False)
+        if arr.null_count < len(arr):
+            return arr
+    return pa.array(c.tolist())
