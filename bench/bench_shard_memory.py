@@ -172,6 +172,25 @@ def main(argv: list[str]) -> int:
     if "--child-local" in argv:
         print(json.dumps(child_local(n)))
         return 0
+    if "--child-local-phases" in argv:
+        from bench.shard_memory_phases import child_local as labelled_local
+
+        print(json.dumps(labelled_local(n)))
+        return 0
+    if "--child-shard" in argv:
+        from bench.shard_memory_phases import child_shard
+
+        def arg(name: str) -> str:
+            return argv[argv.index(name) + 1]
+
+        p = int(arg("--child-shard"))
+        print(json.dumps(child_shard(arg("--root"), 2, p, 2, arg("--attempt"), arg("--current"))))
+        return 0
+    if "--phases" in argv:
+        from bench.shard_memory_phases import phases
+
+        print(json.dumps(phases(n)))
+        return 0
     master = argv[argv.index("--master") + 1] if "--master" in argv else "local-cluster[2,1,1024]"
     if os.environ.get("PYTHONHASHSEED") != "0":
         print("run with PYTHONHASHSEED=0 (the shard workers' seed)", file=sys.stderr)

@@ -44,6 +44,7 @@ from ivm.dataflow import _from_arrow, _to_arrow
 from ivm.errors import IvmError
 from ivm.operators.io import coerce_diffs, rows_to_columns
 from ivm.shard.files import FileTransport
+from ivm.shard.memory import release_free_memory
 from ivm.shard.scheduler import ShardScheduler
 from ivm.shard.state_files import dataflow_state, read_tables, write_tables
 from ivm.shard.transport import run_shard
@@ -247,6 +248,7 @@ def shard_task(
     key = (str(base), n, p)
     _CACHE.pop(key, None)  # in use: valid again only once this epoch is written
     _send_input_part(g, base / "epochs" / attempt / f"input-{p}.arrow")
+    release_free_memory()
     transport = FileTransport(base / "exchange" / attempt, p, n, g)
     if fault == f"kill:{p}":
         _kill_after_rounds(transport, 5)

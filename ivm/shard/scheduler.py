@@ -35,6 +35,7 @@ from ivm.errors import IvmError
 from ivm.lattice import Time
 from ivm.operators.base import Operator
 from ivm.operators.exchange import Exchange
+from ivm.shard.memory import release_free_memory
 
 #: an update batch routed between shards: (destination shard, exchange id, time, batch)
 Routed = tuple[int, int, Time, Batch]
@@ -86,6 +87,17 @@ class ShardStats:
 def batch_bytes(b: Batch) -> int:
     """Bytes of a batch's columns and diffs (object columns: 8 bytes a value)."""
     return int(sum(c.nbytes for c in b.cols) + b.diff.nbytes)
+
+
+#: an operator that ran over at least this many rows gives its freed memory back to the
+#: system before the next one runs (:mod:`ivm.shard.memory`)
+TRIM_ROWS = 1 << 16
+
+
+def _rows_waiting(op: Operator, t: Time) -> int:
+    """The rows in ``op``'s inbox at ``t``."""
+    slot = op.inbox.get(t)
+    return sum(len(b) for parts in slot for b in parts) if slot else 0
 
 
 class ShardScheduler:
@@ -162,7 +174,10 @@ class ShardScheduler:
                 feeds = self._exchange_inputs(item)
                 if feeds and not self._visited.isdisjoint(feeds):
                     yield from self._sync()
+            big = _rows_waiting(item, t) >= TRIM_ROWS
             item.run(t)
+            if big:
+                release_free_memory()
             if isinstance(item, Exchange):
                 self._visited.add(item.id)
 

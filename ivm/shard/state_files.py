@@ -10,6 +10,7 @@ import os
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 
@@ -26,27 +27,48 @@ def ipc_bytes(table: pa.Table) -> pa.Buffer:
     return sink.getvalue()
 
 
-def framed(buf: pa.Buffer | bytes) -> bytes:
-    """``buf`` prefixed with its length (the frames :func:`read_framed` reads back)."""
-    return _LEN.pack(len(buf)) + bytes(buf)
+def write_framed(f: BinaryIO, table: pa.Table) -> int:
+    """Write ``table`` to ``f`` as one IPC stream prefixed by its length, streamed (no
+    serialized copy of the table is made: the length is written once the stream is); the
+    bytes written.  ``f`` must be seekable."""
+    start = f.tell()
+    f.write(_LEN.pack(0))
+    with pa.ipc.new_stream(pa.PythonFile(f, mode="w"), table.schema) as w:
+        w.write_table(table)
+    end = f.tell()
+    f.seek(start)
+    f.write(_LEN.pack(end - start - _LEN.size))
+    f.seek(end)
+    return end - start
 
 
-def read_framed(data: bytes) -> Iterator[pa.Table]:
-    """The Arrow tables of a byte string of length-prefixed IPC streams, in order."""
+def read_framed(data: pa.Buffer | bytes) -> Iterator[pa.Table]:
+    """The Arrow tables of length-prefixed IPC streams, in order.  The tables' columns are
+    zero-copy views of ``data`` (slices of one buffer, not copies)."""
+    buf = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
+    view = memoryview(buf)
     pos = 0
-    while pos < len(data):
-        (n,) = _LEN.unpack_from(data, pos)
+    while pos < buf.size:
+        (n,) = _LEN.unpack_from(view, pos)
         pos += _LEN.size
-        yield pa.ipc.open_stream(pa.py_buffer(data[pos : pos + n])).read_all()
+        yield pa.ipc.open_stream(buf.slice(pos, n)).read_all()
         pos += n
+
+
+def read_buffer(path: str | os.PathLike[str], offset: int = 0, size: int = -1) -> pa.Buffer:
+    """``size`` bytes of the file at ``path`` from ``offset`` (-1: to its end), read once
+    into one Arrow buffer (tables read from it share it)."""
+    with pa.OSFile(os.fspath(path)) as f:
+        f.seek(offset)
+        return f.read_buffer(None if size < 0 else size)
 
 
 def write_tables(
     path: str | os.PathLike[str], tables: Mapping[str, pa.Table] | Iterable[tuple[str, pa.Table]]
 ) -> int:
     """Write ``tables`` (a mapping, or ``(name, table)`` pairs produced one at a time, so
-    that a large checkpoint is never all in memory twice) into one file at ``path``;
-    returns its size in bytes."""
+    that a large checkpoint is never all in memory twice) into one file at ``path``, each
+    streamed straight into the file; returns its size in bytes."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.tmp")
@@ -56,9 +78,8 @@ def write_tables(
         for name, table in items:
             meta = dict(table.schema.metadata or {})
             meta[b"name"] = name.encode()
-            frame = framed(ipc_bytes(table.replace_schema_metadata(meta)))
-            f.write(frame)
-            size += len(frame)
+            size += write_framed(f, table.replace_schema_metadata(meta))
+            del table
     os.replace(tmp, p)
     return size
 
@@ -74,7 +95,7 @@ def dataflow_state(g: Dataflow) -> Iterator[tuple[str, pa.Table]]:
 def read_tables(path: str | os.PathLike[str]) -> dict[str, pa.Table]:
     """The tables written by :func:`write_tables`, by name."""
     out: dict[str, pa.Table] = {}
-    for t in read_framed(Path(path).read_bytes()):
+    for t in read_framed(read_buffer(path)):
         meta = dict(t.schema.metadata or {})
         name = meta.pop(b"name").decode()
         out[name] = t.replace_schema_metadata(meta or None)
