@@ -127,7 +127,8 @@ class ShardScheduler:
         try:
             g.start_inputs(start)
             yield from self._run_items(g.root, start.time)
-            if g.outbox:  # every exchange's readers run after it at the same time
+            held = any(isinstance(op, Exchange) and op.held for op in g.ops)
+            if g.outbox or held:  # every exchange's readers run after it at the same time
                 raise IvmError(f"internal: updates left in the outbox after epoch {start.epoch}")
             g.end_operators()
             g.check_drained(start.epoch)
@@ -163,6 +164,11 @@ class ShardScheduler:
             op = ops[op_id]
             assert isinstance(op, Exchange)
             op.deliver(time, batch)
+        del inbound
+        for op_id in sorted(self._visited):
+            exchange = ops[op_id]
+            assert isinstance(exchange, Exchange)
+            exchange.flush()
         self._visited.clear()
 
     def _run_items(self, scope: Scope, t: Time) -> Generator[Request, Any, None]:
