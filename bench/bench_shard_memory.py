@@ -17,6 +17,10 @@ takes its baseline, then loads the N edges in one epoch:
 The issue's target (issue 17): the largest shard's peak above its bare worker is at most
 0.6x the in-process peak above its baseline.  Results: ``bench/results/shard_memory.json``.
 
+``--phases``: where each shard's peak happens (:mod:`bench.shard_memory_phases`: the two
+shards as plain processes over the file transport, every phase labelled;
+``bench/results/shard_memory_phases.json``).
+
 ``--budget-mib B``: the executor policy's memory budget.  When the in-process path would
 refuse the load under it (``ExecutorBudgetError``: rows x bytes per row > budget), the
 in-process side records the refusal instead of running, and the result says whether the
