@@ -15,7 +15,8 @@ Every collective of a shard is one *round* ``r`` (all shards make the same round
    ``r`` exists (the barrier), or an ``abort`` file appears (another shard failed:
    :class:`ShardAborted`), or the timeout passes;
 3. reads the trailers, then the byte ranges routed to it, ordered by source shard, each
-   into one Arrow buffer that the received batches' columns share (no further copy).
+   IPC stream into a buffer of its own that the received batch's columns view (no
+   further copy).
 
 One file per shard and round, and no directory per round: a round costs one file
 written and N read (a first version wrote one file per destination and a done-file, each in
@@ -37,6 +38,7 @@ import json
 import os
 import struct
 import time as _clock
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +50,7 @@ from ivm.errors import IvmError
 from ivm.lattice import Time
 from ivm.shard.memory import release_free_memory
 from ivm.shard.scheduler import Delivered, Routed, ShardAborted
-from ivm.shard.state_files import read_buffer, read_framed, write_framed
+from ivm.shard.state_files import read_framed, write_framed
 from ivm.shard.transport import Transport
 
 _HEAD = struct.Struct("<I")
@@ -185,7 +187,7 @@ class FileTransport(Transport):
         for src in range(self.count):
             where = self._inbound.get(src)
             if where is not None and where[1]:
-                inbound.extend(self._decode(read_buffer(self._file(r, src), *where)))
+                inbound.extend(self._decode(read_framed(self._file(r, src), *where)))
         release_free_memory()  # the sent batches and their encoding
         return inbound
 
@@ -207,9 +209,9 @@ class FileTransport(Transport):
             _write_atomic(self.root / "abort", reason.encode())
 
     # -- batches as Arrow IPC ----------------------------------------------------------------
-    def _decode(self, data: pa.Buffer) -> list[Delivered]:
+    def _decode(self, tables: Iterator[pa.Table]) -> list[Delivered]:
         out: list[Delivered] = []
-        for table in read_framed(data):
+        for table in tables:
             meta = table.schema.metadata or {}
             if b"op" not in meta:
                 raise IvmError(f"shard {self.index}: an exchange file without its header")

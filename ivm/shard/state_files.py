@@ -42,25 +42,21 @@ def write_framed(f: BinaryIO, table: pa.Table) -> int:
     return end - start
 
 
-def read_framed(data: pa.Buffer | bytes) -> Iterator[pa.Table]:
-    """The Arrow tables of length-prefixed IPC streams, in order.  The tables' columns are
-    zero-copy views of ``data`` (slices of one buffer, not copies)."""
-    buf = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
-    view = memoryview(buf)
-    pos = 0
-    while pos < buf.size:
-        (n,) = _LEN.unpack_from(view, pos)
-        pos += _LEN.size
-        yield pa.ipc.open_stream(buf.slice(pos, n)).read_all()
-        pos += n
-
-
-def read_buffer(path: str | os.PathLike[str], offset: int = 0, size: int = -1) -> pa.Buffer:
-    """``size`` bytes of the file at ``path`` from ``offset`` (-1: to its end), read once
-    into one Arrow buffer (tables read from it share it)."""
+def read_framed(
+    path: str | os.PathLike[str], offset: int = 0, size: int = -1
+) -> Iterator[pa.Table]:
+    """The Arrow tables of the length-prefixed IPC streams in ``size`` bytes of the file at
+    ``path`` from ``offset`` (-1: to its end), in order.  Each stream is read once into a
+    buffer of its own, which its table's columns view (no further copy; a table kept
+    alive keeps only its own bytes)."""
     with pa.OSFile(os.fspath(path)) as f:
-        f.seek(offset)
-        return f.read_buffer(None if size < 0 else size)
+        end = f.size() if size < 0 else offset + size
+        pos = offset
+        f.seek(pos)
+        while pos < end:
+            (n,) = _LEN.unpack(f.read(_LEN.size))
+            yield pa.ipc.open_stream(f.read_buffer(n)).read_all()
+            pos += _LEN.size + n
 
 
 def write_tables(
@@ -95,7 +91,7 @@ def dataflow_state(g: Dataflow) -> Iterator[tuple[str, pa.Table]]:
 def read_tables(path: str | os.PathLike[str]) -> dict[str, pa.Table]:
     """The tables written by :func:`write_tables`, by name."""
     out: dict[str, pa.Table] = {}
-    for t in read_framed(read_buffer(path)):
+    for t in read_framed(path):
         meta = dict(t.schema.metadata or {})
         name = meta.pop(b"name").decode()
         out[name] = t.replace_schema_metadata(meta or None)

@@ -1,5 +1,5 @@
 """The sharded executor's memory paths (issue 17, memory): files streamed and read back
-into one buffer, inputs split by the exchange they feed, an exchange's parts emitted as
+without copies, inputs split by the exchange they feed, an exchange's parts emitted as
 one batch, freed memory returned.  Each is checked for exactness against one process
 after every epoch of random inserts and deletes; the bytes it saves are checked where
 they are a count (bytes exchanged), the resident memory in ``bench shard-memory``.
@@ -94,7 +94,7 @@ def test_an_input_split_by_its_only_exchange_key_routes_nothing(tmp_path: Path, 
     assert run_epochs(only_by_src, n, tmp_path, seed=10 + n) == [0, 0, 0, 0]
 
 
-def test_framed_tables_round_trip_from_one_buffer(tmp_path: Path) -> None:
+def test_framed_tables_round_trip_without_copies(tmp_path: Path) -> None:
     tables = {
         "ints": pa.table({"c0": np.arange(1000, dtype=np.int64), "diff": np.ones(1000)}),
         "text": pa.table({"c0": ["ä", "", None], "diff": [1, -1, 2]}),
@@ -111,7 +111,7 @@ def test_framed_tables_round_trip_from_one_buffer(tmp_path: Path) -> None:
     assert list(back) == list(tables)
     for name, t in tables.items():
         assert back[name].equals(t), name
-    # the numeric column is a view of the file's one buffer, not a copy of its own
+    # the numeric column is a view of the buffer its stream was read into, not a copy
     col = back["ints"].column("c0").to_numpy()
     assert not col.flags.owndata and not col.flags.writeable
     release_free_memory()  # callable anywhere (Arrow's pool, glibc's trim when present)
