@@ -19,14 +19,6 @@ from ivm.dataflow import Dataflow, _to_arrow
 _LEN = struct.Struct("<Q")
 
 
-def ipc_bytes(table: pa.Table) -> pa.Buffer:
-    """``table`` as one Arrow IPC stream."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue()
-
-
 def write_framed(f: BinaryIO, table: pa.Table) -> int:
     """Write ``table`` to ``f`` as one IPC stream prefixed by its length, streamed (no
     serialized copy of the table is made: the length is written once the stream is); the
