@@ -12,7 +12,8 @@ Commands:
   session-shard  1-row refreshes of a 20-iteration recursive view sharded on local-cluster
             vs in-process, and where the hybrid policy runs them (PYTHONHASHSEED=0)
   shard-memory  peak RSS of a 2M-edge initial load: in-process vs the largest of 2 shards on
-            local-cluster, and the driver's (PYTHONHASHSEED=0; bench/bench_shard_memory.py)
+            local-cluster, and the driver's (PYTHONHASHSEED=0; bench/bench_shard_memory.py;
+            --phases: where each shard's peak happens)
   shard-peers  WCC (200k nodes), 20-iteration recursion, W1-W3: each epoch sharded on
             local-cluster vs in-process, rounds, bytes, barrier waits (PYTHONHASHSEED=0)
   sql       SQL join + aggregate view over 1M facts: refresh vs Spark SQL (bench/bench_sql.py)

@@ -17,6 +17,10 @@ takes its baseline, then loads the N edges in one epoch:
 The issue's target (issue 17): the largest shard's peak above its bare worker is at most
 0.6x the in-process peak above its baseline.  Results: ``bench/results/shard_memory.json``.
 
+``--phases``: where each shard's peak happens (:mod:`bench.shard_memory_phases`: the two
+shards as plain processes over the file transport, every phase labelled;
+``bench/results/shard_memory_phases.json``).
+
 ``--budget-mib B``: the executor policy's memory budget.  When the in-process path would
 refuse the load under it (``ExecutorBudgetError``: rows x bytes per row > budget), the
 in-process side records the refusal instead of running, and the result says whether the
@@ -171,6 +175,25 @@ def main(argv: list[str]) -> int:
     n = int(argv[argv.index("--edges") + 1]) if "--edges" in argv else 2_000_000
     if "--child-local" in argv:
         print(json.dumps(child_local(n)))
+        return 0
+    if "--child-local-phases" in argv:
+        from bench.shard_memory_phases import child_local as labelled_local
+
+        print(json.dumps(labelled_local(n)))
+        return 0
+    if "--child-shard" in argv:
+        from bench.shard_memory_phases import child_shard
+
+        def arg(name: str) -> str:
+            return argv[argv.index(name) + 1]
+
+        p = int(arg("--child-shard"))
+        print(json.dumps(child_shard(arg("--root"), 2, p, 2, arg("--attempt"), arg("--current"))))
+        return 0
+    if "--phases" in argv:
+        from bench.shard_memory_phases import phases
+
+        print(json.dumps(phases(n)))
         return 0
     master = argv[argv.index("--master") + 1] if "--master" in argv else "local-cluster[2,1,1024]"
     if os.environ.get("PYTHONHASHSEED") != "0":

@@ -42,8 +42,10 @@ from ivm import sharding
 from ivm.batch import Batch
 from ivm.dataflow import _from_arrow, _to_arrow
 from ivm.errors import IvmError
+from ivm.operators.exchange import Exchange, route
 from ivm.operators.io import coerce_diffs, rows_to_columns
 from ivm.shard.files import FileTransport
+from ivm.shard.memory import release_free_memory
 from ivm.shard.scheduler import ShardScheduler
 from ivm.shard.state_files import dataflow_state, read_tables, write_tables
 from ivm.shard.transport import run_shard
@@ -247,6 +249,7 @@ def shard_task(
     key = (str(base), n, p)
     _CACHE.pop(key, None)  # in use: valid again only once this epoch is written
     _send_input_part(g, base / "epochs" / attempt / f"input-{p}.arrow")
+    release_free_memory()
     transport = FileTransport(base / "exchange" / attempt, p, n, g)
     if fault == f"kill:{p}":
         _kill_after_rounds(transport, 5)
@@ -329,6 +332,20 @@ def _executor_jvm_pid() -> int:
 # -- the driver ------------------------------------------------------------------------------
 
 
+def input_routing(build: Callable[[ivm.Dataflow], Any], n: int) -> dict[str, tuple[int, ...]]:
+    """Per input that feeds an exchange directly, that exchange's key (the first one
+    built): splitting the input by it places its rows where that exchange sends them."""
+    with sharding.building(0, n) as spec:
+        g = ivm.Dataflow("routing", shard=spec)
+        build(g)
+    keys: dict[str, tuple[int, ...]] = {}
+    for name, op in g.inputs.items():
+        feeds = [c for c, _port in op.consumers if isinstance(c, Exchange)]
+        if feeds:
+            keys[name] = min(feeds, key=lambda c: c.id).key_idx
+    return keys
+
+
 class SparkShardedExecutor:
     """Runs each epoch of a dataflow as one Spark barrier stage of ``shards`` engines."""
 
@@ -357,6 +374,7 @@ class SparkShardedExecutor:
         self.epoch = int(self.current.split("-")[0]) if self.current else 0
         self.policy = ExecutorPolicy()
         self._anchor: Any = None
+        self._routing: dict[str, tuple[int, ...]] | None = None  # input -> exchange key
         #: keep the checkpoint an epoch started from (its caller's commit decides which is
         #: the truth: :meth:`step_from`); else it is removed when ``CURRENT`` moves
         self.keep_previous = False
@@ -375,18 +393,30 @@ class SparkShardedExecutor:
         self.send(name, rows, -1)
 
     def _write_inputs(self, attempt: str) -> None:
+        """Each shard's part of the epoch's inputs, one file per shard written in turn.
+        An input that feeds an exchange is split by that exchange's key, so the exchange
+        finds every row already in place (nothing to route on, nor to hold twice); any
+        split is exact, since the exchanges fix placement (a driver with another string
+        hash only makes them route more)."""
         d = self.root / "epochs" / attempt
-        parts: list[dict[str, pa.Table]] = [{} for _ in range(self.n)]
+        if self._routing is None:
+            self._routing = input_routing(self.build, self.n)
+        split: dict[str, tuple[Batch, np.ndarray]] = {}
         for name, batches in self.pending.items():
             b = Batch.concat(batches)
-            which = np.arange(len(b)) % self.n
-            for p in range(self.n):
+            key = self._routing.get(name)
+            which = np.arange(len(b)) % self.n if key is None else route(b, key, self.n)
+            split[name] = (b, which)
+
+        def part(p: int) -> Iterator[tuple[str, pa.Table]]:
+            for name, (b, which) in split.items():
                 sel = b.take(np.flatnonzero(which == p))
                 if len(sel):
-                    parts[p][name] = _to_arrow(sel.cols, np.zeros((len(sel), 0)), sel.diff)
-        for p, tables in enumerate(parts):
-            if tables:
-                write_tables(d / f"input-{p}.arrow", tables)
+                    yield name, _to_arrow(sel.cols, np.zeros((len(sel), 0)), sel.diff)
+
+        for p in range(self.n):
+            if any(bool((which == p).any()) for _b, which in split.values()):
+                write_tables(d / f"input-{p}.arrow", part(p))
 
     def step(self, epoch: int | None = None) -> EpochResult:
         """Run epoch ``epoch`` (default: the next one) on the cluster; retried from

@@ -54,6 +54,8 @@ class Exchange(Operator):
         spec = self.graph.shard
         self.me = spec.index
         self.n = spec.count
+        #: this round's local part and the parts received, by time, until :meth:`flush`
+        self.held: dict[Time, list[Batch]] = {}
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         b = inputs[0]
@@ -62,7 +64,7 @@ class Exchange(Operator):
         dest = route(b, self.key_idx, self.n)
         counts = np.bincount(dest, minlength=self.n)
         if counts[self.me] == len(b):
-            self.emit(time, b)
+            self.held.setdefault(time, []).append(b)
             return
         order = np.argsort(dest, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(counts)])
@@ -72,13 +74,25 @@ class Exchange(Operator):
                 continue
             part = b.take(order[bounds[j] : bounds[j + 1]])
             if j == self.me:
-                self.emit(time, part)
+                self.held.setdefault(time, []).append(part)
             else:
                 outbox.append((j, self.id, time, part))
 
     def deliver(self, time: Time, batch: Batch) -> None:
-        """Updates another shard routed here: on to this shard's consumers."""
-        self.emit(time, batch)
+        """Updates another shard routed here (after the local part, by source shard)."""
+        self.held.setdefault(time, []).append(batch)
+
+    def flush(self) -> None:
+        """After an exchange round: emit, per time, the local part and the parts received
+        as one batch."""
+        held, self.held = self.held, {}
+        for time in sorted(held):
+            parts = held.pop(time)
+            self.emit(time, Batch.concat(parts))
+            del parts
+
+    def restore(self, snap: object) -> None:
+        self.held = {}
 
     def describe(self) -> str:
         keys = [self.schema.names[i] for i in self.key_idx]

@@ -3,16 +3,20 @@
 Every collective of a shard is one *round* ``r`` (all shards make the same rounds, see
 :mod:`ivm.shard.scheduler`).  In round ``r`` shard ``p``
 
-1. publishes one file, ``<r>.<p>``, by atomic rename (a reader never sees half a file): a
-   length-prefixed JSON header — its small value (the local loop minimum, the vote) and
-   where in the file the batches routed to each shard start — then those batches: Arrow IPC
-   streams, one per (exchange, time), each prefixed by its length, with the exchange id and
-   the time in the stream's schema metadata;
+1. publishes one file, ``<r>.<p>``, by atomic rename (a reader never sees half a file): the
+   batches routed to each shard, in order of destination — Arrow IPC streams, one per
+   (exchange, time), each prefixed by its length, with the exchange id and the time in the
+   stream's schema metadata, streamed from the batches' columns into the file (no
+   serialized copy in memory) — then a JSON trailer — its small value (the local loop
+   minimum, the vote) and where the bytes routed to each shard are — and the trailer's
+   length in the file's last 4 bytes;
 2. waits, polling (every half millisecond, backing off to 2 ms in a long wait, so a waiting
    shard leaves the CPU to the shards still working), until every shard's file of round
    ``r`` exists (the barrier), or an ``abort`` file appears (another shard failed:
    :class:`ShardAborted`), or the timeout passes;
-3. reads the headers, then the byte ranges routed to it, ordered by source shard.
+3. reads the trailers, then the byte ranges routed to it, ordered by source shard, each
+   IPC stream into a buffer of its own that the received batch's columns view (no
+   further copy).
 
 One file per shard and round, and no directory per round: a round costs one file
 written and N read (a first version wrote one file per destination and a done-file, each in
@@ -34,15 +38,19 @@ import json
 import os
 import struct
 import time as _clock
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from ivm.batch import Batch
 from ivm.dataflow import Dataflow, _from_arrow, _to_arrow
 from ivm.errors import IvmError
+from ivm.lattice import Time
+from ivm.shard.memory import release_free_memory
 from ivm.shard.scheduler import Delivered, Routed, ShardAborted
-from ivm.shard.state_files import framed, ipc_bytes, read_framed
+from ivm.shard.state_files import read_framed, write_framed
 from ivm.shard.transport import Transport
 
 _HEAD = struct.Struct("<I")
@@ -51,6 +59,14 @@ _MAX_POLL = 0.002  # seconds between polls in a long wait
 
 class TransportTimeout(ShardAborted):
     """A shard did not reach the barrier in time (it died without aborting)."""
+
+
+def _encoded(op_id: int, time: tuple[int, ...], batch: Batch) -> pa.Table:
+    """A routed batch as the Arrow table its IPC stream holds (columns shared, not copied,
+    where Arrow can)."""
+    table = _to_arrow(batch.cols, np.zeros((len(batch), 0), dtype=np.int64), batch.diff)
+    meta = {b"op": str(op_id).encode(), b"time": ",".join(map(str, time)).encode()}
+    return table.replace_schema_metadata(meta)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -81,7 +97,8 @@ class FileTransport(Transport):
         self.round = 0
         self.bytes_written = 0
         self.wait_seconds = 0.0
-        self._outgoing: dict[int, bytes] = {}  # this round's batches by destination
+        #: this round's batches by destination, until they are written
+        self._outgoing: dict[int, list[tuple[int, Time, Batch]]] = {}
         self._inbound: dict[int, tuple[int, int]] = {}  # source -> (offset, length) for us
         self.root.mkdir(parents=True, exist_ok=True)
 
@@ -90,29 +107,37 @@ class FileTransport(Transport):
         return self.root / f"{r}.{p}"
 
     def _publish(self, r: int, value: object) -> None:
-        """Write this shard's file of round ``r``: the header, then the outgoing batches."""
+        """Write this shard's file of round ``r``: the outgoing batches (dropped as they
+        are written), the trailer, its length."""
         payload, self._outgoing = self._outgoing, {}
+        path = self._file(r, self.index)
+        tmp = path.with_name(f".{path.name}.tmp")
         parts: dict[str, list[int]] = {}
-        pos = 0
-        for dst, data in sorted(payload.items()):
-            parts[str(dst)] = [pos, len(data)]
-            pos += len(data)
-        head = json.dumps({"value": value, "parts": parts}).encode()
-        body = b"".join(data for _, data in sorted(payload.items()))
-        _write_atomic(self._file(r, self.index), _HEAD.pack(len(head)) + head + body)
+        with open(tmp, "wb") as f:
+            for dst in sorted(payload):
+                start = f.tell()
+                routed = payload.pop(dst)
+                while routed:
+                    self.bytes_written += write_framed(f, _encoded(*routed.pop(0)))
+                parts[str(dst)] = [start, f.tell() - start]
+            tail = json.dumps({"value": value, "parts": parts}).encode()
+            f.write(tail + _HEAD.pack(len(tail)))
+        os.replace(tmp, path)
 
     def _header(self, r: int, q: int) -> dict | None:
-        """Shard ``q``'s header of round ``r`` (None: not published yet); it notes where
+        """Shard ``q``'s trailer of round ``r`` (None: not published yet); it notes where
         the bytes routed to this shard are."""
         try:
             with open(self._file(r, q), "rb") as f:
+                f.seek(-_HEAD.size, os.SEEK_END)
                 (n,) = _HEAD.unpack(f.read(_HEAD.size))
+                f.seek(-_HEAD.size - n, os.SEEK_END)
                 head = json.loads(f.read(n))
         except FileNotFoundError:
             return None
         part = head["parts"].get(str(self.index))
         if part is not None:
-            self._inbound[q] = (_HEAD.size + n + part[0], part[1])
+            self._inbound[q] = (part[0], part[1])
         return head
 
     def _barrier(self, value: object) -> list[object]:
@@ -154,23 +179,23 @@ class FileTransport(Transport):
 
     # -- collectives -----------------------------------------------------------------------
     def exchange(self, outgoing: list[Routed]) -> list[Delivered]:
+        """(``outgoing`` is emptied: each batch is dropped once written.)"""
         r = self.round
-        by_dst: dict[int, list[bytes]] = {}
-        for dst, op_id, time, batch in outgoing:
-            by_dst.setdefault(dst, []).append(self._encode(op_id, time, batch))
-        for dst, parts in by_dst.items():
-            data = b"".join(framed(p) for p in parts)
-            self.bytes_written += len(data)
-            self._outgoing[dst] = data
-        self._barrier(sorted(by_dst))
+        self._queue(outgoing)
+        self._barrier(sorted(self._outgoing))
         inbound: list[Delivered] = []
         for src in range(self.count):
             where = self._inbound.get(src)
-            if where is not None:
-                with open(self._file(r, src), "rb") as f:
-                    f.seek(where[0])
-                    inbound.extend(self._decode(f.read(where[1])))
+            if where is not None and where[1]:
+                inbound.extend(self._decode(read_framed(self._file(r, src), *where)))
+        release_free_memory()  # the sent batches and their encoding
         return inbound
+
+    def _queue(self, outgoing: list[Routed]) -> None:
+        """Take the routed batches over (no reference stays with the caller)."""
+        for dst, op_id, time, batch in outgoing:
+            self._outgoing.setdefault(dst, []).append((op_id, time, batch))
+        outgoing.clear()
 
     def all_min(self, value: int | None) -> int | None:
         vals = [int(v) for v in self._barrier(value) if isinstance(v, int)]
@@ -184,14 +209,9 @@ class FileTransport(Transport):
             _write_atomic(self.root / "abort", reason.encode())
 
     # -- batches as Arrow IPC ----------------------------------------------------------------
-    def _encode(self, op_id: int, time: tuple[int, ...], batch: Batch) -> bytes:
-        table = _to_arrow(batch.cols, np.zeros((len(batch), 0), dtype=np.int64), batch.diff)
-        meta = {b"op": str(op_id).encode(), b"time": ",".join(map(str, time)).encode()}
-        return ipc_bytes(table.replace_schema_metadata(meta)).to_pybytes()
-
-    def _decode(self, data: bytes) -> list[Delivered]:
+    def _decode(self, tables: Iterator[pa.Table]) -> list[Delivered]:
         out: list[Delivered] = []
-        for table in read_framed(data):
+        for table in tables:
             meta = table.schema.metadata or {}
             if b"op" not in meta:
                 raise IvmError(f"shard {self.index}: an exchange file without its header")

@@ -35,6 +35,7 @@ from ivm.errors import IvmError
 from ivm.lattice import Time
 from ivm.operators.base import Operator
 from ivm.operators.exchange import Exchange
+from ivm.shard.memory import release_free_memory
 
 #: an update batch routed between shards: (destination shard, exchange id, time, batch)
 Routed = tuple[int, int, Time, Batch]
@@ -88,6 +89,17 @@ def batch_bytes(b: Batch) -> int:
     return int(sum(c.nbytes for c in b.cols) + b.diff.nbytes)
 
 
+#: an operator that ran over at least this many rows gives its freed memory back to the
+#: system before the next one runs (:mod:`ivm.shard.memory`)
+TRIM_ROWS = 1 << 16
+
+
+def _rows_waiting(op: Operator, t: Time) -> int:
+    """The rows in ``op``'s inbox at ``t``."""
+    slot = op.inbox.get(t)
+    return sum(len(b) for parts in slot for b in parts) if slot else 0
+
+
 class ShardScheduler:
     """Runs one shard of a sharded :class:`Dataflow`, epoch by epoch."""
 
@@ -115,7 +127,8 @@ class ShardScheduler:
         try:
             g.start_inputs(start)
             yield from self._run_items(g.root, start.time)
-            if g.outbox:  # every exchange's readers run after it at the same time
+            held = any(isinstance(op, Exchange) and op.held for op in g.ops)
+            if g.outbox or held:  # every exchange's readers run after it at the same time
                 raise IvmError(f"internal: updates left in the outbox after epoch {start.epoch}")
             g.end_operators()
             g.check_drained(start.epoch)
@@ -151,6 +164,11 @@ class ShardScheduler:
             op = ops[op_id]
             assert isinstance(op, Exchange)
             op.deliver(time, batch)
+        del inbound
+        for op_id in sorted(self._visited):
+            exchange = ops[op_id]
+            assert isinstance(exchange, Exchange)
+            exchange.flush()
         self._visited.clear()
 
     def _run_items(self, scope: Scope, t: Time) -> Generator[Request, Any, None]:
@@ -162,7 +180,10 @@ class ShardScheduler:
                 feeds = self._exchange_inputs(item)
                 if feeds and not self._visited.isdisjoint(feeds):
                     yield from self._sync()
+            big = _rows_waiting(item, t) >= TRIM_ROWS
             item.run(t)
+            if big:
+                release_free_memory()
             if isinstance(item, Exchange):
                 self._visited.add(item.id)
 

@@ -10,6 +10,7 @@ import os
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 
@@ -18,35 +19,44 @@ from ivm.dataflow import Dataflow, _to_arrow
 _LEN = struct.Struct("<Q")
 
 
-def ipc_bytes(table: pa.Table) -> pa.Buffer:
-    """``table`` as one Arrow IPC stream."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
+def write_framed(f: BinaryIO, table: pa.Table) -> int:
+    """Write ``table`` to ``f`` as one IPC stream prefixed by its length, streamed (no
+    serialized copy of the table is made: the length is written once the stream is); the
+    bytes written.  ``f`` must be seekable."""
+    start = f.tell()
+    f.write(_LEN.pack(0))
+    with pa.ipc.new_stream(pa.PythonFile(f, mode="w"), table.schema) as w:
         w.write_table(table)
-    return sink.getvalue()
+    end = f.tell()
+    f.seek(start)
+    f.write(_LEN.pack(end - start - _LEN.size))
+    f.seek(end)
+    return end - start
 
 
-def framed(buf: pa.Buffer | bytes) -> bytes:
-    """``buf`` prefixed with its length (the frames :func:`read_framed` reads back)."""
-    return _LEN.pack(len(buf)) + bytes(buf)
-
-
-def read_framed(data: bytes) -> Iterator[pa.Table]:
-    """The Arrow tables of a byte string of length-prefixed IPC streams, in order."""
-    pos = 0
-    while pos < len(data):
-        (n,) = _LEN.unpack_from(data, pos)
-        pos += _LEN.size
-        yield pa.ipc.open_stream(pa.py_buffer(data[pos : pos + n])).read_all()
-        pos += n
+def read_framed(
+    path: str | os.PathLike[str], offset: int = 0, size: int = -1
+) -> Iterator[pa.Table]:
+    """The Arrow tables of the length-prefixed IPC streams in ``size`` bytes of the file at
+    ``path`` from ``offset`` (-1: to its end), in order.  Each stream is read once into a
+    buffer of its own, which its table's columns view (no further copy; a table kept
+    alive keeps only its own bytes)."""
+    with pa.OSFile(os.fspath(path)) as f:
+        end = f.size() if size < 0 else offset + size
+        pos = offset
+        f.seek(pos)
+        while pos < end:
+            (n,) = _LEN.unpack(f.read(_LEN.size))
+            yield pa.ipc.open_stream(f.read_buffer(n)).read_all()
+            pos += _LEN.size + n
 
 
 def write_tables(
     path: str | os.PathLike[str], tables: Mapping[str, pa.Table] | Iterable[tuple[str, pa.Table]]
 ) -> int:
     """Write ``tables`` (a mapping, or ``(name, table)`` pairs produced one at a time, so
-    that a large checkpoint is never all in memory twice) into one file at ``path``;
-    returns its size in bytes."""
+    that a large checkpoint is never all in memory twice) into one file at ``path``, each
+    streamed straight into the file; returns its size in bytes."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.tmp")
@@ -56,9 +66,8 @@ def write_tables(
         for name, table in items:
             meta = dict(table.schema.metadata or {})
             meta[b"name"] = name.encode()
-            frame = framed(ipc_bytes(table.replace_schema_metadata(meta)))
-            f.write(frame)
-            size += len(frame)
+            size += write_framed(f, table.replace_schema_metadata(meta))
+            del table
     os.replace(tmp, p)
     return size
 
@@ -74,7 +83,7 @@ def dataflow_state(g: Dataflow) -> Iterator[tuple[str, pa.Table]]:
 def read_tables(path: str | os.PathLike[str]) -> dict[str, pa.Table]:
     """The tables written by :func:`write_tables`, by name."""
     out: dict[str, pa.Table] = {}
-    for t in read_framed(Path(path).read_bytes()):
+    for t in read_framed(path):
         meta = dict(t.schema.metadata or {})
         name = meta.pop(b"name").decode()
         out[name] = t.replace_schema_metadata(meta or None)

@@ -41,7 +41,8 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     def exchange(self, outgoing: list[Routed]) -> list[Delivered]:
         """Send every routed batch to its shard; wait for all shards; return the batches
-        routed to this shard (ordered by source shard)."""
+        routed to this shard (ordered by source shard).  A transport may empty
+        ``outgoing`` as it sends, so that a sent batch is freed at once."""
 
     @abc.abstractmethod
     def all_min(self, value: int | None) -> int | None:
