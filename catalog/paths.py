@@ -42,6 +42,9 @@ from catalog.object_path import ObjectPath
 CACHE_ENV = "IVM_CACHE_DIR"
 """Local scratch root for object-store warehouses (default ``~/.cache/spark-ivm``)."""
 
+KEEP_RESOLVED = 1024
+"""Local paths :meth:`Warehouse.check_inside` remembers (resolved once per Session)."""
+
 __all__ = ["Warehouse", "parse_identifier", "resolve_location"]
 
 
@@ -71,6 +74,7 @@ class Warehouse:
         #: the directory a local SparkSession keeps its own (unused) warehouse in (local
         #: scratch, :meth:`local_cache_dir`, for a warehouse on an object store)
         self.spark_warehouse_dir = self.local_cache_dir() / "spark-warehouse"
+        self._checked: dict[str, Path] = {}  # check_inside's local results, by path text
 
     def __repr__(self) -> str:
         return f"Warehouse({self.root.as_posix()!r})"
@@ -153,8 +157,17 @@ class Warehouse:
         return self.check_inside(path).relative_to(self.root).as_posix()
 
     def check_inside(self, path: str | os.PathLike[str]) -> Path:
-        """Return ``path`` resolved, or raise :class:`InvalidPathError` if it escapes."""
+        """Return ``path`` resolved, or raise :class:`InvalidPathError` if it escapes.
+
+        A local path found inside is remembered by its text (:data:`KEEP_RESOLVED` of them):
+        a refresh checks the same dozen layout locations each time, and resolving one costs
+        an ``lstat`` per component.  A symlink planted inside the warehouse after this
+        object resolved a location is therefore seen by a new :class:`Warehouse` (a new
+        Session) only; names are checked every time."""
         text = os.fspath(path)
+        kept = self._checked.get(text)
+        if kept is not None:
+            return kept
         if "\x00" in text:
             raise InvalidPathError(text, "contains NUL")
         resolved = (
@@ -162,6 +175,10 @@ class Warehouse:
         )  # resolved once: symlinks are followed a component at a time (an lstat each)
         if resolved is None or not self._inside(resolved):
             raise InvalidPathError(text, f"outside the warehouse {self.root.as_posix()}")
+        if not self.remote:
+            if len(self._checked) >= KEEP_RESOLVED:
+                self._checked.clear()
+            self._checked[text] = resolved
         return resolved
 
     def ensure(self) -> None:

@@ -62,7 +62,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from catalog import deletion_vectors as dvs
-from catalog import delta, delta_commit, storage
+from catalog import delta, delta_commit, file_cache, storage
 from catalog import view_clustering as vc
 from catalog import view_partitions as vp
 from catalog.change_feed import FeedCounts, change_feed
@@ -273,8 +273,13 @@ def _may_hold(
 def _read_candidates(
     table: str, f: FileEntry, wanted: pa.Table, schema: pa.Schema
 ) -> tuple[pa.Table, np.ndarray]:
-    """Rows of file ``f`` in row groups that may hold ``wanted`` rows, with their positions."""
-    fs, where = storage.backend(table).arrow(vp.file_path(table, f))
+    """Rows of file ``f`` in row groups that may hold ``wanted`` rows, with their positions
+    (all of them when this process wrote the file and kept its rows: catalog.file_cache)."""
+    location = vp.file_path(table, f)
+    kept = file_cache.rows(location, schema)
+    if kept is not None and kept.num_rows == f.num_records:
+        return kept, np.arange(kept.num_rows, dtype=np.int64)
+    fs, where = storage.backend(table).arrow(location)
     pf = pq.ParquetFile(where, filesystem=fs)
     md = pf.metadata
     names = [md.schema.column(i).name for i in range(md.num_columns)]
@@ -634,7 +639,11 @@ def _remove_by_rewrite(
         out.add_files(p, vp.write_files(p, kept, target.parts))
     rows = pa.concat_tables(packed) if packed else None
     if rows is not None and rows.num_rows:
-        out.add_files(p, vp.write_files(p, _sorted(rows), target.parts))
+        rows = _sorted(rows)
+        adds = vp.write_files(p, rows, target.parts)
+        out.add_files(p, adds)
+        if inserts is not None and len(adds) == 1:  # the view's one file: read next refresh
+            file_cache.keep(delta_commit.file_location(p, adds[0]), rows)
 
 
 def _write_inserts(
