@@ -184,7 +184,8 @@ def _write_files(tmp: Path, ckpt: Checkpoint, carried: Mapping[str, Path]) -> li
         "pending": pending_files,
         "meta": dict(ckpt.meta),
     }
-    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    # compact: json's C encoder (an indented dump runs its Python encoder, ~0.3 ms a refresh)
+    (tmp / "manifest.json").write_text(json.dumps(manifest, separators=(",", ":"), sort_keys=True))
     written.append(tmp / "manifest.json")
     return written
 

@@ -238,7 +238,11 @@ def table_schema(path: str | os.PathLike[str], version: int | None = None) -> pa
 
     Converted once per opened table and version (a refresh asks for each input's schema
     four times): the kept table (catalog.delta_cache) is the same object while valid."""
-    dt = open_table(path, version)
+    return arrow_schema(open_table(path, version), path)
+
+
+def arrow_schema(dt: DeltaTable, path: str | os.PathLike[str]) -> pa.Schema:
+    """The Arrow schema of ``dt``, the table at ``path`` as opened (:func:`table_schema`)."""
     key = os.fspath(path)
     at = int(dt.version())
     kept = _schemas.get(key)
