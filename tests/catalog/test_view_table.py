@@ -300,3 +300,33 @@ def test_committed_epoch_reads_the_txn_deltalake_reads(view: str) -> None:
         view, changes([(1, "a")], [1]), view="v", epoch=3, input_versions={}
     )
     assert view_table.committed_epoch(view, "v") == 3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_locating_by_join_finds_what_comparing_tuples_finds(view: str, seed: int) -> None:
+    """The hash-join locator (rows without NULLs or floats) against the tuple one, over random
+    multisets spread over several files, duplicates included."""
+    rng = np.random.default_rng(seed)
+    epoch = 0
+    for _ in range(4):  # inserting refreshes: a file each
+        epoch += 1
+        n = int(rng.integers(5, 40))
+        rows = [(int(k), f"s{int(k) % 3}") for k in rng.integers(0, 12, n)]
+        change = changes(rows, [1] * n)
+        view_table.commit_view_changes(view, change, view="v", epoch=epoch, input_versions={})
+    stored = Counter(tuple(r.values()) for r in view_table.read_view(view).to_pylist())
+    keys = sorted(stored)
+    picked = [keys[i] for i in rng.choice(len(keys), min(5, len(keys)), replace=False)]
+    retract = pa.table({"k": [k for k, _ in picked], "s": [s for _, s in picked]}, schema=ROWS)
+    counts = np.array([int(rng.integers(1, stored[r] + 1)) for r in picked], np.int64)
+    _, files = delta_commit.snapshot_files(view)
+    assert view_table._joinable(retract)
+    joined = view_table._locate_joined(view, files, retract, counts, None)
+    by_keys = view_table._locate_by_keys(view, files, retract, counts, None)
+    assert joined.keys() == by_keys.keys()
+    for path in joined:
+        assert sorted(joined[path].tolist()) == sorted(by_keys[path].tolist())
+    too_many = counts.copy()
+    too_many[0] = stored[picked[0]] + 1
+    with pytest.raises(view_table.ViewTableMismatchError, match="lacks 1 row"):
+        view_table._locate_joined(view, files, retract, too_many, None)
