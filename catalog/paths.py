@@ -75,6 +75,7 @@ class Warehouse:
         #: scratch, :meth:`local_cache_dir`, for a warehouse on an object store)
         self.spark_warehouse_dir = self.local_cache_dir() / "spark-warehouse"
         self._checked: dict[str, Path] = {}  # check_inside's local results, by path text
+        self._groups: dict[tuple[str, str], Path] = {}  # _group_path's, by kind and group
 
     def __repr__(self) -> str:
         return f"Warehouse({self.root.as_posix()!r})"
@@ -100,22 +101,30 @@ class Warehouse:
 
     def group_lock_file(self, group: str) -> Path:
         """The writer lock file of a refresh group (``group`` is an identifier)."""
-        ident = parse_identifier(group)
-        return self.check_inside(
-            self.internal_dir / "locks" / ident.database / f"{ident.name}.lock"
-        )
+        return self._group_path("locks", group, ".lock")
 
     def group_status_file(self, group: str) -> Path:
         """The status record of a refresh group (``group`` is an identifier)."""
-        ident = parse_identifier(group)
-        return self.check_inside(
-            self.internal_dir / "status" / ident.database / f"{ident.name}.json"
-        )
+        return self._group_path("status", group, ".json")
 
     def checkpoint_dir(self, group: str) -> Path:
         """Directory of the state checkpoints of one dataflow (``group`` is an identifier)."""
-        ident = parse_identifier(group)
-        return self.check_inside(self.internal_dir / "checkpoints" / ident.database / ident.name)
+        return self._group_path("checkpoints", group, "")
+
+    def _group_path(self, kind: str, group: str, suffix: str) -> Path:
+        """``_ivm/<kind>/<db>/<name><suffix>`` of ``group``, checked once (a refresh asks
+        for its group's checkpoint directory seven times)."""
+        key = (kind, group)
+        kept = self._groups.get(key)
+        if kept is None:
+            ident = parse_identifier(group)
+            kept = self.check_inside(
+                self.internal_dir / kind / ident.database / f"{ident.name}{suffix}"
+            )
+            if len(self._groups) >= KEEP_RESOLVED:
+                self._groups.clear()
+            self._groups[key] = kept
+        return kept
 
     def checkpoint_groups(self) -> list[str]:
         """The groups that have a checkpoint directory (names as :meth:`checkpoint_dir` takes)."""
