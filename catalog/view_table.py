@@ -571,7 +571,7 @@ def _open_target(p: str) -> _Target:
     """Open the view table at ``p`` for its layout (a legacy one is refused); the commit's
     files and version come from the kept log replay (:func:`_locate_removal`)."""
     dt = delta.open_layout(p)
-    rows_schema = storage_schema(pa.schema(dt.schema().to_arrow()))
+    rows_schema = storage_schema(delta.arrow_schema(dt, p))
     clustering = (
         vc.clustering_columns(p) if "clustering" in (dt.protocol().writer_features or []) else ()
     )
