@@ -440,12 +440,10 @@ def _locate_joined(
             if f.deletion_vector is not None
             else np.zeros(0, np.int64)
         )
-        idx = np.flatnonzero(~np.isin(pos, deleted) & _may_match(data, retract))
-        if not len(idx):
-            continue
-        left = data.take(pa.array(idx, pa.int64())).append_column(
-            _ORD, pa.array(np.arange(len(idx), dtype=np.int64))
-        )
+        if len(deleted):  # no membership pre-filter: the join itself costs less
+            live = ~np.isin(pos, deleted)
+            data, pos = data.filter(pa.array(live)), pos[live]
+        left = data.append_column(_ORD, pa.array(np.arange(data.num_rows, dtype=np.int64)))
         joined = left.join(right, keys=retract.column_names, join_type="inner", use_threads=False)
         ords, rids = joined.column(_ORD).to_numpy(), joined.column(_RID).to_numpy()
         order = np.lexsort((ords, rids))  # per retracted row, its copies in file order
@@ -455,7 +453,7 @@ def _locate_joined(
         take = rank < remaining[rids]
         if take.any():
             remaining -= np.bincount(rids[take], minlength=len(remaining))
-            found[path] = np.sort(pos[idx][ords[take]])
+            found[path] = np.sort(pos[ords[take]])
         if not remaining.any():
             break
     if remaining.any():

@@ -303,16 +303,23 @@ def test_committed_epoch_reads_the_txn_deltalake_reads(view: str) -> None:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_locating_by_join_finds_what_comparing_tuples_finds(view: str, seed: int) -> None:
+def test_locating_by_join_finds_what_comparing_tuples_finds(
+    view: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The hash-join locator (rows without NULLs or floats) against the tuple one, over random
-    multisets spread over several files, duplicates included."""
+    multisets spread over several files, duplicates and deletion vectors included."""
     rng = np.random.default_rng(seed)
+    monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)  # removals by deletion vectors
     epoch = 0
-    for _ in range(4):  # inserting refreshes: a file each
+    for step in range(5):  # inserting refreshes (a file each), then one that removes rows
         epoch += 1
         n = int(rng.integers(5, 40))
         rows = [(int(k), f"s{int(k) % 3}") for k in rng.integers(0, 12, n)]
         change = changes(rows, [1] * n)
+        if step == 4:
+            held = Counter(tuple(r.values()) for r in view_table.read_view(view).to_pylist())
+            gone = list(held)[:3]
+            change = changes(gone, [-1] * len(gone))
         view_table.commit_view_changes(view, change, view="v", epoch=epoch, input_versions={})
     stored = Counter(tuple(r.values()) for r in view_table.read_view(view).to_pylist())
     keys = sorted(stored)
@@ -320,6 +327,7 @@ def test_locating_by_join_finds_what_comparing_tuples_finds(view: str, seed: int
     retract = pa.table({"k": [k for k, _ in picked], "s": [s for _, s in picked]}, schema=ROWS)
     counts = np.array([int(rng.integers(1, stored[r] + 1)) for r in picked], np.int64)
     _, files = delta_commit.snapshot_files(view)
+    assert any(f.deletion_vector is not None for f in files.values())
     assert view_table._joinable(retract)
     joined = view_table._locate_joined(view, files, retract, counts, None)
     by_keys = view_table._locate_by_keys(view, files, retract, counts, None)
