@@ -310,13 +310,11 @@ def test_locating_by_join_finds_what_comparing_tuples_finds(
     multisets spread over several files, duplicates and deletion vectors included."""
     rng = np.random.default_rng(seed)
     monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)  # removals by deletion vectors
-    epoch = 0
-    for step in range(5):  # inserting refreshes (a file each), then one that removes rows
-        epoch += 1
+    for epoch in range(1, 6):  # inserting refreshes (a file each), then one that removes rows
         n = int(rng.integers(5, 40))
         rows = [(int(k), f"s{int(k) % 3}") for k in rng.integers(0, 12, n)]
         change = changes(rows, [1] * n)
-        if step == 4:
+        if epoch == 5:
             held = Counter(tuple(r.values()) for r in view_table.read_view(view).to_pylist())
             gone = list(held)[:3]
             change = changes(gone, [-1] * len(gone))
@@ -329,12 +327,15 @@ def test_locating_by_join_finds_what_comparing_tuples_finds(
     _, files = delta_commit.snapshot_files(view)
     assert any(f.deletion_vector is not None for f in files.values())
     assert view_table._joinable(retract)
-    joined = view_table._locate_joined(view, files, retract, counts, None)
-    by_keys = view_table._locate_by_keys(view, files, retract, counts, None)
-    assert joined.keys() == by_keys.keys()
-    for path in joined:
-        assert sorted(joined[path].tolist()) == sorted(by_keys[path].tolist())
+    joined = view_table._locate(view, files, retract, counts)
     too_many = counts.copy()
     too_many[0] = stored[picked[0]] + 1
     with pytest.raises(view_table.ViewTableMismatchError, match="lacks 1 row"):
-        view_table._locate_joined(view, files, retract, too_many, None)
+        view_table._locate(view, files, retract, too_many)
+    monkeypatch.setattr(view_table, "_joinable", lambda rows: False)  # tuples compared
+    by_keys = view_table._locate(view, files, retract, counts)
+    assert joined.keys() == by_keys.keys()
+    for path in joined:
+        assert joined[path].tolist() == by_keys[path].tolist()
+    with pytest.raises(view_table.ViewTableMismatchError, match="lacks 1 row"):
+        view_table._locate(view, files, retract, too_many)
