@@ -19,7 +19,8 @@ the storage layer); what must stay local (the SparkSession's scratch warehouse) 
 
 Every path the catalog creates comes from :class:`Warehouse` and passes
 :meth:`Warehouse.check_inside`, which resolves symlinks and ``..`` before comparing, so a
-crafted name or a symlink cannot direct a write elsewhere.  External tables (registered by
+crafted name or a symlink cannot direct a write elsewhere (a local location is resolved once
+per :class:`Warehouse`, i.e. per Session: a symlink planted later is seen by the next one).  External tables (registered by
 location) live wherever the user put them; the catalog never creates or deletes them.
 
 >>> wh = Warehouse("/tmp/wh")
