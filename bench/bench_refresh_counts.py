@@ -4,7 +4,8 @@ The workload of ``bench refresh`` (orders ⋈ customers, aggregated; ``--rows`` 
 ``--refreshes`` refreshes of a 10-row change under cProfile.  Per refresh: sequential fsync
 waits (``fsync`` calls on the calling thread, and barriers of :func:`catalog.durable.
 fsync_all`, whose fsyncs run together on other threads), deltalake calls by kind, checkpoint
-tables read, and Python function calls.  These counts do not move with the machine's load,
+tables read, Parquet reads, path resolutions, files opened, ``stat`` calls, Delta schemas
+converted, indented JSON encodes, schema checks, and Python function calls.  These counts do not move with the machine's load,
 so two trees can be compared on a busy machine: run the module from each tree
 (``cd TREE && PYTHONPATH=. python -m bench refresh-counts --out ...``).  Results go to
 ``bench/results/refresh_counts.json``.
@@ -25,16 +26,26 @@ import numpy as np
 RESULTS = Path(__file__).resolve().parent / "results" / "refresh_counts.json"
 
 COUNTS = {
-    "fsync calls on the refreshing thread": lambda f: f == "<built-in method posix.fsync>",
-    "fsync_all barriers": lambda f: f == "fsync_all",
-    "deltalake transaction_version": lambda f: "transaction_version' of 'deltalake" in f,
-    "deltalake load_cdf": lambda f: "load_cdf' of 'deltalake" in f,
-    "deltalake update_incremental": lambda f: "update_incremental' of 'deltalake" in f,
-    "deltalake compact_optimize": lambda f: "compact_optimize' of 'deltalake" in f,
-    "deltalake create_checkpoint": lambda f: "create_checkpoint' of 'deltalake" in f,
-    "checkpoint tables read": lambda f: f == "_read_table",
-    "view table compactions": lambda f: f == "compact_view",
-    "Parquet files written": lambda f: f == "write_data_file",
+    "fsync calls on the refreshing thread": lambda f, _: f == "<built-in method posix.fsync>",
+    "fsync_all barriers": lambda f, _: f == "fsync_all",
+    "deltalake transaction_version": lambda f, _: "transaction_version' of 'deltalake" in f,
+    "deltalake load_cdf": lambda f, _: "load_cdf' of 'deltalake" in f,
+    "deltalake update_incremental": lambda f, _: "update_incremental' of 'deltalake" in f,
+    "deltalake compact_optimize": lambda f, _: "compact_optimize' of 'deltalake" in f,
+    "deltalake create_checkpoint": lambda f, _: "create_checkpoint' of 'deltalake" in f,
+    "checkpoint tables read": lambda f, _: f == "_read_table",
+    "view table compactions": lambda f, _: f == "compact_view",
+    "Parquet files written": lambda f, _: f == "write_data_file",
+    # what issue 15's refresh-floor pass cut (bench/README.md)
+    "Parquet reads (ParquetFile.read, read_row_groups)": lambda f, src: (
+        f in ("read", "read_row_groups") and src.endswith("parquet/core.py")
+    ),
+    "paths resolved (Path.resolve)": lambda f, src: f == "resolve" and src.endswith("pathlib.py"),
+    "files opened (io.open)": lambda f, _: f == "<built-in method io.open>",
+    "stat calls": lambda f, _: f == "<built-in method posix.stat>",
+    "Delta schemas converted to Arrow": lambda f, _: "to_arrow' of 'deltalake" in f,
+    "Python-level JSON encodes (indented dumps)": lambda f, _: f == "_iterencode",
+    "schema compatibility checks": lambda f, _: f == "check_compatible",
 }
 
 
@@ -64,7 +75,7 @@ def main(argv: list[str]) -> int:
             prof.disable()
         stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
         per = {
-            name: sum(v[1] for k, v in stats.items() if match(k[2])) / args.refreshes
+            name: sum(v[1] for k, v in stats.items() if match(k[2], k[0])) / args.refreshes
             for name, match in COUNTS.items()
         }
         per["Python function calls"] = sum(v[1] for v in stats.values()) / args.refreshes

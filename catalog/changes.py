@@ -180,7 +180,7 @@ def _row_schema(
     """The table's schema at ``upto`` and the row schema read from it (``schema``, or the
     table's without the ``multiplicity`` column), checked to be there."""
     latest = int(dt.version())
-    actual = pa.schema(dt.schema().to_arrow()) if upto == latest else delta.table_schema(p, upto)
+    actual = delta.arrow_schema(dt, p) if upto == latest else delta.table_schema(p, upto)
     if schema is None:
         schema = actual
         if multiplicity is not None:

@@ -184,7 +184,8 @@ def _write_files(tmp: Path, ckpt: Checkpoint, carried: Mapping[str, Path]) -> li
         "pending": pending_files,
         "meta": dict(ckpt.meta),
     }
-    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    # compact: json's C encoder (an indented dump runs its Python encoder, ~0.3 ms a refresh)
+    (tmp / "manifest.json").write_text(json.dumps(manifest, separators=(",", ":"), sort_keys=True))
     written.append(tmp / "manifest.json")
     return written
 
@@ -313,7 +314,7 @@ class CheckpointStore:
             else None
         )
         carried = self._check_next(ckpt, carry)
-        self._collect_garbage(base, keep_current=True)
+        # leftovers of a crashed save are collected after this one (one directory scan a save)
         final = base / f"epoch-{int(ckpt.epoch):012d}-{uuid.uuid4().hex[:8]}"
         # an object store has no rename: the files go to their final prefix at once, which
         # no reader looks at before ``CURRENT`` names it (and garbage collection removes it
@@ -336,7 +337,7 @@ class CheckpointStore:
         if self.warehouse.remote:
             fsync_all(list(durable))  # local files beside a remote warehouse
             self._swap_pointer(base, pointer, seen, ckpt.group)
-            self._collect_garbage(base, keep_current=True)
+            self._collect_garbage(base, final.name)
             return final
         # one barrier: the files, the directory's entries, its name in ``base`` and the new
         # pointer's contents durable together; then the pointer is replaced (catalog.durable)
@@ -344,7 +345,7 @@ class CheckpointStore:
         extra = [Path(d) for d in durable]
         durable_too = [*written, final, base, *extra]
         write_json_atomic(base / CURRENT, pointer, durable=durable_too, sync_dir=sync_pointer)
-        self._collect_garbage(base, keep_current=True)
+        self._collect_garbage(base, final.name)
         return final
 
     def _swap_pointer(
@@ -418,21 +419,22 @@ class CheckpointStore:
         if base.exists():
             remove_tree(base)
 
-    def _collect_garbage(self, base: Path, *, keep_current: bool) -> None:
-        current = None
-        pointer = base / CURRENT
-        if keep_current and pointer.exists():
-            try:
-                current = json.loads(pointer.read_text(encoding="utf-8"))["dir"]
-            except (OSError, ValueError, KeyError):
-                return  # never delete anything while the pointer is unreadable
-        dirs = sorted(d.name for d in base.iterdir() if d.is_dir() and d.name.startswith("epoch-"))
-        older = [d for d in dirs if d != current and (current is None or d < current)]
-        newer = [d for d in dirs if current is not None and d > current]
+    def _collect_garbage(self, base: Path, current: str) -> None:
+        """Remove what a save leaves behind once ``current`` (the directory the save just
+        made ``CURRENT`` name) is durable: leftovers of crashed saves (temp directories and
+        pointers, epoch directories ``CURRENT`` never named) and all but ``keep`` epochs."""
+        if is_object_path(base):
+            names = [d.name for d in base.iterdir()]
+        else:
+            names = [e.name for e in os.scandir(base)]
+        dirs = sorted(d for d in names if d.startswith("epoch-"))
+        # ``epoch-<12 digits>-<random>``: a crashed save of the current epoch left a
+        # directory of the same epoch, which goes with the newer ones
+        epoch = current[: len("epoch-") + 12]
+        older = [d for d in dirs if d[: len(epoch)] < epoch]
+        newer = [d for d in dirs if d != current and d[: len(epoch)] >= epoch]
         doomed = older[: max(0, len(older) - (self.keep - 1))] + newer
-        for entry in base.iterdir():
-            if entry.name.startswith(".tmp-") or entry.name.startswith(f".{CURRENT}."):
-                doomed.append(entry.name)
+        doomed += [n for n in names if n.startswith(".tmp-") or n.startswith(f".{CURRENT}.")]
         for name in doomed:
             target = base / name
             if target.is_dir():

@@ -234,9 +234,28 @@ def create_table(
 
 
 def table_schema(path: str | os.PathLike[str], version: int | None = None) -> pa.Schema:
-    """The table's Arrow schema as declared in Delta (nullability included)."""
-    dt = open_table(path, version)
-    return pa.schema(dt.schema().to_arrow())
+    """The table's Arrow schema as declared in Delta (nullability included).
+
+    Converted once per opened table and version (a refresh asks for each input's schema
+    four times): the kept table (catalog.delta_cache) is the same object while valid."""
+    return arrow_schema(open_table(path, version), path)
+
+
+def arrow_schema(dt: DeltaTable, path: str | os.PathLike[str]) -> pa.Schema:
+    """The Arrow schema of ``dt``, the table at ``path`` as opened (:func:`table_schema`)."""
+    key = os.fspath(path)
+    at = int(dt.version())
+    kept = _schemas.get(key)
+    if kept is not None and kept[0] is dt and kept[1] == at:
+        return kept[2]
+    schema = pa.schema(dt.schema().to_arrow())
+    if len(_schemas) >= delta_cache.MAX_TABLES:
+        _schemas.clear()
+    _schemas[key] = (dt, at, schema)
+    return schema
+
+
+_schemas: dict[str, tuple[DeltaTable, int, pa.Schema]] = {}  # table_schema's, by path
 
 
 def current_version(path: str | os.PathLike[str]) -> int:

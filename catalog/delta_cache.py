@@ -8,9 +8,11 @@ the new commits, and only when the log entry after its version exists) and a few
 ``(path, version)``.
 
 A kept table is used only while the log entry of the version it was opened at is the same
-file (inode, modification time, size, checksum of its first 64 KiB: a commit holds its
-time and random file names): a table dropped and recreated at the same path, or a
-copied warehouse, has other files there, so it is opened afresh.  Callers must not move a
+file (inode, size, modification and status-change times; one ``stat``, no read): a table
+dropped and recreated at the same path, or a copied or restored warehouse, has other files
+there (a new file, even one given the old inode, its times and its size, has a new status
+change time, which no one can set), so it is opened afresh.  An object's stamp is its
+modification time, size and ETag.  Callers must not move a
 handed-out table to another version (``load_as_version``); writes through it are fine (it
 then stands at the version it wrote).  A failed operation calls :func:`forget`.
 """
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import os
 import threading
-import zlib
 from collections import OrderedDict
 
 from deltalake import DeltaTable
@@ -27,8 +28,7 @@ from deltalake import DeltaTable
 from catalog import storage
 
 MAX_TABLES = 64
-STAMP_BYTES = 1 << 16
-_Stamp = tuple[int, int, int, int, int]  # version, inode, mtime_ns, size, crc32 of the head
+_Stamp = tuple[int, int, int, int, int]  # version, inode, mtime_ns, size, ctime_ns
 
 _lock = threading.Lock()
 _latest: OrderedDict[str, tuple[DeltaTable, _Stamp]] = OrderedDict()
@@ -50,12 +50,10 @@ def _stamp(path: str, version: int) -> _Stamp | None:
         got = storage.backend(f).stamp(f)
         return None if got is None else (int(version), got[2], got[0], got[1], 0)
     try:
-        with open(f, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            head = zlib.crc32(fh.read(STAMP_BYTES))
+        st = os.stat(f)
     except OSError:
         return None
-    return (int(version), st.st_ino, st.st_mtime_ns, st.st_size, head)
+    return (int(version), st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
 
 
 def _valid(path: str, stamp: _Stamp) -> bool:

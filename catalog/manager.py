@@ -74,6 +74,8 @@ class Catalog:
         self.warehouse.ensure()
         self.store = CatalogStore(self.warehouse)
         self.checkpoints = CheckpointStore(self.warehouse)
+        #: (catalog schema, table schema) pairs :meth:`check_input` found compatible
+        self._compatible: set[tuple[pa.Schema, pa.Schema]] = set()
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse.root.as_posix()!r})"
@@ -266,7 +268,11 @@ class Catalog:
         actual = _readable_schema(entry.path, entry.name, view=view)
         if isinstance(entry, ViewEntry):
             actual = view_table.row_schema_of(actual)
-        check_compatible(entry.schema, actual, name=entry.name)
+        if (entry.schema, actual) not in self._compatible:  # checked once per schema pair
+            check_compatible(entry.schema, actual, name=entry.name)
+            if len(self._compatible) >= 256:
+                self._compatible.clear()
+            self._compatible.add((entry.schema, actual))
         return entry
 
     def pin_inputs(

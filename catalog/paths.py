@@ -19,7 +19,8 @@ the storage layer); what must stay local (the SparkSession's scratch warehouse) 
 
 Every path the catalog creates comes from :class:`Warehouse` and passes
 :meth:`Warehouse.check_inside`, which resolves symlinks and ``..`` before comparing, so a
-crafted name or a symlink cannot direct a write elsewhere.  External tables (registered by
+crafted name or a symlink cannot direct a write elsewhere (a local location is resolved once
+per :class:`Warehouse`, i.e. per Session: a symlink planted later is seen by the next one).  External tables (registered by
 location) live wherever the user put them; the catalog never creates or deletes them.
 
 >>> wh = Warehouse("/tmp/wh")
@@ -41,6 +42,9 @@ from catalog.object_path import ObjectPath
 
 CACHE_ENV = "IVM_CACHE_DIR"
 """Local scratch root for object-store warehouses (default ``~/.cache/spark-ivm``)."""
+
+KEEP_RESOLVED = 1024
+"""Local paths :meth:`Warehouse.check_inside` remembers (resolved once per Session)."""
 
 __all__ = ["Warehouse", "parse_identifier", "resolve_location"]
 
@@ -71,6 +75,8 @@ class Warehouse:
         #: the directory a local SparkSession keeps its own (unused) warehouse in (local
         #: scratch, :meth:`local_cache_dir`, for a warehouse on an object store)
         self.spark_warehouse_dir = self.local_cache_dir() / "spark-warehouse"
+        self._checked: dict[str, Path] = {}  # check_inside's local results, by path text
+        self._groups: dict[tuple[str, str], Path] = {}  # _group_path's, by kind and group
 
     def __repr__(self) -> str:
         return f"Warehouse({self.root.as_posix()!r})"
@@ -96,22 +102,30 @@ class Warehouse:
 
     def group_lock_file(self, group: str) -> Path:
         """The writer lock file of a refresh group (``group`` is an identifier)."""
-        ident = parse_identifier(group)
-        return self.check_inside(
-            self.internal_dir / "locks" / ident.database / f"{ident.name}.lock"
-        )
+        return self._group_path("locks", group, ".lock")
 
     def group_status_file(self, group: str) -> Path:
         """The status record of a refresh group (``group`` is an identifier)."""
-        ident = parse_identifier(group)
-        return self.check_inside(
-            self.internal_dir / "status" / ident.database / f"{ident.name}.json"
-        )
+        return self._group_path("status", group, ".json")
 
     def checkpoint_dir(self, group: str) -> Path:
         """Directory of the state checkpoints of one dataflow (``group`` is an identifier)."""
-        ident = parse_identifier(group)
-        return self.check_inside(self.internal_dir / "checkpoints" / ident.database / ident.name)
+        return self._group_path("checkpoints", group, "")
+
+    def _group_path(self, kind: str, group: str, suffix: str) -> Path:
+        """``_ivm/<kind>/<db>/<name><suffix>`` of ``group``, checked once (a refresh asks
+        for its group's checkpoint directory seven times)."""
+        key = (kind, group)
+        kept = self._groups.get(key)
+        if kept is None:
+            ident = parse_identifier(group)
+            kept = self.check_inside(
+                self.internal_dir / kind / ident.database / f"{ident.name}{suffix}"
+            )
+            if len(self._groups) >= KEEP_RESOLVED:
+                self._groups.clear()
+            self._groups[key] = kept
+        return kept
 
     def checkpoint_groups(self) -> list[str]:
         """The groups that have a checkpoint directory (names as :meth:`checkpoint_dir` takes)."""
@@ -153,8 +167,17 @@ class Warehouse:
         return self.check_inside(path).relative_to(self.root).as_posix()
 
     def check_inside(self, path: str | os.PathLike[str]) -> Path:
-        """Return ``path`` resolved, or raise :class:`InvalidPathError` if it escapes."""
+        """Return ``path`` resolved, or raise :class:`InvalidPathError` if it escapes.
+
+        A local path found inside is remembered by its text (:data:`KEEP_RESOLVED` of them):
+        a refresh checks the same dozen layout locations each time, and resolving one costs
+        an ``lstat`` per component.  A symlink planted inside the warehouse after this
+        object resolved a location is therefore seen by a new :class:`Warehouse` (a new
+        Session) only; names are checked every time."""
         text = os.fspath(path)
+        kept = self._checked.get(text)
+        if kept is not None:
+            return kept
         if "\x00" in text:
             raise InvalidPathError(text, "contains NUL")
         resolved = (
@@ -162,6 +185,10 @@ class Warehouse:
         )  # resolved once: symlinks are followed a component at a time (an lstat each)
         if resolved is None or not self._inside(resolved):
             raise InvalidPathError(text, f"outside the warehouse {self.root.as_posix()}")
+        if not self.remote:
+            if len(self._checked) >= KEEP_RESOLVED:
+                self._checked.clear()
+            self._checked[text] = resolved
         return resolved
 
     def ensure(self) -> None:

@@ -87,14 +87,14 @@ def record(
     p = status_path(catalog, group)
     if catalog.warehouse.remote:  # one PUT replaces the object whole
         try:
-            p.write_text(json.dumps(doc, indent=1, sort_keys=True))
+            p.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True))
         except OSError as exc:
             log.warning("cannot record the refresh status of %s: %s", group, exc)
         return
     tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
     try:  # atomic (a reader sees the old or the new record) but not fsynced: advisory only
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
+        tmp.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True), encoding="utf-8")
         os.replace(tmp, p)
     except OSError as exc:
         tmp.unlink(missing_ok=True)

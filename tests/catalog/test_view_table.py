@@ -300,3 +300,42 @@ def test_committed_epoch_reads_the_txn_deltalake_reads(view: str) -> None:
         view, changes([(1, "a")], [1]), view="v", epoch=3, input_versions={}
     )
     assert view_table.committed_epoch(view, "v") == 3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_locating_by_join_finds_what_comparing_tuples_finds(
+    view: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hash-join locator (rows without NULLs or floats) against the tuple one, over random
+    multisets spread over several files, duplicates and deletion vectors included."""
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(view_table, "COW_MAX_BYTES", 0)  # removals by deletion vectors
+    for epoch in range(1, 6):  # inserting refreshes (a file each), then one that removes rows
+        n = int(rng.integers(5, 40))
+        rows = [(int(k), f"s{int(k) % 3}") for k in rng.integers(0, 12, n)]
+        change = changes(rows, [1] * n)
+        if epoch == 5:
+            held = Counter(tuple(r.values()) for r in view_table.read_view(view).to_pylist())
+            gone = list(held)[:3]
+            change = changes(gone, [-1] * len(gone))
+        view_table.commit_view_changes(view, change, view="v", epoch=epoch, input_versions={})
+    stored = Counter(tuple(r.values()) for r in view_table.read_view(view).to_pylist())
+    keys = sorted(stored)
+    picked = [keys[i] for i in rng.choice(len(keys), min(5, len(keys)), replace=False)]
+    retract = pa.table({"k": [k for k, _ in picked], "s": [s for _, s in picked]}, schema=ROWS)
+    counts = np.array([int(rng.integers(1, stored[r] + 1)) for r in picked], np.int64)
+    _, files = delta_commit.snapshot_files(view)
+    assert any(f.deletion_vector is not None for f in files.values())
+    assert view_table._joinable(retract)
+    joined = view_table._locate(view, files, retract, counts)
+    too_many = counts.copy()
+    too_many[0] = stored[picked[0]] + 1
+    with pytest.raises(view_table.ViewTableMismatchError, match="lacks 1 row"):
+        view_table._locate(view, files, retract, too_many)
+    monkeypatch.setattr(view_table, "_joinable", lambda rows: False)  # tuples compared
+    by_keys = view_table._locate(view, files, retract, counts)
+    assert joined.keys() == by_keys.keys()
+    for path in joined:
+        assert joined[path].tolist() == by_keys[path].tolist()
+    with pytest.raises(view_table.ViewTableMismatchError, match="lacks 1 row"):
+        view_table._locate(view, files, retract, too_many)

@@ -1,0 +1,81 @@
+"""CPU time of a refresh, measured where the wall clock cannot be: ``python -m bench
+refresh-cpu``.
+
+The workload of ``bench refresh`` (orders ⋈ customers, aggregated; ``--rows`` orders), without
+Spark: per change size, 3 warm-up refreshes, then ``--refreshes`` timed ones, each with
+``time.process_time`` (this process's CPU time, all its threads) and the wall clock.  On a
+machine shared with other work the wall clock measures the queue for a core and the disk's
+journal; CPU time moves far less, so two trees can be compared in the same minutes: run the
+module from each tree in turn (``cd TREE && PYTHONPATH=. python -m bench refresh-cpu``).
+Prints the tenth percentile, minimum and median of CPU per refresh and the median wall time
+and phase timings (wall); results go to ``bench/results/refresh_cpu.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results" / "refresh_cpu.json"
+
+
+def main(argv: list[str]) -> int:
+    from bench import bench_refresh as br
+
+    ap = argparse.ArgumentParser(prog="python -m bench refresh-cpu")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--refreshes", type=int, default=20)
+    ap.add_argument("--changes", type=int, nargs="+", default=[10, 1_200])
+    ap.add_argument("--out", default=str(RESULTS))
+    args = ap.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="ivm-bench-cpu-"))
+    try:
+        rng = np.random.default_rng(0)
+        s = br.setup(root / "wh", args.rows, rng)
+        s.create_view("revenue", br.VIEW)
+        next_id = args.rows
+        sizes: list[dict[str, Any]] = []
+        for n in args.changes:
+            for _ in range(3):  # past the first refreshes' one-off work
+                next_id = br._change(s, rng, n, next_id)
+                s.refresh()
+            cpu, wall, phases = [], [], []
+            for _ in range(args.refreshes):
+                next_id = br._change(s, rng, n, next_id)
+                c, t = time.process_time(), time.perf_counter()
+                (r,) = s.refresh()
+                wall.append(time.perf_counter() - t)
+                cpu.append(time.process_time() - c)
+                phases.append(r.timings)
+            q = sorted(cpu)
+            row = {
+                "change_rows": n,
+                "cpu_ms_p10": q[len(q) // 10] * 1000,
+                "cpu_ms_min": q[0] * 1000,
+                "cpu_ms_median": statistics.median(cpu) * 1000,
+                "wall_ms_median": statistics.median(wall) * 1000,
+                "phase_ms_median": {
+                    k: statistics.median(p[k] for p in phases) * 1000 for k in phases[0]
+                },
+                "loadavg_1m": os.getloadavg()[0],
+            }
+            sizes.append(row)
+            print(
+                f"{n:>6}-row change: CPU p10 {row['cpu_ms_p10']:.2f} ms, min "
+                f"{row['cpu_ms_min']:.2f}, median {row['cpu_ms_median']:.2f}; wall median "
+                f"{row['wall_ms_median']:.1f} ms (load {row['loadavg_1m']:.1f})"
+            )
+        result = {"benchmark": "refresh-cpu", "rows": args.rows, "sizes": sizes}
+        Path(args.out).write_text(json.dumps(result, indent=1))
+        return 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

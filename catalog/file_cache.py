@@ -1,0 +1,72 @@
+"""Rows of the small view files this process just wrote, kept for its next refresh.
+
+A view whose refreshes update rows keeps them in one small file that each refresh rewrites
+(catalog.view_table, copy on write): the next refresh reads it back to find the rows it
+removes.  Keeping the rows written saves that Parquet read and decode (a 10,000-row view
+file: about 1 ms of CPU per refresh).
+
+A data file of a Delta table is never changed once written (its name holds a random UUID),
+so a kept table is the file's content as long as the file is the one written: local files
+are checked by inode, size and modification time before use; a file on an object store is
+not kept (its check would cost a request).  The cache is bounded in rows and files.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+
+import pyarrow as pa
+
+from catalog import storage
+
+MAX_ROWS = 1 << 20
+"""Rows kept in all (the oldest files are dropped first)."""
+MAX_FILES = 16
+
+_Stamp = tuple[int, int, int]  # inode, size, mtime_ns
+_lock = threading.Lock()
+_kept: OrderedDict[str, tuple[_Stamp, pa.Table]] = OrderedDict()
+
+
+def _stamp(location: str) -> _Stamp | None:
+    try:
+        st = os.stat(location)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def keep(location: str, rows: pa.Table) -> None:
+    """Remember ``rows`` as the content of the local data file at ``location`` (just
+    written), in the schema a read of the file returns (catalog.view_partitions)."""
+    if storage.is_object_store(location) or rows.num_rows > MAX_ROWS:
+        return
+    stamp = _stamp(location)
+    if stamp is None:
+        return
+    with _lock:
+        _kept[location] = (stamp, rows)
+        _kept.move_to_end(location)
+        while len(_kept) > MAX_FILES or sum(t.num_rows for _, t in _kept.values()) > MAX_ROWS:
+            _kept.popitem(last=False)
+
+
+def rows(location: str, schema: pa.Schema) -> pa.Table | None:
+    """The kept rows of the file at ``location`` in ``schema``, or ``None`` (not kept, the
+    file is not the one written, or kept in another schema)."""
+    with _lock:
+        hit = _kept.get(location)
+    if hit is None or not hit[1].schema.equals(schema):
+        return None
+    if _stamp(location) != hit[0]:
+        with _lock:
+            _kept.pop(location, None)
+        return None
+    return hit[1]
+
+
+def clear() -> None:
+    with _lock:
+        _kept.clear()
