@@ -36,50 +36,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from bench.shard_memory_workload import WARM_UP, EdgeViews, edge_batch, status_kb
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "bench" / "results" / "shard_memory.json"
-
-
-@dataclass(frozen=True)
-class EdgeViews:
-    """The workload's dataflow over ``e(src, dst)`` (int64): the out-degree of each node,
-    the least target of each node, and the distinct targets."""
-
-    def __call__(self, g: Any) -> None:
-        e = g.input("e", [("src", "int64"), ("dst", "int64")])
-        g.output(e.count("src"), "deg")
-        g.output(e.min("src", "dst"), "first_dst")
-        g.output(e.project("dst").distinct(), "dsts")
-
-
-WARM_UP = 1_000
-
-
-def edges(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    nodes = max(n // 4, 10)
-    return rng.integers(0, nodes, n, dtype=np.int64), rng.integers(0, nodes, n, dtype=np.int64)
-
-
-def status_kb(field: str) -> int:
-    """``VmRSS`` / ``VmHWM`` of this process (kB)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def _batch(n: int, seed: int) -> Any:
-    from ivm.batch import Batch
-
-    src, dst = edges(n, seed)
-    return Batch((src, dst), np.ones(n, dtype=np.int64))
 
 
 def child_local(n: int) -> dict[str, Any]:
@@ -88,10 +51,10 @@ def child_local(n: int) -> dict[str, Any]:
 
     g = ivm.Dataflow("in-process")
     EdgeViews()(g)
-    g.inputs["e"].pending.append(_batch(WARM_UP, 1))
+    g.inputs["e"].pending.append(edge_batch(WARM_UP, 1))
     g.step()
     base = status_kb("VmRSS")
-    g.inputs["e"].pending.append(_batch(n, 2))
+    g.inputs["e"].pending.append(edge_batch(n, 2))
     t = time.perf_counter()
     g.step()
     seconds = time.perf_counter() - t
@@ -113,10 +76,10 @@ def sharded(n: int, master: str) -> dict[str, Any]:
     started = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         ex = SparkShardedExecutor(spark, EdgeViews(), 2, tmp)
-        ex.pending = {"e": [_batch(WARM_UP, 1)]}
+        ex.pending = {"e": [edge_batch(WARM_UP, 1)]}
         ex.step()
         base = status_kb("VmRSS")
-        ex.pending = {"e": [_batch(n, 2)]}
+        ex.pending = {"e": [edge_batch(n, 2)]}
         t = time.perf_counter()
         result = ex.step()
         seconds = time.perf_counter() - t

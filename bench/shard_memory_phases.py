@@ -76,14 +76,14 @@ class PeakLedger:
 def child_shard(root: str, n: int, p: int, epoch: int, attempt: str, current: str) -> dict:
     """Shard ``p`` of the epoch, in this (fresh) process, labelled."""
     import ivm
-    from bench.bench_shard_memory import WARM_UP, EdgeViews, _batch, status_kb
+    from bench.shard_memory_workload import WARM_UP, EdgeViews, edge_batch, status_kb
     from ivm.operators.base import Operator
     from ivm.shard import files, state_files
     from spark_exec import sharded
 
     g = ivm.Dataflow("warm-up")
     EdgeViews()(g)
-    g.inputs["e"].pending.append(_batch(WARM_UP, 1))
+    g.inputs["e"].pending.append(edge_batch(WARM_UP, 1))
     g.step()
     del g
     base = status_kb("VmRSS")
@@ -104,18 +104,18 @@ def child_shard(root: str, n: int, p: int, epoch: int, attempt: str, current: st
 def child_local(n: int) -> dict:
     """The in-process epoch, labelled the same way, in this (fresh) process."""
     import ivm
-    from bench.bench_shard_memory import WARM_UP, EdgeViews, _batch, status_kb
+    from bench.shard_memory_workload import WARM_UP, EdgeViews, edge_batch, status_kb
     from ivm.operators.base import Operator
 
     g = ivm.Dataflow("in-process")
     EdgeViews()(g)
-    g.inputs["e"].pending.append(_batch(WARM_UP, 1))
+    g.inputs["e"].pending.append(edge_batch(WARM_UP, 1))
     g.step()
     base = status_kb("VmRSS")
     ledger = PeakLedger(status_kb)
     ledger.wrap(Operator, "run", lambda op, _t: f"run {op.kind} #{op.id}")
     with ledger.phase("make input batch"):
-        g.inputs["e"].pending.append(_batch(n, 2))
+        g.inputs["e"].pending.append(edge_batch(n, 2))
     g.step()
     ledger.mark("end")
     return _summary(ledger, base, status_kb("VmHWM"), int(sum(g.arrangement_rows().values())))
@@ -135,14 +135,14 @@ def _summary(ledger: PeakLedger, base: int, peak: int, arranged: int) -> dict:
 
 def phases(n: int) -> dict[str, Any]:
     """The driver: warm-up epoch, the epoch's input parts, one process per shard."""
-    from bench.bench_shard_memory import WARM_UP, EdgeViews, _batch
+    from bench.shard_memory_workload import WARM_UP, EdgeViews, edge_batch
     from spark_exec.sharded import SparkShardedExecutor
 
     with tempfile.TemporaryDirectory() as tmp:
         ex = SparkShardedExecutor(None, EdgeViews(), 2, tmp)
-        ex.pending = {"e": [_batch(WARM_UP, 1)]}
+        ex.pending = {"e": [edge_batch(WARM_UP, 1)]}
         ex.step()
-        ex.pending = {"e": [_batch(n, 2)]}
+        ex.pending = {"e": [edge_batch(n, 2)]}
         attempt = "2-0"
         ex._write_inputs(attempt)
         env = dict(os.environ, PYTHONPATH=str(ROOT))
