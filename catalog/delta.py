@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeVar
 import pyarrow as pa
 import pyarrow.fs as pfs
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import TableNotFoundError
 
 from catalog import delta_cache, delta_features, storage, table_check
@@ -43,6 +44,7 @@ from catalog.errors import (
     DeltaOperationError,
     NotADeltaTableError,
     UnsupportedProtocolError,
+    UnsupportedTypeError,
 )
 
 CDF_CONFIGURATION: dict[str, str | None] = {"delta.enableChangeDataFeed": "true"}
@@ -197,6 +199,19 @@ def arrow_filesystem(path: str | os.PathLike[str]) -> pfs.FileSystem | None:
     if "://" in p:
         return None
     return pfs.SubTreeFileSystem(os.path.abspath(p), pfs.LocalFileSystem())
+
+
+def check_storable(schema: pa.Schema) -> None:
+    """Refuse, naming the column, a schema Delta Lake cannot store (a duration, an interval,
+    a time of day, a half float, a timestamp not in microseconds with a time zone, a decimal
+    past 38 digits, at any depth), as delta-rs converts it: before anything is written."""
+    for f in schema:
+        try:
+            DeltaSchema.from_arrow(pa.schema([f]))
+        except Exception:  # delta-rs raises a bare Exception for a type it cannot convert
+            raise UnsupportedTypeError(
+                f.name, f"{f.type} (Delta Lake has no such type: cast the column first)"
+            ) from None
 
 
 def create_table(

@@ -123,6 +123,7 @@ class Catalog:
         if len(schema) == 0:
             raise CatalogError(f"table {ident}: a table needs at least one column")
         column_mappings(schema)  # refuses unsupported types before anything is written
+        delta.check_storable(storage_schema(schema))  # and types Delta cannot store
         path = self.warehouse.table_path(ident)
         self._clear_orphan(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -91,6 +91,20 @@ def test_invalid_identifiers_and_paths_write_nothing(tmp_path: Path) -> None:
             cat.create_table(bad, EDGES)
     with pytest.raises(E.UnsupportedTypeError):
         cat.create_table("un", pa.schema([("u", pa.dense_union([pa.field("a", pa.int64())]))]))
+    not_in_delta = [
+        pa.duration("s"),
+        pa.month_day_nano_interval(),
+        pa.time64("us"),
+        pa.float16(),
+        pa.timestamp("s", "UTC"),
+        pa.decimal256(40, 2),
+        pa.list_(pa.duration("s")),
+        pa.struct([("t", pa.time32("s"))]),
+    ]
+    for t in not_in_delta:  # the engine carries them, Delta Lake cannot store them
+        with pytest.raises(E.UnsupportedTypeError, match=r"'late'.*cast the column"):
+            cat.create_table("odd", pa.schema([("k", pa.int64()), ("late", t)]))
+        assert cat.store.find("odd") is None
     with pytest.raises(E.CatalogError, match="at least one column"):
         cat.create_table("empty", pa.schema([]))
     with pytest.raises(ValueError, match="__diff__"):
