@@ -119,9 +119,9 @@ def _retract_insert(
     cols: list[Columns] = []
     hashes: list[np.ndarray] = []
     for vals, sel in (old, new):
-        kc = take(key_cols, sel)
-        cols.append(kc + take(vals, sel))
-        hashes.append(hash_rows_after(key_h[sel], kc, take(vals, sel)))
+        kc, vc = take(key_cols, sel), take(vals, sel)
+        cols.append(kc + vc)
+        hashes.append(hash_rows_after(key_h[sel], kc, vc))
     diff = np.concatenate(
         [np.full(len(old[1]), -1, dtype=np.int64), np.ones(len(new[1]), dtype=np.int64)]
     )
