@@ -162,7 +162,11 @@ def _settings(args: argparse.Namespace) -> Any:
     )
 
 
-def _session(args: argparse.Namespace) -> Session:
+def _session(args: argparse.Namespace, *, warm_up: bool = False) -> Session:
+    """The Session of a command.  ``warm_up``: load the engine on a thread while the command
+    runs (spark_exec.warmup): only for ``serve``; a one-shot command needs the same modules
+    at once, and loading them on two threads at once only contends (a cold ``ivm refresh``
+    took 1.86 s with it, 1.59 s without)."""
     from catalog.paths import Warehouse
     from spark_exec.session import Session
     from spark_exec.sharded import ExecutorPolicy
@@ -187,6 +191,7 @@ def _session(args: argparse.Namespace) -> Session:
         executor=settings.executor,
         shards=settings.shards,
         executor_policy=ExecutorPolicy.of(settings),
+        warm_up=warm_up,
     )
 
 
@@ -304,7 +309,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=None if args.no_http else args.port,
     )
-    return serve(_session(args), options, json_lines(sys.stdout))
+    return serve(_session(args, warm_up=True), options, json_lines(sys.stdout))
 
 
 def cmd_pipelines_run(args: argparse.Namespace) -> int:

@@ -76,7 +76,7 @@ from catalog.view_options import ViewOptions
 from catalog.view_partitions import check_partition_columns
 from ivm import limits as ivm_limits
 from ivm.errors import PlanError
-from spark_exec import ddl
+from spark_exec import ddl, warmup
 from spark_exec import statements as S
 from spark_exec import status as status_file
 from spark_exec.config import UNSET, load_settings
@@ -153,6 +153,10 @@ class Session:
     ``shard_spark`` if given, else on :attr:`spark`: with a cluster master
     (``spark_master='local-cluster[...]'``, ``spark://``, ``yarn``, ``k8s://``) on the
     cluster, with ``local[N]`` as N tasks of this machine's local Spark (``docs/executors.md``).
+
+    ``warm_up`` (default on; ``IVM_WARMUP=0`` turns it off everywhere): the SQL front end and
+    the engine's compiled kernels load on a thread while the caller goes on
+    (:mod:`spark_exec.warmup`), so the first view created is not slowed by them.
     """
 
     def __init__(
@@ -174,6 +178,7 @@ class Session:
         shards: int = UNSET,
         shard_spark: SparkSession | None = None,
         executor_policy: ExecutorPolicy | None = None,
+        warm_up: bool = True,
     ) -> None:
         self.settings = load_settings(
             {
@@ -212,6 +217,8 @@ class Session:
         self.on_event: EventCallback | None = on_event
         self._event_log = EventLog(self.catalog.warehouse.internal_dir)
         self.last_reports: list[RefreshReport] = []
+        if warm_up:  # the front end and compiled kernels load while the caller goes on
+            warmup.start()
         if spark is not None:
             from spark_exec.spark_session import require_spark_ivm_ready
 
