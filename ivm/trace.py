@@ -118,7 +118,9 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def constant_times(inner: tuple[int, ...], n: int) -> np.ndarray:
     """``n`` copies of the inner time ``inner`` as an ``(n, depth)`` array."""
     out = np.empty((n, len(inner)), dtype=np.int64)
-    if inner:
+    if len(inner) == 1:
+        out.fill(inner[0])  # a tuple assigned to a slice is converted first: slower
+    elif inner:
         out[:] = inner
     return out
 
@@ -591,20 +593,34 @@ class Trace:
             if next_time is not None:
                 nxt = next_time[perm]
         out = sums if perm is None else np.zeros(n, dtype=np.int64)
-        up = -1 if upto is None else upto
-        want_next = next_time is not None
-        by_time = self.by_time
-        for run in self._visible(None):
-            if len(run.diff):
-                sum_run(
-                    run.sortkey, run.keyhash, run.times, run.diff, probe_hash, by_time, up,
-                    ITER_BITS, out, nxt, want_next,
-                )  # fmt: skip
+        self.add_key_sums(probe_hash, -1 if upto is None else upto, out, nxt)
         if perm is not None:
             sums[perm] = out
             if next_time is not None:
                 next_time[perm] = nxt
         return sums
+
+    def add_key_sums(
+        self, probe_hash: np.ndarray, upto: int, sums: np.ndarray, next_time: np.ndarray
+    ) -> None:
+        """:meth:`key_sums`' compiled part alone, for a caller that has checked its
+        conditions once (keys that cannot collide, ``upto`` a counter below the sort key's
+        range or -1 for none): add each probe's sum to ``sums``, lower ``next_time`` (empty:
+        not asked for).  The probes' order is the caller's."""
+        want_next = next_time.shape[0] > 0
+        by_time = self.by_time
+        for run in self.runs:
+            if run.diff.shape[0]:
+                sum_run(
+                    run.sortkey, run.keyhash, run.times, run.diff, probe_hash, by_time, upto,
+                    ITER_BITS, sums, next_time, want_next,
+                )  # fmt: skip
+        run = self.staged
+        if run is not None and run.diff.shape[0]:
+            sum_run(
+                run.sortkey, run.keyhash, run.times, run.diff, probe_hash, by_time, upto,
+                ITER_BITS, sums, next_time, want_next,
+            )  # fmt: skip
 
     def all_updates(self) -> tuple[Columns, np.ndarray, np.ndarray]:
         """Every committed and staged update (for checkpoints and reading contents)."""

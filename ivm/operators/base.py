@@ -90,18 +90,24 @@ class Operator:
 
     def run(self, time: Time) -> None:
         """Process everything this operator has for ``time``."""
-        if not self.has_work(time):
-            return
         slot = self.inbox.pop(time, None)
-        inputs: list[Batch | None] = []
         n = 0
         if slot is None:
-            inputs = [None] * self.nports
+            if not self.has_work(time):
+                return
+            inputs: list[Batch | None] = [None] * self.nports
+        elif self.nports == 1:
+            # one port, one batch: the common case of a small change, without a loop
+            parts = slot[0]
+            b = parts[0] if len(parts) == 1 else Batch.concat(parts)
+            n = b.diff.shape[0]
+            inputs = [b]
         else:
+            inputs = []
             for parts in slot:
                 if parts:
                     b = Batch.concat(parts)
-                    n += len(b)
+                    n += b.diff.shape[0]
                     inputs.append(b)
                 else:
                     inputs.append(None)

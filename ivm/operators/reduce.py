@@ -42,7 +42,7 @@ from ivm.operators.base import KeepsTrace
 from ivm.operators.join import pad_times
 from ivm.operators.prefix_cache import PrefixCache
 from ivm.reduce_plan import ReducePlan, general_plan
-from ivm.trace import NO_TIME, Gathered, Trace, constant_times
+from ivm.trace import ITER_BITS, NO_TIME, Gathered, Trace, constant_times
 
 
 def unique_keys(cols: Columns, n: int, h: np.ndarray | None = None) -> tuple[np.ndarray, Columns]:
@@ -61,6 +61,10 @@ def unique_keys(cols: Columns, n: int, h: np.ndarray | None = None) -> tuple[np.
 _NO_TIMES = np.zeros((0, 0), dtype=np.int64)
 #: up to this many keys, schedules are grouped with Python ints rather than numpy calls
 _SMALL = 32
+#: "no next times asked for" (a reduce outside loops)
+_NO_NEXT = np.zeros(0, dtype=np.int64)
+#: loop counters below this are kept in the sort keys of single-loop traces
+_FAST_UPTO = (1 << ITER_BITS) - 2
 
 
 def _cat(a: Gathered | None, b: Gathered) -> Gathered:
@@ -149,6 +153,11 @@ class Reduce(KeepsTrace):
         self.whole_row = self.key_idx == tuple(range(len(source.dtypes)))
         self.by_multiplicity = (
             self.depth <= 1 and self.whole_row and isinstance(kernel, DistinctKernel)
+        )
+        #: the key is one integer column (whose hashes cannot collide) of a trace whose
+        #: sort keys hold the loop counter exactly when this reduce is in a loop
+        self.int_key = source.trace.by_time == (self.depth == 1) and hash_is_injective(
+            tuple(np.empty(0, source.dtypes[i]) for i in self.key_idx)
         )
 
     def pending_times(self) -> Collection[Time]:
@@ -282,12 +291,22 @@ class Reduce(KeepsTrace):
         assert isinstance(self.kernel, DistinctKernel)
         n = len(probe_h)
         upto = time[1] if self.depth else None
-        nxt = None
+        nxt = _NO_NEXT
         if self.depth:
             nxt = np.empty(n, dtype=np.int64)
             nxt.fill(NO_TIME)
-        count = self.source.trace.key_sums(probe_h, probe_cols, upto, nxt)
-        old = self.out.key_sums(probe_h, probe_cols, upto, nxt)
+        if self.int_key and n < _SMALL and (upto is None or upto < _FAST_UPTO):
+            # few probes of one integer key column: both traces summed by their compiled
+            # loops directly (no hash collision to reject, no probe order to sort)
+            up = -1 if upto is None else upto
+            count = np.zeros(n, dtype=np.int64)
+            self.source.trace.add_key_sums(probe_h, up, count, nxt)
+            old = np.zeros(n, dtype=np.int64)
+            self.out.add_key_sums(probe_h, up, old, nxt)
+        else:
+            want = nxt if self.depth else None
+            count = self.source.trace.key_sums(probe_h, probe_cols, upto, want)
+            old = self.out.key_sums(probe_h, probe_cols, upto, want)
         new = self.kernel.of_counts(count)
         # new is 0 or 1 and old (a checked sum) is the output's 0 or 1: this cannot wrap
         change = new - old
@@ -299,7 +318,7 @@ class Reduce(KeepsTrace):
             times = constant_times(time[1:], len(sel))
             self.out.insert_consolidated(diff.cols, times, diff.diff, out_h)
             self.emit(time, diff)
-        if nxt is not None:
+        if self.depth:
             self._schedule_next(time, probe_h, probe_cols, nxt)
 
     def _cache_heavy(
