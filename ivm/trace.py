@@ -332,10 +332,13 @@ class Trace:
         runs = [*self.runs, run]
         while len(runs) >= 2:
             # sizes read from the arrays (``len(run)`` is a Python call, on every push)
-            a, b = runs[-2].diff.shape[0], runs[-1].diff.shape[0]
+            ra, rb = runs[-2], runs[-1]
+            a, b = ra.diff.shape[0], rb.diff.shape[0]
             if a > 2 * b and a + b > SMALL_RUN:
                 break
-            runs[-2:] = [self._merge(runs[-2:])]
+            # two small runs: one compiled pass (what :meth:`_merge` does first)
+            merged = _merged(merge_runs, ra, rb, share=False) if a + b <= SMALL_RUN else None
+            runs[-2:] = [merged if merged is not None else self._merge([ra, rb])]
         self.runs = runs
 
     def _merge(self, parts: list[Run], sorted_keys: bool = True) -> Run:
@@ -653,7 +656,10 @@ def _merged(kernel: Callable[..., Any], a: Run, b: Run, *, share: bool) -> Run |
         kh = sk
     if share and a.rowhash is a.keyhash and b.rowhash is b.keyhash:
         rh = kh
-    cols = tuple(_take_concat(x, y, src) for x, y in zip(a.cols, b.cols, strict=True))
+    if len(a.cols) == 1:
+        cols: Columns = (_take_concat(a.cols[0], b.cols[0], src),)
+    else:
+        cols = tuple([_take_concat(x, y, src) for x, y in zip(a.cols, b.cols, strict=True)])
     return Run(sk, kh, rh, cols, times, diff, big)
 
 

@@ -85,6 +85,11 @@ class Operator:
         """The times this operator still has work at (a live view: not to be kept)."""
         return self.inbox.keys()
 
+    def pending_maps(self) -> tuple[Collection[Time], ...]:
+        """Live collections (kept for the operator's life) whose keys together are
+        :meth:`pending_times`, for a scheduler that reads them every round."""
+        return (self.inbox,)
+
     def has_work(self, time: Time) -> bool:
         return time in self.inbox
 

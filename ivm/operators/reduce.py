@@ -165,6 +165,9 @@ class Reduce(KeepsTrace):
             return self.inbox.keys()
         return [*self.inbox, *self.scheduled]
 
+    def pending_maps(self) -> tuple[Collection[Time], ...]:
+        return (self.inbox, self.scheduled)
+
     def has_work(self, time: Time) -> bool:
         return time in self.inbox or time in self.scheduled
 
