@@ -413,7 +413,7 @@ class Trace:
             ]
             self.runs = [self._merge(advanced, sorted_keys=False)]
         elif len(self.runs) > 1:
-            small = sum(len(r) for r in self.runs[1:])
+            small = sum([r.diff.shape[0] for r in self.runs[1:]])
             if small * 2 > len(self.runs[0]):
                 self.runs = [self._merge(self.runs)]
         self.runs = [r for r in self.runs if len(r)]

@@ -72,7 +72,7 @@ class Operator:
             return
         slot = self.inbox.get(time)
         if slot is None:
-            slot = self.inbox[time] = [[] for _ in range(self.nports)]
+            slot = self.inbox[time] = [[]] if self.nports == 1 else [[] for _ in range(self.nports)]
         slot[port].append(batch)
 
     def emit(self, time: Time, batch: Batch) -> None:
