@@ -243,9 +243,10 @@ class Trace:
     def stage(self, batch: Batch, time: tuple[int, ...], rowhash: np.ndarray | None = None) -> None:
         """Stage the (consolidated) updates of ``time``, the time now being processed."""
         self.commit()
-        if len(batch) == 0:
+        n = batch.diff.shape[0]
+        if n == 0:
             return
-        times = constant_times(time[1:], len(batch))
+        times = constant_times(time[1:], n)
         self.staged = self.make_run(batch.cols, times, batch.diff, rowhash)
         self.staged_time = time
 
@@ -259,7 +260,7 @@ class Trace:
         hash table and one gather of the columns.  Small ones are grouped by hash.  Both
         give the same updates (tests/engine/test_bulk_paths.py).
         """
-        n = len(batch)
+        n = batch.diff.shape[0]
         if n >= BULK_ROWS:
             staged = self._stage_sorted(batch, time, rowhash)
             if staged is not None:
@@ -553,7 +554,7 @@ class Trace:
             rowh = np.concatenate([r.rowhash[p] for r, p in pairs])
         # reject hash collisions: the key columns must really be equal (the kernel has
         # already matched the whole 64-bit key hash)
-        key_cols = tuple(cols[i] for i in self.key_idx)
+        key_cols = tuple([cols[i] for i in self.key_idx])
         if hash_is_injective(key_cols):
             return Gathered(owner, cols, times, diff, rowh)
         ok = rows_equal(key_cols, None, probe_cols, owner)

@@ -273,7 +273,7 @@ class Reduce(KeepsTrace):
         if delta is not None:
             # an arrangement's batch is consolidated: by the whole row, its keys are distinct
             known = delta.rowhash if self.whole_row else None
-            parts.append((tuple(delta.cols[i] for i in self.key_idx), known))
+            parts.append((tuple([delta.cols[i] for i in self.key_idx]), known))
         if not parts:
             return None
         first_h = parts[0][1]
