@@ -269,11 +269,16 @@ class Reduce(KeepsTrace):
     def _probes(self, time: Time, delta: Batch | None) -> tuple[np.ndarray, Columns] | None:
         """The distinct keys to evaluate at ``time`` (scheduled ones and the input's) and
         their hashes; None when there are none."""
-        parts: list[tuple[Columns, np.ndarray | None]] = list(self.scheduled.pop(time, ()))
+        parts: list[tuple[Columns, np.ndarray | None]] | None = self.scheduled.pop(time, None)
         if delta is not None:
             # an arrangement's batch is consolidated: by the whole row, its keys are distinct
             known = delta.rowhash if self.whole_row else None
-            parts.append((tuple([delta.cols[i] for i in self.key_idx]), known))
+            keys_in = tuple([delta.cols[i] for i in self.key_idx])
+            if parts is None:
+                if known is not None and self.key_idx:
+                    return known, keys_in
+                parts = []
+            parts.append((keys_in, known))
         if not parts:
             return None
         first_h = parts[0][1]
@@ -361,13 +366,23 @@ class Reduce(KeepsTrace):
         """Schedule each probe at its next interesting iteration ``nxt`` (single loop;
         ``NO_TIME``: none)."""
         probes = (nxt != NO_TIME).nonzero()[0]
-        if len(probes) == 0:
+        k = len(probes)
+        if k == 0:
             return
         when = nxt[probes]
-        if len(probes) <= _SMALL:
+        if k <= _SMALL:
             # a few keys: grouped by iteration with Python ints
+            its = when.tolist()
+            if its.count(its[0]) == k:
+                # one iteration (the common case); every probe: their arrays as they are
+                # (arrays are never changed once built)
+                if k == len(nxt):
+                    self.scheduled.setdefault((time[0], its[0]), []).append((probe_cols, probe_h))
+                else:
+                    self._add_schedule((time[0], its[0]), probe_h, probe_cols, probes)
+                return
             at: dict[int, list[int]] = {}
-            for p, it in zip(probes.tolist(), when.tolist(), strict=True):
+            for p, it in zip(probes.tolist(), its, strict=True):
                 at.setdefault(it, []).append(p)
             groups = [(it, np.array(ps, dtype=np.int64)) for it, ps in at.items()]
             if len(groups) == 1:
