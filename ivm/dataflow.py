@@ -13,7 +13,7 @@ At the end of an epoch every trace is compacted to the next epoch's frontier.
 from __future__ import annotations
 
 import time as _clock
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +57,7 @@ class Scope:
         )
         self._ops_cache: list[Operator] | None = None
         self._plan_cache: tuple[list[Operator | Scope], list[Operator]] | None = None
-        self._maps_cache: list[Collection[Time]] | None = None
+        self._maps_cache: list[Mapping[Time, object]] | None = None
 
     def is_within(self, other: Scope) -> bool:
         s: Scope | None = self
@@ -101,7 +101,7 @@ class Scope:
                         best = c
         return best
 
-    def pending_maps(self) -> list[Collection[Time]]:
+    def pending_maps(self) -> list[Mapping[Time, object]]:
         """The live collections whose keys are the pending times of the operators that
         :meth:`next_coordinate` watches (:meth:`Operator.pending_maps`), listed once per
         graph shape: a round reads them without a call per operator."""

@@ -619,10 +619,10 @@ class Trace:
                     run.sortkey, run.keyhash, run.times, run.diff, probe_hash, by_time, upto,
                     ITER_BITS, sums, next_time, want_next,
                 )  # fmt: skip
-        run = self.staged
-        if run is not None and run.diff.shape[0]:
+        st = self.staged
+        if st is not None and st.diff.shape[0]:
             sum_run(
-                run.sortkey, run.keyhash, run.times, run.diff, probe_hash, by_time, upto,
+                st.sortkey, st.keyhash, st.times, st.diff, probe_hash, by_time, upto,
                 ITER_BITS, sums, next_time, want_next,
             )  # fmt: skip
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -85,7 +85,7 @@ class Operator:
         """The times this operator still has work at (a live view: not to be kept)."""
         return self.inbox.keys()
 
-    def pending_maps(self) -> tuple[Collection[Time], ...]:
+    def pending_maps(self) -> tuple[Mapping[Time, object], ...]:
         """Live collections (kept for the operator's life) whose keys together are
         :meth:`pending_times`, for a scheduler that reads them every round."""
         return (self.inbox,)

@@ -17,7 +17,7 @@ over all keys processed at t; the per-key function is a :class:`~ivm.operators.a
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -165,7 +165,7 @@ class Reduce(KeepsTrace):
             return self.inbox.keys()
         return [*self.inbox, *self.scheduled]
 
-    def pending_maps(self) -> tuple[Collection[Time], ...]:
+    def pending_maps(self) -> tuple[Mapping[Time, object], ...]:
         return (self.inbox, self.scheduled)
 
     def has_work(self, time: Time) -> bool:
@@ -269,15 +269,14 @@ class Reduce(KeepsTrace):
     def _probes(self, time: Time, delta: Batch | None) -> tuple[np.ndarray, Columns] | None:
         """The distinct keys to evaluate at ``time`` (scheduled ones and the input's) and
         their hashes; None when there are none."""
-        parts: list[tuple[Columns, np.ndarray | None]] | None = self.scheduled.pop(time, None)
+        sched = self.scheduled.pop(time, None)
+        parts: list[tuple[Columns, np.ndarray | None]] = [] if sched is None else list(sched)
         if delta is not None:
             # an arrangement's batch is consolidated: by the whole row, its keys are distinct
             known = delta.rowhash if self.whole_row else None
             keys_in = tuple([delta.cols[i] for i in self.key_idx])
-            if parts is None:
-                if known is not None and self.key_idx:
-                    return known, keys_in
-                parts = []
+            if sched is None and known is not None and self.key_idx:
+                return known, keys_in  # the input's keys alone, with their hashes
             parts.append((keys_in, known))
         if not parts:
             return None
