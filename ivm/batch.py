@@ -141,13 +141,15 @@ def _eq(u: object, v: object) -> bool:
 
 
 def take(cols: Columns, idx: np.ndarray) -> Columns:
-    return tuple(c[idx] for c in cols)
+    if len(cols) == 1:
+        return (cols[0][idx],)
+    return tuple([c[idx] for c in cols])
 
 
 def concat_columns(parts: Sequence[Columns]) -> Columns:
     if len(parts) == 1:
         return parts[0]
-    return tuple(np.concatenate(cs) for cs in zip(*parts, strict=True))
+    return tuple([np.concatenate(cs) for cs in zip(*parts, strict=True)])
 
 
 def hash_is_injective(cols: Columns) -> bool:

@@ -13,7 +13,7 @@ At the end of an epoch every trace is compacted to the next epoch's frontier.
 from __future__ import annotations
 
 import time as _clock
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,7 @@ class Scope:
         )
         self._ops_cache: list[Operator] | None = None
         self._plan_cache: tuple[list[Operator | Scope], list[Operator]] | None = None
+        self._maps_cache: list[Mapping[Time, object]] | None = None
 
     def is_within(self, other: Scope) -> bool:
         s: Scope | None = self
@@ -90,16 +91,23 @@ class Scope:
         """Smallest coordinate > ``after`` at which something in the scope has work."""
         n = len(t)
         best: int | None = None
-        for op in self.plan()[1]:
-            pending = op.pending_times()
+        for pending in self.pending_maps():
             if not pending:
                 continue
             for pt in pending:
-                if len(pt) > n and pt[:n] == t:
+                if len(pt) > n:
                     c = pt[n]
-                    if c > after and (best is None or c < best):
+                    if c > after and (best is None or c < best) and pt[:n] == t:
                         best = c
         return best
+
+    def pending_maps(self) -> list[Mapping[Time, object]]:
+        """The live collections whose keys are the pending times of the operators that
+        :meth:`next_coordinate` watches (:meth:`Operator.pending_maps`), listed once per
+        graph shape: a round reads them without a call per operator."""
+        if self._maps_cache is None:
+            self._maps_cache = [m for op in self.plan()[1] for m in op.pending_maps()]
+        return self._maps_cache
 
     def check_rounds(self, rounds: int, limit: int) -> None:
         """Raise :class:`LoopLimitError` once the loop has run more than ``limit`` rounds."""
@@ -192,6 +200,7 @@ class Dataflow:
             sc = s.pop()
             sc._ops_cache = None
             sc._plan_cache = None
+            sc._maps_cache = None
             s.extend(i for i in sc.items if isinstance(i, Scope))
 
     def _rollback(self, mark: int) -> None:

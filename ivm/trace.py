@@ -118,7 +118,9 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def constant_times(inner: tuple[int, ...], n: int) -> np.ndarray:
     """``n`` copies of the inner time ``inner`` as an ``(n, depth)`` array."""
     out = np.empty((n, len(inner)), dtype=np.int64)
-    if inner:
+    if len(inner) == 1:
+        out.fill(inner[0])  # a tuple assigned to a slice is converted first: slower
+    elif inner:
         out[:] = inner
     return out
 
@@ -241,9 +243,10 @@ class Trace:
     def stage(self, batch: Batch, time: tuple[int, ...], rowhash: np.ndarray | None = None) -> None:
         """Stage the (consolidated) updates of ``time``, the time now being processed."""
         self.commit()
-        if len(batch) == 0:
+        n = batch.diff.shape[0]
+        if n == 0:
             return
-        times = constant_times(time[1:], len(batch))
+        times = constant_times(time[1:], n)
         self.staged = self.make_run(batch.cols, times, batch.diff, rowhash)
         self.staged_time = time
 
@@ -257,7 +260,7 @@ class Trace:
         hash table and one gather of the columns.  Small ones are grouped by hash.  Both
         give the same updates (tests/engine/test_bulk_paths.py).
         """
-        n = len(batch)
+        n = batch.diff.shape[0]
         if n >= BULK_ROWS:
             staged = self._stage_sorted(batch, time, rowhash)
             if staged is not None:
@@ -330,10 +333,13 @@ class Trace:
         runs = [*self.runs, run]
         while len(runs) >= 2:
             # sizes read from the arrays (``len(run)`` is a Python call, on every push)
-            a, b = runs[-2].diff.shape[0], runs[-1].diff.shape[0]
+            ra, rb = runs[-2], runs[-1]
+            a, b = ra.diff.shape[0], rb.diff.shape[0]
             if a > 2 * b and a + b > SMALL_RUN:
                 break
-            runs[-2:] = [self._merge(runs[-2:])]
+            # two small runs: one compiled pass (what :meth:`_merge` does first)
+            merged = _merged(merge_runs, ra, rb, share=False) if a + b <= SMALL_RUN else None
+            runs[-2:] = [merged if merged is not None else self._merge([ra, rb])]
         self.runs = runs
 
     def _merge(self, parts: list[Run], sorted_keys: bool = True) -> Run:
@@ -408,7 +414,7 @@ class Trace:
             ]
             self.runs = [self._merge(advanced, sorted_keys=False)]
         elif len(self.runs) > 1:
-            small = sum(len(r) for r in self.runs[1:])
+            small = sum([r.diff.shape[0] for r in self.runs[1:]])
             if small * 2 > len(self.runs[0]):
                 self.runs = [self._merge(self.runs)]
         self.runs = [r for r in self.runs if len(r)]
@@ -548,7 +554,7 @@ class Trace:
             rowh = np.concatenate([r.rowhash[p] for r, p in pairs])
         # reject hash collisions: the key columns must really be equal (the kernel has
         # already matched the whole 64-bit key hash)
-        key_cols = tuple(cols[i] for i in self.key_idx)
+        key_cols = tuple([cols[i] for i in self.key_idx])
         if hash_is_injective(key_cols):
             return Gathered(owner, cols, times, diff, rowh)
         ok = rows_equal(key_cols, None, probe_cols, owner)
@@ -591,20 +597,34 @@ class Trace:
             if next_time is not None:
                 nxt = next_time[perm]
         out = sums if perm is None else np.zeros(n, dtype=np.int64)
-        up = -1 if upto is None else upto
-        want_next = next_time is not None
-        by_time = self.by_time
-        for run in self._visible(None):
-            if len(run.diff):
-                sum_run(
-                    run.sortkey, run.keyhash, run.times, run.diff, probe_hash, by_time, up,
-                    ITER_BITS, out, nxt, want_next,
-                )  # fmt: skip
+        self.add_key_sums(probe_hash, -1 if upto is None else upto, out, nxt)
         if perm is not None:
             sums[perm] = out
             if next_time is not None:
                 next_time[perm] = nxt
         return sums
+
+    def add_key_sums(
+        self, probe_hash: np.ndarray, upto: int, sums: np.ndarray, next_time: np.ndarray
+    ) -> None:
+        """:meth:`key_sums`' compiled part alone, for a caller that has checked its
+        conditions once (keys that cannot collide, ``upto`` a counter below the sort key's
+        range or -1 for none): add each probe's sum to ``sums``, lower ``next_time`` (empty:
+        not asked for).  The probes' order is the caller's."""
+        want_next = next_time.shape[0] > 0
+        by_time = self.by_time
+        for run in self.runs:
+            if run.diff.shape[0]:
+                sum_run(
+                    run.sortkey, run.keyhash, run.times, run.diff, probe_hash, by_time, upto,
+                    ITER_BITS, sums, next_time, want_next,
+                )  # fmt: skip
+        st = self.staged
+        if st is not None and st.diff.shape[0]:
+            sum_run(
+                st.sortkey, st.keyhash, st.times, st.diff, probe_hash, by_time, upto,
+                ITER_BITS, sums, next_time, want_next,
+            )  # fmt: skip
 
     def all_updates(self) -> tuple[Columns, np.ndarray, np.ndarray]:
         """Every committed and staged update (for checkpoints and reading contents)."""
@@ -637,7 +657,10 @@ def _merged(kernel: Callable[..., Any], a: Run, b: Run, *, share: bool) -> Run |
         kh = sk
     if share and a.rowhash is a.keyhash and b.rowhash is b.keyhash:
         rh = kh
-    cols = tuple(_take_concat(x, y, src) for x, y in zip(a.cols, b.cols, strict=True))
+    if len(a.cols) == 1:
+        cols: Columns = (_take_concat(a.cols[0], b.cols[0], src),)
+    else:
+        cols = tuple([_take_concat(x, y, src) for x, y in zip(a.cols, b.cols, strict=True)])
     return Run(sk, kh, rh, cols, times, diff, big)
 
 

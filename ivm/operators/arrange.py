@@ -38,7 +38,7 @@ class Arrange(KeepsTrace):
             self.trace.stage(b, time, b.rowhash)
             self.emit(time, b)
             return
-        self.emit(time, self.trace.stage_batch(b, time, hash_rows(b.cols, len(b))))
+        self.emit(time, self.trace.stage_batch(b, time, hash_rows(b.cols, b.diff.shape[0])))
 
     def describe(self) -> str:
         keys = [self.schema.names[i] for i in self.key_idx]

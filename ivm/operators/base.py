@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -72,7 +72,7 @@ class Operator:
             return
         slot = self.inbox.get(time)
         if slot is None:
-            slot = self.inbox[time] = [[] for _ in range(self.nports)]
+            slot = self.inbox[time] = [[]] if self.nports == 1 else [[] for _ in range(self.nports)]
         slot[port].append(batch)
 
     def emit(self, time: Time, batch: Batch) -> None:
@@ -85,23 +85,34 @@ class Operator:
         """The times this operator still has work at (a live view: not to be kept)."""
         return self.inbox.keys()
 
+    def pending_maps(self) -> tuple[Mapping[Time, object], ...]:
+        """Live collections (kept for the operator's life) whose keys together are
+        :meth:`pending_times`, for a scheduler that reads them every round."""
+        return (self.inbox,)
+
     def has_work(self, time: Time) -> bool:
         return time in self.inbox
 
     def run(self, time: Time) -> None:
         """Process everything this operator has for ``time``."""
-        if not self.has_work(time):
-            return
         slot = self.inbox.pop(time, None)
-        inputs: list[Batch | None] = []
         n = 0
         if slot is None:
-            inputs = [None] * self.nports
+            if not self.has_work(time):
+                return
+            inputs: list[Batch | None] = [None] * self.nports
+        elif self.nports == 1:
+            # one port, one batch: the common case of a small change, without a loop
+            parts = slot[0]
+            b = parts[0] if len(parts) == 1 else Batch.concat(parts)
+            n = b.diff.shape[0]
+            inputs = [b]
         else:
+            inputs = []
             for parts in slot:
                 if parts:
                     b = Batch.concat(parts)
-                    n += len(b)
+                    n += b.diff.shape[0]
                     inputs.append(b)
                 else:
                     inputs.append(None)

@@ -37,7 +37,7 @@ class Enter(Operator):
         self.entry = entry
 
     def push(self, port: int, time: Time, batch: Batch) -> None:
-        if len(batch) == 0:
+        if batch.diff.shape[0] == 0:
             return
         if self.entry is None:
             super().push(port, (*time, 0), batch)

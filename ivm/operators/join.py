@@ -34,10 +34,15 @@ def pad_times(times: np.ndarray, depth: int) -> np.ndarray:
 
 
 def probe(trace: Trace, batch: Batch, key_idx: tuple[int, ...], before: Time | None) -> Gathered:
-    keys = tuple(batch.cols[i] for i in key_idx)
-    if batch.rowhash is not None and key_idx == tuple(range(len(batch.cols))):
+    cols = batch.cols
+    keys = tuple([cols[i] for i in key_idx])
+    if (
+        batch.rowhash is not None
+        and len(key_idx) == len(cols)
+        and key_idx == tuple(range(len(cols)))
+    ):
         return trace.lookup(batch.rowhash, keys, before)
-    return trace.lookup(hash_rows(keys, len(batch)), keys, before)
+    return trace.lookup(hash_rows(keys, batch.diff.shape[0]), keys, before)
 
 
 def batch_trace(batch: Batch, key_idx: tuple[int, ...], depth: int) -> Trace:

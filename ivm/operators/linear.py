@@ -118,7 +118,8 @@ class Project(_PerBatch):
         self.idx = idx
 
     def apply(self, b: Batch) -> Batch:
-        return Batch(tuple(b.cols[i] for i in self.idx), b.diff)
+        cols = b.cols
+        return Batch(tuple([cols[i] for i in self.idx]), b.diff)
 
 
 class Concat(Operator):

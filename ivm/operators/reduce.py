@@ -17,7 +17,7 @@ over all keys processed at t; the per-key function is a :class:`~ivm.operators.a
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ from ivm.operators.base import KeepsTrace
 from ivm.operators.join import pad_times
 from ivm.operators.prefix_cache import PrefixCache
 from ivm.reduce_plan import ReducePlan, general_plan
-from ivm.trace import NO_TIME, Gathered, Trace, constant_times
+from ivm.trace import ITER_BITS, NO_TIME, Gathered, Trace, constant_times
 
 
 def unique_keys(cols: Columns, n: int, h: np.ndarray | None = None) -> tuple[np.ndarray, Columns]:
@@ -61,6 +61,10 @@ def unique_keys(cols: Columns, n: int, h: np.ndarray | None = None) -> tuple[np.
 _NO_TIMES = np.zeros((0, 0), dtype=np.int64)
 #: up to this many keys, schedules are grouped with Python ints rather than numpy calls
 _SMALL = 32
+#: "no next times asked for" (a reduce outside loops)
+_NO_NEXT = np.zeros(0, dtype=np.int64)
+#: loop counters below this are kept in the sort keys of single-loop traces
+_FAST_UPTO = (1 << ITER_BITS) - 2
 
 
 def _cat(a: Gathered | None, b: Gathered) -> Gathered:
@@ -150,11 +154,19 @@ class Reduce(KeepsTrace):
         self.by_multiplicity = (
             self.depth <= 1 and self.whole_row and isinstance(kernel, DistinctKernel)
         )
+        #: the key is one integer column (whose hashes cannot collide) of a trace whose
+        #: sort keys hold the loop counter exactly when this reduce is in a loop
+        self.int_key = source.trace.by_time == (self.depth == 1) and hash_is_injective(
+            tuple(np.empty(0, source.dtypes[i]) for i in self.key_idx)
+        )
 
     def pending_times(self) -> Collection[Time]:
         if not self.scheduled:
             return self.inbox.keys()
         return [*self.inbox, *self.scheduled]
+
+    def pending_maps(self) -> tuple[Mapping[Time, object], ...]:
+        return (self.inbox, self.scheduled)
 
     def has_work(self, time: Time) -> bool:
         return time in self.inbox or time in self.scheduled
@@ -257,11 +269,15 @@ class Reduce(KeepsTrace):
     def _probes(self, time: Time, delta: Batch | None) -> tuple[np.ndarray, Columns] | None:
         """The distinct keys to evaluate at ``time`` (scheduled ones and the input's) and
         their hashes; None when there are none."""
-        parts: list[tuple[Columns, np.ndarray | None]] = list(self.scheduled.pop(time, ()))
+        sched = self.scheduled.pop(time, None)
+        parts: list[tuple[Columns, np.ndarray | None]] = [] if sched is None else list(sched)
         if delta is not None:
             # an arrangement's batch is consolidated: by the whole row, its keys are distinct
             known = delta.rowhash if self.whole_row else None
-            parts.append((tuple(delta.cols[i] for i in self.key_idx), known))
+            keys_in = tuple([delta.cols[i] for i in self.key_idx])
+            if sched is None and known is not None and self.key_idx:
+                return known, keys_in  # the input's keys alone, with their hashes
+            parts.append((keys_in, known))
         if not parts:
             return None
         first_h = parts[0][1]
@@ -282,12 +298,22 @@ class Reduce(KeepsTrace):
         assert isinstance(self.kernel, DistinctKernel)
         n = len(probe_h)
         upto = time[1] if self.depth else None
-        nxt = None
+        nxt = _NO_NEXT
         if self.depth:
             nxt = np.empty(n, dtype=np.int64)
             nxt.fill(NO_TIME)
-        count = self.source.trace.key_sums(probe_h, probe_cols, upto, nxt)
-        old = self.out.key_sums(probe_h, probe_cols, upto, nxt)
+        if self.int_key and n < _SMALL and (upto is None or upto < _FAST_UPTO):
+            # few probes of one integer key column: both traces summed by their compiled
+            # loops directly (no hash collision to reject, no probe order to sort)
+            up = -1 if upto is None else upto
+            count = np.zeros(n, dtype=np.int64)
+            self.source.trace.add_key_sums(probe_h, up, count, nxt)
+            old = np.zeros(n, dtype=np.int64)
+            self.out.add_key_sums(probe_h, up, old, nxt)
+        else:
+            want = nxt if self.depth else None
+            count = self.source.trace.key_sums(probe_h, probe_cols, upto, want)
+            old = self.out.key_sums(probe_h, probe_cols, upto, want)
         new = self.kernel.of_counts(count)
         # new is 0 or 1 and old (a checked sum) is the output's 0 or 1: this cannot wrap
         change = new - old
@@ -299,7 +325,7 @@ class Reduce(KeepsTrace):
             times = constant_times(time[1:], len(sel))
             self.out.insert_consolidated(diff.cols, times, diff.diff, out_h)
             self.emit(time, diff)
-        if nxt is not None:
+        if self.depth:
             self._schedule_next(time, probe_h, probe_cols, nxt)
 
     def _cache_heavy(
@@ -339,13 +365,23 @@ class Reduce(KeepsTrace):
         """Schedule each probe at its next interesting iteration ``nxt`` (single loop;
         ``NO_TIME``: none)."""
         probes = (nxt != NO_TIME).nonzero()[0]
-        if len(probes) == 0:
+        k = len(probes)
+        if k == 0:
             return
         when = nxt[probes]
-        if len(probes) <= _SMALL:
+        if k <= _SMALL:
             # a few keys: grouped by iteration with Python ints
+            its = when.tolist()
+            if its.count(its[0]) == k:
+                # one iteration (the common case); every probe: their arrays as they are
+                # (arrays are never changed once built)
+                if k == len(nxt):
+                    self.scheduled.setdefault((time[0], its[0]), []).append((probe_cols, probe_h))
+                else:
+                    self._add_schedule((time[0], its[0]), probe_h, probe_cols, probes)
+                return
             at: dict[int, list[int]] = {}
-            for p, it in zip(probes.tolist(), when.tolist(), strict=True):
+            for p, it in zip(probes.tolist(), its, strict=True):
                 at.setdefault(it, []).append(p)
             groups = [(it, np.array(ps, dtype=np.int64)) for it, ps in at.items()]
             if len(groups) == 1:
