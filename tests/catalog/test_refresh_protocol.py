@@ -264,8 +264,9 @@ def test_checkpoint_round_trip_and_gc(tmp_path: Path) -> None:
     assert ck is not None and ck.epoch == 3 and dict(ck.input_versions) == {"t": 30}
     assert {k: v.equals(state[k]) for k, v in ck.state.items()} == {k: True for k in state}
     assert ck.meta == {"fp": "abc"}
-    dirs = sorted(p.name for p in store.directory("x").iterdir() if p.is_dir())
-    assert len(dirs) == 2  # the current one and one older
+    packs = sorted(p.name for p in store.directory("x").iterdir() if p.name.startswith("pack-"))
+    assert len(packs) == 2  # the current one and one older (keep=2)
+    assert sorted(p.name for p in store.directory("x").iterdir()) == ["CURRENT", *packs]
     with pytest.raises(CheckpointError, match="not after"):
         store.save(Checkpoint("x", 3, {}))
     with pytest.raises(CheckpointError, match="not a pyarrow Table"):
@@ -277,22 +278,34 @@ def test_checkpoint_round_trip_and_gc(tmp_path: Path) -> None:
 
 def test_a_kept_manifest_follows_every_change_of_its_files(tmp_path: Path) -> None:
     """The store reads a manifest once per ``CURRENT``: another store's save, a damaged
-    ``manifest.json`` and a ``CURRENT`` pointing elsewhere are all seen by the next read."""
+    ``CURRENT``, one of an unknown format and one naming other tables are all seen by the
+    next read."""
     wh = Catalog(tmp_path).warehouse
     mine, other = CheckpointStore(wh), CheckpointStore(wh, keep=3)
     mine.save(Checkpoint("x", 1, {"t": 1}, state={"a": pa.table({"a": [1]})}))
-    first = mine.manifest("x")
+    pointer = mine.directory("x") / "CURRENT"
+    first, first_text = mine.manifest("x"), pointer.read_text()
     assert first is not None and mine.manifest("x") is first  # kept
     other.save(Checkpoint("x", 2, {"t": 2}))
     assert mine.current_epoch("x") == 2 and mine.state_keys("x") == ()
-    current = mine.manifest("x")
-    assert current is not None
-    (current.directory / "manifest.json").write_text("{not json")
+    second = json.loads(pointer.read_text())
+    assert second["kept"] == [[json.loads(first_text)["state"]["a"][0]]]  # epoch 1's pack
+    pointer.write_text("{not json")
     with pytest.raises(CheckpointError, match="unreadable"):
         mine.manifest("x")
-    pointer = mine.directory("x") / "CURRENT"
-    pointer.write_text(json.dumps({"epoch": 1, "dir": first.directory.name}))
+    pointer.write_text(json.dumps({**second, "state": {"b": "pack-1.arrow"}}))  # no place
+    with pytest.raises(CheckpointError, match="unreadable"):
+        mine.manifest("x")
+    pointer.write_text(json.dumps({**second, "state": {"b": ["../../x.arrow", 0, 8]}}))
+    with pytest.raises(CheckpointError, match="outside the checkpoint"):
+        mine.manifest("x")
+    pointer.write_text(json.dumps({**second, "format": 3}))
+    with pytest.raises(CheckpointError, match="format 3.*FULL"):
+        mine.manifest("x")
+    pointer.write_text(first_text)  # epoch 1 again: its pack was kept (keep=3)
     assert mine.current_epoch("x") == 1 and mine.state_keys("x") == ("a",)
+    loaded = mine.load("x")
+    assert loaded is not None and loaded.state["a"].column("a").to_pylist() == [1]
 
 
 def test_view_tables_record_inputs(tmp_path: Path) -> None:
