@@ -347,8 +347,11 @@ class CheckpointStore:
                 pack.unlink(missing_ok=True)
             raise CheckpointError(f"cannot write checkpoint of {ckpt.group!r}: {exc}") from exc
         refs = [(pack.name, off, n) for off, n in ranges]
-        state = {**carried, **{str(k): r for k, r in zip(ckpt.state, refs, strict=False)}}
-        pending = {str(v): r for v, r in zip(ckpt.pending, refs[len(ckpt.state) :], strict=True)}
+        new = {str(k): r for k, r in zip(ckpt.state, refs, strict=False)}
+        written = zip(ckpt.pending, refs[len(ckpt.state) :], strict=True)
+        # in the order a reader of the (key-sorted) manifest finds them
+        state = dict(sorted({**carried, **new}.items()))
+        pending = dict(sorted((str(v), r) for v, r in written))
         kept = () if previous is None else (previous.names, *previous.kept)
         entry = _Entry(
             manifest=Manifest(

@@ -336,9 +336,9 @@ def test_crash_then_recover_on_object_stores(
     crash_at: str,
 ) -> None:
     """Every crash point of one refresh on an object-store warehouse: no rename there, the
-    checkpoint's files go to their final prefix and ``CURRENT`` (one PUT) is the commit point;
+    checkpoint's pack goes to its final key and ``CURRENT`` (one PUT) is the commit point;
     a new Catalog recovers to the uninterrupted run's views, each epoch committed once, and
-    no unreferenced checkpoint prefix survives the next save."""
+    no unreferenced pack survives the next save."""
     bucket = request.getfixturevalue("s3_bucket" if store == "s3" else "azure_container")
     root = ObjectPath(f"{bucket}/wh")
     run(root, 3, crash_at)  # type: ignore[arg-type]
@@ -347,9 +347,10 @@ def test_crash_then_recover_on_object_stores(
         epochs = refresh_epochs(root, view)  # type: ignore[arg-type]
         assert len(epochs) == len(set(epochs)), f"{view}: an epoch was committed twice"
     base = root / "_ivm" / "checkpoints" / "default" / GROUP
-    current = json.loads((base / "CURRENT").read_text())["dir"]
-    kept = sorted(p.name for p in base.iterdir() if p.name.startswith("epoch-"))
-    assert current in kept and len(kept) <= 2  # keep=2: the current one and its predecessor
+    current = json.loads((base / "CURRENT").read_text())
+    packs = {p.name for p in base.iterdir() if p.name.startswith("pack-")}
+    # keep=2: what the current manifest and its predecessor reference, nothing else
+    assert packs == {r[0] for r in current["state"].values()}.union(*current["kept"])
 
 
 def test_a_stalled_lease_holder_cannot_commit_on_object_stores(
@@ -414,7 +415,8 @@ def test_checkpoint_pointer_is_compare_and_swap_on_object_stores(
     assert loaded is not None and loaded.state["s"].column("x").to_pylist() == [2]
     a.save(Checkpoint(GROUP, 3, {"t": 2}, state={"s": pa.table({"x": [4]})}))  # a retry works
     base = wh.checkpoint_dir(GROUP)
-    assert len([p for p in base.iterdir() if p.name.startswith("epoch-")]) <= 2  # a's orphan gone
+    packs = sorted(p.name for p in base.iterdir() if p.name.startswith("pack-"))
+    assert [p[:17] for p in packs] == ["pack-000000000002", "pack-000000000003"]  # a's orphan gone
 
 
 def test_catalog_document_is_compare_and_swap_on_s3(s3_bucket: str) -> None:  # noqa: F811
