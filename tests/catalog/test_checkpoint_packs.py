@@ -54,7 +54,7 @@ def test_pack_round_trip_with_sizes_types_and_compression(tmp_path: Path) -> Non
     tables = [
         _table(rng, 0),
         _table(rng, 3),
-        pa.table({"big": pa.array(range(COMPRESS_ROWS + 5), pa.int64())}),  # zstd
+        pa.table({"big": pa.array(range(COMPRESS_ROWS + 5), pa.int64())}),  # compressed
         pa.table({"l": pa.array([[1, 2], None, []], pa.list_(pa.int32()))}),
         _table(rng, 1),
     ]
