@@ -138,7 +138,7 @@ def _save_counts(
         os.fsync = real  # type: ignore[assignment]
     inside = sum(1 for p in synced if p.startswith(str(checkpoints.resolve())))
     return {
-        "checkpoint names created per save": names / refreshes,
+        "checkpoint names created per save (CURRENT not counted)": names / refreshes,
         "checkpoint files written per save": files / refreshes,
         "paths fsynced in the checkpoint directory": inside / refreshes,
         "paths fsynced elsewhere (view tables)": (len(synced) - inside) / refreshes,
