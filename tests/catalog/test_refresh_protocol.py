@@ -300,7 +300,7 @@ def test_a_kept_manifest_follows_every_change_of_its_files(tmp_path: Path) -> No
     with pytest.raises(CheckpointError, match="outside the checkpoint"):
         mine.manifest("x")
     pointer.write_text(json.dumps({**second, "format": 3}))
-    with pytest.raises(CheckpointError, match="format 3.*FULL"):
+    with pytest.raises(CheckpointError, match=r"format 3.*FULL"):
         mine.manifest("x")
     pointer.write_text(first_text)  # epoch 1 again: its pack was kept (keep=3)
     assert mine.current_epoch("x") == 1 and mine.state_keys("x") == ("a",)
