@@ -12,6 +12,7 @@ directory holds exactly ``CURRENT`` and the packs the kept manifests reference.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -179,3 +180,45 @@ def test_a_format_1_checkpoint_is_read_carried_from_and_collected(tmp_path: Path
     store.save(Checkpoint("agg", 5, {"t": 5}, state={"s/x": pa.table({"x": [2]})}))
     assert not (base / old_dir).exists()
     assert {p.name for p in base.iterdir()} == {"CURRENT"} | _referenced(base)
+
+
+def test_a_warm_store_collects_garbage_without_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a store has listed the group's directory, its next saves remove exactly what
+    leaves the kept manifests; a store that did not write ``CURRENT`` (a new process, or
+    after another writer) lists it again, and so finds a crashed save's pack."""
+    import catalog.checkpoint as ck
+
+    listed: list[str] = []
+    real = os.scandir
+
+    def scandir(path: str) -> object:
+        listed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(ck.os, "scandir", scandir)
+    wh = Catalog(tmp_path).warehouse
+    store = CheckpointStore(wh)
+    big = {"s/a": pa.table({"x": [1]})}
+    store.save(Checkpoint("g", 1, {"t": 1}, state=big))
+    for e in range(2, 8):
+        step = {f"l/{e}/t": pa.table({"x": [e]})}
+        store.save(Checkpoint("g", e, {"t": e}, state=step), carry=store.state_keys("g"))
+    store.save(Checkpoint("g", 8, {"t": 8}, state=big))  # a base: the old packs go later
+    store.save(Checkpoint("g", 9, {"t": 9}, state=big))
+    assert len(listed) == 1  # the first save only
+    base = store.directory("g")
+    assert {p.name for p in base.iterdir()} == {"CURRENT"} | _referenced(base)
+
+    def crash(step: str) -> None:
+        if step == "renamed":
+            raise Crash(step)
+
+    with pytest.raises(Crash):
+        CheckpointStore(wh).save(Checkpoint("g", 10, {"t": 10}, state=big), hook=crash)
+    orphans = {p.name for p in base.iterdir()} - {"CURRENT"} - _referenced(base)
+    assert len(orphans) == 1
+    other = CheckpointStore(wh)
+    other.save(Checkpoint("g", 10, {"t": 10}, state=big))
+    assert len(listed) == 2 and not orphans & {p.name for p in base.iterdir()}
