@@ -336,24 +336,34 @@ class CheckpointStore:
         # CURRENT is still what this store wrote: nothing else was left in the directory
         listed = previous is not None and previous == self._wrote.pop(ckpt.group, None)
         pack = base / f"{PACK}{int(ckpt.epoch):012d}-{uuid.uuid4().hex[:8]}.arrow"
-        tables = [
-            *(_as_table(t, k) for k, t in ckpt.state.items()),
-            *(_as_table(t, v) for v, t in ckpt.pending.items()),
-        ]
-        try:
-            ranges = write_pack(pack, tables) if tables else []
-        except (OSError, TypeError, ValueError, pa.ArrowException) as exc:
-            with contextlib.suppress(OSError):
-                pack.unlink(missing_ok=True)
-            raise CheckpointError(f"cannot write checkpoint of {ckpt.group!r}: {exc}") from exc
-        refs = [(pack.name, off, n) for off, n in ranges]
+        refs = _write_tables(pack, ckpt)
+        entry = self._next_entry(ckpt, base, previous, carried, refs)
+        if hook:
+            hook("files_written")
+            hook("renamed")
+        check_fence(self.warehouse, ckpt.group)
+        self._replace_pointer(base, entry, seen, [pack] if refs else [], durable, sync_pointer)
+        self._collect_garbage(base, entry, previous if listed else None)
+        self._wrote[ckpt.group] = entry
+        return base
+
+    def _next_entry(
+        self,
+        ckpt: Checkpoint,
+        base: Path,
+        previous: _Entry | None,
+        carried: Mapping[str, Ref],
+        refs: Sequence[Ref],
+    ) -> _Entry:
+        """The manifest of ``ckpt``: its new tables at ``refs`` (state, then pending), the
+        carried ones where they are, and the names its predecessors kept."""
         new = {str(k): r for k, r in zip(ckpt.state, refs, strict=False)}
         written = zip(ckpt.pending, refs[len(ckpt.state) :], strict=True)
         # in the order a reader of the (key-sorted) manifest finds them
         state = dict(sorted({**carried, **new}.items()))
         pending = dict(sorted((str(v), r) for v, r in written))
         kept = () if previous is None else (previous.names, *previous.kept)
-        entry = _Entry(
+        return _Entry(
             manifest=Manifest(
                 group=ckpt.group,
                 epoch=int(ckpt.epoch),
@@ -366,27 +376,33 @@ class CheckpointStore:
             pending=pending,
             kept=kept[: self.keep - 1],
         )
-        if hook:
-            hook("files_written")
-            hook("renamed")
-        check_fence(self.warehouse, ckpt.group)
+
+    def _replace_pointer(
+        self,
+        base: Path,
+        entry: _Entry,
+        seen: str | None,
+        written: Sequence[Path],
+        durable: Sequence[str | os.PathLike[str]],
+        sync_pointer: bool,
+    ) -> None:
+        """The commit point: ``CURRENT`` replaced by ``entry``'s manifest, after ``written``
+        (the pack) and ``durable`` are durable."""
         text = _to_json(entry)
+        group = entry.manifest.group
         if self.warehouse.remote:
             fsync_all(list(durable))  # local files beside a remote warehouse
-            self._swap_pointer(base, text, seen, ckpt.group)
-        else:
-            # one barrier: the pack, its name in ``base`` and the new manifest's contents
-            # durable together; then the pointer is replaced (catalog.durable)
-            durable_too = [*([pack] if tables else []), base, *(Path(d) for d in durable)]
-            write_json_atomic(
-                base / CURRENT, text, durable=durable_too, sync_dir=sync_pointer, compact=True
-            )
-            stamp = _stamp(base / CURRENT)
-            if stamp is not None:
-                self._read[ckpt.group] = ((stamp, None), entry)
-        self._collect_garbage(base, entry, previous if listed else None)
-        self._wrote[ckpt.group] = entry
-        return base
+            self._swap_pointer(base, text, seen, group)
+            return
+        # one barrier: the pack, its name in ``base`` and the new manifest's contents
+        # durable together; then the pointer is replaced (catalog.durable)
+        durable_too = [*written, base, *(Path(d) for d in durable)]
+        write_json_atomic(
+            base / CURRENT, text, durable=durable_too, sync_dir=sync_pointer, compact=True
+        )
+        stamp = _stamp(base / CURRENT)
+        if stamp is not None:
+            self._read[group] = ((stamp, None), entry)
 
     def _swap_pointer(self, base: Path, text: dict[str, Any], seen: str | None, group: str) -> None:
         """The commit point on an object store: one conditional ``PutObject`` of ``CURRENT``
@@ -479,6 +495,24 @@ class CheckpointStore:
             else:
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink(missing_ok=True)
+
+
+def _write_tables(pack: Path, ckpt: Checkpoint) -> list[Ref]:
+    """Write the new tables of ``ckpt`` (state, then pending) into ``pack``; their places
+    (none, and no file, when there are none)."""
+    tables = [
+        *(_as_table(t, k) for k, t in ckpt.state.items()),
+        *(_as_table(t, v) for v, t in ckpt.pending.items()),
+    ]
+    if not tables:
+        return []
+    try:
+        ranges = write_pack(pack, tables)
+    except (OSError, TypeError, ValueError, pa.ArrowException) as exc:
+        with contextlib.suppress(OSError):
+            pack.unlink(missing_ok=True)
+        raise CheckpointError(f"cannot write checkpoint of {ckpt.group!r}: {exc}") from exc
+    return [(pack.name, off, n) for off, n in ranges]
 
 
 def _manifest_of(group: str, m: Mapping[str, Any], directory: Path) -> Manifest:
