@@ -5,7 +5,11 @@ The workload of ``bench refresh`` (orders ⋈ customers, aggregated; ``--rows`` 
 waits (``fsync`` calls on the calling thread, and barriers of :func:`catalog.durable.
 fsync_all`, whose fsyncs run together on other threads), deltalake calls by kind, checkpoint
 tables read, Parquet reads, path resolutions, files opened, ``stat`` calls, Delta schemas
-converted, indented JSON encodes, schema checks, and Python function calls.  These counts do not move with the machine's load,
+converted, indented JSON encodes, schema checks, and Python function calls; then, in a second
+run of as many refreshes (not profiled), what each checkpoint save leaves in the group's
+checkpoint directory (names created, files written: new inodes, hard links are not) and the
+paths fsynced, in the checkpoint directory and elsewhere (``os.fsync`` on every thread).
+These counts do not move with the machine's load,
 so two trees can be compared on a busy machine: run the module from each tree
 (``cd TREE && PYTHONPATH=. python -m bench refresh-counts --out ...``).  Results go to
 ``bench/results/refresh_counts.json``.
@@ -16,10 +20,13 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import pstats
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,6 +86,11 @@ def main(argv: list[str]) -> int:
             for name, match in COUNTS.items()
         }
         per["Python function calls"] = sum(v[1] for v in stats.values()) / args.refreshes
+        per.update(
+            _save_counts(
+                s, root / "wh", args.refreshes, lambda i: br._change(s, rng, 10, i), next_id
+            )
+        )
         result = {"benchmark": "refresh-counts", "rows": n, "per_refresh": per}
         Path(args.out).write_text(json.dumps(result, indent=1))
         for k, v in per.items():
@@ -86,3 +98,48 @@ def main(argv: list[str]) -> int:
         return 0
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _entries(directory: Path) -> dict[str, int]:
+    """Every name under ``directory`` (relative) and its inode."""
+    out = {}
+    for dirpath, _, files in os.walk(directory):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            out[os.path.relpath(p, directory)] = os.stat(p).st_ino
+    return out
+
+
+def _save_counts(
+    s: Any, warehouse: Path, refreshes: int, change: Callable[[int], int], next_id: int
+) -> dict[str, float]:
+    """Per refresh: names created and files written in the checkpoint directory, and the
+    paths fsynced there and elsewhere (``os.fsync`` wrapped, on every thread)."""
+    checkpoints = warehouse / "_ivm" / "checkpoints"
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    names = files = 0
+    os.fsync = fsync  # type: ignore[assignment]
+    try:
+        for _ in range(refreshes):
+            next_id = change(next_id)
+            before = _entries(checkpoints)
+            s.refresh()
+            after = _entries(checkpoints)
+            new = set(after) - set(before)
+            names += len(new)
+            files += len({after[n] for n in new} - set(before.values()))
+    finally:
+        os.fsync = real  # type: ignore[assignment]
+    inside = sum(1 for p in synced if p.startswith(str(checkpoints.resolve())))
+    return {
+        "checkpoint names created per save (CURRENT not counted)": names / refreshes,
+        "checkpoint files written per save": files / refreshes,
+        "paths fsynced in the checkpoint directory": inside / refreshes,
+        "paths fsynced elsewhere (view tables)": (len(synced) - inside) / refreshes,
+    }

@@ -1,28 +1,42 @@
 """State checkpoints: a dataflow's ``g.state()`` saved atomically under the warehouse.
 
-Layout of one checkpoint group (one dataflow, named by an identifier)::
+Layout of one checkpoint group (one dataflow, named by an identifier), format 2::
 
     _ivm/checkpoints/<db>/<group>/
-      CURRENT                       {"epoch": 7, "dir": "epoch-000000000007-3f2a9c1e"}
-      epoch-000000000007-3f2a9c1e/
-        manifest.json               epoch, input versions, file of each state / pending table
-        state-00000.arrow ...       Arrow IPC files, one per entry of g.state()
-        pending-00000.arrow ...     the view changes of this epoch (see catalog.refresh)
-      .tmp-<uuid>/                  a checkpoint being written (removed on the next save)
+      CURRENT                           the manifest of the current checkpoint (JSON): epoch,
+                                        input versions, where each state / pending table is
+      pack-000000000007-3f2a9c1e.arrow  the tables a save wrote: Arrow IPC files back to back
+                                        (catalog.pack), each found by its byte range
+      .CURRENT.<uuid>.tmp               a manifest being written (removed on the next save)
+
+A save writes *one* pack with its new tables (a refresh's logged input changes and its
+pending view changes, or a whole base state) and names the tables it keeps unchanged
+(``carry``) where they already are: in the pack of an earlier save.  A table's place in the
+manifest is ``[file, offset, length]`` relative to the group directory (``length`` ``null``:
+the whole file).  So a save creates two files (its pack and the manifest) and hard-links
+nothing, whatever the size of the state it carries.
+
+Format 1 (before 2026-11-26) kept a directory per epoch, ``epoch-<12 digits>-<random>/``
+with ``manifest.json`` and one IPC file per table, and ``CURRENT`` named it
+(``{"epoch": .., "dir": ..}``).  It is still read, and a format-2 save carries tables out of
+it (its files are then referenced as whole files); garbage collection removes the directory
+once no kept manifest references it.
 
 Writers: a save (and :meth:`CheckpointStore.clear`) must run under the group's writer lock
-(:meth:`CheckpointStore.lock`, catalog.locks): garbage collection removes ``.tmp-*``
-directories and epoch directories that ``CURRENT`` does not name, which is only safe when no
-other writer of the group is live.  Epoch directories older than ``CURRENT`` are kept
-(``keep`` of them, ``CURRENT``'s included) for readers that just read the previous pointer.
+(:meth:`CheckpointStore.lock`, catalog.locks): garbage collection removes packs and epoch
+directories no kept manifest references, and leftovers of crashed saves, which is only safe
+when no other writer of the group is live.  The manifests of the ``keep`` latest epochs
+(``CURRENT``'s included) are kept, as the file names they reference (a manifest lists its
+predecessors' in ``kept``), for readers that just read the previous pointer.
 
-Atomicity: a checkpoint is written into a fresh ``.tmp-*`` directory and renamed to its final
-``epoch-*`` name; then its files, its directory, the group directory (its new name) and the
-new ``CURRENT``'s temp file are fsynced together (one barrier, catalog.durable), and only then
-is ``CURRENT`` replaced with ``os.replace`` and the group directory fsynced.  A crash at any point
-leaves ``CURRENT`` naming either the old complete checkpoint or the new complete one; leftover
-directories are garbage-collected by the next save.  Table keys are never used as file names
-(the manifest maps them), so any string key is safe.
+Atomicity: the pack is written under a fresh name that no manifest references yet; then the
+pack, the group directory (its new entry) and the new manifest's temp file are fsynced
+together (one barrier, catalog.durable), and only then is ``CURRENT`` replaced with
+``os.replace`` and the group directory fsynced.  A crash at any point leaves ``CURRENT``
+naming either the old complete checkpoint or the new complete one; a pack no manifest
+references is garbage-collected by the next save.  On an object store the pack goes to its
+final key and ``CURRENT`` is one conditional PUT (:meth:`CheckpointStore._swap_pointer`).
+Table keys are never used as file names (the manifest maps them), so any string key is safe.
 """
 
 from __future__ import annotations
@@ -30,7 +44,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,12 +57,17 @@ from catalog.durable import fsync_all, fsync_path
 from catalog.errors import CheckpointError, StorageError
 from catalog.locks import check_fence, group_lock
 from catalog.object_path import is_object_path, remove_tree
+from catalog.pack import PackReader, write_pack
 from catalog.paths import Warehouse
 
-FORMAT = 1
+FORMAT = 2
+OLD_FORMAT = 1  # a directory per epoch (read, never written)
 CURRENT = "CURRENT"
+PACK = "pack-"
+OLD_EPOCH = "epoch-"
 Hook = Callable[[str], None]
 _Stamp = tuple[int, int, int, int]  # a file's inode, size, mtime and ctime (catalog.checkpoint)
+Ref = tuple[str, int, int | None]  # a table's file (relative to the group), offset, length
 
 
 @dataclass(frozen=True)
@@ -87,66 +105,67 @@ class Checkpoint(Saved):
 
 @dataclass(frozen=True)
 class Manifest(Saved):
-    """A checkpoint's manifest without its tables (cheap to read)."""
+    """A checkpoint's manifest without its tables (cheap to read).  ``directory``: the one
+    its files are named relative to (the group's; a format-1 checkpoint's epoch directory)."""
 
     pending_views: tuple[str, ...]
     meta: Mapping[str, Any]
     directory: Path
 
 
-#: tables from this many rows (a base's traces) are written zstd-compressed: sorted keys,
-#: repeated keys and multiplicities of 1 shrink several-fold; smaller ones (a refresh's
-#: deltas) stay uncompressed, memory-mapped without a copy when read
-COMPRESS_ROWS = 65_536
+@dataclass(frozen=True)
+class _Entry:
+    """A manifest as read: where each table is, and the names (entries of the group
+    directory) that it and its kept predecessors reference."""
 
+    manifest: Manifest
+    state: Mapping[str, Ref]
+    pending: Mapping[str, Ref]
+    kept: tuple[frozenset[str], ...]  # the previous kept manifests' names, newest first
 
-def _write_table(path: Path, table: pa.Table) -> None:
-    """Write ``table`` as an Arrow IPC file (not yet durable locally: the caller fsyncs it)."""
-    options = pa.ipc.IpcWriteOptions(
-        compression="zstd" if table.num_rows >= COMPRESS_ROWS else None
-    )
-    if is_object_path(path):
-        buf = pa.BufferOutputStream()
-        with pa.ipc.new_file(buf, table.schema, options=options) as writer:
-            writer.write_table(table)
-        path.write_bytes(buf.getvalue().to_pybytes())
-        return
-    with (
-        pa.OSFile(str(path), "wb") as sink,
-        pa.ipc.new_file(sink, table.schema, options=options) as writer,
-    ):
-        writer.write_table(table)
+    @property
+    def names(self) -> frozenset[str]:
+        """The group directory's entries this manifest's tables are in."""
+        refs = [*self.state.values(), *self.pending.values()]
+        return frozenset(r[0].split("/", 1)[0] for r in refs)
 
-
-def _read_table(path: Path) -> pa.Table:
-    if is_object_path(path):
-        return pa.ipc.open_file(pa.py_buffer(path.read_bytes())).read_all()
-    with pa.memory_map(str(path), "r") as source:
-        return pa.ipc.open_file(source).read_all()
+    @property
+    def live(self) -> frozenset[str]:
+        """What garbage collection keeps while this manifest is ``CURRENT``."""
+        return self.names.union(*self.kept)
 
 
 def write_json_atomic(
-    path: Path, obj: Any, *, durable: Sequence[Path] = (), sync_dir: bool = True
+    path: Path,
+    obj: Any,
+    *,
+    durable: Sequence[Path] = (),
+    sync_dir: bool = True,
+    compact: bool = False,
 ) -> None:
     """Write ``obj`` as JSON to ``path`` atomically (temp file, fsync, ``os.replace``, fsync
     of the directory).  ``durable``: other files and directories fsynced together with the
     temp file (catalog.durable), so that they are durable before ``path`` names anything.
-    ``sync_dir=False``: the directory's fsync is left to the caller.
+    ``sync_dir=False``: the directory's fsync is left to the caller.  ``compact``: no
+    indentation (json's C encoder; an indented dump runs its Python encoder).
 
     An unwritable warehouse (read-only, no permission, disk full) raises
     :class:`~catalog.errors.StorageError`; ``path`` is then unchanged.
     """
+    if compact:
+        text = json.dumps(obj, separators=(",", ":"), sort_keys=True)
+    else:
+        text = json.dumps(obj, indent=1, sort_keys=True)
     if is_object_path(path):  # one PUT replaces the whole object: atomic, durable when done
-        data = json.dumps(obj, indent=1, sort_keys=True).encode()
         try:
-            path.write_bytes(data)
+            path.write_bytes(text.encode())
         except OSError as exc:
             raise StorageError(str(path), str(exc)) from exc
         return
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=1, sort_keys=True)
+            f.write(text)
         fsync_all([tmp, *durable])
         os.replace(tmp, path)
         if sync_dir:
@@ -155,39 +174,6 @@ def write_json_atomic(
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise StorageError(str(path), exc.strerror or str(exc)) from exc
-
-
-def _write_files(tmp: Path, ckpt: Checkpoint, carried: Mapping[str, Path]) -> list[Path]:
-    """Write the tables and the manifest of ``ckpt`` into directory ``tmp`` (carried entries
-    linked); returns the files written (not yet durable: the caller fsyncs them)."""
-    state_files: dict[str, str] = {}
-    pending_files: dict[str, str] = {}
-    written: list[Path] = []
-    for i, (key, source) in enumerate(carried.items()):
-        state_files[key] = f"carried-{i:05d}.arrow"
-        if not _link(source, tmp / state_files[key]):
-            written.append(tmp / state_files[key])
-    for i, (key, table) in enumerate(ckpt.state.items()):
-        state_files[str(key)] = f"state-{i:05d}.arrow"
-        _write_table(tmp / state_files[str(key)], _as_table(table, key))
-        written.append(tmp / state_files[str(key)])
-    for i, (view, table) in enumerate(ckpt.pending.items()):
-        pending_files[str(view)] = f"pending-{i:05d}.arrow"
-        _write_table(tmp / pending_files[str(view)], _as_table(table, view))
-        written.append(tmp / pending_files[str(view)])
-    manifest = {
-        "format": FORMAT,
-        "group": ckpt.group,
-        "epoch": int(ckpt.epoch),
-        "input_versions": {k: int(v) for k, v in ckpt.input_versions.items()},
-        "state": state_files,
-        "pending": pending_files,
-        "meta": dict(ckpt.meta),
-    }
-    # compact: json's C encoder (an indented dump runs its Python encoder, ~0.3 ms a refresh)
-    (tmp / "manifest.json").write_text(json.dumps(manifest, separators=(",", ":"), sort_keys=True))
-    written.append(tmp / "manifest.json")
-    return written
 
 
 def repair(group: str) -> str:
@@ -206,10 +192,14 @@ class CheckpointStore:
         self.keep = max(1, keep)
         #: seconds a refresh waits for a group's writer lock (None: ``IVM_LOCK_TIMEOUT`` or 300)
         self.lock_timeout: float | None = None
-        #: per group, the last manifest read, kept while ``CURRENT`` and ``manifest.json``
-        #: are the same files (local warehouses: ``CURRENT`` is only ever replaced by a new
-        #: file), so a refresh reads and checks it once, not five times
-        self._read: dict[str, tuple[tuple[_Stamp, _Stamp], Manifest, dict[str, Any]]] = {}
+        #: per group, the last manifest read or written, kept while ``CURRENT`` (and a
+        #: format-1 ``manifest.json``) are the same files (local warehouses: ``CURRENT`` is
+        #: only ever replaced by a new file), so a refresh reads and checks it once
+        self._read: dict[str, tuple[tuple[_Stamp, _Stamp | None], _Entry]] = {}
+        #: per group, the manifest this store's last save made ``CURRENT`` after listing the
+        #: group's directory: while it still is, a save removes exactly what leaves the kept
+        #: manifests, without listing the directory again
+        self._wrote: dict[str, _Entry] = {}
 
     def directory(self, group: str) -> Path:
         return self.warehouse.checkpoint_dir(group)
@@ -217,43 +207,64 @@ class CheckpointStore:
     # -- reading --------------------------------------------------------------------------
     def manifest(self, group: str) -> Manifest | None:
         """The current checkpoint's manifest, or ``None`` if the group has none."""
-        return self._manifest(group)[0]
+        entry = self._entry(group)
+        return None if entry is None else entry.manifest
 
-    def _manifest(self, group: str) -> tuple[Manifest | None, dict[str, Any]]:
-        """The current manifest and its raw JSON (``(None, {})`` without a checkpoint)."""
+    def _entry(self, group: str) -> _Entry | None:
+        """The current manifest as read (``None`` without a checkpoint)."""
         base = self.directory(group)
         pointer = base / CURRENT
         stamp = None if self.warehouse.remote else _stamp(pointer)
         kept = self._read.get(group)
-        same = kept is not None and kept[0] == (stamp, _stamp(kept[1].directory / "manifest.json"))
-        if stamp is not None and kept is not None and same:
-            return kept[1], kept[2]
-        if stamp is None and not pointer.exists():
-            return None, {}
+        if stamp is not None and kept is not None and kept[0][0] == stamp:
+            old = kept[1].manifest.directory / "manifest.json"
+            if kept[0][1] is None or kept[0][1] == _stamp(old):
+                return kept[1]
+        if stamp is None and (not self.warehouse.remote or not pointer.exists()):
+            return None
         try:
             cur = json.loads(pointer.read_text(encoding="utf-8"))
-            d = self.warehouse.check_inside(base / cur["dir"])
-            m = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError, KeyError) as exc:
+            if not isinstance(cur, dict):
+                raise ValueError("not a JSON object")
+            if "dir" in cur and "format" not in cur:
+                entry, written = self._old_entry(group, base, cur)
+            else:
+                entry, written = _parse(group, base, cur), None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CheckpointError(
                 f"checkpoint of {group!r} is unreadable: {exc}{repair(group)}"
             ) from exc
-        if m.get("format") != FORMAT or int(m["epoch"]) != int(cur["epoch"]):
+        if stamp is not None:
+            self._read[group] = ((stamp, written), entry)
+        return entry
+
+    def _old_entry(
+        self, group: str, base: Path, cur: dict[str, Any]
+    ) -> tuple[_Entry, _Stamp | None]:
+        """A format-1 ``CURRENT`` and the ``manifest.json`` of the directory it names."""
+        d = self.warehouse.check_inside(base / cur["dir"])
+        m = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+        if (
+            not isinstance(m, dict)
+            or m.get("format") != OLD_FORMAT
+            or int(m["epoch"]) != int(cur["epoch"])
+            or not isinstance(m.get("state"), dict)
+            or not isinstance(m.get("pending"), dict)
+        ):
             raise CheckpointError(
                 f"checkpoint of {group!r} has an unexpected manifest{repair(group)}"
             )
-        out = Manifest(
-            group=group,
-            epoch=int(m["epoch"]),
-            input_versions={k: int(v) for k, v in m["input_versions"].items()},
-            pending_views=tuple(m["pending"]),
-            meta=m.get("meta", {}),
-            directory=d,
+        whole = {
+            kind: {str(k): (f"{d.name}/{f}", 0, None) for k, f in m[kind].items()}
+            for kind in ("state", "pending")
+        }
+        entry = _Entry(
+            manifest=_manifest_of(group, m, d),
+            state=whole["state"],
+            pending=whole["pending"],
+            kept=(),
         )
-        written = _stamp(d / "manifest.json")
-        if stamp is not None and written is not None and _valid_manifest(m):
-            self._read[group] = ((stamp, written), out, m)
-        return out, m
+        return entry, _stamp(d / "manifest.json")
 
     def current_epoch(self, group: str) -> int | None:
         m = self.manifest(group)
@@ -261,17 +272,19 @@ class CheckpointStore:
 
     def load(self, group: str) -> Checkpoint | None:
         """The current checkpoint with its tables, or ``None``."""
-        m = self.manifest(group)
-        if m is None:
+        entry = self._entry(group)
+        if entry is None:
             return None
+        base = self.directory(group)
+        reader = PackReader()
         try:
-            raw = json.loads((m.directory / "manifest.json").read_text(encoding="utf-8"))
-            state = {k: _read_table(m.directory / f) for k, f in raw["state"].items()}
-            pending = {k: _read_table(m.directory / f) for k, f in raw["pending"].items()}
-        except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
+            state = {k: self._table(base, reader, r) for k, r in entry.state.items()}
+            pending = {k: self._table(base, reader, r) for k, r in entry.pending.items()}
+        except (OSError, ValueError, pa.ArrowException) as exc:
             raise CheckpointError(
                 f"checkpoint of {group!r} is unreadable: {exc}{repair(group)}"
             ) from exc
+        m = entry.manifest
         return Checkpoint(
             group=group,
             epoch=m.epoch,
@@ -280,6 +293,10 @@ class CheckpointStore:
             pending=pending,
             meta=m.meta,
         )
+
+    def _table(self, base: Path, reader: PackReader, ref: Ref) -> pa.Table:
+        path = self.warehouse.check_inside(base / ref[0])
+        return reader.read(path, ref[1], ref[2])
 
     # -- writing --------------------------------------------------------------------------
     def save(
@@ -291,13 +308,14 @@ class CheckpointStore:
         durable: Sequence[str | os.PathLike[str]] = (),
         sync_pointer: bool = True,
     ) -> Path:
-        """Write ``ckpt`` and make it current, atomically; returns its directory.
+        """Write ``ckpt`` and make it current, atomically; returns the group's directory.
 
         The epoch must be greater than the current checkpoint's.  ``hook(step)`` is called
-        after ``"files_written"`` and ``"renamed"`` (crash-injection points for tests).
-        ``carry`` names state entries of the *current* checkpoint to keep unchanged in the
-        new one without rewriting them (hard links, a copy where links are not possible), so
-        a checkpoint that adds a little to a large state costs what it adds.  ``durable``:
+        after ``"files_written"`` and ``"renamed"`` (crash-injection points for tests; the
+        second is where format 1 renamed its directory: the pack is complete, ``CURRENT``
+        not yet written).  ``carry`` names state entries of the *current* checkpoint to
+        keep unchanged in the new one: the new manifest names them where they are, so a
+        checkpoint that adds a little to a large state costs what it adds.  ``durable``:
         other local files or directories fsynced in the checkpoint's barrier, durable before
         ``CURRENT`` names it (catalog.refresh: the view tables' log directories).
         ``sync_pointer=False``: the group directory's fsync after ``CURRENT`` is replaced (what
@@ -313,87 +331,116 @@ class CheckpointStore:
             if self.warehouse.remote
             else None
         )
-        carried = self._check_next(ckpt, carry)
-        # leftovers of a crashed save are collected after this one (one directory scan a save)
-        final = base / f"epoch-{int(ckpt.epoch):012d}-{uuid.uuid4().hex[:8]}"
-        # an object store has no rename: the files go to their final prefix at once, which
-        # no reader looks at before ``CURRENT`` names it (and garbage collection removes it
-        # if ``CURRENT`` never does)
-        tmp = final if self.warehouse.remote else base / f".tmp-{uuid.uuid4().hex}"
-        tmp.mkdir()
-        try:
-            written = _write_files(tmp, ckpt, carried)
-        except (OSError, TypeError, ValueError, pa.ArrowException) as exc:
-            remove_tree(tmp)
-            raise CheckpointError(f"cannot write checkpoint of {ckpt.group!r}: {exc}") from exc
+        previous = self._entry(ckpt.group)
+        carried = self._check_next(ckpt, previous, carry)
+        # CURRENT is still what this store wrote: nothing else was left in the directory
+        listed = previous is not None and previous == self._wrote.pop(ckpt.group, None)
+        pack = base / f"{PACK}{int(ckpt.epoch):012d}-{uuid.uuid4().hex[:8]}.arrow"
+        refs = _write_tables(pack, ckpt)
+        entry = self._next_entry(ckpt, base, previous, carried, refs)
         if hook:
             hook("files_written")
-        if tmp != final:
-            os.rename(tmp, final)
-        if hook:
             hook("renamed")
         check_fence(self.warehouse, ckpt.group)
-        pointer = {"epoch": int(ckpt.epoch), "dir": final.name}
+        self._replace_pointer(base, entry, seen, [pack] if refs else [], durable, sync_pointer)
+        self._collect_garbage(base, entry, previous if listed else None)
+        self._wrote[ckpt.group] = entry
+        return base
+
+    def _next_entry(
+        self,
+        ckpt: Checkpoint,
+        base: Path,
+        previous: _Entry | None,
+        carried: Mapping[str, Ref],
+        refs: Sequence[Ref],
+    ) -> _Entry:
+        """The manifest of ``ckpt``: its new tables at ``refs`` (state, then pending), the
+        carried ones where they are, and the names its predecessors kept."""
+        new = {str(k): r for k, r in zip(ckpt.state, refs, strict=False)}
+        written = zip(ckpt.pending, refs[len(ckpt.state) :], strict=True)
+        # in the order a reader of the (key-sorted) manifest finds them
+        state = dict(sorted({**carried, **new}.items()))
+        pending = dict(sorted((str(v), r) for v, r in written))
+        kept = () if previous is None else (previous.names, *previous.kept)
+        return _Entry(
+            manifest=Manifest(
+                group=ckpt.group,
+                epoch=int(ckpt.epoch),
+                input_versions={k: int(v) for k, v in ckpt.input_versions.items()},
+                pending_views=tuple(pending),
+                meta=dict(ckpt.meta),
+                directory=base,
+            ),
+            state=state,
+            pending=pending,
+            kept=kept[: self.keep - 1],
+        )
+
+    def _replace_pointer(
+        self,
+        base: Path,
+        entry: _Entry,
+        seen: str | None,
+        written: Sequence[Path],
+        durable: Sequence[str | os.PathLike[str]],
+        sync_pointer: bool,
+    ) -> None:
+        """The commit point: ``CURRENT`` replaced by ``entry``'s manifest, after ``written``
+        (the pack) and ``durable`` are durable."""
+        text = _to_json(entry)
+        group = entry.manifest.group
         if self.warehouse.remote:
             fsync_all(list(durable))  # local files beside a remote warehouse
-            self._swap_pointer(base, pointer, seen, ckpt.group)
-            self._collect_garbage(base, final.name)
-            return final
-        # one barrier: the files, the directory's entries, its name in ``base`` and the new
-        # pointer's contents durable together; then the pointer is replaced (catalog.durable)
-        written = [final / w.name for w in written]
-        extra = [Path(d) for d in durable]
-        durable_too = [*written, final, base, *extra]
-        write_json_atomic(base / CURRENT, pointer, durable=durable_too, sync_dir=sync_pointer)
-        self._collect_garbage(base, final.name)
-        return final
+            self._swap_pointer(base, text, seen, group)
+            return
+        # one barrier: the pack, its name in ``base`` and the new manifest's contents
+        # durable together; then the pointer is replaced (catalog.durable)
+        durable_too = [*written, base, *(Path(d) for d in durable)]
+        write_json_atomic(
+            base / CURRENT, text, durable=durable_too, sync_dir=sync_pointer, compact=True
+        )
+        stamp = _stamp(base / CURRENT)
+        if stamp is not None:
+            self._read[group] = ((stamp, None), entry)
 
-    def _swap_pointer(
-        self, base: Path, pointer: dict[str, Any], seen: str | None, group: str
-    ) -> None:
+    def _swap_pointer(self, base: Path, text: dict[str, Any], seen: str | None, group: str) -> None:
         """The commit point on an object store: one conditional ``PutObject`` of ``CURRENT``
         that succeeds only if no other writer replaced it since this save read it."""
-        data = json.dumps(pointer, indent=1, sort_keys=True).encode()
+        data = json.dumps(text, separators=(",", ":"), sort_keys=True).encode()
         if not storage.backend(base).replace_if((base / CURRENT).as_posix(), data, seen):
             raise CheckpointError(
                 f"checkpoint of {group!r}: another writer committed a checkpoint while this "
-                f"one was written (epoch {pointer['epoch']}); nothing committed, run it again"
+                f"one was written (epoch {text['epoch']}); nothing committed, run it again"
             )
 
-    def _check_next(self, ckpt: Checkpoint, carry: Iterable[str]) -> dict[str, Path]:
-        """The files of the carried entries, checked: ``ckpt`` comes after the current
+    def _check_next(
+        self, ckpt: Checkpoint, previous: _Entry | None, carry: Iterable[str]
+    ) -> dict[str, Ref]:
+        """The places of the carried entries, checked: ``ckpt`` comes after the current
         checkpoint, and carries no entry it also writes."""
-        current = self.current_epoch(ckpt.group)
+        current = None if previous is None else previous.manifest.epoch
         if current is not None and ckpt.epoch <= current:
             raise CheckpointError(
                 f"checkpoint of {ckpt.group!r}: epoch {ckpt.epoch} is not after {current}"
             )
-        carried = self._carried_files(ckpt.group, carry)
-        clash = set(carried) & {str(k) for k in ckpt.state}
-        if clash:
-            raise CheckpointError(f"checkpoint of {ckpt.group!r}: {sorted(clash)} carried and new")
-        return carried
-
-    def _carried_files(self, group: str, keys: Iterable[str]) -> dict[str, Path]:
-        wanted = [str(k) for k in keys]
+        wanted = [str(k) for k in carry]
         if not wanted:
             return {}
-        m, raw = self._manifest(group)
-        if m is None:
-            raise CheckpointError(f"checkpoint of {group!r}: nothing to carry over")
-        raw = raw if _valid_manifest(raw) else _read_manifest(m.directory, group)
-        missing = [k for k in wanted if k not in raw["state"]]
+        if previous is None:
+            raise CheckpointError(f"checkpoint of {ckpt.group!r}: nothing to carry over")
+        missing = [k for k in wanted if k not in previous.state]
         if missing:
-            raise CheckpointError(f"checkpoint of {group!r} has no state entries {missing}")
-        return {k: m.directory / raw["state"][k] for k in wanted}
+            raise CheckpointError(f"checkpoint of {ckpt.group!r} has no state entries {missing}")
+        clash = set(wanted) & {str(k) for k in ckpt.state}
+        if clash:
+            raise CheckpointError(f"checkpoint of {ckpt.group!r}: {sorted(clash)} carried and new")
+        return {k: previous.state[k] for k in wanted}
 
     def state_keys(self, group: str) -> tuple[str, ...]:
         """The keys of the current checkpoint's state entries (no table is read)."""
-        m, raw = self._manifest(group)
-        if m is None:
-            return ()
-        raw = raw if _valid_manifest(raw) else _read_manifest(m.directory, group)
-        return tuple(raw["state"])
+        entry = self._entry(group)
+        return () if entry is None else tuple(entry.state)
 
     def lock(
         self,
@@ -416,31 +463,106 @@ class CheckpointStore:
     def remove(self, group: str) -> None:
         """Delete every checkpoint of ``group``; the caller holds the group's writer lock."""
         base = self.directory(group)
+        self._read.pop(group, None)
+        self._wrote.pop(group, None)
         if base.exists():
             remove_tree(base)
 
-    def _collect_garbage(self, base: Path, current: str) -> None:
-        """Remove what a save leaves behind once ``current`` (the directory the save just
-        made ``CURRENT`` name) is durable: leftovers of crashed saves (temp directories and
-        pointers, epoch directories ``CURRENT`` never named) and all but ``keep`` epochs."""
-        if is_object_path(base):
-            names = [d.name for d in base.iterdir()]
+    def _collect_garbage(self, base: Path, current: _Entry, previous: _Entry | None) -> None:
+        """Remove what no kept manifest references once ``current`` is ``CURRENT``.
+
+        With ``previous`` (the manifest this store's last save wrote, still ``CURRENT``
+        until now): exactly what ``previous`` kept and ``current`` does not, without a listing, so a
+        logged epoch, whose pack stays referenced until the next base, removes nothing.
+        Else the directory is listed, and leftovers of crashed saves (packs and format-1
+        directories no kept manifest references, temp directories and pointers) go too.
+        """
+        live = current.live
+        if previous is not None:
+            doomed = sorted(previous.live - live)
         else:
-            names = [e.name for e in os.scandir(base)]
-        dirs = sorted(d for d in names if d.startswith("epoch-"))
-        # ``epoch-<12 digits>-<random>``: a crashed save of the current epoch left a
-        # directory of the same epoch, which goes with the newer ones
-        epoch = current[: len("epoch-") + 12]
-        older = [d for d in dirs if d[: len(epoch)] < epoch]
-        newer = [d for d in dirs if d != current and d[: len(epoch)] >= epoch]
-        doomed = older[: max(0, len(older) - (self.keep - 1))] + newer
-        doomed += [n for n in names if n.startswith(".tmp-") or n.startswith(f".{CURRENT}.")]
+            if is_object_path(base):
+                names = [d.name for d in base.iterdir()]
+            else:
+                names = [e.name for e in os.scandir(base)]
+            ours = (PACK, OLD_EPOCH, ".tmp-")
+            doomed = [n for n in names if n.startswith(ours) and n not in live]
+            doomed += [n for n in names if n.startswith(f".{CURRENT}.")]
         for name in doomed:
             target = base / name
-            if target.is_dir():
+            if name.startswith((OLD_EPOCH, ".tmp-")):  # directories (format 1)
                 remove_tree(target)
             else:
-                target.unlink(missing_ok=True)
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink(missing_ok=True)
+
+
+def _write_tables(pack: Path, ckpt: Checkpoint) -> list[Ref]:
+    """Write the new tables of ``ckpt`` (state, then pending) into ``pack``; their places
+    (none, and no file, when there are none)."""
+    tables = [
+        *(_as_table(t, k) for k, t in ckpt.state.items()),
+        *(_as_table(t, v) for v, t in ckpt.pending.items()),
+    ]
+    if not tables:
+        return []
+    try:
+        ranges = write_pack(pack, tables)
+    except (OSError, TypeError, ValueError, pa.ArrowException) as exc:
+        with contextlib.suppress(OSError):
+            pack.unlink(missing_ok=True)
+        raise CheckpointError(f"cannot write checkpoint of {ckpt.group!r}: {exc}") from exc
+    return [(pack.name, off, n) for off, n in ranges]
+
+
+def _manifest_of(group: str, m: Mapping[str, Any], directory: Path) -> Manifest:
+    return Manifest(
+        group=group,
+        epoch=int(m["epoch"]),
+        input_versions={k: int(v) for k, v in m["input_versions"].items()},
+        pending_views=tuple(str(v) for v in m["pending"]),
+        meta=m.get("meta", {}),
+        directory=directory,
+    )
+
+
+def _parse(group: str, base: Path, m: dict[str, Any]) -> _Entry:
+    """A format-2 manifest (``CURRENT``'s contents)."""
+    if m.get("format") != FORMAT:
+        raise CheckpointError(
+            f"checkpoint of {group!r} has format {m.get('format')!r}, which this version "
+            f"cannot read (it reads formats {OLD_FORMAT} and {FORMAT}){repair(group)}"
+        )
+
+    def refs(kind: str) -> dict[str, Ref]:
+        out: dict[str, Ref] = {}
+        for k, r in m[kind].items():
+            name, off, n = r
+            if not isinstance(name, str) or name.startswith("/") or ".." in name.split("/"):
+                raise ValueError(f"entry {k!r} names {name!r}, outside the checkpoint")
+            out[str(k)] = (name, int(off), None if n is None else int(n))
+        return out
+
+    return _Entry(
+        manifest=_manifest_of(group, m, base),
+        state=refs("state"),
+        pending=refs("pending"),
+        kept=tuple(frozenset(str(n) for n in names) for names in m.get("kept", ())),
+    )
+
+
+def _to_json(entry: _Entry) -> dict[str, Any]:
+    m = entry.manifest
+    return {
+        "format": FORMAT,
+        "group": m.group,
+        "epoch": m.epoch,
+        "input_versions": dict(m.input_versions),
+        "state": {k: list(r) for k, r in entry.state.items()},
+        "pending": {k: list(r) for k, r in entry.pending.items()},
+        "kept": [sorted(names) for names in entry.kept],
+        "meta": dict(m.meta),
+    }
 
 
 def _stamp(path: Path) -> _Stamp | None:
@@ -450,36 +572,6 @@ def _stamp(path: Path) -> _Stamp | None:
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _valid_manifest(raw: Any) -> bool:
-    return isinstance(raw, dict) and isinstance(raw.get("state"), dict)
-
-
-def _read_manifest(directory: Path, group: str) -> dict[str, Any]:
-    try:
-        raw = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CheckpointError(
-            f"checkpoint of {group!r} is unreadable: {exc}{repair(group)}"
-        ) from exc
-    if not _valid_manifest(raw):
-        raise CheckpointError(f"checkpoint of {group!r} has an unexpected manifest{repair(group)}")
-    return raw
-
-
-def _link(source: Path, target: Path) -> bool:
-    """Hard-link ``source`` as ``target`` (True), or copy it where links are not possible
-    (False: the copy is not yet durable; an object store copies, durable once written)."""
-    if is_object_path(target):
-        target.write_bytes(source.read_bytes())
-        return True
-    try:
-        os.link(source, target)
-        return True
-    except OSError:
-        shutil.copyfile(source, target)
-        return False
 
 
 def _as_table(value: Any, key: object) -> pa.Table:

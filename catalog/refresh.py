@@ -6,7 +6,7 @@ versions ``(I_p, I_e]``, the new engine state ``S_e`` and, per view ``v``, a cha
 ``Δv_e``.  It then:
 
 1. **checkpoint** — saves ``(e, I_e, S_e, pending={v: Δv_e})`` atomically
-   (catalog.checkpoint).  This is the commit point of the refresh: before it, the refresh
+   (catalog.checkpoint: one pack file, then ``CURRENT``).  This is the commit point of the refresh: before it, the refresh
    did not happen; after it, it did, and its view changes are durable in ``pending``.
 2. **publish** — for each view with a non-empty ``Δv_e``, in dependency order, applies it to
    the view table (which holds the view's rows) as one Delta commit — appended rows, removed

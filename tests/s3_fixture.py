@@ -121,7 +121,7 @@ def per_k_layout_and_reopen(spark: Any, uri: str, keys: list[str], churn: Churn,
     from spark_exec.session import Session
 
     assert "wh/_ivm/catalog.json" in keys
-    assert any(k.startswith("wh/_ivm/checkpoints/default/per_k/epoch-") for k in keys)
+    assert any(k.startswith("wh/_ivm/checkpoints/default/per_k/pack-") for k in keys)
     assert any(k.startswith("wh/views/default/per_k/_delta_log/") for k in keys)
     assert not any("/locks/" in k for k in keys)  # every lease was given up
     doc = storage.backend(uri).read_bytes(f"{uri}/_ivm/catalog.json").decode()

@@ -264,8 +264,9 @@ def test_checkpoint_round_trip_and_gc(tmp_path: Path) -> None:
     assert ck is not None and ck.epoch == 3 and dict(ck.input_versions) == {"t": 30}
     assert {k: v.equals(state[k]) for k, v in ck.state.items()} == {k: True for k in state}
     assert ck.meta == {"fp": "abc"}
-    dirs = sorted(p.name for p in store.directory("x").iterdir() if p.is_dir())
-    assert len(dirs) == 2  # the current one and one older
+    packs = sorted(p.name for p in store.directory("x").iterdir() if p.name.startswith("pack-"))
+    assert len(packs) == 2  # the current one and one older (keep=2)
+    assert sorted(p.name for p in store.directory("x").iterdir()) == ["CURRENT", *packs]
     with pytest.raises(CheckpointError, match="not after"):
         store.save(Checkpoint("x", 3, {}))
     with pytest.raises(CheckpointError, match="not a pyarrow Table"):
@@ -277,22 +278,34 @@ def test_checkpoint_round_trip_and_gc(tmp_path: Path) -> None:
 
 def test_a_kept_manifest_follows_every_change_of_its_files(tmp_path: Path) -> None:
     """The store reads a manifest once per ``CURRENT``: another store's save, a damaged
-    ``manifest.json`` and a ``CURRENT`` pointing elsewhere are all seen by the next read."""
+    ``CURRENT``, one of an unknown format and one naming other tables are all seen by the
+    next read."""
     wh = Catalog(tmp_path).warehouse
     mine, other = CheckpointStore(wh), CheckpointStore(wh, keep=3)
     mine.save(Checkpoint("x", 1, {"t": 1}, state={"a": pa.table({"a": [1]})}))
-    first = mine.manifest("x")
+    pointer = mine.directory("x") / "CURRENT"
+    first, first_text = mine.manifest("x"), pointer.read_text()
     assert first is not None and mine.manifest("x") is first  # kept
     other.save(Checkpoint("x", 2, {"t": 2}))
     assert mine.current_epoch("x") == 2 and mine.state_keys("x") == ()
-    current = mine.manifest("x")
-    assert current is not None
-    (current.directory / "manifest.json").write_text("{not json")
+    second = json.loads(pointer.read_text())
+    assert second["kept"] == [[json.loads(first_text)["state"]["a"][0]]]  # epoch 1's pack
+    pointer.write_text("{not json")
     with pytest.raises(CheckpointError, match="unreadable"):
         mine.manifest("x")
-    pointer = mine.directory("x") / "CURRENT"
-    pointer.write_text(json.dumps({"epoch": 1, "dir": first.directory.name}))
+    pointer.write_text(json.dumps({**second, "state": {"b": "pack-1.arrow"}}))  # no place
+    with pytest.raises(CheckpointError, match="unreadable"):
+        mine.manifest("x")
+    pointer.write_text(json.dumps({**second, "state": {"b": ["../../x.arrow", 0, 8]}}))
+    with pytest.raises(CheckpointError, match="outside the checkpoint"):
+        mine.manifest("x")
+    pointer.write_text(json.dumps({**second, "format": 3}))
+    with pytest.raises(CheckpointError, match=r"format 3.*FULL"):
+        mine.manifest("x")
+    pointer.write_text(first_text)  # epoch 1 again: its pack was kept (keep=3)
     assert mine.current_epoch("x") == 1 and mine.state_keys("x") == ("a",)
+    loaded = mine.load("x")
+    assert loaded is not None and loaded.state["a"].column("a").to_pylist() == [1]
 
 
 def test_view_tables_record_inputs(tmp_path: Path) -> None:
@@ -323,9 +336,9 @@ def test_crash_then_recover_on_object_stores(
     crash_at: str,
 ) -> None:
     """Every crash point of one refresh on an object-store warehouse: no rename there, the
-    checkpoint's files go to their final prefix and ``CURRENT`` (one PUT) is the commit point;
+    checkpoint's pack goes to its final key and ``CURRENT`` (one PUT) is the commit point;
     a new Catalog recovers to the uninterrupted run's views, each epoch committed once, and
-    no unreferenced checkpoint prefix survives the next save."""
+    no unreferenced pack survives the next save."""
     bucket = request.getfixturevalue("s3_bucket" if store == "s3" else "azure_container")
     root = ObjectPath(f"{bucket}/wh")
     run(root, 3, crash_at)  # type: ignore[arg-type]
@@ -334,9 +347,10 @@ def test_crash_then_recover_on_object_stores(
         epochs = refresh_epochs(root, view)  # type: ignore[arg-type]
         assert len(epochs) == len(set(epochs)), f"{view}: an epoch was committed twice"
     base = root / "_ivm" / "checkpoints" / "default" / GROUP
-    current = json.loads((base / "CURRENT").read_text())["dir"]
-    kept = sorted(p.name for p in base.iterdir() if p.name.startswith("epoch-"))
-    assert current in kept and len(kept) <= 2  # keep=2: the current one and its predecessor
+    current = json.loads((base / "CURRENT").read_text())
+    packs = {p.name for p in base.iterdir() if p.name.startswith("pack-")}
+    # keep=2: what the current manifest and its predecessor reference, nothing else
+    assert packs == {r[0] for r in current["state"].values()}.union(*current["kept"])
 
 
 def test_a_stalled_lease_holder_cannot_commit_on_object_stores(
@@ -401,7 +415,8 @@ def test_checkpoint_pointer_is_compare_and_swap_on_object_stores(
     assert loaded is not None and loaded.state["s"].column("x").to_pylist() == [2]
     a.save(Checkpoint(GROUP, 3, {"t": 2}, state={"s": pa.table({"x": [4]})}))  # a retry works
     base = wh.checkpoint_dir(GROUP)
-    assert len([p for p in base.iterdir() if p.name.startswith("epoch-")]) <= 2  # a's orphan gone
+    packs = sorted(p.name for p in base.iterdir() if p.name.startswith("pack-"))
+    assert [p[:17] for p in packs] == ["pack-000000000002", "pack-000000000003"]  # a's orphan gone
 
 
 def test_catalog_document_is_compare_and_swap_on_s3(s3_bucket: str) -> None:  # noqa: F811

@@ -158,7 +158,7 @@ def test_deleted_checkpoint_file_says_how_to_repair_and_full_refresh_repairs(
     s.sql("INSERT INTO t VALUES (3, 7)")
     s.close()  # a new process: the engine state comes from the checkpoint
     for f in glob.glob(
-        str(s.warehouse / "_ivm" / "checkpoints" / "**" / "state-*.arrow"), recursive=True
+        str(s.warehouse / "_ivm" / "checkpoints" / "**" / "pack-*.arrow"), recursive=True
     ):
         os.remove(f)
     with pytest.raises(CheckpointError, match="REFRESH MATERIALIZED VIEW a FULL"):
