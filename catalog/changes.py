@@ -67,7 +67,7 @@ def consolidate(
     if not names:
         total = int(table.column(diff).to_numpy().sum())
         return pa.table({diff: pa.array([total] if total else [], pa.int64())})
-    if _small(table, names):
+    if small_exact(table, names):
         small = _consolidate_small(table, names, diff)
         if small is not None:
             return small
@@ -83,7 +83,7 @@ def consolidate(
 
 SMALL_ROWS = 64
 """Tables up to this many rows are consolidated in Python when their key types compare
-exactly (:func:`_small`): Arrow's hash aggregation costs ~0.1-0.3 ms a call whatever the
+exactly (:func:`small_exact`): Arrow's hash aggregation costs ~0.1-0.3 ms a call whatever the
 size, and a refresh of a small change consolidates 3-4 such tables."""
 
 _EXACT = (
@@ -97,7 +97,7 @@ _EXACT = (
 )
 
 
-def _small(table: pa.Table, names: Sequence[str]) -> bool:
+def small_exact(table: pa.Table, names: Sequence[str]) -> bool:
     """Whether ``table`` is small and its key columns' Python values are equal exactly when
     Arrow's grouping finds them equal (integers, strings, binaries, booleans, dates and
     NULLs; no floats: NaN and -0.0, no timestamps: nanoseconds, no nested types)."""
