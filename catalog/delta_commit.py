@@ -153,6 +153,14 @@ def _replayed_log(table: str) -> _Replay:
     return r
 
 
+def replay_known(table: str) -> bool:
+    """Whether a kept log replay of ``table`` is still current at its version (its log entry
+    the same file: one ``stat``), so ``table`` is a Delta table — without asking deltalake
+    (``DeltaTable.is_deltatable``: ~0.2 ms a call)."""
+    kept = _replayed.get(storage.normalize(table))
+    return kept is not None and _commit_stamp(_log(table), kept[1].latest) == kept[0]
+
+
 def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
     """The latest version and its active files (path -> entry), by log replay."""
     r = _replayed_log(table)
