@@ -269,15 +269,17 @@ def _may_hold(
     return bool(mask.any())
 
 
+def _kept_rows(table: str, f: FileEntry, schema: pa.Schema) -> pa.Table | None:
+    """Every row of file ``f`` when this process wrote it and kept them (catalog.file_cache)."""
+    kept = file_cache.rows(vp.file_path(table, f), schema)
+    return kept if kept is not None and kept.num_rows == f.num_records else None
+
+
 def _read_candidates(
     table: str, f: FileEntry, wanted: pa.Table, schema: pa.Schema
 ) -> tuple[pa.Table, np.ndarray]:
-    """Rows of file ``f`` in row groups that may hold ``wanted`` rows, with their positions
-    (all of them when this process wrote the file and kept its rows: catalog.file_cache)."""
+    """Rows of file ``f`` in row groups that may hold ``wanted`` rows, with their positions."""
     location = vp.file_path(table, f)
-    kept = file_cache.rows(location, schema)
-    if kept is not None and kept.num_rows == f.num_records:
-        return kept, np.arange(kept.num_rows, dtype=np.int64)
     fs, where = storage.backend(table).arrow(location)
     pf = pq.ParquetFile(where, filesystem=fs)
     md = pf.metadata
@@ -428,9 +430,13 @@ def _searched_files(
         f = files[path]
         if f.num_records == 0 or f.live_records <= 0:
             continue
-        if not _may_hold(retract, *vp.file_bounds(f, schema)):
+        kept = _kept_rows(table, f, schema)
+        if kept is not None:  # in memory: searched whole, no bounds checked
+            data, pos = kept, np.arange(kept.num_rows, dtype=np.int64)
+        elif not _may_hold(retract, *vp.file_bounds(f, schema)):
             continue
-        data, pos = _read_candidates(table, f, retract, schema)
+        else:
+            data, pos = _read_candidates(table, f, retract, schema)
         if data.num_rows == 0:
             continue
         if whole is not None and data.num_rows == f.num_records:
