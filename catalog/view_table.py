@@ -547,19 +547,52 @@ class _Target:
     rows_schema: pa.Schema
     parts: tuple[str, ...]
     clustering: tuple[str, ...]
+    use_dv: bool = False  # deletion vectors are on
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a view commit reads off the opened table's metadata and protocol."""
+
+    rows_schema: pa.Schema
+    parts: tuple[str, ...]
+    clustered: bool
+    use_dv: bool
+
+
+#: path -> (opened table, its version, its layout): the metadata and protocol of a kept table
+#: at a version do not change, and reading them through deltalake costs ~0.1 ms a commit
+_layouts: dict[str, tuple[DeltaTable, int, _Layout]] = {}
+
+
+def _layout_of(p: str, dt: DeltaTable) -> _Layout:
+    at = int(dt.version())
+    kept = _layouts.get(p)
+    if kept is not None and kept[0] is dt and kept[1] == at:
+        return kept[2]
+    rows_schema = storage_schema(delta.arrow_schema(dt, p))
+    meta = dt.metadata()
+    if meta.description == LEGACY_MARKER or DIFF in rows_schema.names:
+        raise LegacyViewTableError(p)
+    found = _Layout(
+        rows_schema,
+        tuple(meta.partition_columns),
+        "clustering" in (dt.protocol().writer_features or []),
+        str(meta.configuration.get(DV_PROPERTY, "false")).lower() == "true",
+    )
+    if len(_layouts) >= 64:
+        _layouts.clear()
+    _layouts[p] = (dt, at, found)
+    return found
 
 
 def _open_target(p: str) -> _Target:
     """Open the view table at ``p`` for its layout (a legacy one is refused); the commit's
     files and version come from the kept log replay (:func:`_locate_removal`)."""
     dt = delta.open_layout(p)
-    rows_schema = storage_schema(delta.arrow_schema(dt, p))
-    clustering = (
-        vc.clustering_columns(p) if "clustering" in (dt.protocol().writer_features or []) else ()
-    )
-    if dt.metadata().description == LEGACY_MARKER or DIFF in rows_schema.names:
-        raise LegacyViewTableError(p)
-    return _Target(p, dt, rows_schema, tuple(dt.metadata().partition_columns), clustering)
+    lay = _layout_of(p, dt)
+    clustering = vc.clustering_columns(p) if lay.clustered else ()
+    return _Target(p, dt, lay.rows_schema, lay.parts, clustering, lay.use_dv)
 
 
 @dataclass(frozen=True)
@@ -614,8 +647,7 @@ def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
     whole: dict[str, pa.Table] = {}
     found = _locate(p, files, minus, change.minus_counts, whole) if minus.num_rows else {}
     touched = [files[f] for f in found]
-    config = target.table.metadata().configuration
-    use_dv = str(config.get(DV_PROPERTY, "false")).lower() == "true"
+    use_dv = target.use_dv
     if touched and not use_dv and sum(f.size for f in touched) > COW_MAX_BYTES:
         _enable_deletion_vectors(p)
         version, files = delta_commit.snapshot_files(p)
