@@ -47,7 +47,6 @@ COUNTS = {
     "Python-level JSON encodes (indented dumps)": lambda f, _: f == "_iterencode",
     "schema compatibility checks": lambda f, _: f == "check_compatible",
     # what issue 15's seventh pass cut (bench/README.md)
-    "deltalake is_deltatable": lambda f, src: f == "is_deltatable" and "deltalake" in src,
     "Arrow hash aggregations (group_by)": lambda f, src: (
         f == "_group_by" and src.endswith("pyarrow/acero.py")
     ),
