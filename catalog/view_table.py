@@ -61,7 +61,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from catalog import deletion_vectors as dvs
-from catalog import delta, delta_commit, file_cache, storage
+from catalog import delta, delta_commit, file_cache, sorted_merge, storage
 from catalog import view_clustering as vc
 from catalog import view_partitions as vp
 from catalog.change_feed import FeedCounts, change_feed
@@ -221,6 +221,16 @@ def _sorted(rows: pa.Table, clustering: tuple[str, ...] = ()) -> pa.Table:
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
         return rows
     return rows.take(idx)
+
+
+def _sorted_by(rows: pa.Table) -> tuple[pa.Table, tuple[tuple[str, str], ...] | None]:
+    """``rows`` sorted by all columns, and ``_ALL_COLUMNS`` when they are (``None``: a type
+    Arrow cannot sort left them as they were)."""
+    try:
+        idx = pc.sort_indices(rows, sort_keys=vc.sort_keys(rows.column_names, ()))
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return rows, None
+    return rows.take(idx), _ALL_COLUMNS
 
 
 def _row_key(v: Any) -> Any:
@@ -726,6 +736,7 @@ def _remove_by_rewrite(
     by one file."""
     p = target.path
     packed = [] if inserts is None else [inserts]
+    merged: pa.Table | None = None
     for f in removal.touched:
         data = removal.read.get(f.path)
         if data is None:
@@ -733,6 +744,10 @@ def _remove_by_rewrite(
         keep = np.ones(data.num_rows, dtype=bool)
         keep[removal.found[f.path]] = False
         out.actions.append({"remove": _remove_action(f, out.now)})
+        if inserts is not None and len(removal.touched) == 1:
+            merged = _merged_into_kept(p, f, data, keep, inserts)
+            if merged is not None:
+                break
         if not keep.any():
             continue
         kept = data.filter(pa.array(keep))
@@ -742,13 +757,36 @@ def _remove_by_rewrite(
         if target.clustering:  # the rest of the file, in the current clustering order
             kept = _sorted(kept, target.clustering)
         out.add_files(p, vp.write_files(p, kept, target.parts))
-    rows = pa.concat_tables(packed) if packed else None
+    rows = merged
+    order: tuple[tuple[str, str], ...] | None = _ALL_COLUMNS if merged is not None else None
+    if rows is None and packed:
+        rows, order = _sorted_by(pa.concat_tables(packed))
     if rows is not None and rows.num_rows:
-        rows = _sorted(rows)
         adds = vp.write_files(p, rows, target.parts)
         out.add_files(p, adds)
         if inserts is not None and len(adds) == 1:  # the view's one file: read next refresh
-            file_cache.keep(delta_commit.file_location(p, adds[0]), rows)
+            location = delta_commit.file_location(p, adds[0])
+            file_cache.keep(location, rows, sorted_by=order or ())
+
+
+_ALL_COLUMNS = (("*", "ascending"),)
+"""The order a kept file is tagged with when sorted by all its columns (:func:`_sorted`)."""
+
+
+def _merged_into_kept(
+    p: str, f: FileEntry, data: pa.Table, keep: np.ndarray, inserts: pa.Table
+) -> pa.Table | None:
+    """The rows of ``data`` that ``keep`` keeps with ``inserts``, sorted, without sorting them
+    all (catalog.sorted_merge) — when ``data`` is the kept content of file ``f``, written
+    sorted by all its columns, and the inserted rows are few; else ``None``."""
+    if inserts.num_rows > sorted_merge.MAX_NEW or f.deletion_vector is not None:
+        return None
+    location = vp.file_path(p, f)
+    kept = file_cache.rows(location, data.schema)
+    if kept is None or kept is not data or file_cache.sorted_by(location) != _ALL_COLUMNS:
+        return None
+    keys = vc.sort_keys(data.column_names, ())
+    return sorted_merge.merge(data, np.flatnonzero(keep), inserts, keys)
 
 
 def _write_inserts(
