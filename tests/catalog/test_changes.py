@@ -206,3 +206,17 @@ def test_errors(table: str, tmp_path: Path) -> None:
     shutil.rmtree(table)
     with pytest.raises(DroppedInputError, match="'edges'"):
         read_changes(table, 0, 1, name="edges")
+
+
+def test_change_types_sign_the_rows_and_unknown_ones_are_refused() -> None:
+    from catalog import changes
+    from catalog.capture import KIND
+
+    schema = pa.schema([("id", pa.int64())])
+    kinds = ["insert", "delete", "update_preimage", "update_postimage"]
+    raw = pa.table({"id": [1, 2, 3, 4], KIND: kinds})
+    out = changes._signed(raw, "p", "t", schema, None, False)
+    assert out.column(DIFF).to_pylist() == [1, -1, -1, 1]
+    bad = pa.table({"id": [1, 2, 3], KIND: ["insert", "bogus", None]})
+    with pytest.raises(DeltaOperationError, match="bogus"):
+        changes._signed(bad, "p", "t", schema, None, False)
