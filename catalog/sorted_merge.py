@@ -3,8 +3,8 @@
 A view whose refreshes update a few rows keeps them in one small file, sorted by its columns
 (catalog.view_table: file and row-group statistics then prune later searches), and each
 refresh rewrites it without the removed rows and with the inserted ones.  Sorting the whole
-file again costs ~0.5 ms for 10,000 rows; placing the few new rows costs two sorts of a few
-hundred rows.
+file again costs ~0.6 ms for 10,000 rows (sort and take); placing 5 new rows costs two sorts
+of a few hundred rows (0.48 ms with the take).
 
 Each new row's place is the number of old rows that sort at or before it, found by a
 two-level search on Arrow's stable sort (so every type and option Arrow sorts by is compared
@@ -35,7 +35,8 @@ pc: Any = _pc  # pyarrow's stubs lack most compute functions
 
 SortKeys = Sequence[tuple[str, str]]
 MAX_NEW = 64
-"""New rows merged this way at most (more: sorting everything is as cheap)."""
+"""New rows merged this way at most (CPU on a 10,000-row table, take included: 5 new rows
+merged in 0.48 ms, 64 in 0.55, against 0.65 to sort everything; 200 rows: 0.68)."""
 
 
 def _group_name(names: Sequence[str]) -> str:
@@ -66,14 +67,14 @@ def _after(first: pa.Table, then: pa.Table, keys: SortKeys, group: str | None) -
 def places(old: pa.Table, new: pa.Table, keys: SortKeys, *, step: int = 0) -> np.ndarray:
     """For each row of ``new``: how many rows of ``old`` (sorted by ``keys``) sort at or
     before it — where it goes in ``old``'s order.  ``step``: the fences' spacing (default
-    about ``sqrt(len(old))``)."""
+    about ``sqrt(len(old) / len(new))``: as many fences as block rows to sort)."""
     n = old.num_rows
     cols = [k for k, _ in keys]
     old, new = old.select(cols), new.select(cols)
     out = np.zeros(new.num_rows, np.int64)
     if n == 0 or new.num_rows == 0:
         return out
-    step = step or max(int(np.sqrt(n)), 1)
+    step = step or max(int(np.sqrt(n / new.num_rows)), 1)  # both sorts about the same size
     fences = np.arange(0, n, step, dtype=np.int64)
     below = _after(old.take(pa.array(fences)), new, keys, None)  # fences at or before
     wanted = np.flatnonzero(below > 0)  # the others go first
