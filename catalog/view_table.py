@@ -576,6 +576,7 @@ _layouts: dict[str, tuple[DeltaTable, int, _Layout]] = {}
 
 
 def _layout_of(p: str, dt: DeltaTable) -> _Layout:
+    """The layout of the view table at ``p`` opened as ``dt`` (a legacy table is refused)."""
     at = int(dt.version())
     kept = _layouts.get(p)
     if kept is not None and kept[0] is dt and kept[1] == at:
