@@ -23,6 +23,7 @@ Commands:
   groupby   a GROUP BY view over 2M rows: creation time, peak memory, checkpoint size
   refresh-counts  a 10-row refresh counted: fsync waits, deltalake calls, Python calls
   refresh-cpu  CPU time per refresh of `refresh`'s workload, without Spark (bench/bench_refresh_cpu.py)
+  publish-cpu  CPU of a refresh's view commit (10k-row view) and of an input's change read alone
   step-counts  a small engine step counted: Python calls, compiled-kernel calls (bench/bench_step_counts.py)
   lookup    a trace's probe search on runs evicted from the caches: batched vs one by one
   tpcds     TPC-DS's 99 (103 texts) as views: accepted, refused by cause, equal to Spark (bench/tpcds.py)
@@ -86,6 +87,7 @@ MODULES = {
     "groupby": "bench.bench_groupby",
     "refresh-counts": "bench.bench_refresh_counts",
     "refresh-cpu": "bench.bench_refresh_cpu",
+    "publish-cpu": "bench.bench_publish_cpu",
     "step-counts": "bench.bench_step_counts",
     "lookup": "bench.bench_lookup",
     "tpcds": "bench.tpcds",

@@ -53,6 +53,11 @@ COUNTS = {
     "Delta schemas converted to Arrow": lambda f, _: "to_arrow' of 'deltalake" in f,
     "Python-level JSON encodes (indented dumps)": lambda f, _: f == "_iterencode",
     "schema compatibility checks": lambda f, _: f == "check_compatible",
+    # what issue 15's seventh pass cut (bench/README.md)
+    "Arrow hash aggregations (group_by)": lambda f, src: (
+        f == "_group_by" and src.endswith("pyarrow/acero.py")
+    ),
+    "Arrow hash joins": lambda f, src: f == "_perform_join" and src.endswith("pyarrow/acero.py"),
 }
 
 

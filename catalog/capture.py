@@ -334,7 +334,9 @@ def _read_present(path: str, fs: object, columns: list[str]) -> pa.Table:
     """The ``columns`` a Parquet file has (one open: its schema, then its rows)."""
     pf = pq.ParquetFile(path, filesystem=fs)
     have = set(pf.schema_arrow.names)
-    return pf.read(columns=[c for c in columns if c in have])
+    # one thread for a small file: a thread pool costs more than it saves there
+    threads = pf.metadata.num_row_groups > 1
+    return pf.read(columns=[c for c in columns if c in have], use_threads=threads)
 
 
 def _direct_feed(commit: Commit, reader: _Reader) -> pa.Table | None:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from catalog.changes import small_exact
+
 CHANGE_TYPE = "_change_type"
 _SIDE = "__side__"
 _ROW = "__row__"
@@ -60,6 +62,8 @@ def update_pairs(
     if any(k not in removed.column_names or k not in added.column_names for k in names):
         return none
     n_rem, n_add = removed.num_rows, added.num_rows
+    if small_exact(removed, names) and small_exact(added, names):
+        return _pairs_small(removed.select(names), added.select(names))
     try:
         both = pa.concat_tables([removed.select(names), added.select(names)])
         both = both.append_column(
@@ -77,6 +81,18 @@ def update_pairs(
     last = grouped.column(f"{_ROW}_max").to_numpy()[pair]
     order = np.argsort(first, kind="stable")
     return first[order], last[order] - n_rem
+
+
+def _pairs_small(removed: pa.Table, added: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`update_pairs` of small tables, keys compared as Python tuples (the key types
+    compare exactly, NULLs equal: catalog.changes ``small_exact``)."""
+    sides: dict[tuple[object, ...], list[list[int]]] = {}
+    for side, t in enumerate((removed, added)):
+        for i, k in enumerate(zip(*(c.to_pylist() for c in t.columns), strict=True)):
+            sides.setdefault(k, [[], []])[side].append(i)
+    pairs = sorted((r[0], a[0]) for r, a in sides.values() if len(r) == 1 and len(a) == 1)
+    pre = np.fromiter((p for p, _ in pairs), np.int64, len(pairs))
+    return pre, np.fromiter((q for _, q in pairs), np.int64, len(pairs))
 
 
 def change_feed(

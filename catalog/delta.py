@@ -37,7 +37,7 @@ from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import TableNotFoundError
 
 from catalog import delta_cache, delta_features, storage, table_check
-from catalog.delta_commit import layout_version
+from catalog.delta_commit import layout_version, replay_known
 from catalog.dtypes import conform, storage_schema
 from catalog.errors import (
     CatalogError,
@@ -153,8 +153,10 @@ def is_delta_table(path: str | os.PathLike[str]) -> bool:
             return False
     elif not os.path.isdir(log):
         return False
-    return delta_cache.known(p) or DeltaTable.is_deltatable(
-        p, storage_options=storage.delta_storage_options(p)
+    return (
+        delta_cache.known(p)
+        or replay_known(p)
+        or DeltaTable.is_deltatable(p, storage_options=storage.delta_storage_options(p))
     )
 
 

@@ -153,6 +153,14 @@ def _replayed_log(table: str) -> _Replay:
     return r
 
 
+def replay_known(table: str) -> bool:
+    """Whether a kept log replay of ``table`` is still current at its version (its log entry
+    the same file: one ``stat``), so ``table`` is a Delta table — without asking deltalake
+    (``DeltaTable.is_deltatable``: ~0.2 ms a call)."""
+    kept = _replayed.get(storage.normalize(table))
+    return kept is not None and _commit_stamp(_log(table), kept[1].latest) == kept[0]
+
+
 def snapshot_files(table: str) -> tuple[int, dict[str, FileEntry]]:
     """The latest version and its active files (path -> entry), by log replay."""
     r = _replayed_log(table)
@@ -323,21 +331,10 @@ def write_data_file(
     else:
         rel = f"{directory}/{name}" if directory else name
     full = storage.join(table, rel)
-    fs, where = storage.backend(table).arrow(full)
-    if not storage.is_object_store(table):
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-    pq.write_table(
-        data,
-        where,
-        compression="snappy",
-        row_group_size=ROW_GROUP_ROWS,
-        use_dictionary=dictionary_columns(data.schema),
-        filesystem=fs,
-    )
     action: dict[str, Any] = {
         "path": quote(rel, safe="/="),  # a URI, as the protocol says (and delta-rs writes)
         "partitionValues": dict(partition_values or {}),
-        "size": fs.get_file_info(where).size,
+        "size": _write_parquet(table, full, data),
     }
     if cdc:
         action["dataChange"] = False
@@ -348,6 +345,30 @@ def write_data_file(
         stats=json.dumps(file_stats(data), separators=(",", ":")),
     )
     return action
+
+
+def _write_parquet(table: str, full: str, data: pa.Table) -> int:
+    """Write ``data`` as the Parquet file ``full`` of ``table``; its size in bytes.
+
+    A local file is encoded in memory and written with one call (Arrow's local file writes
+    it piece by piece, then is asked its size: ~0.1 ms more for a small file); made durable
+    by the commit that names it (:func:`commit`)."""
+    options: dict[str, Any] = {
+        "compression": "snappy",
+        "row_group_size": ROW_GROUP_ROWS,
+        "use_dictionary": dictionary_columns(data.schema),
+    }
+    if storage.is_object_store(table):
+        fs, where = storage.backend(table).arrow(full)
+        pq.write_table(data, where, filesystem=fs, **options)
+        return int(fs.get_file_info(where).size)
+    sink = pa.BufferOutputStream()
+    pq.write_table(data, sink, **options)
+    encoded = sink.getvalue()
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "wb") as f:
+        f.write(memoryview(encoded))
+    return int(encoded.size)
 
 
 def dictionary_columns(schema: pa.Schema) -> list[str]:

@@ -26,8 +26,10 @@ MAX_ROWS = 1 << 20
 MAX_FILES = 16
 
 _Stamp = tuple[int, int, int]  # inode, size, mtime_ns
+#: how the kept rows are sorted: (sort key, order) pairs as the writer names them; () unknown
+SortOrder = tuple[tuple[str, str], ...]
 _lock = threading.Lock()
-_kept: OrderedDict[str, tuple[_Stamp, pa.Table]] = OrderedDict()
+_kept: OrderedDict[str, tuple[_Stamp, pa.Table, SortOrder]] = OrderedDict()
 
 
 def _stamp(location: str) -> _Stamp | None:
@@ -38,18 +40,19 @@ def _stamp(location: str) -> _Stamp | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def keep(location: str, rows: pa.Table) -> None:
+def keep(location: str, rows: pa.Table, *, sorted_by: SortOrder = ()) -> None:
     """Remember ``rows`` as the content of the local data file at ``location`` (just
-    written), in the schema a read of the file returns (catalog.view_partitions)."""
+    written), in the schema a read of the file returns (catalog.view_partitions), sorted as
+    ``sorted_by`` says (:func:`sorted_by`)."""
     if storage.is_object_store(location) or rows.num_rows > MAX_ROWS:
         return
     stamp = _stamp(location)
     if stamp is None:
         return
     with _lock:
-        _kept[location] = (stamp, rows)
+        _kept[location] = (stamp, rows, tuple(sorted_by))
         _kept.move_to_end(location)
-        while len(_kept) > MAX_FILES or sum(t.num_rows for _, t in _kept.values()) > MAX_ROWS:
+        while len(_kept) > MAX_FILES or sum(t.num_rows for _, t, _ in _kept.values()) > MAX_ROWS:
             _kept.popitem(last=False)
 
 
@@ -65,6 +68,14 @@ def rows(location: str, schema: pa.Schema) -> pa.Table | None:
             _kept.pop(location, None)
         return None
     return hit[1]
+
+
+def sorted_by(location: str) -> SortOrder:
+    """How the rows kept for ``location`` are sorted, as :func:`keep` was told (``()``: not
+    kept, or unknown).  Ask after :func:`rows` found them."""
+    with _lock:
+        hit = _kept.get(location)
+    return () if hit is None else hit[2]
 
 
 def clear() -> None:

@@ -61,7 +61,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from catalog import deletion_vectors as dvs
-from catalog import delta, delta_commit, file_cache, storage
+from catalog import delta, delta_commit, file_cache, sorted_merge, storage
 from catalog import view_clustering as vc
 from catalog import view_partitions as vp
 from catalog.change_feed import FeedCounts, change_feed
@@ -223,6 +223,16 @@ def _sorted(rows: pa.Table, clustering: tuple[str, ...] = ()) -> pa.Table:
     return rows.take(idx)
 
 
+def _sorted_by(rows: pa.Table) -> tuple[pa.Table, tuple[tuple[str, str], ...] | None]:
+    """``rows`` sorted by all columns, and ``_ALL_COLUMNS`` when they are (``None``: a type
+    Arrow cannot sort left them as they were)."""
+    try:
+        idx = pc.sort_indices(rows, sort_keys=vc.sort_keys(rows.column_names, ()))
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return rows, None
+    return rows.take(idx), _ALL_COLUMNS
+
+
 def _row_key(v: Any) -> Any:
     if isinstance(v, float) and v != v:
         return ("nan",)
@@ -269,15 +279,17 @@ def _may_hold(
     return bool(mask.any())
 
 
+def _kept_rows(table: str, f: FileEntry, schema: pa.Schema) -> pa.Table | None:
+    """Every row of file ``f`` when this process wrote it and kept them (catalog.file_cache)."""
+    kept = file_cache.rows(vp.file_path(table, f), schema)
+    return kept if kept is not None and kept.num_rows == f.num_records else None
+
+
 def _read_candidates(
     table: str, f: FileEntry, wanted: pa.Table, schema: pa.Schema
 ) -> tuple[pa.Table, np.ndarray]:
-    """Rows of file ``f`` in row groups that may hold ``wanted`` rows, with their positions
-    (all of them when this process wrote the file and kept its rows: catalog.file_cache)."""
+    """Rows of file ``f`` in row groups that may hold ``wanted`` rows, with their positions."""
     location = vp.file_path(table, f)
-    kept = file_cache.rows(location, schema)
-    if kept is not None and kept.num_rows == f.num_records:
-        return kept, np.arange(kept.num_rows, dtype=np.int64)
     fs, where = storage.backend(table).arrow(location)
     pf = pq.ParquetFile(where, filesystem=fs)
     md = pf.metadata
@@ -428,9 +440,13 @@ def _searched_files(
         f = files[path]
         if f.num_records == 0 or f.live_records <= 0:
             continue
-        if not _may_hold(retract, *vp.file_bounds(f, schema)):
+        kept = _kept_rows(table, f, schema)
+        if kept is not None:  # in memory: searched whole, no bounds checked
+            data, pos = kept, np.arange(kept.num_rows, dtype=np.int64)
+        elif not _may_hold(retract, *vp.file_bounds(f, schema)):
             continue
-        data, pos = _read_candidates(table, f, retract, schema)
+        else:
+            data, pos = _read_candidates(table, f, retract, schema)
         if data.num_rows == 0:
             continue
         if whole is not None and data.num_rows == f.num_records:
@@ -541,19 +557,53 @@ class _Target:
     rows_schema: pa.Schema
     parts: tuple[str, ...]
     clustering: tuple[str, ...]
+    use_dv: bool = False  # deletion vectors are on
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a view commit reads off the opened table's metadata and protocol."""
+
+    rows_schema: pa.Schema
+    parts: tuple[str, ...]
+    clustered: bool
+    use_dv: bool
+
+
+#: path -> (opened table, its version, its layout): the metadata and protocol of a kept table
+#: at a version do not change, and reading them through deltalake costs ~0.1 ms a commit
+_layouts: dict[str, tuple[DeltaTable, int, _Layout]] = {}
+
+
+def _layout_of(p: str, dt: DeltaTable) -> _Layout:
+    """The layout of the view table at ``p`` opened as ``dt`` (a legacy table is refused)."""
+    at = int(dt.version())
+    kept = _layouts.get(p)
+    if kept is not None and kept[0] is dt and kept[1] == at:
+        return kept[2]
+    rows_schema = storage_schema(delta.arrow_schema(dt, p))
+    meta = dt.metadata()
+    if meta.description == LEGACY_MARKER or DIFF in rows_schema.names:
+        raise LegacyViewTableError(p)
+    found = _Layout(
+        rows_schema,
+        tuple(meta.partition_columns),
+        "clustering" in (dt.protocol().writer_features or []),
+        str(meta.configuration.get(DV_PROPERTY, "false")).lower() == "true",
+    )
+    if len(_layouts) >= 64:
+        _layouts.clear()
+    _layouts[p] = (dt, at, found)
+    return found
 
 
 def _open_target(p: str) -> _Target:
     """Open the view table at ``p`` for its layout (a legacy one is refused); the commit's
     files and version come from the kept log replay (:func:`_locate_removal`)."""
     dt = delta.open_layout(p)
-    rows_schema = storage_schema(delta.arrow_schema(dt, p))
-    clustering = (
-        vc.clustering_columns(p) if "clustering" in (dt.protocol().writer_features or []) else ()
-    )
-    if dt.metadata().description == LEGACY_MARKER or DIFF in rows_schema.names:
-        raise LegacyViewTableError(p)
-    return _Target(p, dt, rows_schema, tuple(dt.metadata().partition_columns), clustering)
+    lay = _layout_of(p, dt)
+    clustering = vc.clustering_columns(p) if lay.clustered else ()
+    return _Target(p, dt, lay.rows_schema, lay.parts, clustering, lay.use_dv)
 
 
 @dataclass(frozen=True)
@@ -608,8 +658,7 @@ def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
     whole: dict[str, pa.Table] = {}
     found = _locate(p, files, minus, change.minus_counts, whole) if minus.num_rows else {}
     touched = [files[f] for f in found]
-    config = target.table.metadata().configuration
-    use_dv = str(config.get(DV_PROPERTY, "false")).lower() == "true"
+    use_dv = target.use_dv
     if touched and not use_dv and sum(f.size for f in touched) > COW_MAX_BYTES:
         _enable_deletion_vectors(p)
         version, files = delta_commit.snapshot_files(p)
@@ -688,6 +737,7 @@ def _remove_by_rewrite(
     by one file."""
     p = target.path
     packed = [] if inserts is None else [inserts]
+    merged: pa.Table | None = None
     for f in removal.touched:
         data = removal.read.get(f.path)
         if data is None:
@@ -695,6 +745,10 @@ def _remove_by_rewrite(
         keep = np.ones(data.num_rows, dtype=bool)
         keep[removal.found[f.path]] = False
         out.actions.append({"remove": _remove_action(f, out.now)})
+        if inserts is not None and len(removal.touched) == 1:
+            merged = _merged_into_kept(p, f, data, keep, inserts)
+            if merged is not None:
+                break
         if not keep.any():
             continue
         kept = data.filter(pa.array(keep))
@@ -704,13 +758,36 @@ def _remove_by_rewrite(
         if target.clustering:  # the rest of the file, in the current clustering order
             kept = _sorted(kept, target.clustering)
         out.add_files(p, vp.write_files(p, kept, target.parts))
-    rows = pa.concat_tables(packed) if packed else None
+    rows = merged
+    order: tuple[tuple[str, str], ...] | None = _ALL_COLUMNS if merged is not None else None
+    if rows is None and packed:
+        rows, order = _sorted_by(pa.concat_tables(packed))
     if rows is not None and rows.num_rows:
-        rows = _sorted(rows)
         adds = vp.write_files(p, rows, target.parts)
         out.add_files(p, adds)
         if inserts is not None and len(adds) == 1:  # the view's one file: read next refresh
-            file_cache.keep(delta_commit.file_location(p, adds[0]), rows)
+            location = delta_commit.file_location(p, adds[0])
+            file_cache.keep(location, rows, sorted_by=order or ())
+
+
+_ALL_COLUMNS = (("*", "ascending"),)
+"""The order a kept file is tagged with when sorted by all its columns (:func:`_sorted`)."""
+
+
+def _merged_into_kept(
+    p: str, f: FileEntry, data: pa.Table, keep: np.ndarray, inserts: pa.Table
+) -> pa.Table | None:
+    """The rows of ``data`` that ``keep`` keeps with ``inserts``, sorted, without sorting them
+    all (catalog.sorted_merge) — when ``data`` is the kept content of file ``f``, written
+    sorted by all its columns, and the inserted rows are few; else ``None``."""
+    if inserts.num_rows > sorted_merge.MAX_NEW or f.deletion_vector is not None:
+        return None
+    location = vp.file_path(p, f)
+    kept = file_cache.rows(location, data.schema)
+    if kept is None or kept is not data or file_cache.sorted_by(location) != _ALL_COLUMNS:
+        return None
+    keys = vc.sort_keys(data.column_names, ())
+    return sorted_merge.merge(data, np.flatnonzero(keep), inserts, keys)
 
 
 def _write_inserts(

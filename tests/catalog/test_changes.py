@@ -144,6 +144,52 @@ def test_consolidate_keeps_nulls_apart_and_drops_zeros() -> None:
     ]
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_small_consolidation_equals_arrow_grouping(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small tables are consolidated in Python: the same rows (in some order), types and
+    nullability as Arrow's grouping (forced by ``SMALL_ROWS = 0``), NULLs and zeros included."""
+    import datetime as dt
+
+    import numpy as np
+
+    from catalog import changes
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, changes.SMALL_ROWS + 1))
+
+    def pick(values: list[object]) -> list[object]:
+        return [values[i] for i in rng.integers(0, len(values), n)]
+
+    t = pa.table(
+        {
+            "i": pa.array(pick([None, 1, 2, -(1 << 31)]), pa.int32() if seed % 2 else pa.int64()),
+            "s": pa.array(pick([None, "a", "b", ""]), pa.string()),
+            "b": pa.array(pick([None, True, False]), pa.bool_()),
+            "d": pa.array(pick([None, dt.date(2020, 1, 1), dt.date(1970, 1, 1)]), pa.date32()),
+            "y": pa.array(pick([b"x", b"", None]), pa.binary()),
+            DIFF: pa.array(rng.integers(-2, 3, n), pa.int64()),
+        },
+        schema=pa.schema(
+            [
+                pa.field("i", pa.int32() if seed % 2 else pa.int64()),
+                pa.field("s", pa.string()),
+                pa.field("b", pa.bool_()),
+                pa.field("d", pa.date32()),
+                pa.field("y", pa.binary()),
+                pa.field(DIFF, pa.int64(), nullable=False),
+            ]
+        ),
+    )
+    keys = None if seed % 3 else ["s", "i"]
+    small = consolidate(t, keys=keys)
+    monkeypatch.setattr(changes, "SMALL_ROWS", 0)
+    arrow = consolidate(t, keys=keys)
+    assert small.schema.equals(arrow.schema, check_metadata=True)
+    assert sorted(map(repr, small.to_pylist())) == sorted(map(repr, arrow.to_pylist()))
+
+
 def test_errors(table: str, tmp_path: Path) -> None:
     with pytest.raises(DeltaOperationError, match="backwards"):
         read_changes(table, 1, 0)
@@ -160,3 +206,17 @@ def test_errors(table: str, tmp_path: Path) -> None:
     shutil.rmtree(table)
     with pytest.raises(DroppedInputError, match="'edges'"):
         read_changes(table, 0, 1, name="edges")
+
+
+def test_change_types_sign_the_rows_and_unknown_ones_are_refused() -> None:
+    from catalog import changes
+    from catalog.capture import KIND
+
+    schema = pa.schema([("id", pa.int64())])
+    kinds = ["insert", "delete", "update_preimage", "update_postimage"]
+    raw = pa.table({"id": [1, 2, 3, 4], KIND: kinds})
+    out = changes._signed(raw, "p", "t", schema, None, False)
+    assert out.column(DIFF).to_pylist() == [1, -1, -1, 1]
+    bad = pa.table({"id": [1, 2, 3], KIND: ["insert", "bogus", None]})
+    with pytest.raises(DeltaOperationError, match="bogus"):
+        changes._signed(bad, "p", "t", schema, None, False)

@@ -215,3 +215,33 @@ def test_session_views_feed_equals_their_diff(tmp_path: Path, seed: int) -> None
             assert "update_preimage" not in seen[name]
         else:
             assert seen[name]["update_postimage"] > 0, f"{name}: no update exercised"
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_small_update_pairs_equal_arrow_grouping(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small changes pair updates over Python tuples: the same pairs, in the same order, as
+    Arrow's grouping (forced by ``SMALL_ROWS = 0``), NULL keys and repeated keys included."""
+    from catalog import change_feed as cf
+    from catalog import changes
+
+    rng = np.random.default_rng(seed)
+
+    def side(n: int) -> pa.Table:
+        k = [None, "a", "b", "c", "d"]
+        return pa.table(
+            {
+                "k": pa.array([k[i] for i in rng.integers(0, len(k), n)], pa.string()),
+                "j": pa.array(rng.integers(0, 3, n), pa.int64()),
+                "v": pa.array(rng.integers(0, 100, n), pa.int64()),
+            }
+        )
+
+    removed, added = side(int(rng.integers(0, 20))), side(int(rng.integers(0, 20)))
+    key = ("k", "j") if seed % 2 else ("k",)
+    small = cf.change_feed(removed, added, key=key)
+    monkeypatch.setattr(changes, "SMALL_ROWS", 0)
+    arrow = cf.change_feed(removed, added, key=key)
+    assert small[1] == arrow[1]
+    assert small[0].equals(arrow[0])

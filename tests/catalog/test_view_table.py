@@ -339,3 +339,42 @@ def test_locating_by_join_finds_what_comparing_tuples_finds(
         assert joined[path].tolist() == by_keys[path].tolist()
     with pytest.raises(view_table.ViewTableMismatchError, match="lacks 1 row"):
         view_table._locate(view, files, retract, too_many)
+
+
+def test_updates_merge_into_the_kept_sorted_file(
+    view: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small view updated by small changes: its one file is rewritten by merging the new
+    rows into the kept sorted rows (no full sort), and holds exactly the oracle's rows, sorted,
+    after every refresh (NULLs, duplicates and a row's last copy removed included)."""
+    import pyarrow.compute as pc
+
+    from catalog import file_cache, sorted_merge
+
+    merges = []
+    real = sorted_merge.merge
+    monkeypatch.setattr(sorted_merge, "merge", lambda *a, **k: merges.append(1) or real(*a, **k))
+    rng = np.random.default_rng(7)
+    values: list[str | None] = ["a", "b", None, "c"]
+    first = [(int(k), values[int(k) % 4]) for k in rng.integers(0, 50, 300)]
+    oracle = Counter(first)
+    view_table.commit_view_changes(
+        view, changes(first, [1] * len(first)), view="v", epoch=1, input_versions={}
+    )
+    for epoch in range(2, 12):
+        if epoch == 6:
+            file_cache.clear()  # read back from the file: sorted again, then merged
+        held = sorted(oracle.elements(), key=repr)
+        gone = [held[i] for i in rng.choice(len(held), 5, replace=False)]
+        new = [(int(k), values[int(k) % 4]) for k in rng.integers(0, 60, 6)]
+        change = changes(gone + new, [-1] * len(gone) + [1] * len(new))
+        view_table.commit_view_changes(view, change, view="v", epoch=epoch, input_versions={})
+        oracle = oracle - Counter(gone) + Counter(new)
+        stored = plain_rows(view)
+        assert as_bag(stored) == oracle
+        keys = [("k", "ascending"), ("s", "ascending")]
+        assert stored.equals(stored.take(pc.sort_indices(stored, sort_keys=keys)))
+        assert len(delta_commit.snapshot_files(view)[1]) == 1
+    # every update but the first (the inserting commit keeps no rows) and the one after the
+    # cache was cleared: those read the file back and sort all of its rows
+    assert len(merges) == 8
