@@ -134,6 +134,7 @@ def publish(
     rows_written: Callable[[int, int], None] | None = None,
     fence: Callable[[], None] | None = None,
     durable: Sequence[str] = (),
+    consolidated: bool = False,
 ) -> RefreshResult:
     """Commit the checkpoint's pending view changes that are not yet in their tables.
 
@@ -144,6 +145,8 @@ def publish(
     if this writer lost its group lock (catalog.locks.check_fence): it runs before each view
     and when a view's commit or state shows another writer got there first.  ``durable``:
     local files or directories fsynced in each view commit's barrier, before its entry appears.
+    ``consolidated``: the pending changes are ``consolidate``'s output (:func:`commit_refresh`
+    made them); catalog.view_table does not consolidate them again.
     """
     commits: dict[str, WriteResult | None] = {}
     counter = RowsWritten.of(ckpt.pending, rows_written) if rows_written is not None else None
@@ -181,6 +184,7 @@ def publish(
                 on_rows=on_rows,
                 sync_entry=False,  # made durable by the next checkpoint's barrier (below)
                 durable=durable,
+                consolidated=consolidated,
             )
         except ConcurrentCommitError:
             if fence is not None:
@@ -292,6 +296,7 @@ def commit_refresh(
         rows_written=rows_written,
         fence=lambda: check_fence(store.warehouse, group),
         durable=pointer,
+        consolidated=True,  # consolidated above
     )
     if pointer and not result.published:
         fsync_path(pointer[0])
