@@ -267,6 +267,16 @@ def domain_configuration(table: str, domain: str) -> str | None:
 # -- data files ----------------------------------------------------------------------------
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
+def compact_json(obj: Any) -> str:
+    """``obj`` as JSON without spaces: what ``json.dumps(obj, separators=(",", ":"))`` gives,
+    from one kept encoder (``json.dumps`` with options builds a new one per call: ~3 µs,
+    and a view commit encodes ~8 objects)."""
+    return _COMPACT.encode(obj)
+
+
 def _stat_value(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return None
@@ -342,7 +352,7 @@ def write_data_file(
     action.update(
         modificationTime=int(time.time() * 1000),
         dataChange=True,
-        stats=json.dumps(file_stats(data), separators=(",", ":")),
+        stats=compact_json(file_stats(data)),
     )
     return action
 
@@ -407,7 +417,7 @@ def commit(
     checkpoint's barrier).
     """
     final = storage.join(_log(table), f"{version:020d}.json")
-    text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
+    text = "".join([compact_json(a) + "\n" for a in actions])
     backend = storage.backend(table)
     if not backend.put_if_absent(final, text.encode("utf-8"), durable, sync_entry=sync_entry):
         raise ConcurrentCommitError(

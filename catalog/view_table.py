@@ -737,7 +737,7 @@ def _remove_by_vectors(target: _Target, removal: _Removal, out: _Actions) -> Non
         add = {k: v for k, v in f.action.items() if v is not None}
         add.update(
             deletionVector=d.to_json(),
-            stats=json.dumps(stats, separators=(",", ":")),
+            stats=delta_commit.compact_json(stats),
             dataChange=True,
         )
         out.actions.append({"add": add})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -378,3 +379,15 @@ def test_updates_merge_into_the_kept_sorted_file(
     # every update but the first (the inserting commit keeps no rows) and the one after the
     # cache was cleared: those read the file back and sort all of its rows
     assert len(merges) == 8
+
+
+def test_compact_json_is_json_dumps_without_spaces() -> None:
+    """The kept encoder of the commit entries writes what ``json.dumps`` writes."""
+    objs = [
+        {"add": {"path": "a=%C3%A9/part.parquet", "size": 3, "dataChange": True, "x": None}},
+        {"commitInfo": {"t": 1.5, "s": 'é\n"q"', "l": [1, -0.0, 2**70], "e": {}}},
+        [],
+        "plain",
+    ]
+    for o in objs:
+        assert delta_commit.compact_json(o) == json.dumps(o, separators=(",", ":"))
