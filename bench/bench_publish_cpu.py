@@ -5,6 +5,9 @@
   old versions retracted, their new versions inserted) through
   ``view_table.commit_view_changes`` with a key, then ``view_table.maintain`` — what a
   refresh's commit and maintenance phases do for the view;
+* **second consolidation**: the view commit's conform-and-split of a change that
+  ``refresh.commit_refresh`` already consolidated, done as before (consolidated again) and
+  as now (not), alternating in one process: what skipping it saves per view and refresh;
 * **input read**: ``changes.read_changes`` of an input's last two commits (5 rows inserted
   by delta-rs, 5 deleted), what a refresh's read phase does for the changed input.
 
@@ -131,6 +134,40 @@ def read(root: Path, calls: int) -> dict[str, float]:
     return _cpu(samples)
 
 
+def second_consolidation(changes: int, calls: int) -> dict[str, dict[str, float]]:
+    """CPU of ``view_table._signed_change`` on a consolidated ``changes``-row update of the
+    bench view's shape, consolidating again (``again``) and not (``skipped``), alternating."""
+    from catalog import view_table as vt
+    from catalog.changes import DIFF, consolidate
+
+    rng = np.random.default_rng(0)
+    rows = pa.schema(
+        [("region", pa.string()), ("cust", pa.int64()), ("n", pa.int64()), ("total", pa.int64())]
+    )
+    half = max(changes // 2, 1)
+    ids = rng.choice(VIEW_ROWS, half, replace=False).tolist()
+    change = consolidate(
+        pa.table(
+            {
+                "region": [f"region {i % 20}" for i in ids] * 2,
+                "cust": ids * 2,
+                "n": list(range(2 * half)),
+                "total": list(range(2 * half)),
+                DIFF: [-1] * half + [1] * half,
+            },
+            schema=rows.append(pa.field(DIFF, pa.int64())),
+        )
+    )
+    samples: dict[bool, list[float]] = {False: [], True: []}
+    for i in range(2 * (calls + 20)):
+        skip = bool(i % 2)
+        c = time.process_time()
+        vt._signed_change(change, rows, "v", consolidated=skip)
+        if i >= 40:
+            samples[skip].append(time.process_time() - c)
+    return {"again": _cpu(samples[False]), "skipped": _cpu(samples[True])}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench publish-cpu")
     ap.add_argument("--changes", type=int, nargs="+", default=[10, 1_200])
@@ -145,6 +182,15 @@ def main(argv: list[str]) -> int:
             got = publish(root / f"p{k}", k, args.commits)
             result[f"publish_{k}"] = got
             print(f"view publish + maintenance, {k}-row change: " + _line(got))
+        for k in args.changes:
+            twice = second_consolidation(k, args.reads)
+            result[f"second_consolidation_{k}"] = twice
+            print(
+                f"view change conformed, {k}-row change: consolidated again "
+                + _line(twice["again"])
+                + "; skipped "
+                + _line(twice["skipped"])
+            )
         got = read(root, args.reads)
         result["read"] = got
         print("input read (2 commits, 10 rows): " + _line(got))
