@@ -314,6 +314,7 @@ class Catalog:
         table_id: str | None = None,
         on_rows: Callable[[int], None] | None = None,
         consolidated: bool = True,
+        checked: bool = False,
     ) -> pa.Table:
         """Changes of a table or view in Delta versions ``(after, upto]``: rows + ``__diff__``.
 
@@ -323,28 +324,10 @@ class Catalog:
         :class:`ChangesUnavailableError` — both mean "recompute from the snapshot".
         ``on_rows(n)``: told the rows of a table's snapshot as they are read (``after=None``;
         a view's rows at once).  ``consolidated=False``: a base table's rows as read, equal
-        rows not summed (the engine's input sums them anyway).
+        rows not summed (the engine's input sums them anyway).  ``checked``: ``name`` was
+        checked by :meth:`pin_inputs` in this read (not checked again).
         """
-        return self._entry_changes(
-            self.check_input(name),
-            after,
-            upto,
-            table_id=table_id,
-            on_rows=on_rows,
-            consolidated=consolidated,
-        )
-
-    def _entry_changes(
-        self,
-        entry: Entry,
-        after: int | None,
-        upto: int,
-        *,
-        table_id: str | None = None,
-        on_rows: Callable[[int], None] | None = None,
-        consolidated: bool = True,
-    ) -> pa.Table:
-        """:meth:`read_changes` of an input :meth:`check_input` accepted."""
+        entry = self.store.lookup(name) if checked else self.check_input(name)
         if isinstance(entry, ViewEntry):
             out = view_table.read_view_changes(entry.path, after, upto, name=entry.name)
             if on_rows is not None:
@@ -387,9 +370,7 @@ class Catalog:
         """
         try:
             return {
-                t: self._entry_changes(
-                    self.store.lookup(t), versions.get(t), v, table_id=ids.get(t, i)
-                )
+                t: self.read_changes(t, versions.get(t), v, table_id=ids.get(t, i), checked=True)
                 for t, (v, i) in pins.items()
             }
         except ChangesUnavailableError as exc:
