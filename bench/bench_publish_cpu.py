@@ -9,7 +9,10 @@
   ``refresh.commit_refresh`` already consolidated, done as before (consolidated again) and
   as now (not), alternating in one process: what skipping it saves per view and refresh;
 * **input read**: ``changes.read_changes`` of an input's last two commits (5 rows inserted
-  by delta-rs, 5 deleted), what a refresh's read phase does for the changed input.
+  by delta-rs, 5 deleted), what a refresh's read phase does for the changed input;
+* **read phase**: the same input and an unchanged second one registered in a catalog, read
+  as a refresh's read phase does (``Catalog.pin_inputs``, then ``changes_since``): the
+  inputs' checks, pins and both reads.
 
 Each is timed with ``time.process_time`` (CPU of the process, all threads) after warm-up;
 printed: minimum, tenth percentile and median per call.  Two trees are compared by running
@@ -168,6 +171,31 @@ def second_consolidation(changes: int, calls: int) -> dict[str, dict[str, float]
     return {"again": _cpu(samples[False]), "skipped": _cpu(samples[True])}
 
 
+def read_phase(root: Path, calls: int) -> dict[str, float]:
+    """CPU per read phase over ``read``'s input (its last two commits) and an unchanged one."""
+    from catalog import Catalog, delta
+
+    other = str(root / "customers")
+    delta.create_table(other, pa.schema([pa.field("id", pa.int64(), False)]))
+    delta.insert(other, pa.table({"id": np.arange(100)}))
+    cat = Catalog(root / "wh")
+    cat.register_table("orders", root / "orders")
+    cat.register_table("customers", other)
+    end = delta.current_version(root / "orders")
+    before = {"orders": end - 2, "customers": delta.current_version(other)}
+    samples = []
+    for i in range(calls + 20):
+        c = time.process_time()
+        pins = cat.pin_inputs(["orders", "customers"], view="v")
+        got = cat.changes_since(pins, before, {t: tid for t, (_, tid) in pins.items()})
+        if i >= 20:
+            samples.append(time.process_time() - c)
+    assert got is not None
+    if got["orders"].num_rows != 10 or got["customers"].num_rows != 0:
+        raise AssertionError(f"expected 10 and 0 changed rows, read {got}")
+    return _cpu(samples)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench publish-cpu")
     ap.add_argument("--changes", type=int, nargs="+", default=[10, 1_200])
@@ -194,6 +222,9 @@ def main(argv: list[str]) -> int:
         got = read(root, args.reads)
         result["read"] = got
         print("input read (2 commits, 10 rows): " + _line(got))
+        got = read_phase(root, args.reads)
+        result["read_phase"] = got
+        print("read phase (2 inputs, one with 2 commits, 10 rows): " + _line(got))
         if args.out:
             Path(args.out).write_text(json.dumps(result, indent=1))
         return 0

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pds
+import pyarrow.fs as pfs
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
@@ -227,9 +228,10 @@ class _Reader:
 
     def _complete(self, rows: pa.Table) -> pa.Table:
         """``rows`` with every column of ``columns`` (NULL where the version lacked it)."""
+        have = rows.column_names
         cols = [
-            rows.column(f.name).cast(f.type)
-            if f.name in rows.column_names
+            _as_type(rows.column(f.name), f.type)
+            if f.name in have
             else pa.nulls(rows.num_rows, f.type)
             for f in self.schema
         ]
@@ -255,8 +257,14 @@ def _tagged(rows: pa.Table, kind: str, version: int) -> pa.Table:
     )
 
 
+def _as_type(column: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
+    return column if column.type == to else column.cast(to)
+
+
 def _diff(old: pa.Table, new: pa.Table, version: int) -> list[pa.Table]:
-    return [_tagged(old, "delete", version), _tagged(new, "insert", version)]
+    """Feed rows of one commit: ``old``'s rows deleted, ``new``'s inserted (an empty side
+    left out: nothing to tag)."""
+    return [_tagged(t, k, version) for t, k in ((old, "delete"), (new, "insert")) if t.num_rows]
 
 
 def table_id(path: str | os.PathLike[str], version: int | None = None) -> str:
@@ -285,18 +293,23 @@ def capture(
     commits = [read_commit(path, v) for v in range(after + 1, upto + 1)]
     reader.know([c for c in commits if c is not None])
     if any(c is None for c in commits):  # log cleaned up: one diff of the two snapshots
-        return pa.concat_tables(_diff(reader.snapshot(after), reader.snapshot(upto), upto))
-    parts: list[pa.Table] = [_tagged(reader.schema.empty_table(), "insert", upto)]
-    for c in commits:
-        assert c is not None
-        if c.table_id is not None and expected_id is not None and c.table_id != expected_id:
-            raise TableReplacedError(
-                label, path, f"version {c.version} has table id {c.table_id}, not {expected_id}"
-            )
-        if not c.data_changed:
-            continue
-        feed = _verified_feed(c, reader) if c.cdcs else None
-        parts += [feed] if feed is not None else reader.diff(c)
+        parts = _diff(reader.snapshot(after), reader.snapshot(upto), upto)
+    else:
+        parts = []
+        for c in commits:
+            assert c is not None
+            if c.table_id is not None and expected_id is not None and c.table_id != expected_id:
+                raise TableReplacedError(
+                    label,
+                    path,
+                    f"version {c.version} has table id {c.table_id}, not {expected_id}",
+                )
+            if not c.data_changed:
+                continue
+            feed = _verified_feed(c, reader) if c.cdcs else None
+            parts += [feed] if feed is not None else reader.diff(c)
+    if not parts:  # the schema of an empty feed
+        parts.append(_tagged(reader._complete(reader.schema.empty_table()), "insert", upto))
     return pa.concat_tables(parts)
 
 
@@ -330,9 +343,24 @@ def _verified_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
     )
 
 
+#: local Parquet files up to this size are read whole into memory (catalog.capture._read_present)
+WHOLE_READ_BYTES = 1 << 20
+
+
 def _read_present(path: str, fs: object, columns: list[str]) -> pa.Table:
-    """The ``columns`` a Parquet file has (one open: its schema, then its rows)."""
-    pf = pq.ParquetFile(path, filesystem=fs)
+    """The ``columns`` a Parquet file has (one open: its schema, then its rows).
+
+    A small local file (a commit's few rows) is read whole by one call and parsed from
+    memory, without read-ahead: Arrow's file reads and their I/O threads cost more than the
+    bytes (5-row files: 0.22 -> 0.19 ms for a change-data file, 0.12 -> 0.09 ms for a data
+    file).  A larger one is read by Arrow, only the columns wanted."""
+    pf = None
+    if isinstance(fs, pfs.LocalFileSystem):
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size <= WHOLE_READ_BYTES:
+                pf = pq.ParquetFile(pa.BufferReader(f.read()), pre_buffer=False)
+    if pf is None:
+        pf = pq.ParquetFile(path, filesystem=fs)
     have = set(pf.schema_arrow.names)
     # one thread for a small file: a thread pool costs more than it saves there
     threads = pf.metadata.num_row_groups > 1

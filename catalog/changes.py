@@ -40,6 +40,7 @@ from catalog.dtypes import conform, engine_value, storage_schema
 from catalog.errors import (
     DeltaOperationError,
     DroppedInputError,
+    NotADeltaTableError,
     SchemaChangeError,
     TableReplacedError,
 )
@@ -205,9 +206,10 @@ def _open_range(
 ) -> DeltaTable:
     """The Delta table at ``p``, checked: it exists, is still the table ``table_id`` names,
     and has the versions ``(after, upto]``."""
-    if not delta.is_delta_table(p):
-        raise DroppedInputError(label, p)
-    dt = delta.open_table(p)
+    try:
+        dt = delta.open_table(p)  # checks that a table is there (one look at its log)
+    except NotADeltaTableError:
+        raise DroppedInputError(label, p) from None
     if table_id is not None and after is not None:
         current = str(dt.metadata().id)
         if current != table_id:

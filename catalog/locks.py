@@ -116,6 +116,21 @@ def timeout_from_env(default: float = DEFAULT_TIMEOUT) -> float:
         return default
 
 
+#: the holder record is written padded with spaces to this many bytes, in place
+HOLDER_BYTES = 256
+
+
+def _write_holder(fd: int, record: bytes) -> None:
+    """Overwrite the lock file's holder record in place, padded with spaces (JSON allows
+    them) so that no earlier record's bytes remain, and truncated only when the file is
+    longer.  Not truncated to zero first: on ext4 a file truncated to zero and written
+    again is flushed at its close (``auto_da_alloc``), 0.3 ms a refresh, 3 ms at p90."""
+    data = record.ljust(HOLDER_BYTES)
+    if os.fstat(fd).st_size > len(data):
+        os.ftruncate(fd, len(data))
+    os.pwrite(fd, data, 0)
+
+
 @contextlib.contextmanager
 def group_lock(
     warehouse: Warehouse,
@@ -159,8 +174,7 @@ def group_lock(
             "host": socket.gethostname(),
             "since_ms": time.time_ns() // 1_000_000,
         }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
+        _write_holder(fd, json.dumps(info).encode())
         try:
             yield
         finally:

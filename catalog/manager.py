@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
+from deltalake import DeltaTable
 
 from catalog import delta, table_check, view_table
 from catalog.changes import read_changes
@@ -262,11 +263,21 @@ class Catalog:
     # -- inputs of a refresh --------------------------------------------------------------
     def check_input(self, name: str | Identifier, *, view: str | None = None) -> Entry:
         """The input ``name`` if its Delta table exists and still carries its schema."""
+        return self._checked(name, view=view)[0]
+
+    def _checked(
+        self, name: str | Identifier, *, view: str | None = None
+    ) -> tuple[Entry, DeltaTable]:
+        """:meth:`check_input`, with the latest table it checked (one open of the table)."""
         entry = self.store.lookup(name)
-        if not delta.is_delta_table(entry.path):
+        try:
+            dt = delta.open_table(entry.path)
+        except NotADeltaTableError:
             found = table_check.describe_location(entry.path)
-            raise DroppedInputError(entry.name, entry.path, view, found=found)
-        actual = _readable_schema(entry.path, entry.name, view=view)
+            raise DroppedInputError(entry.name, entry.path, view, found=found) from None
+        except UnsupportedProtocolError as exc:
+            raise exc.named(entry.name, view) from exc
+        actual = delta.arrow_schema(dt, entry.path)
         if isinstance(entry, ViewEntry):
             actual = view_table.row_schema_of(actual)
         if (entry.schema, actual) not in self._compatible:  # checked once per schema pair
@@ -274,17 +285,17 @@ class Catalog:
             if len(self._compatible) >= 256:
                 self._compatible.clear()
             self._compatible.add((entry.schema, actual))
-        return entry
+        return entry, dt
 
     def pin_inputs(
         self, names: Sequence[str | Identifier], *, view: str | None = None
     ) -> dict[str, tuple[int, str]]:
-        """Each input's current Delta version and table id (read together), checked with
-        :meth:`check_input`.  The id tells a table from one recreated at the same location."""
+        """Each input's current Delta version and table id (read together, from the table
+        whose schema :meth:`check_input` checked).  The id tells a table from one recreated
+        at the same location."""
         out: dict[str, tuple[int, str]] = {}
         for n in names:
-            e = self.check_input(n, view=view)
-            dt = delta.open_table(e.path)
+            e, dt = self._checked(n, view=view)
             out[e.name] = (int(dt.version()), str(dt.metadata().id))
         return out
 
@@ -303,6 +314,7 @@ class Catalog:
         table_id: str | None = None,
         on_rows: Callable[[int], None] | None = None,
         consolidated: bool = True,
+        checked: bool = False,
     ) -> pa.Table:
         """Changes of a table or view in Delta versions ``(after, upto]``: rows + ``__diff__``.
 
@@ -312,9 +324,10 @@ class Catalog:
         :class:`ChangesUnavailableError` — both mean "recompute from the snapshot".
         ``on_rows(n)``: told the rows of a table's snapshot as they are read (``after=None``;
         a view's rows at once).  ``consolidated=False``: a base table's rows as read, equal
-        rows not summed (the engine's input sums them anyway).
+        rows not summed (the engine's input sums them anyway).  ``checked``: ``name`` was
+        checked by :meth:`pin_inputs` in this read (not checked again).
         """
-        entry = self.check_input(name)
+        entry = self.store.lookup(name) if checked else self.check_input(name)
         if isinstance(entry, ViewEntry):
             out = view_table.read_view_changes(entry.path, after, upto, name=entry.name)
             if on_rows is not None:
@@ -351,11 +364,13 @@ class Catalog:
         (another table id than ``ids`` records, or its history went back) or its changes
         cannot be read any more (e.g. vacuumed files; catalog.capture).
 
-        ``pins``: ``{input: (version, table id)}`` from :meth:`pin_inputs`.
+        ``pins``: ``{input: (version, table id)}`` from :meth:`pin_inputs`, which checked
+        each input (not checked again: a table dropped or replaced since is found by the
+        read itself, catalog.changes, and a pinned version's schema was checked with it).
         """
         try:
             return {
-                t: self.read_changes(t, versions.get(t), v, table_id=ids.get(t, i))
+                t: self.read_changes(t, versions.get(t), v, table_id=ids.get(t, i), checked=True)
                 for t, (v, i) in pins.items()
             }
         except ChangesUnavailableError as exc:

@@ -129,10 +129,17 @@ class EventLog:
                 (self.directory / name).write_text(data)
             return
         path = self.directory / f"events-{day}-{os.getpid()}.json"
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            with path.open("a", encoding="utf-8") as f:
-                f.write(data)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        try:  # one append by one write; the directory is made when the first finds none
+            try:
+                fd = os.open(path, flags, 0o666)
+            except FileNotFoundError:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, flags, 0o666)
+            try:
+                os.write(fd, data.encode("utf-8"))
+            finally:
+                os.close(fd)
         except OSError:  # a read-only warehouse: the refresh itself reports the real problem
             pass
 

@@ -43,12 +43,60 @@ def status_path(catalog: Catalog, group: str) -> Path:
 
 def read(catalog: Catalog, group: str) -> dict[str, Any]:
     """The status record of ``group`` (empty when it has none or it is unreadable)."""
-    p = status_path(catalog, group)
+    return _read_path(status_path(catalog, group))
+
+
+#: the record this process last wrote per local status file, with the file's (inode, size,
+#: mtime) then: :func:`record` answers from it after one ``stat`` instead of reading and
+#: parsing the file again (another writer's record has another inode)
+_written: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
+def _read_path(p: Path) -> dict[str, Any]:
     try:
         out = json.loads(p.read_text(encoding="utf-8"))
         return out if isinstance(out, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def _read_local(p: Path) -> dict[str, Any]:
+    """The record at local ``p``: the one this process wrote if the file is still it."""
+    key = str(p)
+    kept = _written.get(key)
+    if kept is not None:
+        try:
+            st = os.stat(key)
+            if (st.st_ino, st.st_size, st.st_mtime_ns) == kept[0]:
+                return dict(kept[1])
+        except OSError:
+            pass
+        del _written[key]
+    return _read_path(p)
+
+
+def _write_local(p: Path, doc: dict[str, Any]) -> None:
+    """Replace the record at local ``p`` atomically (a reader sees the old or the new one),
+    not fsynced: advisory only.  The directory is made when the first write finds none."""
+    data = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileNotFoundError:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        try:
+            os.write(fd, data)
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, p)
+    except BaseException:
+        _written.pop(str(p), None)
+        tmp.unlink(missing_ok=True)
+        raise
+    _written[str(p)] = ((st.st_ino, st.st_size, st.st_mtime_ns), dict(doc))
 
 
 def record(
@@ -67,7 +115,9 @@ def record(
     A status that cannot be written (read-only warehouse) is logged, never raised: it must
     not hide the refresh's own outcome.
     """
-    doc = read(catalog, group)
+    p = status_path(catalog, group)
+    remote = catalog.warehouse.remote
+    doc = _read_path(p) if remote else _read_local(p)
     if (
         error is None
         and not doc.get("error")
@@ -84,20 +134,15 @@ def record(
             last_failure=_now(),
             error={"type": type(error).__name__, "message": str(error)[:2000]},
         )
-    p = status_path(catalog, group)
-    if catalog.warehouse.remote:  # one PUT replaces the object whole
+    if remote:  # one PUT replaces the object whole
         try:
             p.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True))
         except OSError as exc:
             log.warning("cannot record the refresh status of %s: %s", group, exc)
         return
-    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
-    try:  # atomic (a reader sees the old or the new record) but not fsynced: advisory only
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True), encoding="utf-8")
-        os.replace(tmp, p)
+    try:
+        _write_local(p, doc)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         log.warning("cannot record the refresh status of %s: %s", group, exc)
 
 

@@ -65,7 +65,15 @@ def test_delta_rs_update_feed_is_incomplete_and_not_trusted(tmp_path: Path) -> N
     assert bag(read_changes(p, v - 1, v)) == truth(p, v - 1, v)
 
 
-def test_every_delta_rs_operation(tmp_path: Path) -> None:
+@pytest.mark.parametrize("whole_read_bytes", [0, 1 << 20])
+def test_every_delta_rs_operation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whole_read_bytes: int
+) -> None:
+    """Each commit's changes and a range's equal the snapshot diff, with the commits' files
+    read by Arrow (``0``) or read whole into memory first (catalog.capture._read_present)."""
+    from catalog import capture
+
+    monkeypatch.setattr(capture, "WHOLE_READ_BYTES", whole_read_bytes)
     p = filled(str(tmp_path / "t"))
     dt = DeltaTable(p)
     dt.update(updates={"v": "v * 2"})

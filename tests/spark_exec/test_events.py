@@ -71,3 +71,21 @@ def test_spark_sql_queries_the_event_log(spark: SparkSession, tmp_path: Path) ->
     assert [tuple(r) for r in rows] == [("m", 1, True), ("m", 1, True)]  # CREATE, refresh
     attach = (tmp_path / "wh" / "spark_attach.sql").read_text()
     assert "ivm_event_log" in attach and "${spark_ivm.warehouse}/_ivm/event_log" in attach
+
+
+def test_event_log_appends_survive_a_removed_directory(tmp_path: Path) -> None:
+    """Each append is one write; the directory is made again when it was removed."""
+    import shutil
+
+    from spark_exec.events import EventLog, failure_event, read_event_log
+
+    internal = tmp_path / "_ivm"
+    log = EventLog(internal)
+    first = [failure_event("g", ["v"], ValueError(f"bad {i}")) for i in range(3)]
+    log.append(first)
+    log.append([])
+    shutil.rmtree(log.directory)
+    log.append(first[:1])
+    log.append(first[1:])
+    got = read_event_log(internal).to_pylist()
+    assert [r["error"] for r in got] == [f"ValueError: bad {i}" for i in range(3)]

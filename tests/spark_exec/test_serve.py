@@ -233,3 +233,26 @@ def test_a_long_lived_session_drops_dataflows_of_merged_groups(tmp_path: Path) -
     s.refresh()
     assert set(s._runtime.built) == {"m"}
     assert contents(s) == expected(s)
+
+
+def test_checkpoints_of_former_groups_go_and_current_ones_stay(tmp_path: Path) -> None:
+    """``stale_checkpoint_groups``: the checkpoint of a group no view has any more is removed
+    by the next full refresh; a group another process created since this one planned is
+    kept."""
+    from catalog.pipeline import stale_checkpoint_groups
+
+    s = make_warehouse(tmp_path / "wh")  # view m over t: group m
+    on_disk = s.catalog.warehouse.checkpoint_groups
+    assert set(on_disk()) == {"m"}
+    assert stale_checkpoint_groups(s.catalog, ["m"]) == []
+    former = s.catalog.warehouse.checkpoint_dir("former")  # e.g. left by a merged group
+    former.mkdir(parents=True)
+    (former / "CURRENT").write_text("{}")
+    assert set(on_disk()) == {"m", "former"}
+    other = Session(warehouse=tmp_path / "wh")
+    other.sql("CREATE MATERIALIZED VIEW solo AS SELECT COUNT(*) AS n FROM t")
+    solo = s.catalog.view("solo").group
+    assert solo in on_disk()
+    assert stale_checkpoint_groups(s.catalog, ["m"]) == ["former"]  # solo: planned again
+    s.refresh()
+    assert set(on_disk()) == {"m", solo}
