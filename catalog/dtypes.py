@@ -262,8 +262,8 @@ def from_engine_columns(
                 arr = pa.array(values)  # a cast to the type it has costs ~6 us a column
                 arrays.append(arr if arr.type == f.type else arr.cast(f.type))
             elif isinstance(values, np.ndarray) and not _nested(f.type):
-                # an object array is read by Arrow directly (None is NULL): ~5x faster
-                # than building a list of it first (2,400 strings: 0.2 ms instead of 1.2)
+                # an object array is read by Arrow directly (None is NULL), without a
+                # list of it first (2,400 strings: ~83 us CPU instead of ~95)
                 arrays.append(pa.array(values, type=f.type))
             else:
                 seq = list(values)
