@@ -37,7 +37,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--refreshes", type=int, default=20)
     ap.add_argument("--changes", type=int, nargs="+", default=[10, 1_200])
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument(
+        "--phase-cpu",
+        action="store_true",
+        help="also the CPU of the engine and write phases alone (catalog.pipeline.phases' "
+        "step and write_outputs), median ms",
+    )
     args = ap.parse_args(argv)
+    phase_cpu: dict[str, float] = {}
+    if args.phase_cpu:
+        _time_phases(phase_cpu)
     root = Path(tempfile.mkdtemp(prefix="ivm-bench-cpu-"))
     try:
         rng = np.random.default_rng(0)
@@ -50,6 +59,7 @@ def main(argv: list[str]) -> int:
                 next_id = br._change(s, rng, n, next_id)
                 s.refresh()
             cpu, wall, phases = [], [], []
+            alone: dict[str, list[float]] = {}
             for _ in range(args.refreshes):
                 next_id = br._change(s, rng, n, next_id)
                 c, t = time.process_time(), time.perf_counter()
@@ -57,6 +67,8 @@ def main(argv: list[str]) -> int:
                 wall.append(time.perf_counter() - t)
                 cpu.append(time.process_time() - c)
                 phases.append(r.timings)
+                for k, v in phase_cpu.items():
+                    alone.setdefault(k, []).append(v)
             q = sorted(cpu)
             row = {
                 "change_rows": n,
@@ -70,6 +82,10 @@ def main(argv: list[str]) -> int:
                 },
                 "loadavg_1m": os.getloadavg()[0],
             }
+            if alone:
+                row["phase_cpu_ms_median"] = {
+                    k: statistics.median(v) * 1000 for k, v in alone.items()
+                }
             sizes.append(row)
             print(
                 f"{n:>6}-row change: CPU p10 {row['cpu_ms_p10']:.2f} ms, min "
@@ -77,8 +93,28 @@ def main(argv: list[str]) -> int:
                 f"{row['cpu_ms_mean']:.2f}; wall median "
                 f"{row['wall_ms_median']:.1f} ms (load {row['loadavg_1m']:.1f})"
             )
+            for k, v in row.get("phase_cpu_ms_median", {}).items():
+                print(f"        {k} phase alone: CPU median {v:.3f} ms")
         result = {"benchmark": "refresh-cpu", "rows": args.rows, "sizes": sizes}
         Path(args.out).write_text(json.dumps(result, indent=1))
         return 0
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _time_phases(into: dict[str, float]) -> None:
+    """Wrap the engine and write phases so that each call leaves its CPU time in ``into``."""
+    from catalog.pipeline import phases as ph
+
+    def timed(fn: Any, name: str) -> Any:
+        def run(*args: Any, **kw: Any) -> Any:
+            c = time.process_time()
+            try:
+                return fn(*args, **kw)
+            finally:
+                into[name] = time.process_time() - c
+
+        return run
+
+    ph.step = timed(ph.step, "engine")  # type: ignore[assignment]
+    ph.write_outputs = timed(ph.write_outputs, "write")  # type: ignore[assignment]

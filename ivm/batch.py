@@ -69,18 +69,31 @@ def hash_column(col: np.ndarray) -> np.ndarray:
         bits[integral] = asint[integral].view(np.uint64)
         bits[np.isnan(out)] = _NAN_BITS  # NaNs differ in sign and payload bits
         return bits
-    if col.dtype == object and len(col) >= _DEDUP_ROWS:
+    if col.dtype == object and len(col) >= _DEDUP_SMALL:
         # one hash per distinct object: a column read from Arrow holds one string object
         # per distinct value (catalog.dtypes), and gathers (a join's output) repeat them
         addresses = np.ascontiguousarray(np.asarray(_Addresses(col)))
-        gid, first, _ = group_hashes(mix_offset(addresses, _GOLDEN), np.zeros(len(col), np.int64))
-        if 2 * len(first) <= len(col):
-            return _hash_objects(col[first])[gid]
+        if len(col) >= _DEDUP_ROWS or _repeats(addresses[:_SAMPLE]):
+            gid, first, _ = group_hashes(
+                mix_offset(addresses, _GOLDEN), np.zeros(len(col), np.int64)
+            )
+            if 2 * len(first) <= len(col):
+                return _hash_objects(col[first])[gid]
     return _hash_objects(col)
 
 
 #: from this many rows on, an object column is hashed once per distinct object
 _DEDUP_ROWS = 4096
+#: from this many rows on, also when its first ``_SAMPLE`` objects repeat: 1,200 rows of 4
+#: distinct strings hashed in ~35 us instead of ~105; a column of distinct objects pays
+#: only the look at the sample
+_DEDUP_SMALL = 1024
+_SAMPLE = 64
+
+
+def _repeats(addresses: np.ndarray) -> bool:
+    """Whether at most half of these object addresses are distinct."""
+    return 2 * len(set(addresses.tolist())) <= len(addresses)
 
 
 def _hash_objects(col: np.ndarray) -> np.ndarray:

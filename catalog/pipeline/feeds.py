@@ -7,7 +7,7 @@ input; a Datalog ``.input`` reads a table through its own feed, in the declared 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 import ivm
 from catalog.changes import DIFF
-from catalog.dtypes import column_mappings, storage_schema, to_engine_columns
+from catalog.dtypes import ColumnMapping, column_mappings, storage_schema, to_engine_columns
 from catalog.store import TableEntry
 
 
@@ -31,13 +31,23 @@ class Feed:
     table: TableEntry
     input: ivm.InputCollection
     datalog: tuple[str, ...] | None = None
+    _mapped: tuple[pa.Schema, tuple[ColumnMapping, ...]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def _mappings(self) -> tuple[ColumnMapping, ...]:
+        """The table's column mappings, worked out once per schema (not on every send)."""
+        schema = self.table.schema
+        if self._mapped is None or self._mapped[0] is not schema:
+            self._mapped = (schema, column_mappings(schema))
+        return self._mapped[1]
 
     def send(self, changes: pa.Table) -> int:
         if changes.num_rows == 0:
             return 0
         diffs = changes.column(DIFF).to_numpy()
         if self.datalog is None:
-            cols = to_engine_columns(changes, column_mappings(self.table.schema))
+            cols = to_engine_columns(changes, self._mappings())
             self.input.send(cols, diffs)
             return changes.num_rows
         names = self.table.schema.names

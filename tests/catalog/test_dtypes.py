@@ -19,7 +19,7 @@ from catalog.dtypes import (
     schema_to_text,
     to_engine_columns,
 )
-from catalog.errors import SchemaChangeError, UnsupportedTypeError
+from catalog.errors import SchemaChangeError, UnsupportedTypeError, ValueOutOfRangeError
 
 SCHEMA = pa.schema(
     [
@@ -113,6 +113,61 @@ def test_values_round_trip() -> None:
     assert cols["ts"][0] == ts
     back = from_engine_columns(cols, SCHEMA)
     assert back.equals(t)
+
+
+def _random_values(t: pa.DataType, rng: np.random.Generator, n: int) -> list[object]:
+    """``n`` random values of type ``t`` (about a fifth NULL)."""
+    day = dt.date(2024, 1, 1)
+    make = {
+        "int64": lambda: int(rng.integers(-(2**62), 2**62)),
+        "int32": lambda: int(rng.integers(-(2**31), 2**31)),
+        "double": lambda: [float(rng.normal()), float("nan"), -0.0][int(rng.integers(0, 3))],
+        "bool": lambda: bool(rng.integers(0, 2)),
+        "string": lambda: ["", "a", "é", "north", "x" * 40][int(rng.integers(0, 5))],
+        "binary": lambda: bytes(rng.integers(0, 256, int(rng.integers(0, 5))).tolist()),
+        "decimal128(10, 2)": lambda: Decimal(int(rng.integers(-(10**9), 10**9))) / 100,
+        "date32[day]": lambda: day + dt.timedelta(days=int(rng.integers(-1000, 1000))),
+        "timestamp[us, tz=UTC]": lambda: (
+            dt.datetime(2024, 1, 2, tzinfo=dt.UTC)
+            + dt.timedelta(microseconds=int(rng.integers(0, 10**12)))
+        ),
+    }[str(t)]
+    return [None if rng.random() < 0.2 else make() for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_object_arrays_build_as_their_lists_do(seed: int) -> None:
+    """Oracle: an engine object column (read by Arrow directly) builds the same Arrow column
+    as the same values given as a Python list."""
+    rng = np.random.default_rng(seed)
+    types = [
+        pa.int64(), pa.int32(), pa.float64(), pa.bool_(), pa.string(), pa.binary(),
+        pa.decimal128(10, 2), pa.date32(), pa.timestamp("us", tz="UTC"),
+    ]  # fmt: skip
+    schema = pa.schema([pa.field(f"c{i}", t) for i, t in enumerate(types)])
+    for n in (0, 1, 7, 300):
+        lists = {f.name: _random_values(f.type, rng, n) for f in schema}
+        objects = {}
+        for name, vals in lists.items():
+            arr = np.empty(n, dtype=object)
+            arr[:] = vals
+            objects[name] = arr
+        got, want = from_engine_columns(objects, schema), from_engine_columns(lists, schema)
+        assert got.schema == want.schema
+        for name in schema.names:  # NaN != NaN: compared as Python values, NaN as a tag
+            tag = [("nan",) if isinstance(v, float) and v != v else v for v in lists[name]]
+            for col in (got, want):
+                py = col.column(name).to_pylist()
+                assert [("nan",) if isinstance(v, float) and v != v else v for v in py] == tag
+
+
+def test_object_array_misfit_names_view_and_column() -> None:
+    for t, bad in ((pa.int64(), 2**63), (pa.decimal128(3, 2), Decimal("12.345"))):
+        arr = np.empty(3, dtype=object)
+        arr[:] = [1, None, bad]
+        with pytest.raises(ValueOutOfRangeError, match="view 'v', column 's'") as err:
+            from_engine_columns({"s": arr}, pa.schema([("s", t)]), name="v")
+        assert str(bad) in str(err.value)
 
 
 def test_not_null_column_with_null_is_refused() -> None:

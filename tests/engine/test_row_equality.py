@@ -101,16 +101,22 @@ NAN_HASH = int(np.array([np.nan]).view(np.int64)[0])  # every NaN alike (test_sh
 
 
 def test_hash_column_of_objects_is_per_value() -> None:
-    """An object column's hashes (computed once per distinct object from 4,096 rows on)
-    are each value's own: shared objects, equal copies, one object per row, -1 and -2."""
+    """An object column's hashes (computed once per distinct object from 4,096 rows on, or
+    from 1,024 when its first objects repeat) are each value's own: shared objects, equal
+    copies, one object per row, -1 and -2."""
     rng = np.random.default_rng(5)
-    for n, copies in ((10_000, 0.2), (10_000, 1.0), (5_000, 0.0)):
+    runs = ((10_000, 0.2), (10_000, 1.0), (5_000, 0.0), (1_200, 0.0), (1_200, 0.3), (2_000, 1.0))
+    for n, copies in runs:
         col = _column(rng.integers(0, len(VALUES), n).tolist(), (rng.random(n) < copies).tolist())
         strided = np.repeat(col, 2)[::2]
         for c in (col, strided):
             want = [-1 if v == -1 else NAN_HASH if v != v else hash(v) for v in c]
             assert hash_column(c).view(np.int64).tolist() == want
-    unique = np.array([f"s{i}" for i in range(8_000)], dtype=object)
-    assert hash_column(unique).view(np.int64).tolist() == [hash(v) for v in unique]
+    for n in (8_000, 1_500):
+        unique = np.array([f"s{i}" for i in range(n)], dtype=object)
+        assert hash_column(unique).view(np.int64).tolist() == [hash(v) for v in unique]
+        # a head of repeated objects, distinct objects after it
+        head = np.concatenate([np.full(64, unique[0], dtype=object), unique])
+        assert hash_column(head).view(np.int64).tolist() == [hash(v) for v in head]
     fixed = np.array([f"s{i % 7}" for i in range(8_000)])  # numpy's own strings, not objects
     assert hash_column(fixed).view(np.int64).tolist() == [hash(v) for v in fixed]
