@@ -52,7 +52,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from catalog import storage
+from catalog import file_stamp, storage
 from catalog.durable import fsync_all, fsync_path
 from catalog.errors import CheckpointError, StorageError
 from catalog.locks import check_fence, group_lock
@@ -66,7 +66,6 @@ CURRENT = "CURRENT"
 PACK = "pack-"
 OLD_EPOCH = "epoch-"
 Hook = Callable[[str], None]
-_Stamp = tuple[int, int, int, int]  # a file's inode, size, mtime and ctime (catalog.checkpoint)
 Ref = tuple[str, int, int | None]  # a table's file (relative to the group), offset, length
 
 
@@ -195,7 +194,7 @@ class CheckpointStore:
         #: per group, the last manifest read or written, kept while ``CURRENT`` (and a
         #: format-1 ``manifest.json``) are the same files (local warehouses: ``CURRENT`` is
         #: only ever replaced by a new file), so a refresh reads and checks it once
-        self._read: dict[str, tuple[tuple[_Stamp, _Stamp | None], _Entry]] = {}
+        self._read: dict[str, tuple[tuple[file_stamp.Stamp, file_stamp.Stamp | None], _Entry]] = {}
         #: per group, the manifest this store's last save made ``CURRENT`` after listing the
         #: group's directory: while it still is, a save removes exactly what leaves the kept
         #: manifests, without listing the directory again
@@ -214,11 +213,11 @@ class CheckpointStore:
         """The current manifest as read (``None`` without a checkpoint)."""
         base = self.directory(group)
         pointer = base / CURRENT
-        stamp = None if self.warehouse.remote else _stamp(pointer)
+        stamp = None if self.warehouse.remote else file_stamp.stamp(pointer)
         kept = self._read.get(group)
         if stamp is not None and kept is not None and kept[0][0] == stamp:
             old = kept[1].manifest.directory / "manifest.json"
-            if kept[0][1] is None or kept[0][1] == _stamp(old):
+            if kept[0][1] is None or kept[0][1] == file_stamp.stamp(old):
                 return kept[1]
         if stamp is None and (not self.warehouse.remote or not pointer.exists()):
             return None
@@ -240,7 +239,7 @@ class CheckpointStore:
 
     def _old_entry(
         self, group: str, base: Path, cur: dict[str, Any]
-    ) -> tuple[_Entry, _Stamp | None]:
+    ) -> tuple[_Entry, file_stamp.Stamp | None]:
         """A format-1 ``CURRENT`` and the ``manifest.json`` of the directory it names."""
         d = self.warehouse.check_inside(base / cur["dir"])
         m = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
@@ -264,7 +263,7 @@ class CheckpointStore:
             pending=whole["pending"],
             kept=(),
         )
-        return entry, _stamp(d / "manifest.json")
+        return entry, file_stamp.stamp(d / "manifest.json")
 
     def current_epoch(self, group: str) -> int | None:
         m = self.manifest(group)
@@ -400,7 +399,7 @@ class CheckpointStore:
         write_json_atomic(
             base / CURRENT, text, durable=durable_too, sync_dir=sync_pointer, compact=True
         )
-        stamp = _stamp(base / CURRENT)
+        stamp = file_stamp.stamp(base / CURRENT)
         if stamp is not None:
             self._read[group] = ((stamp, None), entry)
 
@@ -563,15 +562,6 @@ def _to_json(entry: _Entry) -> dict[str, Any]:
         "kept": [sorted(names) for names in entry.kept],
         "meta": dict(m.meta),
     }
-
-
-def _stamp(path: Path) -> _Stamp | None:
-    """``path``'s inode, size and change times (``None``: no such file)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _as_table(value: Any, key: object) -> pa.Table:

@@ -13,31 +13,21 @@ not kept (its check would cost a request).  The cache is bounded in rows and fil
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 
 import pyarrow as pa
 
-from catalog import storage
+from catalog import file_stamp, storage
 
 MAX_ROWS = 1 << 20
 """Rows kept in all (the oldest files are dropped first)."""
 MAX_FILES = 16
 
-_Stamp = tuple[int, int, int]  # inode, size, mtime_ns
 #: how the kept rows are sorted: (sort key, order) pairs as the writer names them; () unknown
 SortOrder = tuple[tuple[str, str], ...]
 _lock = threading.Lock()
-_kept: OrderedDict[str, tuple[_Stamp, pa.Table, SortOrder]] = OrderedDict()
-
-
-def _stamp(location: str) -> _Stamp | None:
-    try:
-        st = os.stat(location)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+_kept: OrderedDict[str, tuple[file_stamp.Stamp, pa.Table, SortOrder]] = OrderedDict()
 
 
 def keep(location: str, rows: pa.Table, *, sorted_by: SortOrder = ()) -> None:
@@ -46,7 +36,7 @@ def keep(location: str, rows: pa.Table, *, sorted_by: SortOrder = ()) -> None:
     ``sorted_by`` says (:func:`sorted_by`)."""
     if storage.is_object_store(location) or rows.num_rows > MAX_ROWS:
         return
-    stamp = _stamp(location)
+    stamp = file_stamp.stamp(location)
     if stamp is None:
         return
     with _lock:
@@ -63,7 +53,7 @@ def rows(location: str, schema: pa.Schema) -> pa.Table | None:
         hit = _kept.get(location)
     if hit is None or not hit[1].schema.equals(schema):
         return None
-    if _stamp(location) != hit[0]:
+    if file_stamp.stamp(location) != hit[0]:
         with _lock:
             _kept.pop(location, None)
         return None

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog import Catalog, delta
+from catalog.file_stamp import Stamp, stamp, stamp_of
 
 log = logging.getLogger("ivm.session")
 
@@ -46,10 +47,10 @@ def read(catalog: Catalog, group: str) -> dict[str, Any]:
     return _read_path(status_path(catalog, group))
 
 
-#: the record this process last wrote per local status file, with the file's (inode, size,
-#: mtime) then: :func:`record` answers from it after one ``stat`` instead of reading and
+#: the record this process last wrote per local status file, with the file's stamp then
+#: (catalog.file_stamp): :func:`record` answers from it after one ``stat`` instead of reading and
 #: parsing the file again (another writer's record has another inode)
-_written: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+_written: dict[str, tuple[Stamp, dict[str, Any]]] = {}
 
 
 def _read_path(p: Path) -> dict[str, Any]:
@@ -65,12 +66,8 @@ def _read_local(p: Path) -> dict[str, Any]:
     key = str(p)
     kept = _written.get(key)
     if kept is not None:
-        try:
-            st = os.stat(key)
-            if (st.st_ino, st.st_size, st.st_mtime_ns) == kept[0]:
-                return dict(kept[1])
-        except OSError:
-            pass
+        if stamp(key) == kept[0]:
+            return dict(kept[1])
         del _written[key]
     return _read_path(p)
 
@@ -96,7 +93,7 @@ def _write_local(p: Path, doc: dict[str, Any]) -> None:
         _written.pop(str(p), None)
         tmp.unlink(missing_ok=True)
         raise
-    _written[str(p)] = ((st.st_ino, st.st_size, st.st_mtime_ns), dict(doc))
+    _written[str(p)] = (stamp_of(st), dict(doc))
 
 
 def record(
