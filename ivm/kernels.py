@@ -232,6 +232,70 @@ def group_hashes(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 @njit(cache=True, nogil=True)
+def first_of_hashes(h: np.ndarray) -> np.ndarray:
+    """The position of each distinct hash's first occurrence, in order of occurrence (the
+    distinct keys among probes whose hashes cannot collide, by one compiled pass)."""
+    n = h.shape[0]
+    cap = 16
+    while cap < 2 * n:
+        cap *= 2
+    mask = np.uint64(cap - 1)
+    # slot s: table[2s] the hash, table[2s + 1] 1 once taken
+    table = np.zeros(2 * cap, dtype=np.uint64)
+    keep = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        x = h[i]
+        s = np.int64(x & mask)
+        while True:
+            if table[2 * s + 1] == 0:
+                table[2 * s] = x
+                table[2 * s + 1] = 1
+                keep[k] = i
+                k += 1
+                break
+            if table[2 * s] == x:
+                break
+            s = (s + 1) & (cap - 1)
+    return keep[:k]
+
+
+@njit(cache=True, nogil=True)
+def distinct_changes(
+    count: np.ndarray, old: np.ndarray, next_time: np.ndarray, none: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+    """A distinct's outcome for its probes, in one pass: each probe's output is
+    ``[count > 0]`` and ``old`` what it output so far, so the change is their difference.
+    Returns ``(changed probes, their changes, probes with a later time, the first of those
+    times, whether they all share it)``; ``next_time`` (empty outside loops) holds each
+    probe's next interesting iteration, ``none`` where it has none."""
+    n = count.shape[0]
+    sel = np.empty(n, dtype=np.int64)
+    chg = np.empty(n, dtype=np.int64)
+    later = np.empty(next_time.shape[0], dtype=np.int64)
+    k = 0
+    m = 0
+    first = none
+    same = True
+    for j in range(n):
+        c = (np.int64(1) if count[j] > 0 else np.int64(0)) - old[j]
+        if c != 0:
+            sel[k] = j
+            chg[k] = c
+            k += 1
+    for j in range(next_time.shape[0]):
+        t = next_time[j]
+        if t != none:
+            later[m] = j
+            m += 1
+            if first == none:
+                first = t
+            elif t != first:
+                same = False
+    return sel[:k], chg[:k], later[:m], first, same
+
+
+@njit(cache=True, nogil=True)
 def sort_run(
     keyhash: np.ndarray,
     rowhash: np.ndarray,

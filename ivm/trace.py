@@ -27,10 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypedDict, Unpack
+from typing import TypedDict, Unpack
 
 import numpy as np
 
+from ivm import kernel_entries as entries
 from ivm.batch import (
     Batch,
     Columns,
@@ -45,7 +46,6 @@ from ivm.batch import (
 from ivm.difference import DIFF_MAX, abs_max, add_at
 from ivm.kernels import (
     consolidate_sorted,
-    merge_runs,
     probe_run,
     sort_run,
     sum_run,
@@ -338,7 +338,7 @@ class Trace:
             if a > 2 * b and a + b > SMALL_RUN:
                 break
             # two small runs: one compiled pass (what :meth:`_merge` does first)
-            merged = _merged(merge_runs, ra, rb, share=False) if a + b <= SMALL_RUN else None
+            merged = _merged(ra, rb, share=False) if a + b <= SMALL_RUN else None
             runs[-2:] = [merged if merged is not None else self._merge([ra, rb])]
         self.runs = runs
 
@@ -378,13 +378,13 @@ class Trace:
         caller consolidates by comparing rows instead)."""
         if len(a) == 0 or len(b) == 0:
             return b if len(a) == 0 else a
-        return _merged(merge_runs, a, b, share=True)
+        return _merged(a, b, share=True)
 
     def _merge_pair(self, a: Run, b: Run) -> Run | None:
         """Two small runs merged by one compiled pass (:func:`ivm.kernels.merge_runs`), their
         arrays not shared; None if two summed updates turn out to be different rows (a hash
         collision)."""
-        return _merged(merge_runs, a, b, share=False)
+        return _merged(a, b, share=False)
 
     def compact(self) -> None:
         """End of epoch: advance times to the next epoch's frontier and consolidate.
@@ -497,10 +497,12 @@ class Trace:
         aft = _EMPTY if after is None else after
         up = -1 if upto is None else upto
         by_time = self.by_time
+        # runs' arrays are the engine's own: the entry point, if the caller's are plain
+        probed = entries.probe_run if entries.plain(probe_hash, aft, nxt) else probe_run
         for run in self._visible(before):
             if len(run.diff) == 0:
                 continue
-            owner, pos = probe_run(
+            owner, pos = probed(
                 run.sortkey, run.keyhash, run.times, probe_hash, aft, by_time, up, ITER_BITS,
                 nxt, want_next,
             )  # fmt: skip
@@ -613,15 +615,17 @@ class Trace:
         not asked for).  The probes' order is the caller's."""
         want_next = next_time.shape[0] > 0
         by_time = self.by_time
+        # runs' arrays are the engine's own: the entry point, if the caller's are plain
+        summed = entries.sum_run if entries.plain(probe_hash, sums, next_time) else sum_run
         for run in self.runs:
             if run.diff.shape[0]:
-                sum_run(
+                summed(
                     run.sortkey, run.keyhash, run.times, run.diff, probe_hash, by_time, upto,
                     ITER_BITS, sums, next_time, want_next,
                 )  # fmt: skip
         st = self.staged
         if st is not None and st.diff.shape[0]:
-            sum_run(
+            summed(
                 st.sortkey, st.keyhash, st.times, st.diff, probe_hash, by_time, upto,
                 ITER_BITS, sums, next_time, want_next,
             )  # fmt: skip
@@ -643,11 +647,12 @@ class Trace:
         return n + (len(self.staged) if self.staged is not None else 0)
 
 
-def _merged(kernel: Callable[..., Any], a: Run, b: Run, *, share: bool) -> Run | None:
-    """The run ``kernel`` merges from ``a`` and ``b``; None on a hash collision (two summed
-    updates that are different rows).  With ``share``, arrays the inputs share (sort key =
-    key hash outside loops, key hash = row hash when the key is the whole row) stay shared."""
-    src, sk, kh, rh, times, diff, ia, ib, big = kernel(
+def _merged(a: Run, b: Run, *, share: bool) -> Run | None:
+    """The run :func:`ivm.kernels.merge_runs` merges from ``a`` and ``b`` (its entry point:
+    runs' arrays are the engine's own); None on a hash collision (two summed updates that
+    are different rows).  With ``share``, arrays the inputs share (sort key = key hash
+    outside loops, key hash = row hash when the key is the whole row) stay shared."""
+    src, sk, kh, rh, times, diff, ia, ib, big = entries.merge_runs(
         a.sortkey, a.keyhash, a.rowhash, a.times, a.diff,
         b.sortkey, b.keyhash, b.rowhash, b.times, b.diff,
     )  # fmt: skip

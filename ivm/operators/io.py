@@ -173,6 +173,8 @@ class Output(Operator):
         self._unmerged_rows = 0
         #: the largest ``|diff|`` of each unmerged batch, summed (see :meth:`end_epoch`)
         self._unmerged_bound = 0
+        #: :meth:`_arrow_schema`'s answers, by diff column name
+        self._arrow_schemas: dict[str | None, pa.Schema | None] = {}
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:
         if inputs[0] is not None:
@@ -259,13 +261,41 @@ class Output(Operator):
 
     # -- reading (user API) ----------------------------------------------------------------
     def _table(self, b: Batch, diff_col: str | None) -> pa.Table:
-        arrays = {
+        if not b.cols and not diff_col:
+            return pa.table({"__empty__": pa.array([], pa.int8())})
+        fixed = self._arrow_schema(diff_col)
+        if fixed is not None:
+            # numeric columns only: their Arrow types follow from the dtypes, so the table
+            # is built against a schema made once (a step reads its changes every time)
+            arrays = [pa.array(c) for c in b.cols]
+            if diff_col:
+                arrays.append(pa.array(b.diff))
+            return pa.Table.from_arrays(arrays, schema=fixed)
+        cols = {
             n: _arrow_column(c, d)
             for n, d, c in zip(self.schema.names, self.schema.dtypes, b.cols, strict=True)
         }
         if diff_col:
-            arrays[diff_col] = pa.array(b.diff, type=pa.int64())
-        return pa.table(arrays) if arrays else pa.table({"__empty__": pa.array([], pa.int8())})
+            cols[diff_col] = pa.array(b.diff, type=pa.int64())
+        return pa.table(cols)
+
+    def _arrow_schema(self, diff_col: str | None) -> pa.Schema | None:
+        """The Arrow schema of :meth:`_table`'s result when every column is numeric (None
+        when a column holds Python objects, whose Arrow type depends on the values)."""
+        cached = self._arrow_schemas.get(diff_col, False)
+        if cached is not False:
+            return cached
+        found: pa.Schema | None = None
+        if all(d != np.dtype(object) for d in self.dtypes):
+            fields = [
+                pa.field(n, pa.from_numpy_dtype(d))
+                for n, d in zip(self.schema.names, self.dtypes, strict=True)
+            ]
+            if diff_col:
+                fields.append(pa.field(diff_col, pa.int64()))
+            found = pa.schema(fields)
+        self._arrow_schemas[diff_col] = found
+        return found
 
     def changes(self) -> pa.Table:
         """The consolidated changes of the last epoch, with a ``__diff__`` column."""

@@ -34,7 +34,12 @@ from ivm.batch import (
     take,
     unique_int_rows,
 )
-from ivm.kernels import consolidate_by_owner, counting_order
+from ivm.kernels import (
+    consolidate_by_owner,
+    counting_order,
+    distinct_changes,
+    first_of_hashes,
+)
 from ivm.lattice import Time, join_rows, less_equal_rows
 from ivm.operators.aggregates import DistinctKernel, Kernel
 from ivm.operators.arrange import Arrange
@@ -156,9 +161,11 @@ class Reduce(KeepsTrace):
         )
         #: the key is one integer column (whose hashes cannot collide) of a trace whose
         #: sort keys hold the loop counter exactly when this reduce is in a loop
-        self.int_key = source.trace.by_time == (self.depth == 1) and hash_is_injective(
+        #: the key's hashes cannot collide (one integer column)
+        self.injective_key = hash_is_injective(
             tuple(np.empty(0, source.dtypes[i]) for i in self.key_idx)
         )
+        self.int_key = source.trace.by_time == (self.depth == 1) and self.injective_key
 
     def pending_times(self) -> Collection[Time]:
         if not self.scheduled:
@@ -289,6 +296,12 @@ class Reduce(KeepsTrace):
             return hash_rows((), 1), ()
         hashes = [h for _, h in parts if h is not None]
         known_h = np.concatenate(hashes) if len(hashes) == len(parts) else None
+        if known_h is not None and self.injective_key:
+            # keys whose hashes cannot collide: the distinct hashes are the distinct keys
+            keep = first_of_hashes(known_h)
+            if len(keep) == len(known_h):
+                return known_h, keys
+            return known_h[keep], take(keys, keep)
         return unique_keys(keys, len(keys[0]), known_h)
 
     def _process_multiplicities(self, time: Time, probe_h: np.ndarray, probe_cols: Columns) -> None:
@@ -314,19 +327,25 @@ class Reduce(KeepsTrace):
             want = nxt if self.depth else None
             count = self.source.trace.key_sums(probe_h, probe_cols, upto, want)
             old = self.out.key_sums(probe_h, probe_cols, upto, want)
-        new = self.kernel.of_counts(count)
-        # new is 0 or 1 and old (a checked sum) is the output's 0 or 1: this cannot wrap
-        change = new - old
-        sel = change.nonzero()[0]
+        # the change is [count > 0] − old: 0 or 1 minus the output's 0 or 1 (a checked
+        # sum), which cannot wrap; with the probes to schedule, in one compiled pass
+        sel, change, later, first, same = distinct_changes(count, old, nxt, NO_TIME)
         if len(sel):
             # the output rows are the keys: consolidated, and hashed as the probes
             out_h = probe_h[sel]
-            diff = Batch(take(probe_cols, sel), change[sel], out_h)
+            diff = Batch(take(probe_cols, sel), change, out_h)
             times = constant_times(time[1:], len(sel))
             self.out.insert_consolidated(diff.cols, times, diff.diff, out_h)
             self.emit(time, diff)
-        if self.depth:
-            self._schedule_next(time, probe_h, probe_cols, nxt)
+        if len(later):
+            if not same:
+                self._schedule_next(time, probe_h, probe_cols, nxt)
+            elif len(later) == n:
+                # every probe at one iteration (the common case): their arrays as they are
+                # (arrays are never changed once built)
+                self.scheduled.setdefault((time[0], first), []).append((probe_cols, probe_h))
+            else:
+                self._add_schedule((time[0], first), probe_h, probe_cols, later)
 
     def _cache_heavy(
         self,

@@ -1,0 +1,76 @@
+"""Compiled kernels called without numba's per-call type dispatch, for the trace's hot loop.
+
+Calling a numba kernel first types every argument to pick the compiled version (about
+0.3 µs for the ten arguments of :func:`ivm.kernels.sum_run`); a small change calls the
+trace kernels ~80 times a step, once per run of every trace it reads, so a W2 step spent
+~7% of its CPU there.  This module gives each of those kernels' entry point for one fixed
+signature: a call goes straight to the compiled code.
+
+An entry point does **not** check its arguments: an array of another dtype or layout
+would be read as if it had the declared one.  So it is only for call sites whose arrays
+are known: a trace's runs (every run's arrays are built by the engine — sorted, gathered
+or merged — C-contiguous, ``uint64`` hashes, ``int64`` times and diffs) and the caller's
+arrays checked once per read (:func:`plain`), falling back to the dispatcher otherwise.
+Each entry point is compiled (or loaded from numba's cache) on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numba import types
+
+from ivm import kernels
+
+_U64 = types.Array(types.uint64, 1, "C")
+_I64 = types.Array(types.int64, 1, "C")
+_TIMES = types.Array(types.int64, 2, "C")
+_B = types.boolean
+_INT = types.int64
+
+#: kernel name -> its argument types, as the engine's own arrays type
+SIGNATURES: dict[str, tuple[Any, ...]] = {
+    # sortkey, keyhash, times, diff, probe_hash, by_time, upto, iter_bits, sums, next, want
+    "sum_run": (_U64, _U64, _TIMES, _I64, _U64, _B, _INT, _INT, _I64, _I64, _B),
+    # sortkey, keyhash, times, probe_hash, after, by_time, upto, iter_bits, next, want
+    "probe_run": (_U64, _U64, _TIMES, _U64, _I64, _B, _INT, _INT, _I64, _B),
+    # (sortkey, keyhash, rowhash, times, diff) of each run
+    "merge_runs": (_U64, _U64, _U64, _TIMES, _I64) * 2,
+}
+
+
+def entry_point(name: str) -> Callable[..., Any]:
+    """The compiled entry point of kernel ``name`` for its :data:`SIGNATURES` types."""
+    kernel = getattr(kernels, name)
+    sig = SIGNATURES[name]
+    kernel.compile(sig)
+    return kernel.overloads[sig].entry_point  # type: ignore[no-any-return]
+
+
+def __getattr__(name: str) -> Callable[..., Any]:
+    # first use of a kernel: compile (or load) it, and keep it as a module attribute
+    if name not in SIGNATURES:
+        raise AttributeError(name)
+    f = entry_point(name)
+    globals()[name] = f
+    return f
+
+
+_DT_U64 = np.dtype(np.uint64)
+_DT_I64 = np.dtype(np.int64)
+
+
+def plain(probes: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the arrays a reader passed can go to an entry point as they are: ``probes``
+    ``uint64`` and ``a``, ``b`` ``int64``, all C-contiguous.  Otherwise the reader calls
+    the dispatcher, which types them."""
+    return (
+        probes.dtype is _DT_U64
+        and a.dtype is _DT_I64
+        and b.dtype is _DT_I64
+        and probes.flags.c_contiguous
+        and a.flags.c_contiguous
+        and b.flags.c_contiguous
+    )
