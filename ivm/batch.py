@@ -295,6 +295,20 @@ class Batch:
             concat_columns([p.cols for p in parts]), np.concatenate([p.diff for p in parts])
         )
 
+    @staticmethod
+    def concat_consolidated(parts: Sequence[Batch]) -> Batch:
+        """The parts' sum, consolidated (with its row hashes); parts that carry their row
+        hashes are not hashed again."""
+        if len(parts) == 1:
+            return parts[0].consolidate()
+        b = Batch.concat(parts)
+        hashes = [p.rowhash for p in parts]
+        if any(h is None for h in hashes):
+            return b.consolidate()
+        h = np.concatenate(hashes)
+        keep, sums = consolidate_hashed(h, b.cols, b.diff)
+        return Batch(take(b.cols, keep), sums, h[keep])
+
     def negate(self) -> Batch:
         return Batch(self.cols, -self.diff)
 

@@ -67,9 +67,9 @@ def plain(probes: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
     ``uint64`` and ``a``, ``b`` ``int64``, all C-contiguous.  Otherwise the reader calls
     the dispatcher, which types them."""
     return (
-        probes.dtype is _DT_U64
-        and a.dtype is _DT_I64
-        and b.dtype is _DT_I64
+        (probes.dtype is _DT_U64 or probes.dtype == _DT_U64)
+        and (a.dtype is _DT_I64 or a.dtype == _DT_I64)
+        and (b.dtype is _DT_I64 or b.dtype == _DT_I64)
         and probes.flags.c_contiguous
         and a.flags.c_contiguous
         and b.flags.c_contiguous

@@ -191,7 +191,7 @@ class Output(Operator):
         diffs could add up past 64 bits with the contents', they are added at once, so a
         multiplicity that overflows is still found in the epoch that causes it."""
         if self._epoch_parts:
-            self.last_changes = Batch.concat(self._epoch_parts).consolidate()
+            self.last_changes = Batch.concat_consolidated(self._epoch_parts)
         else:
             self.last_changes = self.empty_batch()
         self._epoch_parts = []

@@ -114,9 +114,13 @@ class Leave(Operator):
 
     ``alt_only`` keeps just the ``alt`` moment (``integrate`` of the alt/neu scope).
     Updates are held until the scope is done with the outer time, then emitted there.
+    Holding is all it does inside the loop, so it takes each batch as it arrives
+    (``forwards``): the held batches of an outer time are the same, and summed the same
+    way, as if they were queued and taken iteration by iteration.
     """
 
     kind = "leave"
+    forwards = True
 
     def __init__(self, *args: Any, alt_only: bool = False, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -124,11 +128,10 @@ class Leave(Operator):
         self.held: dict[Time, list[Batch]] = {}
         self.outer_consumers: list[tuple[Operator, int]] = []
 
-    def process(self, time: Time, inputs: list[Batch | None]) -> None:
-        b = inputs[0]
-        if b is None or (self.alt_only and time[-1] != 0):
+    def forward(self, port: int, time: Time, batch: Batch) -> None:
+        if self.alt_only and time[-1] != 0:
             return
-        self.held.setdefault(time[:-1], []).append(b)
+        self.held.setdefault(time[:-1], []).append(batch)
 
     def restore(self, snap: object) -> None:
         self.held.clear()
@@ -136,7 +139,7 @@ class Leave(Operator):
     def flush(self, outer: Time) -> None:
         parts = self.held.pop(outer, None)
         if parts:
-            self.emit(outer, Batch.concat(parts).consolidate())
+            self.emit(outer, Batch.concat_consolidated(parts))
 
 
 class Retract(Operator):
