@@ -36,49 +36,30 @@ class Difference:
 
 
 class Metrics:
-    """Differences processed per (operator, time).
-
-    Operators record each activation as it happens (dozens per small step); the records
-    are added to the counts when they are read (every step's report reads them), in one
-    loop instead of three dictionary updates behind a method call per activation."""
+    """Differences processed per (operator, time)."""
 
     def __init__(self) -> None:
         self._rows: dict[tuple[int, Time], int] = defaultdict(int)
         self._per_epoch: dict[int, int] = defaultdict(int)
         self._ops: dict[int, Operator] = {}
-        #: records not yet counted (shared, never replaced: a wrapper shares it)
-        self._log: list[tuple[Operator, Time, int]] = []
 
     def record(self, op: Operator, time: Time, rows: int) -> None:
-        self._log.append((op, time, rows))
-
-    def _settle(self) -> None:
-        """Add the pending records to the counts."""
-        log = self._log
-        if not log:
-            return
-        counts, per_epoch, ops = self._rows, self._per_epoch, self._ops
-        for op, time, rows in log:
-            ops[op.id] = op
-            counts[(op.id, time)] += rows
-            per_epoch[time[0]] += rows
-        log.clear()
+        self._ops[op.id] = op
+        self._rows[(op.id, time)] += rows
+        self._per_epoch[time[0]] += rows
 
     def forget_epoch(self, epoch: int) -> None:
         """Drop the counts of an epoch that was rolled back."""
-        self._settle()
         for k in [k for k in self._rows if k[1][0] == epoch]:
             del self._rows[k]
         self._per_epoch.pop(epoch, None)
 
     def clear(self) -> None:
-        self._log.clear()
         self._rows.clear()
         self._per_epoch.clear()
 
     def differences(self, epoch: int | None = None) -> list[Difference]:
         """Every (operator, epoch, iteration) with the number of updates it processed."""
-        self._settle()
         out = []
         for (oid, t), n in sorted(self._rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             if epoch is not None and t[0] != epoch:
@@ -89,7 +70,6 @@ class Metrics:
 
     def total(self, epoch: int | None = None, kind: str | None = None) -> int:
         """Updates processed by every operator (optionally of one kind) in an epoch."""
-        self._settle()
         if kind is None and epoch is not None:
             return self._per_epoch.get(epoch, 0)
         return sum(
@@ -100,7 +80,6 @@ class Metrics:
 
     def by_iteration(self, epoch: int) -> dict[tuple[int, ...], int]:
         """Updates processed per inner time (loop counters) in one epoch, all operators."""
-        self._settle()
         out: dict[tuple[int, ...], int] = defaultdict(int)
         for (_, t), n in self._rows.items():
             if t[0] == epoch:
