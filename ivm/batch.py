@@ -302,8 +302,8 @@ class Batch:
         if len(parts) == 1:
             return parts[0].consolidate()
         b = Batch.concat(parts)
-        hashes = [p.rowhash for p in parts]
-        if any(h is None for h in hashes):
+        hashes = [p.rowhash for p in parts if p.rowhash is not None]
+        if len(hashes) < len(parts):
             return b.consolidate()
         h = np.concatenate(hashes)
         keep, sums = consolidate_hashed(h, b.cols, b.diff)

@@ -46,7 +46,7 @@ def entry_point(name: str) -> Callable[..., Any]:
     kernel = getattr(kernels, name)
     sig = SIGNATURES[name]
     kernel.compile(sig)
-    return kernel.overloads[sig].entry_point  # type: ignore[no-any-return]
+    return kernel.overloads[sig].entry_point
 
 
 def __getattr__(name: str) -> Callable[..., Any]:
