@@ -46,6 +46,7 @@ from ivm.batch import (
 from ivm.difference import DIFF_MAX, abs_max, add_at
 from ivm.kernels import (
     consolidate_sorted,
+    merge_key_runs,
     probe_run,
     sort_run,
     sum_run,
@@ -156,6 +157,8 @@ class Trace:
         self.by_time = self.depth == 1
         #: the key is the whole row (key hash = row hash)
         self.whole_key = key_idx == tuple(range(len(dtypes)))
+        #: the whole row is one int64 column (its hash is the key hash, and cannot collide)
+        self.int_row = self.whole_key and len(dtypes) == 1 and dtypes[0] == np.dtype(np.int64)
         self.runs: list[Run] = []
         self.staged: Run | None = None
         self.staged_time: tuple[int, ...] | None = None
@@ -338,7 +341,7 @@ class Trace:
             if a > 2 * b and a + b > SMALL_RUN:
                 break
             # two small runs: one compiled pass (what :meth:`_merge` does first)
-            merged = _merged(ra, rb, share=False) if a + b <= SMALL_RUN else None
+            merged = self._merged(ra, rb, share=False) if a + b <= SMALL_RUN else None
             runs[-2:] = [merged if merged is not None else self._merge([ra, rb])]
         self.runs = runs
 
@@ -378,13 +381,26 @@ class Trace:
         caller consolidates by comparing rows instead)."""
         if len(a) == 0 or len(b) == 0:
             return b if len(a) == 0 else a
-        return _merged(a, b, share=True)
+        return self._merged(a, b, share=True)
+
+    def _merged(self, a: Run, b: Run, *, share: bool) -> Run | None:
+        """:func:`_merged` of two runs of this trace; a row of one integer column is merged
+        with its column by one compiled call (:func:`ivm.kernels.merge_key_runs`)."""
+        if not self.int_row:
+            return _merged(a, b, share=share)
+        sk, kh, times, diff, col, big = merge_key_runs(
+            a.sortkey, a.keyhash, a.times, a.diff, a.cols[0],
+            b.sortkey, b.keyhash, b.times, b.diff, b.cols[0],
+        )  # fmt: skip
+        if share and a.keyhash is a.sortkey and b.keyhash is b.sortkey:
+            kh = sk
+        return Run(sk, kh, kh, (col,), times, diff, big)
 
     def _merge_pair(self, a: Run, b: Run) -> Run | None:
         """Two small runs merged by one compiled pass (:func:`ivm.kernels.merge_runs`), their
         arrays not shared; None if two summed updates turn out to be different rows (a hash
         collision)."""
-        return _merged(a, b, share=False)
+        return self._merged(a, b, share=False)
 
     def compact(self) -> None:
         """End of epoch: advance times to the next epoch's frontier and consolidate.
