@@ -328,6 +328,22 @@ def sort_run(
     return order, sk[order], keyhash[order], rowhash[order], times[order], diff[order], big
 
 
+@njit(cache=True, nogil=True)
+def sort_key_run(
+    keyhash: np.ndarray,
+    times: np.ndarray,
+    diff: np.ndarray,
+    col: np.ndarray,
+    by_time: bool,
+    iter_bits: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`sort_run` of a run whose whole row is one integer column ``col`` (its row
+    hash is its key hash), with the column sorted too: ``(sortkey, keyhash, times, diff,
+    column, largest |diff|)``."""
+    order, sk, kh, _, t, d, big = sort_run(keyhash, keyhash, times, diff, by_time, iter_bits)
+    return sk, kh, t, d, col[order], big
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _finalize(x: np.uint64) -> np.uint64:
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)

@@ -48,6 +48,7 @@ from ivm.kernels import (
     consolidate_sorted,
     merge_key_runs,
     probe_run,
+    sort_key_run,
     sort_run,
     sum_run,
     take_concat,
@@ -193,6 +194,12 @@ class Trace:
                 rowhash = kh  # the whole row is the key: one hash, computed once
         rh = hash_rows(cols, n) if rowhash is None else rowhash
         if 1 < n <= _KERNEL_SORT:
+            if self.int_row:
+                # the row is its one int64 column: sorted with it, one array fewer back
+                sk, kh, times, diff, col, big = sort_key_run(
+                    kh, times, diff, cols[0], self.by_time, ITER_BITS
+                )
+                return Run(sk, kh, kh, (col,), times, diff, big)
             order, sk, kh, rh, times, diff, big = sort_run(
                 kh, rh, times, diff, self.by_time, ITER_BITS
             )
