@@ -370,6 +370,16 @@ def mix_offset(h: np.ndarray, offset: np.uint64) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def mix_int_offset(col: np.ndarray, offset: np.uint64) -> np.ndarray:
+    """:func:`mix_offset` of an int64 column's bits (``col.view(np.uint64)``), without the
+    view: the hash of a one-integer-column row in one call."""
+    out = np.empty(col.shape[0], dtype=np.uint64)
+    for i in range(col.shape[0]):
+        out[i] = _finalize(np.uint64(col[i]) + offset)
+    return out
+
+
+@njit(cache=True, nogil=True)
 def counting_order(keys: np.ndarray, k: int) -> np.ndarray:
     """The stable order that sorts ``keys`` (ints in ``[0, k)``): a counting sort, two
     passes over the keys and one over the ``k`` counters, where a comparison sort takes
