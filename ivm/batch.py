@@ -16,7 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ivm.difference import segment_sums
-from ivm.kernels import group_hashes, mix_hashes, mix_int_offset, mix_offset, radix_order
+from ivm.kernels import (
+    group_hashes,
+    hash_group_sums,
+    mix_hashes,
+    mix_int_offset,
+    mix_offset,
+    radix_order,
+)
 
 Columns = tuple[np.ndarray, ...]
 
@@ -348,6 +355,8 @@ def consolidate_hashed(
     if len(h) <= 1:
         nz = (diff != 0).nonzero()[0]
         return nz, diff[nz]
+    if (times is None or times.shape[1] == 0) and hash_is_injective(cols):
+        return hash_group_sums(h, diff)  # equal hashes are equal rows: one compiled pass
     gid, rep, sums = group_hashes(h, diff)
     if len(rep) < len(h) and not _groups_exact(cols, times, gid, rep):
         order, starts = sort_groups(h, cols, times)

@@ -232,6 +232,23 @@ def group_hashes(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 @njit(cache=True, nogil=True)
+def hash_group_sums(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`group_hashes` reduced to what a consolidation keeps: the first row of each
+    hash group whose diffs do not sum to zero, and that sum (groups in order of first
+    occurrence).  Only for rows whose hashes cannot collide (one integer column)."""
+    _, rep, sums = group_hashes(h, diff)
+    keep = np.empty(rep.shape[0], dtype=np.int64)
+    kept = np.empty(rep.shape[0], dtype=np.int64)
+    k = 0
+    for g in range(rep.shape[0]):
+        if sums[g] != 0:
+            keep[k] = rep[g]
+            kept[k] = sums[g]
+            k += 1
+    return keep[:k], kept[:k]
+
+
+@njit(cache=True, nogil=True)
 def first_of_hashes(h: np.ndarray) -> np.ndarray:
     """The position of each distinct hash's first occurrence, in order of occurrence (the
     distinct keys among probes whose hashes cannot collide, by one compiled pass)."""
