@@ -20,6 +20,7 @@ from ivm.kernels import (
     group_hashes,
     hash_group_sums,
     mix_hashes,
+    mix_int_hashes,
     mix_int_offset,
     mix_offset,
     radix_order,
@@ -30,6 +31,8 @@ Columns = tuple[np.ndarray, ...]
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _INT64 = np.dtype(np.int64)
+#: ``_GOLDEN * _M2`` (mod 2**64): the first link of a row hash's chain, folded
+_GOLDEN_M2 = np.uint64((0x9E3779B97F4A7C15 * 0x94D049BB133111EB) % (1 << 64))
 #: from this many keys on, uint64 keys are sorted by :func:`ivm.kernels.radix_order`
 _RADIX_SORT = 32768
 
@@ -126,10 +129,20 @@ def hash_rows(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
         if c.dtype is _INT64:  # the common key: hashed from its bits in one call
             return mix_int_offset(c, _GOLDEN)
         return mix_offset(hash_column(c), _GOLDEN)
+    if cols and _all_int64(cols):
+        # the same chain from the columns' bits: the first link's constant folded in
+        h = mix_int_offset(cols[0], _GOLDEN_M2)
+        for c in cols[1:]:
+            h = mix_int_hashes(h, c, _M2)
+        return h
     h = np.full(n, _GOLDEN, dtype=np.uint64)
     for c in cols:
         h = mix_hashes(h, hash_column(c), _M2)
     return h
+
+
+def _all_int64(cols: Sequence[np.ndarray]) -> bool:
+    return all([c.dtype is _INT64 for c in cols])
 
 
 def hash_rows_after(

@@ -397,6 +397,15 @@ def mix_int_offset(col: np.ndarray, offset: np.uint64) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def mix_int_hashes(h: np.ndarray, col: np.ndarray, mult: np.uint64) -> np.ndarray:
+    """:func:`mix_hashes` with an int64 column's bits as the salt (no view of it)."""
+    out = np.empty(h.shape[0], dtype=np.uint64)
+    for i in range(h.shape[0]):
+        out[i] = _finalize(h[i] * mult + np.uint64(col[i]))
+    return out
+
+
+@njit(cache=True, nogil=True)
 def counting_order(keys: np.ndarray, k: int) -> np.ndarray:
     """The stable order that sorts ``keys`` (ints in ``[0, k)``): a counting sort, two
     passes over the keys and one over the ``k`` counters, where a comparison sort takes
