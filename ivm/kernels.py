@@ -252,29 +252,7 @@ def hash_group_sums(h: np.ndarray, diff: np.ndarray) -> tuple[np.ndarray, np.nda
 def first_of_hashes(h: np.ndarray) -> np.ndarray:
     """The position of each distinct hash's first occurrence, in order of occurrence (the
     distinct keys among probes whose hashes cannot collide, by one compiled pass)."""
-    n = h.shape[0]
-    cap = 16
-    while cap < 2 * n:
-        cap *= 2
-    mask = np.uint64(cap - 1)
-    # slot s: table[2s] the hash, table[2s + 1] 1 once taken
-    table = np.zeros(2 * cap, dtype=np.uint64)
-    keep = np.empty(n, dtype=np.int64)
-    k = 0
-    for i in range(n):
-        x = h[i]
-        s = np.int64(x & mask)
-        while True:
-            if table[2 * s + 1] == 0:
-                table[2 * s] = x
-                table[2 * s + 1] = 1
-                keep[k] = i
-                k += 1
-                break
-            if table[2 * s] == x:
-                break
-            s = (s + 1) & (cap - 1)
-    return keep[:k]
+    return group_hashes(h, np.zeros(h.shape[0], dtype=np.int64))[1]
 
 
 @njit(cache=True, nogil=True)
