@@ -61,7 +61,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from catalog import deletion_vectors as dvs
-from catalog import delta, delta_commit, file_cache, sorted_merge, storage
+from catalog import delta, delta_commit, file_cache, row_index, sorted_merge, storage
 from catalog import view_clustering as vc
 from catalog import view_partitions as vp
 from catalog.change_feed import FeedCounts, change_feed
@@ -673,6 +673,8 @@ class _Removal:
     touched: list[FileEntry]
     use_dv: bool
     read: Mapping[str, pa.Table] = field(default_factory=dict)  # touched files read whole
+    #: the row index (catalog.row_index) of a touched file kept in memory, when it has one
+    index: Mapping[str, row_index.RowIndex] = field(default_factory=dict)
 
 
 def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
@@ -682,7 +684,10 @@ def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
     version, files = delta_commit.snapshot_files(p)
     minus = change.minus_rows
     whole: dict[str, pa.Table] = {}
-    found = _locate(p, files, minus, change.minus_counts, whole) if minus.num_rows else {}
+    index: dict[str, row_index.RowIndex] = {}
+    found = _locate_indexed(p, files, change, whole, index) if minus.num_rows else {}
+    if found is None:
+        found = _locate(p, files, minus, change.minus_counts, whole)
     touched = [files[f] for f in found]
     use_dv = target.use_dv
     if touched and not use_dv and sum(f.size for f in touched) > COW_MAX_BYTES:
@@ -690,9 +695,45 @@ def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
         version, files = delta_commit.snapshot_files(p)
         touched = [files[f] for f in found]
         use_dv = True
-    return _Removal(
-        version, found, touched, use_dv, {f.path: whole[f.path] for f in touched if f.path in whole}
-    )
+    read = {f.path: whole[f.path] for f in touched if f.path in whole}
+    return _Removal(version, found, touched, use_dv, read, {} if use_dv else index)
+
+
+def _locate_indexed(
+    p: str,
+    files: Mapping[str, FileEntry],
+    change: _SignedChange,
+    whole: dict[str, pa.Table],
+    index: dict[str, row_index.RowIndex],
+) -> dict[str, np.ndarray] | None:
+    """:func:`_locate` by the row index of the table's one file (catalog.row_index; built
+    here the first time), when that file is kept in memory sorted by all its columns and
+    the change is small (at most ``sorted_merge.MAX_NEW`` rows each way) with rows Python
+    orders as Arrow does; else, or when a row is missing, ``None`` (the search by
+    :func:`_locate` then answers, or says what is missing)."""
+    minus = change.minus_rows
+    small = max(minus.num_rows, change.plus.num_rows) <= sorted_merge.MAX_NEW
+    if len(files) != 1 or not small:
+        return None
+    (f,) = files.values()
+    kept = _kept_rows(p, f, minus.schema) if f.deletion_vector is None else None
+    location = vp.file_path(p, f)
+    if kept is None or file_cache.sorted_by(location) != _ALL_COLUMNS:
+        return None
+    if not row_index.indexable(minus):
+        return None
+    found = file_cache.index(location, kept)
+    if found is None:
+        if not row_index.indexable(kept):
+            return None
+        found = row_index.RowIndex.of(kept)
+        file_cache.attach_index(location, kept, found)
+    positions = found.locate(row_index.row_keys(minus), change.minus_counts.tolist())
+    if positions is None:
+        return None
+    whole[f.path] = kept
+    index[f.path] = found
+    return {f.path: positions}
 
 
 @dataclass
@@ -764,6 +805,7 @@ def _remove_by_rewrite(
     p = target.path
     packed = [] if inserts is None else [inserts]
     merged: pa.Table | None = None
+    merged_index: row_index.RowIndex | None = None
     for f in removal.touched:
         data = removal.read.get(f.path)
         if data is None:
@@ -772,8 +814,9 @@ def _remove_by_rewrite(
         keep[removal.found[f.path]] = False
         out.actions.append({"remove": _remove_action(f, out.now)})
         if inserts is not None and len(removal.touched) == 1:
-            merged = _merged_into_kept(p, f, data, keep, inserts)
-            if merged is not None:
+            done = _merged_into_kept(p, f, data, keep, inserts, removal.index.get(f.path))
+            if done is not None:
+                merged, merged_index = done
                 break
         if not keep.any():
             continue
@@ -793,7 +836,7 @@ def _remove_by_rewrite(
         out.add_files(p, adds)
         if inserts is not None and len(adds) == 1:  # the view's one file: read next refresh
             location = delta_commit.file_location(p, adds[0])
-            file_cache.keep(location, rows, sorted_by=order or ())
+            file_cache.keep(location, rows, sorted_by=order or (), index=merged_index)
 
 
 _ALL_COLUMNS = (("*", "ascending"),)
@@ -801,19 +844,36 @@ _ALL_COLUMNS = (("*", "ascending"),)
 
 
 def _merged_into_kept(
-    p: str, f: FileEntry, data: pa.Table, keep: np.ndarray, inserts: pa.Table
-) -> pa.Table | None:
+    p: str,
+    f: FileEntry,
+    data: pa.Table,
+    keep: np.ndarray,
+    inserts: pa.Table,
+    index: row_index.RowIndex | None = None,
+) -> tuple[pa.Table, row_index.RowIndex | None] | None:
     """The rows of ``data`` that ``keep`` keeps with ``inserts``, sorted, without sorting them
-    all (catalog.sorted_merge) — when ``data`` is the kept content of file ``f``, written
-    sorted by all its columns, and the inserted rows are few; else ``None``."""
+    all — when ``data`` is the kept content of file ``f``, written sorted by all its columns,
+    and the inserted rows are few; else ``None``.  With the kept rows' ``index``
+    (catalog.row_index) the rows are placed by it, and the result's index comes along;
+    otherwise by catalog.sorted_merge (no index)."""
     if inserts.num_rows > sorted_merge.MAX_NEW or f.deletion_vector is not None:
         return None
     location = vp.file_path(p, f)
     kept = file_cache.rows(location, data.schema)
     if kept is None or kept is not data or file_cache.sorted_by(location) != _ALL_COLUMNS:
         return None
+    new = inserts
+    if not new.schema.equals(data.schema):
+        new = new.select(data.column_names).cast(data.schema)
+    if index is not None and len(index) == data.num_rows and row_index.indexable(new):
+        keys = row_index.row_keys(new)
+        order = np.asarray(sorted(range(len(keys)), key=keys.__getitem__), np.int64)
+        take, after = index.merge(np.flatnonzero(~keep), [keys[i] for i in order])
+        n = data.num_rows  # new row j of the sorted ones is row order[j] of ``new``
+        take[take >= n] = n + order
+        return pa.concat_tables([data, new]).take(pa.array(take)), after
     keys = vc.sort_keys(data.column_names, ())
-    return sorted_merge.merge(data, np.flatnonzero(keep), inserts, keys)
+    return sorted_merge.merge(data, np.flatnonzero(keep), new, keys), None
 
 
 def _write_inserts(
