@@ -291,12 +291,17 @@ def _stat_value(v: Any) -> Any:
     return None
 
 
-def file_stats(data: pa.Table) -> dict[str, Any]:
-    """Delta per-file statistics of ``data`` (columns whose bounds are unsafe are left out)."""
+def file_stats(data: pa.Table, written: Any = None) -> dict[str, Any]:
+    """Delta per-file statistics of ``data`` (columns whose bounds are unsafe are left out).
+
+    ``written``: the ``pyarrow.parquet.FileMetaData`` of ``data`` just written — the bounds
+    of its integer, string and date columns are then the writer's row-group statistics
+    (:func:`_written_bounds`) instead of another pass over the rows (a 10,000-row view file:
+    0.02 ms instead of ~0.15)."""
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     nulls: dict[str, int] = {}
-    for name, col in zip(data.column_names, data.columns, strict=True):
+    for j, (name, col) in enumerate(zip(data.column_names, data.columns, strict=True)):
         t = col.type
         nulls[name] = int(col.null_count)
         simple = (
@@ -308,10 +313,13 @@ def file_stats(data: pa.Table) -> dict[str, Any]:
         )
         if not simple or col.null_count == len(col):
             continue
-        if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
-            continue
-        mm = pc.min_max(col).as_py()
-        lo, hi = _stat_value(mm["min"]), _stat_value(mm["max"])
+        bounds = _written_bounds(written, j, name, t)
+        if bounds is None:
+            if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
+                continue
+            mm = pc.min_max(col).as_py()
+            bounds = (mm["min"], mm["max"])
+        lo, hi = _stat_value(bounds[0]), _stat_value(bounds[1])
         if lo is not None and hi is not None:
             mins[name], maxs[name] = lo, hi
     return {
@@ -320,6 +328,35 @@ def file_stats(data: pa.Table) -> dict[str, Any]:
         "maxValues": maxs,
         "nullCount": nulls,
     }
+
+
+def _written_bounds(written: Any, j: int, name: str, t: pa.DataType) -> tuple[Any, Any] | None:
+    """Column ``j``'s (min, max) over the row groups of the Parquet metadata ``written``, for
+    the types whose statistics Parquet orders as Arrow does (signed integers; strings by
+    their bytes; dates); ``None`` when it cannot tell (no metadata, another type, a nested
+    schema, a row group with values but no bounds).  The caller checked that ``j`` holds a
+    value that is not NULL."""
+    exact = pa.types.is_signed_integer(t) or pa.types.is_date32(t)
+    if written is None or not (exact or pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return None
+    if written.num_columns <= j or written.num_row_groups == 0:
+        return None
+    lo: Any = None
+    hi: Any = None
+    for g in range(written.num_row_groups):
+        chunk = written.row_group(g).column(j)
+        if chunk.path_in_schema != name:
+            return None
+        st = chunk.statistics
+        if st is None:
+            return None
+        if not st.has_min_max:
+            if st.has_null_count and st.null_count == chunk.num_values:
+                continue  # only NULLs in this row group
+            return None
+        lo = st.min if lo is None else min(lo, st.min)
+        hi = st.max if hi is None else max(hi, st.max)
+    return None if lo is None else (lo, hi)
 
 
 def write_data_file(
@@ -341,10 +378,11 @@ def write_data_file(
     else:
         rel = f"{directory}/{name}" if directory else name
     full = storage.join(table, rel)
+    size, written = _write_parquet(table, full, data)
     action: dict[str, Any] = {
         "path": quote(rel, safe="/="),  # a URI, as the protocol says (and delta-rs writes)
         "partitionValues": dict(partition_values or {}),
-        "size": _write_parquet(table, full, data),
+        "size": size,
     }
     if cdc:
         action["dataChange"] = False
@@ -352,34 +390,37 @@ def write_data_file(
     action.update(
         modificationTime=int(time.time() * 1000),
         dataChange=True,
-        stats=compact_json(file_stats(data)),
+        stats=compact_json(file_stats(data, written)),
     )
     return action
 
 
-def _write_parquet(table: str, full: str, data: pa.Table) -> int:
-    """Write ``data`` as the Parquet file ``full`` of ``table``; its size in bytes.
+def _write_parquet(table: str, full: str, data: pa.Table) -> tuple[int, Any]:
+    """Write ``data`` as the Parquet file ``full`` of ``table``; its size in bytes and its
+    Parquet metadata (``FileMetaData``, statistics included: :func:`file_stats`).
 
     A local file is encoded in memory and written with one call (Arrow's local file writes
     it piece by piece, then is asked its size: ~0.1 ms more for a small file); made durable
     by the commit that names it (:func:`commit`)."""
+    collected: list[Any] = []
     options: dict[str, Any] = {
         "compression": "snappy",
         "row_group_size": ROW_GROUP_ROWS,
         "use_dictionary": dictionary_columns(data.schema),
         "column_encoding": delta_columns(data.schema),
+        "metadata_collector": collected,
     }
     if storage.is_object_store(table):
         fs, where = storage.backend(table).arrow(full)
         pq.write_table(data, where, filesystem=fs, **options)
-        return int(fs.get_file_info(where).size)
+        return int(fs.get_file_info(where).size), collected[0] if collected else None
     sink = pa.BufferOutputStream()
     pq.write_table(data, sink, **options)
     encoded = sink.getvalue()
     os.makedirs(os.path.dirname(full), exist_ok=True)
     with open(full, "wb") as f:
         f.write(memoryview(encoded))
-    return int(encoded.size)
+    return int(encoded.size), collected[0] if collected else None
 
 
 def dictionary_columns(schema: pa.Schema) -> list[str]:

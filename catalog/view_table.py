@@ -208,6 +208,8 @@ def committed_epoch(path: str | os.PathLike[str], view: str) -> int | None:
 
 def _expand(rows: pa.Table, counts: np.ndarray) -> pa.Table:
     """Each row of ``rows`` repeated ``counts`` times."""
+    if bool((counts == 1).all()):
+        return rows
     return rows.take(pa.array(np.repeat(np.arange(rows.num_rows), counts), pa.int64()))
 
 
