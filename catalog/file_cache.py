@@ -84,6 +84,17 @@ def index(location: str, rows: pa.Table) -> RowIndex | None:
     return hit[3] if hit is not None and hit[1] is rows else None
 
 
+def detach_index(location: str, rows: pa.Table) -> RowIndex | None:
+    """The index kept with ``rows`` for ``location``, taken away from them (the caller
+    changes it to describe a new file's rows: catalog.row_index ``merge``), or ``None``."""
+    with _lock:
+        hit = _kept.get(location)
+        if hit is None or hit[1] is not rows or hit[3] is None:
+            return None
+        _kept[location] = (hit[0], hit[1], hit[2], None)
+        return hit[3]
+
+
 def attach_index(location: str, rows: pa.Table, found: RowIndex) -> None:
     """Keep ``found``, the index of ``rows`` (the table :func:`rows` returned), with them."""
     with _lock:

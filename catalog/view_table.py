@@ -856,8 +856,9 @@ def _merged_into_kept(
     """The rows of ``data`` that ``keep`` keeps with ``inserts``, sorted, without sorting them
     all — when ``data`` is the kept content of file ``f``, written sorted by all its columns,
     and the inserted rows are few; else ``None``.  With the kept rows' ``index``
-    (catalog.row_index) the rows are placed by it, and the result's index comes along;
-    otherwise by catalog.sorted_merge (no index)."""
+    (catalog.row_index) the rows are placed by it, and it becomes the result's index (taken
+    from the kept rows: should the commit fail, their next use builds it again); otherwise
+    by catalog.sorted_merge (no index)."""
     if inserts.num_rows > sorted_merge.MAX_NEW or f.deletion_vector is not None:
         return None
     location = vp.file_path(p, f)
@@ -867,13 +868,18 @@ def _merged_into_kept(
     new = inserts
     if not new.schema.equals(data.schema):
         new = new.select(data.column_names).cast(data.schema)
-    if index is not None and len(index) == data.num_rows and row_index.indexable(new):
+    if (
+        index is not None
+        and len(index) == data.num_rows
+        and row_index.indexable(new)
+        and file_cache.detach_index(location, kept) is index  # changed below: not kept's
+    ):
         keys = row_index.row_keys(new)
         order = np.asarray(sorted(range(len(keys)), key=keys.__getitem__), np.int64)
-        take, after = index.merge(np.flatnonzero(~keep), [keys[i] for i in order])
+        take = index.merge(np.flatnonzero(~keep), [keys[i] for i in order])
         n = data.num_rows  # new row j of the sorted ones is row order[j] of ``new``
         take[take >= n] = n + order
-        return pa.concat_tables([data, new]).take(pa.array(take)), after
+        return pa.concat_tables([data, new]).take(pa.array(take)), index
     keys = vc.sort_keys(data.column_names, ())
     return sorted_merge.merge(data, np.flatnonzero(keep), new, keys), None
 
