@@ -16,8 +16,9 @@ in **one** Delta commit (catalog.delta_commit) that
     removed rows (the table stays readable by every reader, ``DeltaTable.to_pyarrow_table``
     included), or
   - **deletion vectors** once a copy-on-write would rewrite more than
-    :data:`COW_MAX_BYTES`: the table is upgraded once (``delta.enableDeletionVectors``,
-    a commit without data change) and each touched file gets a new deletion vector
+    :data:`COW_MAX_BYTES` or :data:`COW_MAX_ROWS`: the table is upgraded once
+    (``delta.enableDeletionVectors``, a commit without data change) and each touched file
+    gets a new deletion vector
     (catalog.deletion_vectors) — the commit writes bytes in proportion to the change only;
 * writes a change-data file with one row per inserted or removed copy, so the commit's
   change data feed is exactly ``Δ``: for a view with a key (catalog.view_key), a key with
@@ -76,6 +77,10 @@ MARKER = "spark-ivm view table: the view's rows"
 LEGACY_MARKER = "spark-ivm view table: a row occurs sum(__diff__) times"
 DV_PROPERTY = "delta.enableDeletionVectors"
 COW_MAX_BYTES = 1 << 20
+#: rows a copy-on-write rewrites at most (as :data:`COW_MAX_BYTES` bytes): the rewrite's cost
+#: follows the rows, and delta-encoded integers (catalog.delta_commit) make bytes a loose
+#: measure of them (a 200,000-row file of three narrow integer columns: ~0.5 MB)
+COW_MAX_ROWS = 1 << 17
 FILE_ROWS = 1 << 18
 CHECKPOINT_EVERY = 16  # delta-rs writes one in ~10 ms (10,000-row view): 0.6 ms a refresh
 VACUUM_EVERY = 64
@@ -680,8 +685,8 @@ class _Removal:
 
 
 def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
-    """Locate the removed rows; a table that would rewrite more than ``COW_MAX_BYTES`` of
-    files is first upgraded to deletion vectors."""
+    """Locate the removed rows; a table that would rewrite more than ``COW_MAX_BYTES`` or
+    ``COW_MAX_ROWS`` of files is first upgraded to deletion vectors."""
     p = target.path
     version, files = delta_commit.snapshot_files(p)
     minus = change.minus_rows
@@ -692,13 +697,27 @@ def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
         found = _locate(p, files, minus, change.minus_counts, whole)
     touched = [files[f] for f in found]
     use_dv = target.use_dv
-    if touched and not use_dv and sum(f.size for f in touched) > COW_MAX_BYTES:
+    if touched and not use_dv and _too_large_to_rewrite(touched):
         _enable_deletion_vectors(p)
         version, files = delta_commit.snapshot_files(p)
         touched = [files[f] for f in found]
         use_dv = True
     read = {f.path: whole[f.path] for f in touched if f.path in whole}
     return _Removal(version, found, touched, use_dv, read, {} if use_dv else index)
+
+
+def _too_large_to_rewrite(touched: Sequence[FileEntry]) -> bool:
+    """Whether a copy-on-write of the ``touched`` files rewrites more than
+    :data:`COW_MAX_BYTES` bytes or :data:`COW_MAX_ROWS` rows."""
+    size = sum(f.size for f in touched)
+    return size > COW_MAX_BYTES or sum(max(f.num_records, 0) for f in touched) > COW_MAX_ROWS
+
+
+def _small(f: FileEntry) -> bool:
+    """Whether compaction counts and packs file ``f`` as small: under
+    :data:`SMALL_FILE_BYTES` and, when known, under half of :data:`FILE_ROWS` rows (a packed
+    file of narrow delta-encoded columns can stay under the bytes: it is not packed again)."""
+    return f.size < SMALL_FILE_BYTES and f.num_records < FILE_ROWS // 2
 
 
 def _locate_indexed(
@@ -1055,7 +1074,7 @@ def _layout(p: str, version: int, files: Mapping[str, FileEntry]) -> Layout:
     return Layout(
         files=len(files),
         bytes=sum(f.size for f in files.values()),
-        small_files=sum(1 for f in files.values() if f.size < SMALL_FILE_BYTES),
+        small_files=sum(1 for f in files.values() if _small(f)),
         records=sum(max(f.num_records, 0) for f in files.values()),
         deleted_records=sum(
             f.deletion_vector.cardinality for f in files.values() if f.deletion_vector
@@ -1147,7 +1166,7 @@ def compact_view(path: str | os.PathLike[str]) -> Mapping[str, Any]:
     small: dict[str, list[FileEntry]] = {}
     for f in files.values():
         # a file clustered by a clustering implementation is left to it (vc.packable)
-        if vc.packable(f, SMALL_FILE_BYTES) and not _heavy(f):
+        if vc.packable(f, SMALL_FILE_BYTES) and _small(f) and not _heavy(f):
             values = json.dumps(f.action.get("partitionValues") or {}, sort_keys=True)
             small.setdefault(values, []).append(f)
     packs = [g for g in small.values() if len(g) > 1]

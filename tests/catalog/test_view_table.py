@@ -457,6 +457,26 @@ def test_updates_by_the_kept_row_index(view: str, monkeypatch: pytest.MonkeyPatc
     assert feed_bag(view, view_table.last_refresh(view).version) == signed(change)  # type: ignore[union-attr]
 
 
+def test_large_files_of_narrow_columns_are_neither_packed_nor_rewritten(view: str) -> None:
+    """Delta-encoded integers keep a file of many rows under the byte limits: compaction does
+    not count it as small (else a packed file would be packed again every refresh), and a
+    removal from it uses a deletion vector (``COW_MAX_ROWS``), not a rewrite."""
+    n = max(view_table.FILE_ROWS // 2, view_table.COW_MAX_ROWS) + 1_000
+    for e in range(1, 4):
+        k = np.arange(e * n, (e + 1) * n)
+        rows = pa.table({"k": k, "s": ["x"] * n, DIFF: np.ones(n, np.int64)})
+        view_table.commit_view_changes(view, rows, view="v", epoch=e, input_versions={})
+    lay = view_table.layout(view)
+    assert lay.files == 3 and lay.bytes < view_table.SMALL_FILE_BYTES  # each file tiny
+    assert "compact" not in view_table.maintain(view)
+    r = view_table.commit_view_changes(
+        view, changes([(n, "x")], [-1]), view="v", epoch=4, input_versions={}
+    )
+    assert r is not None and r.metrics["num_deletion_vectors"] == 1
+    assert r.metrics["num_removed_files"] == 0
+    assert view_table.table_rows(view) == 3 * n and view_table.read_view(view).num_rows == 3 * n - 1
+
+
 def test_compact_json_is_json_dumps_without_spaces() -> None:
     """The kept encoder of the commit entries writes what ``json.dumps`` writes."""
     objs = [
