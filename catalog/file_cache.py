@@ -26,6 +26,9 @@ from catalog.row_index import RowIndex
 MAX_ROWS = 1 << 20
 """Rows kept in all (the oldest files are dropped first)."""
 MAX_FILES = 16
+INDEX_ROWS = 1 << 17
+"""Rows whose index is kept, in all (an index costs ~250 bytes a row of four columns, seven
+times the rows' Arrow bytes: the oldest files' indexes are dropped first, their rows kept)."""
 
 #: how the kept rows are sorted: (sort key, order) pairs as the writer names them; () unknown
 SortOrder = tuple[tuple[str, str], ...]
@@ -52,6 +55,19 @@ def keep(
         _kept.move_to_end(location)
         while len(_kept) > MAX_FILES or sum(e[1].num_rows for e in _kept.values()) > MAX_ROWS:
             _kept.popitem(last=False)
+        _bound_indexes()
+
+
+def _bound_indexes() -> None:
+    """Drop the oldest files' indexes until at most :data:`INDEX_ROWS` rows are indexed (the
+    newest file's index stays, whatever its size; caller holds ``_lock``)."""
+    indexed = sum(len(e[3]) for e in _kept.values() if e[3] is not None)
+    for location, (st, rows_, order, index) in list(_kept.items())[:-1]:
+        if indexed <= INDEX_ROWS:
+            return
+        if index is not None:
+            _kept[location] = (st, rows_, order, None)
+            indexed -= len(index)
 
 
 def rows(location: str, schema: pa.Schema) -> pa.Table | None:
@@ -101,6 +117,8 @@ def attach_index(location: str, rows: pa.Table, found: RowIndex) -> None:
         hit = _kept.get(location)
         if hit is not None and hit[1] is rows and len(found) == rows.num_rows:
             _kept[location] = (hit[0], hit[1], hit[2], found)
+            _kept.move_to_end(location)
+            _bound_indexes()
 
 
 def clear() -> None:

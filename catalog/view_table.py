@@ -745,7 +745,7 @@ def _locate_indexed(
         return None
     found = file_cache.index(location, kept)
     if found is None:
-        if not row_index.indexable(kept):
+        if kept.num_rows > file_cache.INDEX_ROWS or not row_index.indexable(kept):
             return None
         found = row_index.RowIndex.of(kept)
         file_cache.attach_index(location, kept, found)

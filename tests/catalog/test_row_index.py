@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -86,3 +88,31 @@ def test_not_indexable() -> None:
     assert not indexable(pa.table({"a": pa.array([dt.datetime(2020, 1, 1)])}))
     assert not indexable(pa.table({}))
     assert indexable(pa.table({"a": [1], "b": ["x"]}))
+
+
+def test_the_file_cache_bounds_the_rows_indexed(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Indexes cost several times their rows: past ``INDEX_ROWS`` indexed rows the oldest
+    files' indexes go (their rows stay kept); the newest file keeps its index."""
+    from catalog import file_cache
+
+    monkeypatch.setattr(file_cache, "INDEX_ROWS", 25)
+    file_cache.clear()
+    tables = []
+    for i in range(3):
+        location = str(tmp_path / f"f{i}")
+        Path(location).write_bytes(b"x")
+        rows = pa.table({"k": list(range(10 * i, 10 * i + 10))})
+        file_cache.keep(location, rows, index=RowIndex.of(rows))
+        tables.append((location, rows))
+    held = [file_cache.index(loc, file_cache.rows(loc, t.schema)) for loc, t in tables]
+    assert [h is not None for h in held] == [False, True, True]  # 20 rows indexed of 30
+    assert all(file_cache.rows(loc, t.schema) is t for loc, t in tables)
+    # an index attached later is the newest: the oldest indexed file's goes
+    file_cache.attach_index(tables[0][0], tables[0][1], RowIndex.of(tables[0][1]))
+    held = [file_cache.index(loc, t) for loc, t in tables]
+    assert [h is not None for h in held] == [True, False, True]
+    taken = file_cache.detach_index(tables[2][0], tables[2][1])
+    assert taken is not None and file_cache.index(tables[2][0], tables[2][1]) is None
+    file_cache.clear()
