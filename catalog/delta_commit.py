@@ -359,6 +359,16 @@ def _written_bounds(written: Any, j: int, name: str, t: pa.DataType) -> tuple[An
     return None if lo is None else (lo, hi)
 
 
+@dataclass(frozen=True)
+class Encoded:
+    """A local data (or change-data) file encoded in memory, not yet written: ``full`` its
+    location, ``action`` its ``add`` / ``cdc`` action (size and statistics included)."""
+
+    full: str
+    data: pa.Buffer
+    action: dict[str, Any]
+
+
 def write_data_file(
     table: str,
     data: pa.Table,
@@ -370,15 +380,72 @@ def write_data_file(
     """Write ``data`` as one Parquet file of the table; returns its ``add`` (or ``cdc``) action.
 
     ``cdc`` files go under ``_change_data/`` and carry no statistics; data files go under
-    ``directory`` (a partition's, with its ``partition_values``) or the table's root.
+    ``directory`` (a partition's, with its ``partition_values``) or the table's root.  A
+    local file is encoded in memory and written with one call (:func:`encode_data_file`,
+    :func:`write_encoded`; Arrow's local file writes it piece by piece, then is asked its
+    size: ~0.1 ms more for a small file); made durable by the commit that names it
+    (:func:`commit`).
     """
+    if not storage.is_object_store(table):
+        return write_encoded(
+            encode_data_file(
+                table, data, cdc=cdc, directory=directory, partition_values=partition_values
+            )
+        )
+    rel = _file_name(cdc, directory)
+    full = storage.join(table, rel)
+    fs, where = storage.backend(table).arrow(full)
+    collected: list[Any] = []
+    pq.write_table(data, where, filesystem=fs, **_options(data.schema, collected))
+    size = int(fs.get_file_info(where).size)
+    return _action(rel, data, size, collected[0] if collected else None, cdc, partition_values)
+
+
+def encode_data_file(
+    table: str,
+    data: pa.Table,
+    *,
+    cdc: bool = False,
+    directory: str = "",
+    partition_values: Mapping[str, str | None] | None = None,
+) -> Encoded:
+    """:func:`write_data_file`'s file of a local table, encoded in memory only."""
+    rel = _file_name(cdc, directory)
+    collected: list[Any] = []
+    sink = pa.BufferOutputStream()
+    pq.write_table(data, sink, **_options(data.schema, collected))
+    encoded = sink.getvalue()
+    written = collected[0] if collected else None
+    action = _action(rel, data, int(encoded.size), written, cdc, partition_values)
+    return Encoded(storage.join(table, rel), encoded, action)
+
+
+def write_encoded(e: Encoded) -> dict[str, Any]:
+    """Write the encoded file ``e`` (a new file: its name holds a random UUID); its action."""
+    os.makedirs(os.path.dirname(e.full), exist_ok=True)
+    with open(e.full, "wb") as f:
+        f.write(memoryview(e.data))
+    return e.action
+
+
+def _file_name(cdc: bool, directory: str) -> str:
+    """A new data file's path relative to the table."""
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     if cdc:
-        rel = f"{CDC_DIR}/cdc-{name[len('part-') :]}"
-    else:
-        rel = f"{directory}/{name}" if directory else name
-    full = storage.join(table, rel)
-    size, written = _write_parquet(table, full, data)
+        return f"{CDC_DIR}/cdc-{name[len('part-') :]}"
+    return f"{directory}/{name}" if directory else name
+
+
+def _action(
+    rel: str,
+    data: pa.Table,
+    size: int,
+    written: Any,
+    cdc: bool,
+    partition_values: Mapping[str, str | None] | None,
+) -> dict[str, Any]:
+    """The ``add`` (``cdc``) action of the file ``rel`` holding ``data`` (``written``: its
+    Parquet metadata, for :func:`file_stats`)."""
     action: dict[str, Any] = {
         "path": quote(rel, safe="/="),  # a URI, as the protocol says (and delta-rs writes)
         "partitionValues": dict(partition_values or {}),
@@ -395,32 +462,16 @@ def write_data_file(
     return action
 
 
-def _write_parquet(table: str, full: str, data: pa.Table) -> tuple[int, Any]:
-    """Write ``data`` as the Parquet file ``full`` of ``table``; its size in bytes and its
-    Parquet metadata (``FileMetaData``, statistics included: :func:`file_stats`).
-
-    A local file is encoded in memory and written with one call (Arrow's local file writes
-    it piece by piece, then is asked its size: ~0.1 ms more for a small file); made durable
-    by the commit that names it (:func:`commit`)."""
-    collected: list[Any] = []
-    options: dict[str, Any] = {
+def _options(schema: pa.Schema, collected: list[Any]) -> dict[str, Any]:
+    """The Parquet writer's options for a file of ``schema`` (its metadata, statistics
+    included, appended to ``collected``)."""
+    return {
         "compression": "snappy",
         "row_group_size": ROW_GROUP_ROWS,
-        "use_dictionary": dictionary_columns(data.schema),
-        "column_encoding": delta_columns(data.schema),
+        "use_dictionary": dictionary_columns(schema),
+        "column_encoding": delta_columns(schema),
         "metadata_collector": collected,
     }
-    if storage.is_object_store(table):
-        fs, where = storage.backend(table).arrow(full)
-        pq.write_table(data, where, filesystem=fs, **options)
-        return int(fs.get_file_info(where).size), collected[0] if collected else None
-    sink = pa.BufferOutputStream()
-    pq.write_table(data, sink, **options)
-    encoded = sink.getvalue()
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "wb") as f:
-        f.write(memoryview(encoded))
-    return int(encoded.size), collected[0] if collected else None
 
 
 def dictionary_columns(schema: pa.Schema) -> list[str]:
