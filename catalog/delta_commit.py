@@ -176,6 +176,11 @@ def transaction_version(table: str, app_id: str) -> int | None:
     return _replayed_log(table).txns.get(app_id)
 
 
+def latest_version(table: str) -> int:
+    """The table's latest version, from the kept log replay."""
+    return _replayed_log(table).latest
+
+
 def layout_version(table: str) -> int:
     """The last version of the table that may have changed its schema, metadata or
     protocol, from the kept log replay: a ``DeltaTable`` opened at or after it has the

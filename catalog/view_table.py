@@ -501,6 +501,7 @@ def commit_view_changes(
     sync_entry: bool = True,
     durable: Sequence[str] = (),
     consolidated: bool = False,
+    staged: Staged | None = None,
 ) -> delta.WriteResult | None:
     """Apply one refresh's change (row columns + ``__diff__``) as one Delta commit.
 
@@ -519,30 +520,25 @@ def commit_view_changes(
     its entry appears (catalog.refresh: the checkpoint's new ``CURRENT``).
     ``consolidated``: the caller consolidated ``changes`` (catalog.changes ``consolidate``);
     it is not consolidated again when it already has the view's columns and types.
+    ``staged``: :func:`stage_view_changes`' work for this commit (``changes``, ``view``,
+    ``epoch`` and ``key`` the same), used when the table is still at the version it saw.
 
-    The phases: open the target, consolidate the change, locate the rows it removes, write
-    the removals (deletion vectors or rewritten files), the inserts and the change feed, and
-    commit all of it as one version.
+    The phases: open the target, consolidate the change, locate the rows it removes (these
+    three are the staging), write the removals (deletion vectors or rewritten files), the
+    inserts and the change feed, and commit all of it as one version.
     """
-    target = _open_target(os.fspath(path))
-    done = committed_epoch(target.path, view)
-    if done is not None and done >= epoch:
+    if staged is None or not staged.current(view, int(epoch)):
+        staged = _stage(os.fspath(path), changes, view, int(epoch), key, consolidated, True)
+    if staged is None:
         return None
-    change = _signed_change(changes, target.rows_schema, view, consolidated=consolidated)
-    if change is None:
-        return None
-    removal = _locate_removal(target, change)
+    target, change, removal = staged.target, staged.change, staged.removal
     out = _Actions(now=int(time.time() * 1000))
-    packed = _packs_inserts(target, removal, change)
-    if removal.touched and removal.use_dv:
-        _remove_by_vectors(target, removal, out)
-    elif removal.touched:
-        _remove_by_rewrite(target, removal, out, change.plus if packed else None)
-    if on_rows is not None:
-        on_rows(change.removed)
-    if not packed:
-        _write_inserts(target, change, out, on_rows)
-    kinds = _write_feed(target, change, key, out)
+    if staged.files is not None:  # the one small file rewritten, encoded ahead
+        kinds = _write_staged(target, removal, staged.files, out)
+        if on_rows is not None:
+            on_rows(change.removed)
+    else:
+        kinds = _write_changes(target, change, removal, key, out, on_rows)
     if hook:
         hook(f"files_written:{view}")
     metrics = _metrics(change, removal, out, kinds)
@@ -556,6 +552,145 @@ def commit_view_changes(
         sync_entry=sync_entry,
     )
     return delta.WriteResult(version, metrics)
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    """A commit's files encoded in memory (the common path: the table's one small sorted
+    file rewritten with the change merged in): the new file (its rows and their row index,
+    kept once it is written) and the change-data file with its counts."""
+
+    data: delta_commit.Encoded
+    rows: pa.Table
+    index: row_index.RowIndex | None
+    feed: delta_commit.Encoded
+    kinds: FeedCounts
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A view commit worked out before its turn, nothing written: the change split by sign,
+    the rows it removes located in table ``removal.version`` and, on the common path, its
+    files encoded (``files``)."""
+
+    view: str
+    epoch: int
+    target: _Target
+    change: _SignedChange
+    removal: _Removal
+    files: _Encoded | None
+
+    def current(self, view: str, epoch: int) -> bool:
+        """Whether this is ``view``'s commit of ``epoch`` and the table is still at the
+        version it was staged at (one ``stat`` of the kept log replay)."""
+        same = (self.view, self.epoch) == (view, epoch)
+        return same and delta_commit.latest_version(self.target.path) == self.removal.version
+
+
+def stage_view_changes(
+    path: str | os.PathLike[str],
+    changes: pa.Table,
+    *,
+    view: str,
+    epoch: int,
+    key: tuple[str, ...] | None = None,
+    consolidated: bool = False,
+) -> Staged | None:
+    """The part of :func:`commit_view_changes` that writes nothing, done ahead (catalog.refresh
+    stages a refresh's view commits while its checkpoint is saved).  ``None``: nothing to
+    commit, or the table is to be upgraded to deletion vectors first (a commit: left to
+    :func:`commit_view_changes`).  Pass the result to :func:`commit_view_changes`."""
+    return _stage(os.fspath(path), changes, view, int(epoch), key, consolidated, False)
+
+
+def _stage(
+    p: str,
+    changes: pa.Table,
+    view: str,
+    epoch: int,
+    key: tuple[str, ...] | None,
+    consolidated: bool,
+    upgrade: bool,
+) -> Staged | None:
+    target = _open_target(p)
+    done = committed_epoch(target.path, view)
+    if done is not None and done >= epoch:
+        return None
+    change = _signed_change(changes, target.rows_schema, view, consolidated=consolidated)
+    if change is None:
+        return None
+    removal = _locate_removal(target, change, upgrade=upgrade)
+    if removal is None:
+        return None
+    files = _encode_rewrite(target, change, removal, key)
+    return Staged(view, epoch, target, change, removal, files)
+
+
+def _encode_rewrite(
+    target: _Target, change: _SignedChange, removal: _Removal, key: tuple[str, ...] | None
+) -> _Encoded | None:
+    """The common path's files, encoded in memory: a local table whose one touched file
+    (kept in memory, sorted) takes the change merged in (:func:`_merged_into_kept`) and
+    keeps rows; ``None`` otherwise (:func:`_write_changes` writes the commit's files)."""
+    p = target.path
+    if storage.is_object_store(p) or len(removal.touched) != 1:
+        return None
+    if removal.use_dv or not _packs_inserts(target, removal, change):
+        return None
+    f = removal.touched[0]
+    data = removal.read.get(f.path)
+    if data is None:
+        return None
+    keep = np.ones(data.num_rows, dtype=bool)
+    keep[removal.found[f.path]] = False
+    merged = _merged_into_kept(p, f, data, keep, change.plus, removal.index.get(f.path))
+    if merged is None or merged[0].num_rows == 0:
+        return None
+    rows, index = merged
+    feed, kinds = change_feed(_expand(change.minus_rows, change.minus_counts), change.plus, key=key)
+    return _Encoded(
+        delta_commit.encode_data_file(p, rows),
+        rows,
+        index,
+        delta_commit.encode_data_file(p, feed, cdc=True),
+        kinds,
+    )
+
+
+def _write_staged(target: _Target, removal: _Removal, files: _Encoded, out: _Actions) -> FeedCounts:
+    """Write the encoded files of the common path: the touched file replaced by the new one
+    (its rows kept in memory with their index, catalog.file_cache), and the change data."""
+    p = target.path
+    out.actions.append({"remove": _remove_action(removal.touched[0], out.now)})
+    out.add_files(p, [delta_commit.write_encoded(files.data)])
+    file_cache.keep(files.data.full, files.rows, sorted_by=_ALL_COLUMNS, index=files.index)
+    cdc = delta_commit.write_encoded(files.feed)
+    out.written += int(cdc["size"])
+    out.new_files.append(files.feed.full)
+    out.actions.append({"cdc": cdc})
+    return files.kinds
+
+
+def _write_changes(
+    target: _Target,
+    change: _SignedChange,
+    removal: _Removal,
+    key: tuple[str, ...] | None,
+    out: _Actions,
+    on_rows: Callable[[int], None] | None,
+) -> FeedCounts:
+    """Write the commit's files on every other path: the removals (deletion vectors or
+    rewritten files), the inserts and the change data; returns the feed's counts."""
+    packed = _packs_inserts(target, removal, change)
+    if removal.touched and removal.use_dv:
+        _remove_by_vectors(target, removal, out)
+    elif removal.touched:
+        _remove_by_rewrite(target, removal, out, change.plus if packed else None)
+    if on_rows is not None:
+        on_rows(change.removed)
+    if not packed:
+        _write_inserts(target, change, out, on_rows)
+    return _write_feed(target, change, key, out)
 
 
 @dataclass(frozen=True)
@@ -684,9 +819,12 @@ class _Removal:
     index: Mapping[str, row_index.RowIndex] = field(default_factory=dict)
 
 
-def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
+def _locate_removal(
+    target: _Target, change: _SignedChange, *, upgrade: bool = True
+) -> _Removal | None:
     """Locate the removed rows; a table that would rewrite more than ``COW_MAX_BYTES`` or
-    ``COW_MAX_ROWS`` of files is first upgraded to deletion vectors."""
+    ``COW_MAX_ROWS`` of files is first upgraded to deletion vectors (``upgrade=False``:
+    ``None`` instead)."""
     p = target.path
     version, files = delta_commit.snapshot_files(p)
     minus = change.minus_rows
@@ -698,6 +836,8 @@ def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
     touched = [files[f] for f in found]
     use_dv = target.use_dv
     if touched and not use_dv and _too_large_to_rewrite(touched):
+        if not upgrade:
+            return None
         _enable_deletion_vectors(p)
         version, files = delta_commit.snapshot_files(p)
         touched = [files[f] for f in found]

@@ -477,6 +477,57 @@ def test_large_files_of_narrow_columns_are_neither_packed_nor_rewritten(view: st
     assert view_table.table_rows(view) == 3 * n and view_table.read_view(view).num_rows == 3 * n - 1
 
 
+def test_a_staged_commit_equals_a_direct_one(tmp_path: Path) -> None:
+    """A commit staged ahead (``stage_view_changes``, as catalog.refresh does while the
+    checkpoint is saved) writes what a direct commit writes: the same rows after every
+    commit, the same change data feed; a staging made stale by another commit in between is
+    not used; a staging never writes."""
+    direct, ahead = str(tmp_path / "direct"), str(tmp_path / "ahead")
+    for p in (direct, ahead):
+        view_table.create_view_table(p, ROWS, view="v")
+    rng = np.random.default_rng(5)
+    words = ["a", "b", "é", None]
+    first = [(int(k), words[int(k) % 4]) for k in rng.integers(0, 30, 120)]
+    oracle = Counter(first)
+    used = 0
+    for epoch in range(1, 14):
+        if epoch == 1:
+            change = changes(first, [1] * len(first))
+        else:
+            held = sorted(oracle.elements(), key=repr)
+            gone = [held[i] for i in rng.choice(len(held), 3, replace=False)]
+            new = [(int(k), words[int(k) % 4]) for k in rng.integers(0, 40, 4)]
+            if epoch % 3 == 0:  # no NULLs: the row index's path
+                gone = [g for g in gone if g[1] is not None]
+                new = [(k, s or "z") for k, s in new]
+            change = changes(gone + new, [-1] * len(gone) + [1] * len(new))
+            oracle = oracle - Counter(gone) + Counter(new)
+        versions = delta.current_version(ahead)
+        staged = view_table.stage_view_changes(ahead, change, view="v", epoch=epoch)
+        assert delta.current_version(ahead) == versions  # nothing written
+        if epoch == 7:  # another commit first: the staging is stale
+            bump = changes([sorted(oracle.elements(), key=repr)[0]], [1])
+            for p in (direct, ahead):
+                view_table.commit_view_changes(p, bump, view="w", epoch=1, input_versions={})
+            oracle = oracle + Counter([sorted(oracle.elements(), key=repr)[0]])
+            assert staged is not None and not staged.current("v", epoch)
+        elif staged is not None and staged.files is not None:
+            used += 1
+        for p, st in ((direct, None), (ahead, staged)):
+            r = view_table.commit_view_changes(
+                p, change, view="v", epoch=epoch, input_versions={}, staged=st
+            )
+            assert r is not None
+        assert as_bag(plain_rows(direct)) == as_bag(plain_rows(ahead)) == oracle
+        assert feed_bag(ahead, delta.current_version(ahead)) == signed(change)
+        assert feed_bag(direct, delta.current_version(direct)) == signed(change)
+    assert used >= 4  # the encoded path was taken
+    missing = changes([(999, "zz")], [-1])
+    with pytest.raises(view_table.ViewTableMismatchError):
+        view_table.stage_view_changes(ahead, missing, view="v", epoch=99)
+    assert as_bag(plain_rows(ahead)) == oracle
+
+
 def test_compact_json_is_json_dumps_without_spaces() -> None:
     """The kept encoder of the commit entries writes what ``json.dumps`` writes."""
     objs = [
