@@ -176,6 +176,11 @@ def transaction_version(table: str, app_id: str) -> int | None:
     return _replayed_log(table).txns.get(app_id)
 
 
+def latest_version(table: str) -> int:
+    """The table's latest version, from the kept log replay."""
+    return _replayed_log(table).latest
+
+
 def layout_version(table: str) -> int:
     """The last version of the table that may have changed its schema, metadata or
     protocol, from the kept log replay: a ``DeltaTable`` opened at or after it has the
@@ -291,12 +296,17 @@ def _stat_value(v: Any) -> Any:
     return None
 
 
-def file_stats(data: pa.Table) -> dict[str, Any]:
-    """Delta per-file statistics of ``data`` (columns whose bounds are unsafe are left out)."""
+def file_stats(data: pa.Table, written: Any = None) -> dict[str, Any]:
+    """Delta per-file statistics of ``data`` (columns whose bounds are unsafe are left out).
+
+    ``written``: the ``pyarrow.parquet.FileMetaData`` of ``data`` just written — the bounds
+    of its integer, string and date columns are then the writer's row-group statistics
+    (:func:`_written_bounds`) instead of another pass over the rows (a 10,000-row view file:
+    0.02 ms instead of ~0.15)."""
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     nulls: dict[str, int] = {}
-    for name, col in zip(data.column_names, data.columns, strict=True):
+    for j, (name, col) in enumerate(zip(data.column_names, data.columns, strict=True)):
         t = col.type
         nulls[name] = int(col.null_count)
         simple = (
@@ -308,10 +318,13 @@ def file_stats(data: pa.Table) -> dict[str, Any]:
         )
         if not simple or col.null_count == len(col):
             continue
-        if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
-            continue
-        mm = pc.min_max(col).as_py()
-        lo, hi = _stat_value(mm["min"]), _stat_value(mm["max"])
+        bounds = _written_bounds(written, j, name, t)
+        if bounds is None:
+            if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
+                continue
+            mm = pc.min_max(col).as_py()
+            bounds = (mm["min"], mm["max"])
+        lo, hi = _stat_value(bounds[0]), _stat_value(bounds[1])
         if lo is not None and hi is not None:
             mins[name], maxs[name] = lo, hi
     return {
@@ -320,6 +333,45 @@ def file_stats(data: pa.Table) -> dict[str, Any]:
         "maxValues": maxs,
         "nullCount": nulls,
     }
+
+
+def _written_bounds(written: Any, j: int, name: str, t: pa.DataType) -> tuple[Any, Any] | None:
+    """Column ``j``'s (min, max) over the row groups of the Parquet metadata ``written``, for
+    the types whose statistics Parquet orders as Arrow does (signed integers; strings by
+    their bytes; dates); ``None`` when it cannot tell (no metadata, another type, a nested
+    schema, a row group with values but no bounds).  The caller checked that ``j`` holds a
+    value that is not NULL."""
+    exact = pa.types.is_signed_integer(t) or pa.types.is_date32(t)
+    if written is None or not (exact or pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return None
+    if written.num_columns <= j or written.num_row_groups == 0:
+        return None
+    lo: Any = None
+    hi: Any = None
+    for g in range(written.num_row_groups):
+        chunk = written.row_group(g).column(j)
+        if chunk.path_in_schema != name:
+            return None
+        st = chunk.statistics
+        if st is None:
+            return None
+        if not st.has_min_max:
+            if st.has_null_count and st.null_count == chunk.num_values:
+                continue  # only NULLs in this row group
+            return None
+        lo = st.min if lo is None else min(lo, st.min)
+        hi = st.max if hi is None else max(hi, st.max)
+    return None if lo is None else (lo, hi)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A local data (or change-data) file encoded in memory, not yet written: ``full`` its
+    location, ``action`` its ``add`` / ``cdc`` action (size and statistics included)."""
+
+    full: str
+    data: pa.Buffer
+    action: dict[str, Any]
 
 
 def write_data_file(
@@ -333,18 +385,76 @@ def write_data_file(
     """Write ``data`` as one Parquet file of the table; returns its ``add`` (or ``cdc``) action.
 
     ``cdc`` files go under ``_change_data/`` and carry no statistics; data files go under
-    ``directory`` (a partition's, with its ``partition_values``) or the table's root.
+    ``directory`` (a partition's, with its ``partition_values``) or the table's root.  A
+    local file is encoded in memory and written with one call (:func:`encode_data_file`,
+    :func:`write_encoded`; Arrow's local file writes it piece by piece, then is asked its
+    size: ~0.1 ms more for a small file); made durable by the commit that names it
+    (:func:`commit`).
     """
+    if not storage.is_object_store(table):
+        return write_encoded(
+            encode_data_file(
+                table, data, cdc=cdc, directory=directory, partition_values=partition_values
+            )
+        )
+    rel = _file_name(cdc, directory)
+    full = storage.join(table, rel)
+    fs, where = storage.backend(table).arrow(full)
+    collected: list[Any] = []
+    pq.write_table(data, where, filesystem=fs, **_options(data.schema, collected))
+    size = int(fs.get_file_info(where).size)
+    return _action(rel, data, size, collected[0] if collected else None, cdc, partition_values)
+
+
+def encode_data_file(
+    table: str,
+    data: pa.Table,
+    *,
+    cdc: bool = False,
+    directory: str = "",
+    partition_values: Mapping[str, str | None] | None = None,
+) -> Encoded:
+    """:func:`write_data_file`'s file of a local table, encoded in memory only."""
+    rel = _file_name(cdc, directory)
+    collected: list[Any] = []
+    sink = pa.BufferOutputStream()
+    pq.write_table(data, sink, **_options(data.schema, collected))
+    encoded = sink.getvalue()
+    written = collected[0] if collected else None
+    action = _action(rel, data, int(encoded.size), written, cdc, partition_values)
+    return Encoded(storage.join(table, rel), encoded, action)
+
+
+def write_encoded(e: Encoded) -> dict[str, Any]:
+    """Write the encoded file ``e`` (a new file: its name holds a random UUID); its action."""
+    os.makedirs(os.path.dirname(e.full), exist_ok=True)
+    with open(e.full, "wb") as f:
+        f.write(memoryview(e.data))
+    return e.action
+
+
+def _file_name(cdc: bool, directory: str) -> str:
+    """A new data file's path relative to the table."""
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     if cdc:
-        rel = f"{CDC_DIR}/cdc-{name[len('part-') :]}"
-    else:
-        rel = f"{directory}/{name}" if directory else name
-    full = storage.join(table, rel)
+        return f"{CDC_DIR}/cdc-{name[len('part-') :]}"
+    return f"{directory}/{name}" if directory else name
+
+
+def _action(
+    rel: str,
+    data: pa.Table,
+    size: int,
+    written: Any,
+    cdc: bool,
+    partition_values: Mapping[str, str | None] | None,
+) -> dict[str, Any]:
+    """The ``add`` (``cdc``) action of the file ``rel`` holding ``data`` (``written``: its
+    Parquet metadata, for :func:`file_stats`)."""
     action: dict[str, Any] = {
         "path": quote(rel, safe="/="),  # a URI, as the protocol says (and delta-rs writes)
         "partitionValues": dict(partition_values or {}),
-        "size": _write_parquet(table, full, data),
+        "size": size,
     }
     if cdc:
         action["dataChange"] = False
@@ -352,33 +462,21 @@ def write_data_file(
     action.update(
         modificationTime=int(time.time() * 1000),
         dataChange=True,
-        stats=compact_json(file_stats(data)),
+        stats=compact_json(file_stats(data, written)),
     )
     return action
 
 
-def _write_parquet(table: str, full: str, data: pa.Table) -> int:
-    """Write ``data`` as the Parquet file ``full`` of ``table``; its size in bytes.
-
-    A local file is encoded in memory and written with one call (Arrow's local file writes
-    it piece by piece, then is asked its size: ~0.1 ms more for a small file); made durable
-    by the commit that names it (:func:`commit`)."""
-    options: dict[str, Any] = {
+def _options(schema: pa.Schema, collected: list[Any]) -> dict[str, Any]:
+    """The Parquet writer's options for a file of ``schema`` (its metadata, statistics
+    included, appended to ``collected``)."""
+    return {
         "compression": "snappy",
         "row_group_size": ROW_GROUP_ROWS,
-        "use_dictionary": dictionary_columns(data.schema),
+        "use_dictionary": dictionary_columns(schema),
+        "column_encoding": delta_columns(schema),
+        "metadata_collector": collected,
     }
-    if storage.is_object_store(table):
-        fs, where = storage.backend(table).arrow(full)
-        pq.write_table(data, where, filesystem=fs, **options)
-        return int(fs.get_file_info(where).size)
-    sink = pa.BufferOutputStream()
-    pq.write_table(data, sink, **options)
-    encoded = sink.getvalue()
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "wb") as f:
-        f.write(memoryview(encoded))
-    return int(encoded.size)
 
 
 def dictionary_columns(schema: pa.Schema) -> list[str]:
@@ -394,6 +492,15 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
         or pa.types.is_large_binary(f.type)
         or pa.types.is_dictionary(f.type)
     ]
+
+
+def delta_columns(schema: pa.Schema) -> dict[str, str]:
+    """The integer columns, written ``DELTA_BINARY_PACKED`` (Parquet's delta encoding of
+    INT32/INT64, read by Spark 3.3+, delta-rs and pyarrow): a sorted or narrow column packs to
+    the bits its differences need.  The 10,000-row view file of ``bench refresh`` (a string
+    and three integer columns): 32 KB instead of 103 KB, encoded in 0.53 ms instead of 0.66
+    (CPU; plain encoding spent most of it compressing)."""
+    return {f.name: "DELTA_BINARY_PACKED" for f in schema if pa.types.is_integer(f.type)}
 
 
 # -- commits -------------------------------------------------------------------------------

@@ -60,7 +60,9 @@ view may be one epoch behind its upstream; both record their input versions.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -135,6 +137,7 @@ def publish(
     fence: Callable[[], None] | None = None,
     durable: Sequence[str] = (),
     consolidated: bool = False,
+    staged: Future[Mapping[str, view_table.Staged | None]] | None = None,
 ) -> RefreshResult:
     """Commit the checkpoint's pending view changes that are not yet in their tables.
 
@@ -146,7 +149,9 @@ def publish(
     and when a view's commit or state shows another writer got there first.  ``durable``:
     local files or directories fsynced in each view commit's barrier, before its entry appears.
     ``consolidated``: the pending changes are ``consolidate``'s output (:func:`commit_refresh`
-    made them); catalog.view_table does not consolidate them again.
+    made them); catalog.view_table does not consolidate them again.  ``staged``: the views'
+    commits staged ahead (:func:`_stage_views`; each is used only if its table is still
+    where it was staged).
     """
     commits: dict[str, WriteResult | None] = {}
     counter = RowsWritten.of(ckpt.pending, rows_written) if rows_written is not None else None
@@ -185,6 +190,7 @@ def publish(
                 sync_entry=False,  # made durable by the next checkpoint's barrier (below)
                 durable=durable,
                 consolidated=consolidated,
+                staged=None if staged is None else staged.result().get(t.name),
             )
         except ConcurrentCommitError:
             if fence is not None:
@@ -195,6 +201,43 @@ def publish(
         if hook:
             hook(f"committed:{t.name}")
     return RefreshResult(ckpt.epoch, dict(ckpt.input_versions), commits)
+
+
+_stager: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): none across a fork
+_stager_lock = threading.Lock()
+
+
+def _stage_views(
+    ckpt: Checkpoint, targets: Sequence[ViewTarget]
+) -> dict[str, view_table.Staged | None]:
+    """Each local view's pending change staged (catalog.view_table ``stage_view_changes``:
+    split, removed rows located, files encoded in memory — nothing written).  Run on a worker
+    thread while the checkpoint is saved, it overlaps that work with the save's writes and
+    fsync waits.  A view whose staging fails is left unstaged: its commit does the work
+    again in its turn, and raises there what it raises."""
+    out: dict[str, view_table.Staged | None] = {}
+    for t in targets:
+        change = ckpt.pending.get(t.name)
+        if change is None or storage.is_object_store(t.path):
+            continue
+        try:
+            out[t.name] = view_table.stage_view_changes(
+                t.path, change, view=t.name, epoch=ckpt.epoch, key=t.key, consolidated=True
+            )
+        except Exception:  # the commit meets it again, in order, with the crash points
+            out[t.name] = None
+    return out
+
+
+def _submit_staging(
+    ckpt: Checkpoint, targets: Sequence[ViewTarget]
+) -> Future[Mapping[str, view_table.Staged | None]]:
+    global _stager
+    with _stager_lock:
+        if _stager is None or _stager[0] != os.getpid():
+            _stager = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="ivm-stage"))
+        pool = _stager[1]
+    return pool.submit(_stage_views, ckpt, targets)
 
 
 def _for_view(counter: RowsWritten, view: str) -> Callable[[int], None]:
@@ -280,24 +323,32 @@ def commit_refresh(
         pending=pending,
         meta=dict(meta or {}),
     )
-    if hook:
-        hook("before_checkpoint")
     local = not store.warehouse.remote
-    store.save(ckpt, hook=hook, carry=carry, durable=_view_logs(targets), sync_pointer=not local)
-    # the new CURRENT's name is made durable in the first view commit's barrier, before any
-    # log entry of epoch ``e`` appears (or here, when nothing is published)
-    pointer = [os.fspath(store.directory(group))] if local else []
-    if hook:
-        hook("checkpointed")
-    result = publish(
-        ckpt,
-        targets,
-        hook=hook,
-        rows_written=rows_written,
-        fence=lambda: check_fence(store.warehouse, group),
-        durable=pointer,
-        consolidated=True,  # consolidated above
-    )
+    # the view commits' work that writes nothing, done while the checkpoint is saved
+    staged = _submit_staging(ckpt, targets) if local and pending else None
+    try:
+        if hook:
+            hook("before_checkpoint")
+        logs = _view_logs(targets)
+        store.save(ckpt, hook=hook, carry=carry, durable=logs, sync_pointer=not local)
+        # the new CURRENT's name is made durable in the first view commit's barrier, before
+        # any log entry of epoch ``e`` appears (or here, when nothing is published)
+        pointer = [os.fspath(store.directory(group))] if local else []
+        if hook:
+            hook("checkpointed")
+        result = publish(
+            ckpt,
+            targets,
+            hook=hook,
+            rows_written=rows_written,
+            fence=lambda: check_fence(store.warehouse, group),
+            durable=pointer,
+            consolidated=True,  # consolidated above
+            staged=staged,
+        )
+    finally:
+        if staged is not None:
+            wait([staged])  # never left running past the refresh (it reads the kept files)
     if pointer and not result.published:
         fsync_path(pointer[0])
     return result

@@ -16,8 +16,9 @@ in **one** Delta commit (catalog.delta_commit) that
     removed rows (the table stays readable by every reader, ``DeltaTable.to_pyarrow_table``
     included), or
   - **deletion vectors** once a copy-on-write would rewrite more than
-    :data:`COW_MAX_BYTES`: the table is upgraded once (``delta.enableDeletionVectors``,
-    a commit without data change) and each touched file gets a new deletion vector
+    :data:`COW_MAX_BYTES` or :data:`COW_MAX_ROWS`: the table is upgraded once
+    (``delta.enableDeletionVectors``, a commit without data change) and each touched file
+    gets a new deletion vector
     (catalog.deletion_vectors) — the commit writes bytes in proportion to the change only;
 * writes a change-data file with one row per inserted or removed copy, so the commit's
   change data feed is exactly ``Δ``: for a view with a key (catalog.view_key), a key with
@@ -61,7 +62,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from catalog import deletion_vectors as dvs
-from catalog import delta, delta_commit, file_cache, sorted_merge, storage
+from catalog import delta, delta_commit, file_cache, row_index, sorted_merge, storage
 from catalog import view_clustering as vc
 from catalog import view_partitions as vp
 from catalog.change_feed import FeedCounts, change_feed
@@ -76,6 +77,10 @@ MARKER = "spark-ivm view table: the view's rows"
 LEGACY_MARKER = "spark-ivm view table: a row occurs sum(__diff__) times"
 DV_PROPERTY = "delta.enableDeletionVectors"
 COW_MAX_BYTES = 1 << 20
+#: rows a copy-on-write rewrites at most (as :data:`COW_MAX_BYTES` bytes): the rewrite's cost
+#: follows the rows, and delta-encoded integers (catalog.delta_commit) make bytes a loose
+#: measure of them (a 200,000-row file of three narrow integer columns: ~0.5 MB)
+COW_MAX_ROWS = 1 << 17
 FILE_ROWS = 1 << 18
 CHECKPOINT_EVERY = 16  # delta-rs writes one in ~10 ms (10,000-row view): 0.6 ms a refresh
 VACUUM_EVERY = 64
@@ -208,6 +213,8 @@ def committed_epoch(path: str | os.PathLike[str], view: str) -> int | None:
 
 def _expand(rows: pa.Table, counts: np.ndarray) -> pa.Table:
     """Each row of ``rows`` repeated ``counts`` times."""
+    if bool((counts == 1).all()):
+        return rows
     return rows.take(pa.array(np.repeat(np.arange(rows.num_rows), counts), pa.int64()))
 
 
@@ -494,6 +501,7 @@ def commit_view_changes(
     sync_entry: bool = True,
     durable: Sequence[str] = (),
     consolidated: bool = False,
+    staged: Staged | None = None,
 ) -> delta.WriteResult | None:
     """Apply one refresh's change (row columns + ``__diff__``) as one Delta commit.
 
@@ -512,30 +520,25 @@ def commit_view_changes(
     its entry appears (catalog.refresh: the checkpoint's new ``CURRENT``).
     ``consolidated``: the caller consolidated ``changes`` (catalog.changes ``consolidate``);
     it is not consolidated again when it already has the view's columns and types.
+    ``staged``: :func:`stage_view_changes`' work for this commit (``changes``, ``view``,
+    ``epoch`` and ``key`` the same), used when the table is still at the version it saw.
 
-    The phases: open the target, consolidate the change, locate the rows it removes, write
-    the removals (deletion vectors or rewritten files), the inserts and the change feed, and
-    commit all of it as one version.
+    The phases: open the target, consolidate the change, locate the rows it removes (these
+    three are the staging), write the removals (deletion vectors or rewritten files), the
+    inserts and the change feed, and commit all of it as one version.
     """
-    target = _open_target(os.fspath(path))
-    done = committed_epoch(target.path, view)
-    if done is not None and done >= epoch:
+    if staged is None or not staged.current(view, int(epoch)):
+        staged = _stage(os.fspath(path), changes, view, int(epoch), key, consolidated, True)
+    if staged is None:
         return None
-    change = _signed_change(changes, target.rows_schema, view, consolidated=consolidated)
-    if change is None:
-        return None
-    removal = _locate_removal(target, change)
+    target, change, removal = staged.target, staged.change, staged.removal
     out = _Actions(now=int(time.time() * 1000))
-    packed = _packs_inserts(target, removal, change)
-    if removal.touched and removal.use_dv:
-        _remove_by_vectors(target, removal, out)
-    elif removal.touched:
-        _remove_by_rewrite(target, removal, out, change.plus if packed else None)
-    if on_rows is not None:
-        on_rows(change.removed)
-    if not packed:
-        _write_inserts(target, change, out, on_rows)
-    kinds = _write_feed(target, change, key, out)
+    if staged.files is not None:  # the one small file rewritten, encoded ahead
+        kinds = _write_staged(target, removal, staged.files, out)
+        if on_rows is not None:
+            on_rows(change.removed)
+    else:
+        kinds = _write_changes(target, change, removal, key, out, on_rows)
     if hook:
         hook(f"files_written:{view}")
     metrics = _metrics(change, removal, out, kinds)
@@ -549,6 +552,145 @@ def commit_view_changes(
         sync_entry=sync_entry,
     )
     return delta.WriteResult(version, metrics)
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    """A commit's files encoded in memory (the common path: the table's one small sorted
+    file rewritten with the change merged in): the new file (its rows and their row index,
+    kept once it is written) and the change-data file with its counts."""
+
+    data: delta_commit.Encoded
+    rows: pa.Table
+    index: row_index.RowIndex | None
+    feed: delta_commit.Encoded
+    kinds: FeedCounts
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A view commit worked out before its turn, nothing written: the change split by sign,
+    the rows it removes located in table ``removal.version`` and, on the common path, its
+    files encoded (``files``)."""
+
+    view: str
+    epoch: int
+    target: _Target
+    change: _SignedChange
+    removal: _Removal
+    files: _Encoded | None
+
+    def current(self, view: str, epoch: int) -> bool:
+        """Whether this is ``view``'s commit of ``epoch`` and the table is still at the
+        version it was staged at (one ``stat`` of the kept log replay)."""
+        same = (self.view, self.epoch) == (view, epoch)
+        return same and delta_commit.latest_version(self.target.path) == self.removal.version
+
+
+def stage_view_changes(
+    path: str | os.PathLike[str],
+    changes: pa.Table,
+    *,
+    view: str,
+    epoch: int,
+    key: tuple[str, ...] | None = None,
+    consolidated: bool = False,
+) -> Staged | None:
+    """The part of :func:`commit_view_changes` that writes nothing, done ahead (catalog.refresh
+    stages a refresh's view commits while its checkpoint is saved).  ``None``: nothing to
+    commit, or the table is to be upgraded to deletion vectors first (a commit: left to
+    :func:`commit_view_changes`).  Pass the result to :func:`commit_view_changes`."""
+    return _stage(os.fspath(path), changes, view, int(epoch), key, consolidated, False)
+
+
+def _stage(
+    p: str,
+    changes: pa.Table,
+    view: str,
+    epoch: int,
+    key: tuple[str, ...] | None,
+    consolidated: bool,
+    upgrade: bool,
+) -> Staged | None:
+    target = _open_target(p)
+    done = committed_epoch(target.path, view)
+    if done is not None and done >= epoch:
+        return None
+    change = _signed_change(changes, target.rows_schema, view, consolidated=consolidated)
+    if change is None:
+        return None
+    removal = _locate_removal(target, change, upgrade=upgrade)
+    if removal is None:
+        return None
+    files = _encode_rewrite(target, change, removal, key)
+    return Staged(view, epoch, target, change, removal, files)
+
+
+def _encode_rewrite(
+    target: _Target, change: _SignedChange, removal: _Removal, key: tuple[str, ...] | None
+) -> _Encoded | None:
+    """The common path's files, encoded in memory: a local table whose one touched file
+    (kept in memory, sorted) takes the change merged in (:func:`_merged_into_kept`) and
+    keeps rows; ``None`` otherwise (:func:`_write_changes` writes the commit's files)."""
+    p = target.path
+    if storage.is_object_store(p) or len(removal.touched) != 1:
+        return None
+    if removal.use_dv or not _packs_inserts(target, removal, change):
+        return None
+    f = removal.touched[0]
+    data = removal.read.get(f.path)
+    if data is None:
+        return None
+    keep = np.ones(data.num_rows, dtype=bool)
+    keep[removal.found[f.path]] = False
+    merged = _merged_into_kept(p, f, data, keep, change.plus, removal.index.get(f.path))
+    if merged is None or merged[0].num_rows == 0:
+        return None
+    rows, index = merged
+    feed, kinds = change_feed(_expand(change.minus_rows, change.minus_counts), change.plus, key=key)
+    return _Encoded(
+        delta_commit.encode_data_file(p, rows),
+        rows,
+        index,
+        delta_commit.encode_data_file(p, feed, cdc=True),
+        kinds,
+    )
+
+
+def _write_staged(target: _Target, removal: _Removal, files: _Encoded, out: _Actions) -> FeedCounts:
+    """Write the encoded files of the common path: the touched file replaced by the new one
+    (its rows kept in memory with their index, catalog.file_cache), and the change data."""
+    p = target.path
+    out.actions.append({"remove": _remove_action(removal.touched[0], out.now)})
+    out.add_files(p, [delta_commit.write_encoded(files.data)])
+    file_cache.keep(files.data.full, files.rows, sorted_by=_ALL_COLUMNS, index=files.index)
+    cdc = delta_commit.write_encoded(files.feed)
+    out.written += int(cdc["size"])
+    out.new_files.append(files.feed.full)
+    out.actions.append({"cdc": cdc})
+    return files.kinds
+
+
+def _write_changes(
+    target: _Target,
+    change: _SignedChange,
+    removal: _Removal,
+    key: tuple[str, ...] | None,
+    out: _Actions,
+    on_rows: Callable[[int], None] | None,
+) -> FeedCounts:
+    """Write the commit's files on every other path: the removals (deletion vectors or
+    rewritten files), the inserts and the change data; returns the feed's counts."""
+    packed = _packs_inserts(target, removal, change)
+    if removal.touched and removal.use_dv:
+        _remove_by_vectors(target, removal, out)
+    elif removal.touched:
+        _remove_by_rewrite(target, removal, out, change.plus if packed else None)
+    if on_rows is not None:
+        on_rows(change.removed)
+    if not packed:
+        _write_inserts(target, change, out, on_rows)
+    return _write_feed(target, change, key, out)
 
 
 @dataclass(frozen=True)
@@ -673,26 +815,86 @@ class _Removal:
     touched: list[FileEntry]
     use_dv: bool
     read: Mapping[str, pa.Table] = field(default_factory=dict)  # touched files read whole
+    #: the row index (catalog.row_index) of a touched file kept in memory, when it has one
+    index: Mapping[str, row_index.RowIndex] = field(default_factory=dict)
 
 
-def _locate_removal(target: _Target, change: _SignedChange) -> _Removal:
-    """Locate the removed rows; a table that would rewrite more than ``COW_MAX_BYTES`` of
-    files is first upgraded to deletion vectors."""
+def _locate_removal(
+    target: _Target, change: _SignedChange, *, upgrade: bool = True
+) -> _Removal | None:
+    """Locate the removed rows; a table that would rewrite more than ``COW_MAX_BYTES`` or
+    ``COW_MAX_ROWS`` of files is first upgraded to deletion vectors (``upgrade=False``:
+    ``None`` instead)."""
     p = target.path
     version, files = delta_commit.snapshot_files(p)
     minus = change.minus_rows
     whole: dict[str, pa.Table] = {}
-    found = _locate(p, files, minus, change.minus_counts, whole) if minus.num_rows else {}
+    index: dict[str, row_index.RowIndex] = {}
+    found = _locate_indexed(p, files, change, whole, index) if minus.num_rows else {}
+    if found is None:
+        found = _locate(p, files, minus, change.minus_counts, whole)
     touched = [files[f] for f in found]
     use_dv = target.use_dv
-    if touched and not use_dv and sum(f.size for f in touched) > COW_MAX_BYTES:
+    if touched and not use_dv and _too_large_to_rewrite(touched):
+        if not upgrade:
+            return None
         _enable_deletion_vectors(p)
         version, files = delta_commit.snapshot_files(p)
         touched = [files[f] for f in found]
         use_dv = True
-    return _Removal(
-        version, found, touched, use_dv, {f.path: whole[f.path] for f in touched if f.path in whole}
-    )
+    read = {f.path: whole[f.path] for f in touched if f.path in whole}
+    return _Removal(version, found, touched, use_dv, read, {} if use_dv else index)
+
+
+def _too_large_to_rewrite(touched: Sequence[FileEntry]) -> bool:
+    """Whether a copy-on-write of the ``touched`` files rewrites more than
+    :data:`COW_MAX_BYTES` bytes or :data:`COW_MAX_ROWS` rows."""
+    size = sum(f.size for f in touched)
+    return size > COW_MAX_BYTES or sum(max(f.num_records, 0) for f in touched) > COW_MAX_ROWS
+
+
+def _small(f: FileEntry) -> bool:
+    """Whether compaction counts and packs file ``f`` as small: under
+    :data:`SMALL_FILE_BYTES` and, when known, under half of :data:`FILE_ROWS` rows (a packed
+    file of narrow delta-encoded columns can stay under the bytes: it is not packed again)."""
+    return f.size < SMALL_FILE_BYTES and f.num_records < FILE_ROWS // 2
+
+
+def _locate_indexed(
+    p: str,
+    files: Mapping[str, FileEntry],
+    change: _SignedChange,
+    whole: dict[str, pa.Table],
+    index: dict[str, row_index.RowIndex],
+) -> dict[str, np.ndarray] | None:
+    """:func:`_locate` by the row index of the table's one file (catalog.row_index; built
+    here the first time), when that file is kept in memory sorted by all its columns and
+    the change is small (at most ``sorted_merge.MAX_NEW`` rows each way) with rows Python
+    orders as Arrow does; else, or when a row is missing, ``None`` (the search by
+    :func:`_locate` then answers, or says what is missing)."""
+    minus = change.minus_rows
+    small = max(minus.num_rows, change.plus.num_rows) <= sorted_merge.MAX_NEW
+    if len(files) != 1 or not small:
+        return None
+    (f,) = files.values()
+    kept = _kept_rows(p, f, minus.schema) if f.deletion_vector is None else None
+    location = vp.file_path(p, f)
+    if kept is None or file_cache.sorted_by(location) != _ALL_COLUMNS:
+        return None
+    if not row_index.indexable(minus):
+        return None
+    found = file_cache.index(location, kept)
+    if found is None:
+        if kept.num_rows > file_cache.INDEX_ROWS or not row_index.indexable(kept):
+            return None
+        found = row_index.RowIndex.of(kept)
+        file_cache.attach_index(location, kept, found)
+    positions = found.locate(row_index.row_keys(minus), change.minus_counts.tolist())
+    if positions is None:
+        return None
+    whole[f.path] = kept
+    index[f.path] = found
+    return {f.path: positions}
 
 
 @dataclass
@@ -764,6 +966,7 @@ def _remove_by_rewrite(
     p = target.path
     packed = [] if inserts is None else [inserts]
     merged: pa.Table | None = None
+    merged_index: row_index.RowIndex | None = None
     for f in removal.touched:
         data = removal.read.get(f.path)
         if data is None:
@@ -772,8 +975,9 @@ def _remove_by_rewrite(
         keep[removal.found[f.path]] = False
         out.actions.append({"remove": _remove_action(f, out.now)})
         if inserts is not None and len(removal.touched) == 1:
-            merged = _merged_into_kept(p, f, data, keep, inserts)
-            if merged is not None:
+            done = _merged_into_kept(p, f, data, keep, inserts, removal.index.get(f.path))
+            if done is not None:
+                merged, merged_index = done
                 break
         if not keep.any():
             continue
@@ -793,7 +997,7 @@ def _remove_by_rewrite(
         out.add_files(p, adds)
         if inserts is not None and len(adds) == 1:  # the view's one file: read next refresh
             location = delta_commit.file_location(p, adds[0])
-            file_cache.keep(location, rows, sorted_by=order or ())
+            file_cache.keep(location, rows, sorted_by=order or (), index=merged_index)
 
 
 _ALL_COLUMNS = (("*", "ascending"),)
@@ -801,19 +1005,42 @@ _ALL_COLUMNS = (("*", "ascending"),)
 
 
 def _merged_into_kept(
-    p: str, f: FileEntry, data: pa.Table, keep: np.ndarray, inserts: pa.Table
-) -> pa.Table | None:
+    p: str,
+    f: FileEntry,
+    data: pa.Table,
+    keep: np.ndarray,
+    inserts: pa.Table,
+    index: row_index.RowIndex | None = None,
+) -> tuple[pa.Table, row_index.RowIndex | None] | None:
     """The rows of ``data`` that ``keep`` keeps with ``inserts``, sorted, without sorting them
-    all (catalog.sorted_merge) — when ``data`` is the kept content of file ``f``, written
-    sorted by all its columns, and the inserted rows are few; else ``None``."""
+    all — when ``data`` is the kept content of file ``f``, written sorted by all its columns,
+    and the inserted rows are few; else ``None``.  With the kept rows' ``index``
+    (catalog.row_index) the rows are placed by it, and it becomes the result's index (taken
+    from the kept rows: should the commit fail, their next use builds it again); otherwise
+    by catalog.sorted_merge (no index)."""
     if inserts.num_rows > sorted_merge.MAX_NEW or f.deletion_vector is not None:
         return None
     location = vp.file_path(p, f)
     kept = file_cache.rows(location, data.schema)
     if kept is None or kept is not data or file_cache.sorted_by(location) != _ALL_COLUMNS:
         return None
+    new = inserts
+    if not new.schema.equals(data.schema):
+        new = new.select(data.column_names).cast(data.schema)
+    if (
+        index is not None
+        and len(index) == data.num_rows
+        and row_index.indexable(new)
+        and file_cache.detach_index(location, kept) is index  # changed below: not kept's
+    ):
+        keys = row_index.row_keys(new)
+        order = np.asarray(sorted(range(len(keys)), key=keys.__getitem__), np.int64)
+        take = index.merge(np.flatnonzero(~keep), [keys[i] for i in order])
+        n = data.num_rows  # new row j of the sorted ones is row order[j] of ``new``
+        take[take >= n] = n + order
+        return pa.concat_tables([data, new]).take(pa.array(take)), index
     keys = vc.sort_keys(data.column_names, ())
-    return sorted_merge.merge(data, np.flatnonzero(keep), inserts, keys)
+    return sorted_merge.merge(data, np.flatnonzero(keep), new, keys), None
 
 
 def _write_inserts(
@@ -987,7 +1214,7 @@ def _layout(p: str, version: int, files: Mapping[str, FileEntry]) -> Layout:
     return Layout(
         files=len(files),
         bytes=sum(f.size for f in files.values()),
-        small_files=sum(1 for f in files.values() if f.size < SMALL_FILE_BYTES),
+        small_files=sum(1 for f in files.values() if _small(f)),
         records=sum(max(f.num_records, 0) for f in files.values()),
         deleted_records=sum(
             f.deletion_vector.cardinality for f in files.values() if f.deletion_vector
@@ -1079,7 +1306,7 @@ def compact_view(path: str | os.PathLike[str]) -> Mapping[str, Any]:
     small: dict[str, list[FileEntry]] = {}
     for f in files.values():
         # a file clustered by a clustering implementation is left to it (vc.packable)
-        if vc.packable(f, SMALL_FILE_BYTES) and not _heavy(f):
+        if vc.packable(f, SMALL_FILE_BYTES) and _small(f) and not _heavy(f):
             values = json.dumps(f.action.get("partitionValues") or {}, sort_keys=True)
             small.setdefault(values, []).append(f)
     packs = [g for g in small.values() if len(g) > 1]

@@ -116,18 +116,18 @@ def test_retracting_a_missing_row_is_refused_and_writes_nothing(view: str) -> No
 def test_deletion_vectors_write_in_proportion_to_the_change(
     view: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    n = 200_000
     rng = np.random.default_rng(3)
-    big = pa.table(
-        {"k": np.arange(n), "s": pa.array([f"s{i % 97}" for i in range(n)]), DIFF: np.ones(n)}
-    )
+    # wide random keys: a file of consecutive ones delta-encodes to almost nothing
+    ks = np.unique(rng.integers(0, 2**62, 200_000))
+    n = len(ks)
+    big = pa.table({"k": ks, "s": pa.array([f"s{i % 97}" for i in range(n)]), DIFF: np.ones(n)})
     view_table.commit_view_changes(view, big, view="v", epoch=1, input_versions={"t": 1})
     assert not view_table.uses_deletion_vectors(view)
     size = view_table.layout(view).bytes
     victims = np.sort(rng.choice(n, 10, replace=False))
     c = pa.table(
         {
-            "k": np.concatenate([victims, victims]),
+            "k": np.concatenate([ks[victims], ks[victims]]),
             "s": [f"s{v % 97}" for v in victims] + ["new"] * 10,
             DIFF: [-1] * 10 + [1] * 10,
         }
@@ -139,23 +139,21 @@ def test_deletion_vectors_write_in_proportion_to_the_change(
     assert r.metrics["num_deletion_vectors"] >= 1 and r.metrics["num_removed_files"] == 0
     got = plain_rows(view)
     assert got.num_rows == n and got.column_names == ["k", "s"]
-    expected = Counter({(i, f"s{i % 97}"): 1 for i in range(n)})
-    expected -= Counter({(int(v), f"s{v % 97}"): 1 for v in victims})
-    expected += Counter({(int(v), "new"): 1 for v in victims})
+    expected = Counter({(int(ks[i]), f"s{i % 97}"): 1 for i in range(n)})
+    expected -= Counter({(int(ks[v]), f"s{v % 97}"): 1 for v in victims})
+    expected += Counter({(int(ks[v]), "new"): 1 for v in victims})
     assert as_bag(got) == expected
     assert feed_bag(view, r.version) == signed(c)
     assert plain_rows(view, r.version - 1).num_rows == n  # time travel, before the DV upgrade
     # a second retraction in a file that already has a deletion vector
-    c3 = changes(
-        [(int(victims[0]), "new"), (int(victims[0]) + 1, f"s{(victims[0] + 1) % 97}")], [-1, -1]
-    )
-    if int(victims[0]) + 1 in set(victims.tolist()):
+    v0 = int(victims[0])
+    if v0 + 1 in set(victims.tolist()) or v0 + 1 >= n:
         pytest.skip("adjacent victims")  # pragma: no cover - seed-dependent guard
+    gone = [(int(ks[v0]), "new"), (int(ks[v0 + 1]), f"s{(v0 + 1) % 97}")]
+    c3 = changes(gone, [-1, -1])
     r3 = view_table.commit_view_changes(view, c3, view="v", epoch=3, input_versions={"t": 3})
     assert r3 is not None
-    assert as_bag(plain_rows(view)) == expected - Counter(
-        {(int(victims[0]), "new"): 1, (int(victims[0]) + 1, f"s{(victims[0] + 1) % 97}"): 1}
-    )
+    assert as_bag(plain_rows(view)) == expected - Counter(gone)
     assert feed_bag(view, r3.version) == signed(c3)
     before = as_bag(plain_rows(view))
     view_table.compact_view(view)
@@ -379,6 +377,155 @@ def test_updates_merge_into_the_kept_sorted_file(
     # every update but the first (the inserting commit keeps no rows) and the one after the
     # cache was cleared: those read the file back and sort all of its rows
     assert len(merges) == 8
+
+
+def test_updates_by_the_kept_row_index(view: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small changes to a view of NULL-free strings and integers: the removed rows are found
+    and the new rows placed by the kept file's row index (catalog.row_index), and after every
+    commit the file holds exactly the oracle's rows, sorted, and each version's change data
+    feed is the change (duplicates, a row's last copy removed, deletes only, the cache
+    cleared, a change with a NULL and a retraction of a missing row included)."""
+    import pyarrow.compute as pc
+
+    from catalog import file_cache, row_index
+
+    merges, builds = [], []
+    real_merge, real_of = row_index.RowIndex.merge, row_index.RowIndex.of.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        row_index.RowIndex, "merge", lambda *a, **k: merges.append(1) or real_merge(*a, **k)
+    )
+    monkeypatch.setattr(
+        row_index.RowIndex,
+        "of",
+        classmethod(lambda cls, rows: builds.append(1) or real_of(cls, rows)),
+    )
+    rng = np.random.default_rng(11)
+    words = ["a", "b", "é", "ab", ""]
+    first = [(int(k), words[int(k) % 5]) for k in rng.integers(0, 40, 200)]
+    oracle = Counter(first)
+    view_table.commit_view_changes(
+        view, changes(first, [1] * len(first)), view="v", epoch=1, input_versions={}
+    )
+    keys = [("k", "ascending"), ("s", "ascending")]
+    for epoch in range(2, 16):
+        if epoch == 7:
+            file_cache.clear()  # read back: sorted again, then indexed again
+        held = sorted(oracle.elements())
+        gone = [held[i] for i in rng.choice(len(held), 4, replace=False)]
+        if epoch == 4:  # every copy of one row
+            gone = [held[0]] * oracle[held[0]]
+        new = [] if epoch == 9 else [(int(k), words[int(k) % 5]) for k in rng.integers(0, 50, 5)]
+        change = changes(gone + new, [-1] * len(gone) + [1] * len(new))
+        view_table.commit_view_changes(view, change, view="v", epoch=epoch, input_versions={})
+        oracle = oracle - Counter(gone) + Counter(new)
+        stored = plain_rows(view)
+        assert as_bag(stored) == oracle
+        assert stored.equals(stored.take(pc.sort_indices(stored, sort_keys=keys)))
+        assert feed_bag(view, epoch) == signed(change)
+        assert len(delta_commit.snapshot_files(view)[1]) == 1
+    # epoch 2 reads the inserting commit's file back and sorts it; the index is built at
+    # epoch 3 and again at 8, after the cache was cleared at 7: every other update used it
+    assert len(builds) == 2
+    assert len(merges) == 13 - 1
+    # a row the table lacks: the search by Arrow reports it; the table is unchanged
+    missing = changes([(999, "zz")], [-1])
+    with pytest.raises(view_table.ViewTableMismatchError, match="lacks 1 row"):
+        view_table.commit_view_changes(view, missing, view="v", epoch=16, input_versions={})
+    assert as_bag(plain_rows(view)) == oracle
+    # a commit that fails after the index was changed for its new file: the old file's
+    # rows are found again (their index is built anew), nothing is lost or doubled
+    held = sorted(oracle.elements())
+    change = changes([held[2], (3, "ab")], [-1, 1])
+    monkeypatch.setattr(
+        delta_commit, "commit", lambda *a, **k: (_ for _ in ()).throw(OSError("disk"))
+    )
+    with pytest.raises(OSError, match="disk"):
+        view_table.commit_view_changes(view, change, view="v", epoch=16, input_versions={})
+    monkeypatch.undo()
+    view_table.commit_view_changes(view, change, view="v", epoch=16, input_versions={})
+    oracle = oracle - Counter([held[2]]) + Counter([(3, "ab")])
+    assert as_bag(plain_rows(view)) == oracle
+    assert feed_bag(view, view_table.last_refresh(view).version) == signed(change)  # type: ignore[union-attr]
+    # a NULL among the new rows: placed by catalog.sorted_merge, still exact
+    held = sorted(oracle.elements())
+    change = changes([held[1], (5, None)], [-1, 1])
+    view_table.commit_view_changes(view, change, view="v", epoch=17, input_versions={})
+    stored = plain_rows(view)
+    assert stored.equals(stored.take(pc.sort_indices(stored, sort_keys=keys)))
+    oracle = oracle - Counter([held[1]]) + Counter([(5, None)])
+    assert as_bag(plain_rows(view)) == oracle
+    assert feed_bag(view, view_table.last_refresh(view).version) == signed(change)  # type: ignore[union-attr]
+
+
+def test_large_files_of_narrow_columns_are_neither_packed_nor_rewritten(view: str) -> None:
+    """Delta-encoded integers keep a file of many rows under the byte limits: compaction does
+    not count it as small (else a packed file would be packed again every refresh), and a
+    removal from it uses a deletion vector (``COW_MAX_ROWS``), not a rewrite."""
+    n = max(view_table.FILE_ROWS // 2, view_table.COW_MAX_ROWS) + 1_000
+    for e in range(1, 4):
+        k = np.arange(e * n, (e + 1) * n)
+        rows = pa.table({"k": k, "s": ["x"] * n, DIFF: np.ones(n, np.int64)})
+        view_table.commit_view_changes(view, rows, view="v", epoch=e, input_versions={})
+    lay = view_table.layout(view)
+    assert lay.files == 3 and lay.bytes < view_table.SMALL_FILE_BYTES  # each file tiny
+    assert "compact" not in view_table.maintain(view)
+    r = view_table.commit_view_changes(
+        view, changes([(n, "x")], [-1]), view="v", epoch=4, input_versions={}
+    )
+    assert r is not None and r.metrics["num_deletion_vectors"] == 1
+    assert r.metrics["num_removed_files"] == 0
+    assert view_table.table_rows(view) == 3 * n and view_table.read_view(view).num_rows == 3 * n - 1
+
+
+def test_a_staged_commit_equals_a_direct_one(tmp_path: Path) -> None:
+    """A commit staged ahead (``stage_view_changes``, as catalog.refresh does while the
+    checkpoint is saved) writes what a direct commit writes: the same rows after every
+    commit, the same change data feed; a staging made stale by another commit in between is
+    not used; a staging never writes."""
+    direct, ahead = str(tmp_path / "direct"), str(tmp_path / "ahead")
+    for p in (direct, ahead):
+        view_table.create_view_table(p, ROWS, view="v")
+    rng = np.random.default_rng(5)
+    words = ["a", "b", "é", None]
+    first = [(int(k), words[int(k) % 4]) for k in rng.integers(0, 30, 120)]
+    oracle = Counter(first)
+    used = 0
+    for epoch in range(1, 14):
+        if epoch == 1:
+            change = changes(first, [1] * len(first))
+        else:
+            held = sorted(oracle.elements(), key=repr)
+            gone = [held[i] for i in rng.choice(len(held), 3, replace=False)]
+            new = [(int(k), words[int(k) % 4]) for k in rng.integers(0, 40, 4)]
+            if epoch % 3 == 0:  # no NULLs: the row index's path
+                gone = [g for g in gone if g[1] is not None]
+                new = [(k, s or "z") for k, s in new]
+            change = changes(gone + new, [-1] * len(gone) + [1] * len(new))
+            oracle = oracle - Counter(gone) + Counter(new)
+        versions = delta.current_version(ahead)
+        staged = view_table.stage_view_changes(ahead, change, view="v", epoch=epoch)
+        assert delta.current_version(ahead) == versions  # nothing written
+        if epoch == 7:  # another commit first: the staging is stale
+            bump = changes([sorted(oracle.elements(), key=repr)[0]], [1])
+            for p in (direct, ahead):
+                view_table.commit_view_changes(p, bump, view="w", epoch=1, input_versions={})
+            oracle = oracle + Counter([sorted(oracle.elements(), key=repr)[0]])
+            assert staged is not None and not staged.current("v", epoch)
+        elif staged is not None and staged.files is not None:
+            used += 1
+        for p, st in ((direct, None), (ahead, staged)):
+            r = view_table.commit_view_changes(
+                p, change, view="v", epoch=epoch, input_versions={}, staged=st
+            )
+            assert r is not None
+        assert as_bag(plain_rows(direct)) == as_bag(plain_rows(ahead)) == oracle
+        assert feed_bag(ahead, delta.current_version(ahead)) == signed(change)
+        assert feed_bag(direct, delta.current_version(direct)) == signed(change)
+    assert used >= 4  # the encoded path was taken
+    missing = changes([(999, "zz")], [-1])
+    with pytest.raises(view_table.ViewTableMismatchError):
+        view_table.stage_view_changes(ahead, missing, view="v", epoch=99)
+    assert as_bag(plain_rows(ahead)) == oracle
 
 
 def test_compact_json_is_json_dumps_without_spaces() -> None:

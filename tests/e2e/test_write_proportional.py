@@ -50,7 +50,9 @@ def test_small_change_to_a_large_input(tmp_path: Path) -> None:
     # the 200,000-row view removes rows with deletion vectors: no data file rewritten
     last = delta.commit_at(wide, reports["wide"].version)
     assert last.metrics["num_removed_files"] == 0 and last.metrics["num_deletion_vectors"] >= 1
-    assert last.metrics["num_bytes_written"] < 0.01 * view_table.layout(wide).bytes
+    # a deletion vector, a file of the new rows and a change-data file: a few KB of
+    # footers and headers, plus 1% of the table (its integers are delta-encoded: 30 KB)
+    assert last.metrics["num_bytes_written"] < 4096 + 0.01 * view_table.layout(wide).bytes
 
     want = {}
     snap = delta.read_snapshot(s.table_path("big")).to_pylist()
