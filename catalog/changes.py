@@ -25,7 +25,7 @@ means "from nothing": the snapshot at ``upto`` as insertions.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -113,40 +113,52 @@ def small_exact(table: pa.Table, names: Sequence[str]) -> bool:
     return all(any(f(table.schema.field(n).type) for f in _EXACT) for n in names)
 
 
+def _group_sums(
+    keys: Iterable[tuple[object, ...]], diffs: Sequence[Any]
+) -> dict[tuple[object, ...], list[int]]:
+    """``{key: [first row, summed diff]}`` per distinct key, in order of first appearance
+    (a NULL diff counts 0): the one tuple-summing loop of both Python consolidations."""
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for i, k in enumerate(keys):
+        d = diffs[i]
+        g = groups.get(k)
+        if g is None:
+            groups[k] = [i, 0 if d is None else int(d)]
+        elif d is not None:
+            g[1] += int(d)
+    return groups
+
+
 def _consolidate_small(table: pa.Table, names: list[str], diff: str) -> pa.Table | None:
     """:func:`consolidate`'s result computed over Python tuples (groups in order of first
-    appearance); ``None`` if a sum leaves the diff column's type."""
-    cols = [table.column(n).to_pylist() for n in names]
-    diffs = table.column(diff).to_pylist()
-    sums: dict[tuple[object, ...], int] = {}
-    first: dict[tuple[object, ...], int] = {}
-    for i, k in enumerate(zip(*cols, strict=True)):
-        d = diffs[i]
-        sums[k] = sums.get(k, 0) + (0 if d is None else int(d))
-        first.setdefault(k, i)
-    live = [(first[k], s) for k, s in sums.items() if s != 0]
+    appearance); ``None`` if a sum leaves the diff column's type.  A table whose rows are
+    distinct with nonzero diffs (a small change's usual case) is its own result: no take."""
+    groups = _group_sums(
+        zip(*(table.column(n).to_pylist() for n in names), strict=True),
+        table.column(diff).to_pylist(),
+    )
+    order = [c for c in table.column_names if c in names or c == diff]
+    if len(groups) == table.num_rows and all(s for _, s in groups.values()):
+        return table.select(order)
+    live = [g for g in groups.values() if g[1] != 0]
     try:
         totals = pa.array([s for _, s in live], table.schema.field(diff).type)
     except (OverflowError, pa.ArrowInvalid):
         return None
     rows = pa.array([i for i, _ in live], pa.int64())
-    order = [c for c in table.column_names if c in names or c == diff]
     out = table.select(names).take(rows).append_column(table.schema.field(diff), totals)
     return out.select(order)
 
 
 def _consolidate_python(table: pa.Table, names: list[str], diff: str) -> pa.Table:
+    """Per-group sums of rows Arrow cannot group (nested values, compared as
+    ``engine_value``s); zero sums are dropped by the caller."""
     cols = [table.column(n).to_pylist() for n in names]
-    diffs = table.column(diff).to_pylist()
-    sums: dict[tuple[object, ...], int] = {}
-    first: dict[tuple[object, ...], int] = {}
-    for i, d in enumerate(diffs):
-        k = tuple(engine_value(c[i]) for c in cols)
-        sums[k] = sums.get(k, 0) + int(d)
-        first.setdefault(k, i)
-    idx = pa.array(list(first.values()), pa.int64())
+    keys = (tuple(engine_value(v) for v in row) for row in zip(*cols, strict=True))
+    groups = _group_sums(keys, table.column(diff).to_pylist())
+    idx = pa.array([i for i, _ in groups.values()], pa.int64())
     out = table.select(names).take(idx)
-    return out.append_column(diff, pa.array(list(sums.values()), pa.int64()))
+    return out.append_column(diff, pa.array([s for _, s in groups.values()], pa.int64()))
 
 
 def read_changes(
