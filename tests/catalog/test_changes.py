@@ -250,4 +250,3 @@ def test_small_consolidation_of_distinct_rows(seed: int, monkeypatch: pytest.Mon
     assert sorted(map(repr, small.to_pylist())) == sorted(map(repr, arrow.to_pylist()))
     if seed % 3 == 0:
         assert small.to_pylist() == t.to_pylist()  # the table itself, in its order
-
