@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -76,9 +77,37 @@ def _sort_key(i: Identifier) -> tuple[str, str]:
     return (i.db or "", i.name)
 
 
+_planned: weakref.WeakKeyDictionary[Catalog, tuple[tuple[ViewEntry, ...], list[GroupSpec]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""The last plan of each catalog's stored views, and the entries it was made from."""
+
+
 def plan_groups(catalog: Catalog, extra: Sequence[ViewEntry] = ()) -> list[GroupSpec]:
-    """The refresh groups of the catalog's views (plus ``extra`` views not yet stored)."""
-    stored = {v.ident: v for v in catalog.views()}
+    """The refresh groups of the catalog's views (plus ``extra`` views not yet stored).
+
+    The plan of the stored views is kept while the catalog hands out the same entries
+    (catalog.store decodes every entry anew when its file changed), so a refresh does not
+    plan the catalog and hash its groups' fingerprints again."""
+    entries = catalog.views()
+    if not extra:
+        kept = _planned.get(catalog)
+        if kept is not None and _same_entries(kept[0], entries):
+            return list(kept[1])
+    out = _plan(catalog, entries, extra)
+    if not extra:
+        _planned[catalog] = (entries, out)
+    return list(out)
+
+
+def _same_entries(a: Sequence[ViewEntry], b: Sequence[ViewEntry]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _plan(
+    catalog: Catalog, entries: Sequence[ViewEntry], extra: Sequence[ViewEntry]
+) -> list[GroupSpec]:
+    stored = {v.ident: v for v in entries}
     views = {**stored, **{v.ident: v for v in extra}}
     parent = {i: i for i in views}
 
