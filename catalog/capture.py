@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,24 @@ _DELETED = ("num_deleted_rows", "numDeletedRows")
 _M_INSERTED = ("num_target_rows_inserted", "numTargetRowsInserted")
 _M_UPDATED = ("num_target_rows_updated", "numTargetRowsUpdated")
 _M_DELETED = ("num_target_rows_deleted", "numTargetRowsDeleted")
+
+
+@dataclass(frozen=True)
+class Part:
+    """Captured rows of one commit (or of a snapshot diff) and their change type: one
+    ``kind`` for every row, or each row's (a verified change data feed)."""
+
+    rows: pa.Table  # the capture's columns
+    kind: str | pa.ChunkedArray
+    version: int
+
+    def tagged(self) -> pa.Table:
+        """The rows with ``_change_type`` and ``_commit_version``, as delta-rs's feed."""
+        n = self.rows.num_rows
+        kinds = pa.array([self.kind] * n, pa.string()) if isinstance(self.kind, str) else self.kind
+        return self.rows.append_column(KIND, kinds).append_column(
+            VERSION, pa.array(np.full(n, self.version, np.int64))
+        )
 
 
 def _metric(metrics: Mapping[str, Any], names: Sequence[str]) -> int | None:
@@ -237,8 +256,8 @@ class _Reader:
         ]
         return pa.Table.from_arrays(cols, schema=self.schema.remove_metadata())
 
-    def diff(self, commit: Commit) -> list[pa.Table]:
-        """``rows(added files) - rows(removed files)`` of one commit, as feed rows."""
+    def diff(self, commit: Commit) -> list[Part]:
+        """``rows(added files) - rows(removed files)`` of one commit."""
         v = commit.version
         if not (commit.uses_deletion_vectors or _column_mapping(self.configuration(v))):
             try:
@@ -250,21 +269,14 @@ class _Reader:
         return _diff(self.snapshot(v - 1), self.snapshot(v), v)
 
 
-def _tagged(rows: pa.Table, kind: str, version: int) -> pa.Table:
-    n = rows.num_rows
-    return rows.append_column(KIND, pa.array([kind] * n, pa.string())).append_column(
-        VERSION, pa.array(np.full(n, version, np.int64))
-    )
-
-
 def _as_type(column: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
     return column if column.type == to else column.cast(to)
 
 
-def _diff(old: pa.Table, new: pa.Table, version: int) -> list[pa.Table]:
-    """Feed rows of one commit: ``old``'s rows deleted, ``new``'s inserted (an empty side
-    left out: nothing to tag)."""
-    return [_tagged(t, k, version) for t, k in ((old, "delete"), (new, "insert")) if t.num_rows]
+def _diff(old: pa.Table, new: pa.Table, version: int) -> list[Part]:
+    """The parts of one commit: ``old``'s rows deleted, ``new``'s inserted (an empty side
+    left out)."""
+    return [Part(t, k, version) for t, k in ((old, "delete"), (new, "insert")) if t.num_rows]
 
 
 def table_id(path: str | os.PathLike[str], version: int | None = None) -> str:
@@ -287,15 +299,35 @@ def capture(
     ``schema``: the columns to return and their types (columns a version lacks read NULL).
     ``opened``: the table already open at some version (saves opening it again).
     """
+    parts = capture_parts(
+        path, after, upto, schema, label=label, expected_id=expected_id, opened=opened
+    )
+    if not parts:  # the schema of an empty feed
+        parts.append(Part(schema.remove_metadata().empty_table(), "insert", upto))
+    return pa.concat_tables([p.tagged() for p in parts])
+
+
+def capture_parts(
+    path: str,
+    after: int,
+    upto: int,
+    schema: pa.Schema,
+    *,
+    label: str,
+    expected_id: str | None = None,
+    opened: DeltaTable | None = None,
+) -> list[Part]:
+    """:func:`capture`'s rows as they were read, commit by commit, not yet tagged (none
+    when no commit changed data)."""
     reader = _Reader(path, label, schema)
     if opened is not None:
         reader.adopt(opened)
     commits = [read_commit(path, v) for v in range(after + 1, upto + 1)]
     reader.know([c for c in commits if c is not None])
+    parts: list[Part] = []
     if any(c is None for c in commits):  # log cleaned up: one diff of the two snapshots
         parts = _diff(reader.snapshot(after), reader.snapshot(upto), upto)
     else:
-        parts = []
         for c in commits:
             assert c is not None
             if c.table_id is not None and expected_id is not None and c.table_id != expected_id:
@@ -308,9 +340,7 @@ def capture(
                 continue
             feed = _verified_feed(c, reader) if c.cdcs else None
             parts += [feed] if feed is not None else reader.diff(c)
-    if not parts:  # the schema of an empty feed
-        parts.append(_tagged(reader._complete(reader.schema.empty_table()), "insert", upto))
-    return pa.concat_tables(parts)
+    return parts
 
 
 def _quoted(name: str) -> str:
@@ -318,7 +348,7 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _verified_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
+def _verified_feed(commit: Commit, reader: _Reader) -> Part | None:
     """The writer's feed of one commit if the feed is on and its counts match the metrics."""
     expected = expected_counts(commit)
     configuration = reader.configuration(commit.version)
@@ -338,9 +368,7 @@ def _verified_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
     got = Counter(raw.column(KIND).cast(pa.string()).to_pylist())
     if +got != +expected:
         return None
-    return _tagged(reader._complete(raw), "insert", commit.version).set_column(
-        len(reader.columns), KIND, raw.column(KIND).cast(pa.string())
-    )
+    return Part(reader._complete(raw), raw.column(KIND).cast(pa.string()), commit.version)
 
 
 #: local Parquet files up to this size are read whole into memory (catalog.capture._read_present)

@@ -142,7 +142,11 @@ def _open_lock_file(path: Path) -> int:
 
 def _holder_record() -> bytes:
     """This process's holder record: pid, host, since when (ms)."""
-    info = {"pid": os.getpid(), "host": socket.gethostname(), "since_ms": time.time_ns() // 1_000_000}
+    info = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since_ms": time.time_ns() // 1_000_000,
+    }
     return json.dumps(info).encode()
 
 

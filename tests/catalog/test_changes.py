@@ -210,16 +210,21 @@ def test_errors(table: str, tmp_path: Path) -> None:
 
 def test_change_types_sign_the_rows_and_unknown_ones_are_refused() -> None:
     from catalog import changes
-    from catalog.capture import KIND
+    from catalog.capture import Part
 
     schema = pa.schema([("id", pa.int64())])
-    kinds = ["insert", "delete", "update_preimage", "update_postimage"]
-    raw = pa.table({"id": [1, 2, 3, 4], KIND: kinds})
-    out = changes._signed(raw, "p", "t", schema, None, False)
-    assert out.column(DIFF).to_pylist() == [1, -1, -1, 1]
-    bad = pa.table({"id": [1, 2, 3], KIND: ["insert", "bogus", None]})
+    kinds = pa.chunked_array([["insert", "delete", "update_preimage", "update_postimage"]])
+    feed = Part(pa.table({"id": [1, 2, 3, 4]}), kinds, 3)
+    diff = Part(pa.table({"id": [5, 6]}), "delete", 4)
+    out = changes._signed([feed, diff], "p", "t", schema, None, True)
+    assert out.column(DIFF).to_pylist() == [1, -1, -1, 1, -1, -1]
+    assert out.column(VERSION).to_pylist() == [3, 3, 3, 3, 4, 4]
+    assert out.column("id").to_pylist() == [1, 2, 3, 4, 5, 6]
+    bad = Part(pa.table({"id": [1, 2, 3]}), pa.chunked_array([["insert", "bogus", None]]), 1)
     with pytest.raises(DeltaOperationError, match="bogus"):
-        changes._signed(bad, "p", "t", schema, None, False)
+        changes._signed([bad], "p", "t", schema, None, False)
+    with pytest.raises(DeltaOperationError, match="bogus"):
+        changes._signed([Part(pa.table({"id": [1]}), "bogus", 1)], "p", "t", schema, None, False)
 
 
 @pytest.mark.parametrize("seed", range(12))
