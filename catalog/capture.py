@@ -123,6 +123,7 @@ class _Reader:
         self._adopted: DeltaTable | None = None
         self._metadata_versions: set[int] = set()
         self._known_upto = -1
+        self._adopted_configuration: dict[str, str] | None = None
 
     def unavailable(self, what: str, exc: BaseException) -> ChangesUnavailableError:
         return ChangesUnavailableError(self.label, self.path, f"{what}: {exc}")
@@ -164,7 +165,9 @@ class _Reader:
             and int(dt.version()) == self._known_upto
             and not any(v > version for v in self._metadata_versions)
         ):
-            return dict(dt.metadata().configuration)
+            if self._adopted_configuration is None:  # asked once per commit otherwise
+                self._adopted_configuration = dict(dt.metadata().configuration)
+            return self._adopted_configuration
         return dict(self.table(version).metadata().configuration)
 
     def feed_table(self, version: int) -> DeltaTable:
@@ -233,7 +236,7 @@ class _Reader:
                 raise self.unavailable(
                     f"data file {f.path} of version {version} cannot be read", exc
                 ) from exc
-        return pa.concat_tables(parts)
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def snapshot(self, version: int) -> pa.Table:
         try:

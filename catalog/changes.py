@@ -269,12 +269,18 @@ def _row_schema(
         schema = actual
         if multiplicity is not None:
             schema = schema.remove(schema.get_field_index(multiplicity))
-    schema = storage_schema(schema)
+    schema = _storage_schema(schema)
     mult_cols = [multiplicity] if multiplicity is not None else []
     missing = [c for c in [*schema.names, *mult_cols] if c not in actual.names]
     if missing:
         raise SchemaChangeError(label, f"missing column {missing[0]!r} at version {upto}")
     return actual, schema
+
+
+@functools.lru_cache(maxsize=256)
+def _storage_schema(schema: pa.Schema) -> pa.Schema:
+    """:func:`catalog.dtypes.storage_schema`, kept per schema (one per input and refresh)."""
+    return storage_schema(schema)
 
 
 def _signed(
