@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -224,11 +226,46 @@ def stale_checkpoint_groups(catalog: Catalog, live: Sequence[str]) -> list[str]:
 
     The catalog is planned again here (another process may have added a view since ``live``
     was computed), so a group created meanwhile is not reported — only when a group on disk
-    is not in ``live`` (the common case, none, costs one listing and no planning).
+    is not in ``live`` (the common case, none, costs one listing and no planning).  Locally,
+    a listing that found none is not repeated while the checkpoint directories stand as
+    they were (:func:`_directory_stamps`: a directory made or removed in one changes its
+    parent's link count).
     """
     known = set(live)
-    candidates = [g for g in catalog.warehouse.checkpoint_groups() if g not in known]
+    wh = catalog.warehouse
+    memo_key = (wh.root.as_posix(), frozenset(known))
+    if not wh.remote:
+        kept = _none_stale.get(memo_key)
+        if kept is not None and kept == _directory_stamps(wh.internal_dir / "checkpoints", kept):
+            return []
+    candidates = [g for g in wh.checkpoint_groups() if g not in known]
     if not candidates:
+        if not wh.remote:
+            root = wh.internal_dir / "checkpoints"
+            if len(_none_stale) >= 64:
+                _none_stale.clear()
+            _none_stale[memo_key] = _directory_stamps(root, None)
         return []
     current = {s.name for s in plan_groups(catalog)}
     return [g for g in candidates if g not in current]
+
+
+_DirStamps = dict[str, tuple[int, int, int]]
+_none_stale: dict[tuple[str, frozenset[str]], _DirStamps] = {}
+"""Per warehouse and live groups: the checkpoint directories' stamps when none was stale."""
+
+
+def _directory_stamps(root: Path, kept: _DirStamps | None) -> _DirStamps:
+    """(inode, link count, mtime) of the checkpoint root and of its database directories
+    (those of ``kept`` when given, else those listed now)."""
+    names = list(kept) if kept is not None else [root.as_posix()]
+    if kept is None and root.is_dir():
+        names += [d.as_posix() for d in root.iterdir() if d.is_dir()]
+    out: _DirStamps = {}
+    for n in names:
+        try:
+            st = os.stat(n)
+        except OSError:
+            continue
+        out[n] = (st.st_ino, st.st_nlink, st.st_mtime_ns)
+    return out
