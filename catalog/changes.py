@@ -78,6 +78,8 @@ def consolidate(
         small = _consolidate_small(table, names, diff)
         if small is not None:
             return small
+    elif _distinct_integer_rows(table, names, diff):
+        return table.select([c for c in table.column_names if c in names or c == diff])
     try:
         grouped = table.group_by(names, use_threads=False).aggregate([(diff, "sum")])
         grouped = grouped.rename_columns([*names, diff])
@@ -111,6 +113,28 @@ def small_exact(table: pa.Table, names: Sequence[str]) -> bool:
     if table.num_rows > SMALL_ROWS:
         return False
     return all(any(f(table.schema.field(n).type) for f in _EXACT) for n in names)
+
+
+def _distinct_integer_rows(table: pa.Table, names: Sequence[str], diff: str) -> bool:
+    """Whether ``table``'s rows are distinct with nonzero diffs, so that it is its own
+    consolidation — decided for integer key columns without NULLs by sorting them (a
+    change of inserted and deleted rows, e.g. 1,200 rows in ~0.08 ms instead of Arrow's
+    hash aggregation's ~0.5 ms); ``False`` when it cannot tell (other types, NULLs)."""
+    cols = [table.column(n) for n in names]
+    d = table.column(diff)
+    if d.null_count or not pa.types.is_integer(d.type):
+        return False
+    if any(c.null_count or not pa.types.is_integer(c.type) for c in cols):
+        return False
+    if not np.all(d.to_numpy()):
+        return False
+    values = [c.to_numpy() for c in cols]
+    at = np.lexsort(values[::-1])
+    ranked = [v[at] for v in values]
+    same = np.ones(table.num_rows - 1, dtype=bool)
+    for v in ranked:
+        same &= v[1:] == v[:-1]
+    return not same.any()
 
 
 def _group_sums(

@@ -255,3 +255,45 @@ def test_small_consolidation_of_distinct_rows(seed: int, monkeypatch: pytest.Mon
     assert sorted(map(repr, small.to_pylist())) == sorted(map(repr, arrow.to_pylist()))
     if seed % 3 == 0:
         assert small.to_pylist() == t.to_pylist()  # the table itself, in its order
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_distinct_integer_rows_are_their_own_consolidation(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Integer rows past the small path: distinct rows with nonzero diffs are returned as
+    they are, a repeated row, a zero diff, a NULL key or a float column goes through Arrow's
+    grouping — the same rows as Arrow's grouping every time."""
+    import numpy as np
+
+    from catalog import changes
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(changes.SMALL_ROWS + 1, 1500))
+    a = rng.permutation(5 * n)[:n]
+    b = rng.integers(-3, 3, n)  # repeats within b, not within (a, b)
+    d = rng.choice([-1, 1, 2], n)
+    case = seed % 5
+    if case == 1:
+        a[n - 1] = a[0]
+        b[n - 1] = b[0]  # one repeated row
+    if case == 2:
+        d[n // 2] = 0
+    cols: dict[str, pa.Array] = {
+        "a": pa.array(a, pa.int64()),
+        "b": pa.array(b, pa.int32()),
+        DIFF: pa.array(d, pa.int64()),
+    }
+    if case == 3:
+        cols["a"] = pa.array([None, *a[1:].tolist()], pa.int64())
+    if case == 4:
+        cols["b"] = pa.array(b.astype(float), pa.float64())
+    t = pa.table(cols)
+    assert changes._distinct_integer_rows(t, ["a", "b"], DIFF) == (case == 0)
+    got = consolidate(t)
+    monkeypatch.setattr(changes, "_distinct_integer_rows", lambda *_: False)
+    want = consolidate(t)
+    assert got.schema.equals(want.schema)
+    assert sorted(map(repr, got.to_pylist())) == sorted(map(repr, want.to_pylist()))
+    if case == 0:
+        assert got.num_rows == n
