@@ -23,8 +23,9 @@ data files are gone too (VACUUM) :class:`ChangesUnavailableError` says the reade
 recomputed.  A commit carrying another table id than the range started with, or a table whose
 id differs from the one recorded (``table_id``), raises :class:`TableReplacedError`.
 
-The result has the row columns plus ``_change_type`` (``insert``/``delete``/
-``update_preimage``/``update_postimage``) and ``_commit_version``, like delta-rs's feed.
+The result is the rows per commit with their change type (``insert``/``delete``/
+``update_preimage``/``update_postimage``, delta-rs's ``_change_type``) and commit version
+(:class:`Part`): catalog.changes turns them into signed rows.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pds
 import pyarrow.fs as pfs
@@ -62,16 +62,8 @@ class Part:
     ``kind`` for every row, or each row's (a verified change data feed)."""
 
     rows: pa.Table  # the capture's columns
-    kind: str | pa.ChunkedArray
-    version: int
-
-    def tagged(self) -> pa.Table:
-        """The rows with ``_change_type`` and ``_commit_version``, as delta-rs's feed."""
-        n = self.rows.num_rows
-        kinds = pa.array([self.kind] * n, pa.string()) if isinstance(self.kind, str) else self.kind
-        return self.rows.append_column(KIND, kinds).append_column(
-            VERSION, pa.array(np.full(n, self.version, np.int64))
-        )
+    kind: str | pa.ChunkedArray  # change types as delta-rs's feed names them (``_change_type``)
+    version: int  # the commit's (``_commit_version``)
 
 
 def _metric(metrics: Mapping[str, Any], names: Sequence[str]) -> int | None:
@@ -296,32 +288,14 @@ def capture(
     label: str,
     expected_id: str | None = None,
     opened: DeltaTable | None = None,
-) -> pa.Table:
-    """The row changes of versions ``(after, upto]`` (``after < upto``), verified per commit.
+) -> list[Part]:
+    """The row changes of versions ``(after, upto]`` (``after < upto``), verified per commit:
+    the rows each commit (or a snapshot diff) changed with their change type, as
+    :class:`Part`s in commit order (none when no commit changed data).
 
     ``schema``: the columns to return and their types (columns a version lacks read NULL).
     ``opened``: the table already open at some version (saves opening it again).
     """
-    parts = capture_parts(
-        path, after, upto, schema, label=label, expected_id=expected_id, opened=opened
-    )
-    if not parts:  # the schema of an empty feed
-        parts.append(Part(schema.remove_metadata().empty_table(), "insert", upto))
-    return pa.concat_tables([p.tagged() for p in parts])
-
-
-def capture_parts(
-    path: str,
-    after: int,
-    upto: int,
-    schema: pa.Schema,
-    *,
-    label: str,
-    expected_id: str | None = None,
-    opened: DeltaTable | None = None,
-) -> list[Part]:
-    """:func:`capture`'s rows as they were read, commit by commit, not yet tagged (none
-    when no commit changed data)."""
     reader = _Reader(path, label, schema)
     if opened is not None:
         reader.adopt(opened)

@@ -35,7 +35,7 @@ import pyarrow.compute as _pc
 from deltalake import DeltaTable
 
 from catalog import delta
-from catalog.capture import Part, capture_parts
+from catalog.capture import Part, capture
 from catalog.dtypes import conform, engine_value, storage_schema
 from catalog.errors import (
     DeltaOperationError,
@@ -233,7 +233,7 @@ def read_changes(
         return _no_changes(schema, tuple(extra))
     else:
         wanted = pa.schema([actual.field(c) for c in [*schema.names, *mult_cols]])
-        parts = capture_parts(p, after, upto, wanted, label=label, expected_id=table_id, opened=dt)
+        parts = capture(p, after, upto, wanted, label=label, expected_id=table_id, opened=dt)
         if not parts:
             return _no_changes(schema, tuple(extra))
         out = _signed(parts, p, label, schema, multiplicity, with_version)
