@@ -257,43 +257,55 @@ def test_small_consolidation_of_distinct_rows(seed: int, monkeypatch: pytest.Mon
         assert small.to_pylist() == t.to_pylist()  # the table itself, in its order
 
 
-@pytest.mark.parametrize("seed", range(16))
-def test_distinct_integer_rows_are_their_own_consolidation(
+@pytest.mark.parametrize("seed", range(24))
+def test_distinct_rows_are_their_own_consolidation(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Integer rows past the small path: distinct rows with nonzero diffs are returned as
-    they are, a repeated row, a zero diff, a NULL key or a float column goes through Arrow's
+    """Rows past the small path: distinct rows with nonzero diffs (integers, strings,
+    binaries, booleans, dates) are returned as they are; a repeated row, a zero diff, a NULL
+    key, a float column, or rows distinct only in a column not compared go through Arrow's
     grouping — the same rows as Arrow's grouping every time."""
+    import datetime as dt
+
     import numpy as np
 
     from catalog import changes
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(changes.SMALL_ROWS + 1, 1500))
-    a = rng.permutation(5 * n)[:n]
-    b = rng.integers(-3, 3, n)  # repeats within b, not within (a, b)
+    a = rng.permutation(5 * n)[:n]  # distinct: every row is
+    b = rng.integers(-3, 3, n)
     d = rng.choice([-1, 1, 2], n)
-    case = seed % 5
-    if case == 1:
+    case = seed % 6
+    if case == 1:  # one repeated row
         a[n - 1] = a[0]
-        b[n - 1] = b[0]  # one repeated row
+        b[n - 1] = b[0]
     if case == 2:
         d[n // 2] = 0
+    days = [dt.date(2020, 1, 1) + dt.timedelta(days=int(x % 9)) for x in b]
+    region = [f"region {x % 20}" for x in a]  # repeats across rows, distinct with a
     cols: dict[str, pa.Array] = {
         "a": pa.array(a, pa.int64()),
+        "s": pa.array(region, pa.large_string() if seed % 2 else pa.string()),
         "b": pa.array(b, pa.int32()),
+        "y": pa.array([r.encode() for r in region], pa.binary()),
+        "t": pa.array(b > 0, pa.bool_()),
+        "day": pa.array(days, pa.date32()),
         DIFF: pa.array(d, pa.int64()),
     }
     if case == 3:
-        cols["a"] = pa.array([None, *a[1:].tolist()], pa.int64())
+        cols["s"] = pa.array([None, *region[1:]], pa.string())
     if case == 4:
         cols["b"] = pa.array(b.astype(float), pa.float64())
     t = pa.table(cols)
-    assert changes._distinct_integer_rows(t, ["a", "b"], DIFF) == (case == 0)
-    got = consolidate(t)
-    monkeypatch.setattr(changes, "_distinct_integer_rows", lambda *_: False)
-    want = consolidate(t)
+    if case == 5:  # two chunks, the same strings encoded in each
+        t = pa.concat_tables([t.slice(0, n // 2), t.slice(n // 2)])
+    keys = ["s", "b", "day"] if seed % 4 == 3 else None  # a subset of the columns
+    if keys is None:
+        names = [c for c in t.column_names if c != DIFF]
+        assert changes._distinct_rows(t, names, DIFF) == (case in (0, 5))
+    got = consolidate(t, keys=keys)
+    monkeypatch.setattr(changes, "_distinct_rows", lambda *_: False)
+    want = consolidate(t, keys=keys)
     assert got.schema.equals(want.schema)
     assert sorted(map(repr, got.to_pylist())) == sorted(map(repr, want.to_pylist()))
-    if case == 0:
-        assert got.num_rows == n
