@@ -44,8 +44,9 @@ COUNTS = {
     "view table compactions": lambda f, _: f == "compact_view",
     "Parquet files written": lambda f, _: f == "write_data_file",
     # what issue 15's refresh-floor pass cut (bench/README.md)
-    "Parquet reads (ParquetFile.read, read_row_groups)": lambda f, src: (
-        f in ("read", "read_row_groups") and src.endswith("parquet/core.py")
+    "Parquet reads (ParquetFile.read, read_row_groups, capture's whole-file parse)": lambda f, src: (
+        (f in ("read", "read_row_groups") and src.endswith("parquet/core.py"))
+        or (f == "_parse_whole" and src.endswith("capture.py"))
     ),
     "paths resolved (Path.resolve)": lambda f, src: f == "resolve" and src.endswith("pathlib.py"),
     "files opened (io.open)": lambda f, _: f == "<built-in method io.open>",

@@ -23,8 +23,9 @@ data files are gone too (VACUUM) :class:`ChangesUnavailableError` says the reade
 recomputed.  A commit carrying another table id than the range started with, or a table whose
 id differs from the one recorded (``table_id``), raises :class:`TableReplacedError`.
 
-The result has the row columns plus ``_change_type`` (``insert``/``delete``/
-``update_preimage``/``update_postimage``) and ``_commit_version``, like delta-rs's feed.
+The result is the rows per commit with their change type (``insert``/``delete``/
+``update_preimage``/``update_postimage``, delta-rs's ``_change_type``) and commit version
+(:class:`Part`): catalog.changes turns them into signed rows.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pds
 import pyarrow.fs as pfs
@@ -53,6 +54,16 @@ _DELETED = ("num_deleted_rows", "numDeletedRows")
 _M_INSERTED = ("num_target_rows_inserted", "numTargetRowsInserted")
 _M_UPDATED = ("num_target_rows_updated", "numTargetRowsUpdated")
 _M_DELETED = ("num_target_rows_deleted", "numTargetRowsDeleted")
+
+
+@dataclass(frozen=True)
+class Part:
+    """Captured rows of one commit (or of a snapshot diff) and their change type: one
+    ``kind`` for every row, or each row's (a verified change data feed)."""
+
+    rows: pa.Table  # the capture's columns
+    kind: str | pa.ChunkedArray  # change types as delta-rs's feed names them (``_change_type``)
+    version: int  # the commit's (``_commit_version``)
 
 
 def _metric(metrics: Mapping[str, Any], names: Sequence[str]) -> int | None:
@@ -104,6 +115,7 @@ class _Reader:
         self._adopted: DeltaTable | None = None
         self._metadata_versions: set[int] = set()
         self._known_upto = -1
+        self._adopted_configuration: dict[str, str] | None = None
 
     def unavailable(self, what: str, exc: BaseException) -> ChangesUnavailableError:
         return ChangesUnavailableError(self.label, self.path, f"{what}: {exc}")
@@ -145,7 +157,9 @@ class _Reader:
             and int(dt.version()) == self._known_upto
             and not any(v > version for v in self._metadata_versions)
         ):
-            return dict(dt.metadata().configuration)
+            if self._adopted_configuration is None:  # asked once per commit otherwise
+                self._adopted_configuration = dict(dt.metadata().configuration)
+            return self._adopted_configuration
         return dict(self.table(version).metadata().configuration)
 
     def feed_table(self, version: int) -> DeltaTable:
@@ -214,7 +228,7 @@ class _Reader:
                 raise self.unavailable(
                     f"data file {f.path} of version {version} cannot be read", exc
                 ) from exc
-        return pa.concat_tables(parts)
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def snapshot(self, version: int) -> pa.Table:
         try:
@@ -237,8 +251,8 @@ class _Reader:
         ]
         return pa.Table.from_arrays(cols, schema=self.schema.remove_metadata())
 
-    def diff(self, commit: Commit) -> list[pa.Table]:
-        """``rows(added files) - rows(removed files)`` of one commit, as feed rows."""
+    def diff(self, commit: Commit) -> list[Part]:
+        """``rows(added files) - rows(removed files)`` of one commit."""
         v = commit.version
         if not (commit.uses_deletion_vectors or _column_mapping(self.configuration(v))):
             try:
@@ -250,21 +264,14 @@ class _Reader:
         return _diff(self.snapshot(v - 1), self.snapshot(v), v)
 
 
-def _tagged(rows: pa.Table, kind: str, version: int) -> pa.Table:
-    n = rows.num_rows
-    return rows.append_column(KIND, pa.array([kind] * n, pa.string())).append_column(
-        VERSION, pa.array(np.full(n, version, np.int64))
-    )
-
-
 def _as_type(column: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
     return column if column.type == to else column.cast(to)
 
 
-def _diff(old: pa.Table, new: pa.Table, version: int) -> list[pa.Table]:
-    """Feed rows of one commit: ``old``'s rows deleted, ``new``'s inserted (an empty side
-    left out: nothing to tag)."""
-    return [_tagged(t, k, version) for t, k in ((old, "delete"), (new, "insert")) if t.num_rows]
+def _diff(old: pa.Table, new: pa.Table, version: int) -> list[Part]:
+    """The parts of one commit: ``old``'s rows deleted, ``new``'s inserted (an empty side
+    left out)."""
+    return [Part(t, k, version) for t, k in ((old, "delete"), (new, "insert")) if t.num_rows]
 
 
 def table_id(path: str | os.PathLike[str], version: int | None = None) -> str:
@@ -281,8 +288,10 @@ def capture(
     label: str,
     expected_id: str | None = None,
     opened: DeltaTable | None = None,
-) -> pa.Table:
-    """The row changes of versions ``(after, upto]`` (``after < upto``), verified per commit.
+) -> list[Part]:
+    """The row changes of versions ``(after, upto]`` (``after < upto``), verified per commit:
+    the rows each commit (or a snapshot diff) changed with their change type, as
+    :class:`Part`s in commit order (none when no commit changed data).
 
     ``schema``: the columns to return and their types (columns a version lacks read NULL).
     ``opened``: the table already open at some version (saves opening it again).
@@ -292,10 +301,10 @@ def capture(
         reader.adopt(opened)
     commits = [read_commit(path, v) for v in range(after + 1, upto + 1)]
     reader.know([c for c in commits if c is not None])
+    parts: list[Part] = []
     if any(c is None for c in commits):  # log cleaned up: one diff of the two snapshots
         parts = _diff(reader.snapshot(after), reader.snapshot(upto), upto)
     else:
-        parts = []
         for c in commits:
             assert c is not None
             if c.table_id is not None and expected_id is not None and c.table_id != expected_id:
@@ -308,9 +317,7 @@ def capture(
                 continue
             feed = _verified_feed(c, reader) if c.cdcs else None
             parts += [feed] if feed is not None else reader.diff(c)
-    if not parts:  # the schema of an empty feed
-        parts.append(_tagged(reader._complete(reader.schema.empty_table()), "insert", upto))
-    return pa.concat_tables(parts)
+    return parts
 
 
 def _quoted(name: str) -> str:
@@ -318,7 +325,7 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _verified_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
+def _verified_feed(commit: Commit, reader: _Reader) -> Part | None:
     """The writer's feed of one commit if the feed is on and its counts match the metrics."""
     expected = expected_counts(commit)
     configuration = reader.configuration(commit.version)
@@ -338,9 +345,7 @@ def _verified_feed(commit: Commit, reader: _Reader) -> pa.Table | None:
     got = Counter(raw.column(KIND).cast(pa.string()).to_pylist())
     if +got != +expected:
         return None
-    return _tagged(reader._complete(raw), "insert", commit.version).set_column(
-        len(reader.columns), KIND, raw.column(KIND).cast(pa.string())
-    )
+    return Part(reader._complete(raw), raw.column(KIND).cast(pa.string()), commit.version)
 
 
 #: local Parquet files up to this size are read whole into memory (catalog.capture._read_present)
@@ -351,20 +356,31 @@ def _read_present(path: str, fs: object, columns: list[str]) -> pa.Table:
     """The ``columns`` a Parquet file has (one open: its schema, then its rows).
 
     A small local file (a commit's few rows) is read whole by one call and parsed from
-    memory, without read-ahead: Arrow's file reads and their I/O threads cost more than the
-    bytes (5-row files: 0.22 -> 0.19 ms for a change-data file, 0.12 -> 0.09 ms for a data
-    file).  A larger one is read by Arrow, only the columns wanted."""
-    pf = None
+    memory (:func:`_parse_whole`).  A larger one is read by Arrow, only the columns wanted."""
     if isinstance(fs, pfs.LocalFileSystem):
         with open(path, "rb") as f:
             if os.fstat(f.fileno()).st_size <= WHOLE_READ_BYTES:
-                pf = pq.ParquetFile(pa.BufferReader(f.read()), pre_buffer=False)
-    if pf is None:
-        pf = pq.ParquetFile(path, filesystem=fs)
+                return _parse_whole(f.read(), columns)
+    pf = pq.ParquetFile(path, filesystem=fs)
     have = set(pf.schema_arrow.names)
     # one thread for a small file: a thread pool costs more than it saves there
     threads = pf.metadata.num_row_groups > 1
     return pf.read(columns=[c for c in columns if c in have], use_threads=threads)
+
+
+def _parse_whole(data: bytes, columns: list[str]) -> pa.Table:
+    """The ``columns`` (those present) of a Parquet file held in memory, parsed without
+    read-ahead by Arrow's reader itself: Arrow's file reads and their I/O threads cost more
+    than a few rows' bytes (5-row files: 0.22 -> 0.19 ms for a change-data file), and so
+    does ``ParquetFile``'s Python set-up (an index of every nested column path, ~15 us).
+    A top-level column is read with all its leaf columns, as ``ParquetFile.read`` does."""
+    reader = pq.ParquetReader()
+    reader.open(pa.BufferReader(data), pre_buffer=False)
+    leaves: dict[str, list[int]] = {}
+    for i, leaf in enumerate(reader.column_paths):
+        leaves.setdefault(leaf[0], []).append(i)
+    indices = [i for c in columns for i in leaves.get(c, ())]
+    return reader.read_all(column_indices=indices, use_threads=reader.metadata.num_row_groups > 1)
 
 
 def _direct_feed(commit: Commit, reader: _Reader) -> pa.Table | None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from catalog.changes import small_exact
+from catalog.changes import small_exact, sort_codes
 
 CHANGE_TYPE = "_change_type"
 _SIDE = "__side__"
@@ -64,6 +64,9 @@ def update_pairs(
     n_rem, n_add = removed.num_rows, added.num_rows
     if small_exact(removed, names) and small_exact(added, names):
         return _pairs_small(removed.select(names), added.select(names))
+    sorted_pairs = _pairs_sorted(removed, added, names)
+    if sorted_pairs is not None:
+        return sorted_pairs
     try:
         both = pa.concat_tables([removed.select(names), added.select(names)])
         both = both.append_column(
@@ -81,6 +84,39 @@ def update_pairs(
     last = grouped.column(f"{_ROW}_max").to_numpy()[pair]
     order = np.argsort(first, kind="stable")
     return first[order], last[order] - n_rem
+
+
+def _pairs_sorted(
+    removed: pa.Table, added: pa.Table, names: list[str]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`update_pairs` by sorting both sides' keys together, when every key column
+    compares exactly without NULLs (catalog.changes ``sort_codes``; ``None`` otherwise):
+    a key of one removed and one added copy is an update.  600 updates in ~0.1 ms, not
+    Arrow's hash aggregation's ~0.4 ms."""
+    n_rem = removed.num_rows
+    codes = []
+    for k in names:
+        a, b = removed.column(k), added.column(k)
+        if not a.type.equals(b.type):
+            return None
+        c = sort_codes(pa.chunked_array([*a.chunks, *b.chunks], a.type))
+        if c is None:
+            return None
+        codes.append(c)
+    at = np.lexsort(codes[::-1])  # stable: a key's removed copies before its added ones
+    n = len(at)
+    new_key = np.zeros(n, dtype=bool)
+    new_key[0] = True
+    for c in codes:
+        ranked = c[at]
+        new_key[1:] |= ranked[1:] != ranked[:-1]
+    starts = np.flatnonzero(new_key)
+    sizes = np.diff(np.append(starts, n))
+    adds = np.add.reduceat((at >= n_rem).astype(np.int64), starts)
+    first = starts[(sizes == 2) & (adds == 1)]
+    pre, post = at[first], at[first + 1] - n_rem
+    order = np.argsort(pre, kind="stable")
+    return pre[order], post[order]
 
 
 def _pairs_small(removed: pa.Table, added: pa.Table) -> tuple[np.ndarray, np.ndarray]:

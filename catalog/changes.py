@@ -24,8 +24,9 @@ means "from nothing": the snapshot at ``upto`` as insertions.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,8 +35,7 @@ import pyarrow.compute as _pc
 from deltalake import DeltaTable
 
 from catalog import delta
-from catalog.capture import KIND, capture
-from catalog.capture import VERSION as CAPTURED_VERSION
+from catalog.capture import Part, capture
 from catalog.dtypes import conform, engine_value, storage_schema
 from catalog.errors import (
     DeltaOperationError,
@@ -78,6 +78,8 @@ def consolidate(
         small = _consolidate_small(table, names, diff)
         if small is not None:
             return small
+    elif _distinct_rows(table, names, diff):
+        return table.select([c for c in table.column_names if c in names or c == diff])
     try:
         grouped = table.group_by(names, use_threads=False).aggregate([(diff, "sum")])
         grouped = grouped.rename_columns([*names, diff])
@@ -113,40 +115,97 @@ def small_exact(table: pa.Table, names: Sequence[str]) -> bool:
     return all(any(f(table.schema.field(n).type) for f in _EXACT) for n in names)
 
 
+def _distinct_rows(table: pa.Table, names: Sequence[str], diff: str) -> bool:
+    """Whether ``table``'s rows are distinct with nonzero diffs, so that it is its own
+    consolidation — decided by sorting the key columns when they have no NULLs and compare
+    exactly (:func:`sort_codes`): a change of inserted and deleted rows, or a view change
+    of retracted and new rows, of 1,200 rows in ~0.1 ms instead of Arrow's hash
+    aggregation's ~0.5 ms; ``False`` when it cannot tell."""
+    d = table.column(diff)
+    if d.null_count or not pa.types.is_integer(d.type) or not np.all(d.to_numpy()):
+        return False
+    values = []
+    for n in names:
+        codes = sort_codes(table.column(n))
+        if codes is None:
+            return False
+        values.append(codes)
+    at = np.lexsort(values[::-1])
+    same = np.ones(table.num_rows - 1, dtype=bool)
+    for v in values:
+        ranked = v[at]
+        same &= ranked[1:] == ranked[:-1]
+    return not same.any()
+
+
+def sort_codes(column: pa.ChunkedArray) -> np.ndarray | None:
+    """Values equal exactly when the column's values are (as Arrow's grouping has them):
+    integers, booleans and dates as they are, strings and binaries by their dictionary
+    codes; ``None`` for NULLs and other types (floats: NaN and -0.0)."""
+    t = column.type
+    if column.null_count:
+        return None
+    if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_date(t):
+        return np.asarray(column.to_numpy())
+    if any(f(t) for f in _CODED):
+        return np.asarray(column.combine_chunks().dictionary_encode().indices.to_numpy())
+    return None
+
+
+_CODED = (
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+)
+
+
+def _group_sums(
+    keys: Iterable[tuple[object, ...]], diffs: Sequence[Any]
+) -> dict[tuple[object, ...], list[int]]:
+    """``{key: [first row, summed diff]}`` per distinct key, in order of first appearance
+    (a NULL diff counts 0): the one tuple-summing loop of both Python consolidations."""
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for i, k in enumerate(keys):
+        d = diffs[i]
+        g = groups.get(k)
+        if g is None:
+            groups[k] = [i, 0 if d is None else int(d)]
+        elif d is not None:
+            g[1] += int(d)
+    return groups
+
+
 def _consolidate_small(table: pa.Table, names: list[str], diff: str) -> pa.Table | None:
     """:func:`consolidate`'s result computed over Python tuples (groups in order of first
-    appearance); ``None`` if a sum leaves the diff column's type."""
-    cols = [table.column(n).to_pylist() for n in names]
-    diffs = table.column(diff).to_pylist()
-    sums: dict[tuple[object, ...], int] = {}
-    first: dict[tuple[object, ...], int] = {}
-    for i, k in enumerate(zip(*cols, strict=True)):
-        d = diffs[i]
-        sums[k] = sums.get(k, 0) + (0 if d is None else int(d))
-        first.setdefault(k, i)
-    live = [(first[k], s) for k, s in sums.items() if s != 0]
+    appearance); ``None`` if a sum leaves the diff column's type.  A table whose rows are
+    distinct with nonzero diffs (a small change's usual case) is its own result: no take."""
+    groups = _group_sums(
+        zip(*(table.column(n).to_pylist() for n in names), strict=True),
+        table.column(diff).to_pylist(),
+    )
+    order = [c for c in table.column_names if c in names or c == diff]
+    if len(groups) == table.num_rows and all(s for _, s in groups.values()):
+        return table.select(order)
+    live = [g for g in groups.values() if g[1] != 0]
     try:
         totals = pa.array([s for _, s in live], table.schema.field(diff).type)
     except (OverflowError, pa.ArrowInvalid):
         return None
     rows = pa.array([i for i, _ in live], pa.int64())
-    order = [c for c in table.column_names if c in names or c == diff]
     out = table.select(names).take(rows).append_column(table.schema.field(diff), totals)
     return out.select(order)
 
 
 def _consolidate_python(table: pa.Table, names: list[str], diff: str) -> pa.Table:
+    """Per-group sums of rows Arrow cannot group (nested values, compared as
+    ``engine_value``s); zero sums are dropped by the caller."""
     cols = [table.column(n).to_pylist() for n in names]
-    diffs = table.column(diff).to_pylist()
-    sums: dict[tuple[object, ...], int] = {}
-    first: dict[tuple[object, ...], int] = {}
-    for i, d in enumerate(diffs):
-        k = tuple(engine_value(c[i]) for c in cols)
-        sums[k] = sums.get(k, 0) + int(d)
-        first.setdefault(k, i)
-    idx = pa.array(list(first.values()), pa.int64())
+    keys = (tuple(engine_value(v) for v in row) for row in zip(*cols, strict=True))
+    groups = _group_sums(keys, table.column(diff).to_pylist())
+    idx = pa.array([i for i, _ in groups.values()], pa.int64())
     out = table.select(names).take(idx)
-    return out.append_column(diff, pa.array(list(sums.values()), pa.int64()))
+    return out.append_column(diff, pa.array([s for _, s in groups.values()], pa.int64()))
 
 
 def read_changes(
@@ -161,6 +220,7 @@ def read_changes(
     multiplicity: str | None = None,
     table_id: str | None = None,
     on_rows: Callable[[int], None] | None = None,
+    opened: DeltaTable | None = None,
 ) -> pa.Table:
     """The table's changes in versions ``(after, upto]`` as rows plus an int64 ``__diff__``.
 
@@ -174,11 +234,12 @@ def read_changes(
     Delta table id the caller read before (:func:`catalog.capture.table_id`); another id, or a
     version before ``after``, raises :class:`TableReplacedError`.  Changes are captured and
     verified commit by commit (catalog.capture).  ``on_rows(n)``: told the rows of a snapshot
-    (``after=None``) as they are read (:func:`catalog.delta.read_snapshot`).
+    (``after=None``) as they are read (:func:`catalog.delta.read_snapshot`).  ``opened``:
+    the table as the caller opened it just before (at ``upto`` or later), not opened again.
     """
     p = os.fspath(path)
     label = name or p
-    dt = _open_range(p, label, after, upto, table_id)
+    dt = _open_range(p, label, after, upto, table_id, opened)
     actual, schema = _row_schema(dt, p, label, upto, schema, multiplicity)
     mult_cols = [multiplicity] if multiplicity is not None else []
     extra = [DIFF, VERSION] if with_version else [DIFF]
@@ -191,25 +252,36 @@ def read_changes(
         )
         if with_version:
             out = out.append_column(VERSION, pa.array(np.full(rows.num_rows, upto, np.int64)))
-    elif after == upto:
-        out = _empty(schema, extra)
+    elif after == upto:  # an input that did not move: one kept empty table
+        return _no_changes(schema, tuple(extra))
     else:
         wanted = pa.schema([actual.field(c) for c in [*schema.names, *mult_cols]])
-        raw = capture(p, after, upto, wanted, label=label, expected_id=table_id, opened=dt)
-        out = _signed(raw, p, label, schema, multiplicity, with_version)
+        parts = capture(p, after, upto, wanted, label=label, expected_id=table_id, opened=dt)
+        if not parts:
+            return _no_changes(schema, tuple(extra))
+        out = _signed(parts, p, label, schema, multiplicity, with_version)
+        return consolidate(out) if consolidated else out
     out = conform(out, schema, name=label, extra=extra)
     return consolidate(out) if consolidated else out
 
 
 def _open_range(
-    p: str, label: str, after: int | None, upto: int, table_id: str | None
+    p: str,
+    label: str,
+    after: int | None,
+    upto: int,
+    table_id: str | None,
+    opened: DeltaTable | None = None,
 ) -> DeltaTable:
-    """The Delta table at ``p``, checked: it exists, is still the table ``table_id`` names,
-    and has the versions ``(after, upto]``."""
-    try:
-        dt = delta.open_table(p)  # checks that a table is there (one look at its log)
-    except NotADeltaTableError:
-        raise DroppedInputError(label, p) from None
+    """The Delta table at ``p`` (``opened``, or opened now), checked: it exists, is still the
+    table ``table_id`` names, and has the versions ``(after, upto]``."""
+    if opened is not None:
+        dt = opened
+    else:
+        try:
+            dt = delta.open_table(p)  # checks that a table is there (one look at its log)
+        except NotADeltaTableError:
+            raise DroppedInputError(label, p) from None
     if table_id is not None and after is not None:
         current = str(dt.metadata().id)
         if current != table_id:
@@ -244,7 +316,7 @@ def _row_schema(
         schema = actual
         if multiplicity is not None:
             schema = schema.remove(schema.get_field_index(multiplicity))
-    schema = storage_schema(schema)
+    schema = _storage_schema(schema)
     mult_cols = [multiplicity] if multiplicity is not None else []
     missing = [c for c in [*schema.names, *mult_cols] if c not in actual.names]
     if missing:
@@ -252,30 +324,55 @@ def _row_schema(
     return actual, schema
 
 
+@functools.lru_cache(maxsize=256)
+def _storage_schema(schema: pa.Schema) -> pa.Schema:
+    """:func:`catalog.dtypes.storage_schema`, kept per schema (one per input and refresh)."""
+    return storage_schema(schema)
+
+
 def _signed(
-    raw: pa.Table,
+    parts: list[Part],
     p: str,
     label: str,
     schema: pa.Schema,
     multiplicity: str | None,
     with_version: bool,
 ) -> pa.Table:
-    """Captured change rows with the ``__diff__`` their change types (and multiplicities)
-    give, and their commit versions when ``with_version``."""
-    kinds = raw.column(KIND).cast(pa.string())
-    at = pc.index_in(kinds, value_set=_KINDS)  # vectorized: a 1,200-row feed in ~30 us
-    if at.null_count:
-        unknown = set(kinds.filter(at.is_null()).to_pylist())
-        raise DeltaOperationError("read changes", p, f"unknown change types {unknown}")
-    signs = _SIGNS[at.to_numpy()]
+    """Captured rows (catalog.capture ``Part``s) typed by ``schema``, with the ``__diff__``
+    their change types (and multiplicities) give, and their commit versions when
+    ``with_version``: a part of one change type is signed at once, a feed's rows by one
+    vectorized lookup."""
+    signs = np.concatenate([_signs(part, p) for part in parts])
+    rows = pa.concat_tables([part.rows for part in parts]) if len(parts) > 1 else parts[0].rows
     if multiplicity is not None:
-        signs = signs * raw.column(multiplicity).cast(pa.int64()).to_numpy()
-    out = conform(raw, schema, name=label).append_column(DIFF, pa.array(signs))
+        signs = signs * rows.column(multiplicity).cast(pa.int64()).to_numpy()
+    out = conform(rows, schema, name=label).append_column(DIFF, pa.array(signs))
     if with_version:
-        out = out.append_column(VERSION, raw.column(CAPTURED_VERSION).cast(pa.int64()))
+        versions = [np.full(part.rows.num_rows, part.version, np.int64) for part in parts]
+        out = out.append_column(VERSION, pa.array(np.concatenate(versions)))
     return out
 
 
-def _empty(schema: pa.Schema, extra: list[str]) -> pa.Table:
+def _signs(part: Part, p: str) -> np.ndarray:
+    """The sign of each row of ``part`` (an unknown change type is refused)."""
+    if isinstance(part.kind, str):
+        if part.kind not in _SIGN:
+            raise DeltaOperationError("read changes", p, f"unknown change types {{{part.kind!r}}}")
+        return np.full(part.rows.num_rows, _SIGN[part.kind], np.int64)
+    at = pc.index_in(part.kind, value_set=_KINDS)  # vectorized: a 1,200-row feed in ~30 us
+    if at.null_count:
+        unknown = set(part.kind.filter(at.is_null()).to_pylist())
+        raise DeltaOperationError("read changes", p, f"unknown change types {unknown}")
+    return _SIGNS[at.to_numpy()]
+
+
+def _empty(schema: pa.Schema, extra: Sequence[str]) -> pa.Table:
     fields = [*schema, *(pa.field(e, pa.int64(), False) for e in extra)]
     return pa.schema(fields).empty_table()
+
+
+@functools.lru_cache(maxsize=64)
+def _no_changes(schema: pa.Schema, extra: tuple[str, ...]) -> pa.Table:
+    """The (immutable) empty change of a range ``(v, v]``, kept per row schema: building
+    and conforming it cost ~0.1 ms per unchanged input and refresh."""
+    return conform(_empty(schema, extra), schema, name="", extra=extra)

@@ -131,6 +131,25 @@ def _write_holder(fd: int, record: bytes) -> None:
     os.pwrite(fd, data, 0)
 
 
+def _open_lock_file(path: Path) -> int:
+    """The lock file opened for writing; its directory made when the open finds none."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+
+def _holder_record() -> bytes:
+    """This process's holder record: pid, host, since when (ms)."""
+    info = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since_ms": time.time_ns() // 1_000_000,
+    }
+    return json.dumps(info).encode()
+
+
 @contextlib.contextmanager
 def group_lock(
     warehouse: Warehouse,
@@ -149,8 +168,7 @@ def group_lock(
             yield
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_lock_file(path)
     except OSError as exc:
         raise CheckpointError(
             f"cannot open the writer lock of view group {group!r} ({path}): "
@@ -169,12 +187,7 @@ def group_lock(
                 if time.monotonic() >= deadline:
                     raise RefreshBusyError(group, limit, holder(warehouse, group)) from None
                 time.sleep(POLL_SECONDS)
-        info = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "since_ms": time.time_ns() // 1_000_000,
-        }
-        _write_holder(fd, json.dumps(info).encode())
+        _write_holder(fd, _holder_record())
         try:
             yield
         finally:

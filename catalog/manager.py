@@ -77,6 +77,8 @@ class Catalog:
         self.checkpoints = CheckpointStore(self.warehouse)
         #: (catalog schema, table schema) pairs :meth:`check_input` found compatible
         self._compatible: set[tuple[pa.Schema, pa.Schema]] = set()
+        #: the tables :meth:`pin_inputs` last opened, by input name (read by :meth:`changes_since`)
+        self._pinned: dict[str, DeltaTable] = {}
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse.root.as_posix()!r})"
@@ -294,9 +296,12 @@ class Catalog:
         whose schema :meth:`check_input` checked).  The id tells a table from one recreated
         at the same location."""
         out: dict[str, tuple[int, str]] = {}
+        pinned: dict[str, DeltaTable] = {}
         for n in names:
             e, dt = self._checked(n, view=view)
             out[e.name] = (int(dt.version()), str(dt.metadata().id))
+            pinned[e.name] = dt
+        self._pinned = pinned
         return out
 
     def pin_versions(
@@ -315,6 +320,7 @@ class Catalog:
         on_rows: Callable[[int], None] | None = None,
         consolidated: bool = True,
         checked: bool = False,
+        opened: DeltaTable | None = None,
     ) -> pa.Table:
         """Changes of a table or view in Delta versions ``(after, upto]``: rows + ``__diff__``.
 
@@ -325,7 +331,8 @@ class Catalog:
         ``on_rows(n)``: told the rows of a table's snapshot as they are read (``after=None``;
         a view's rows at once).  ``consolidated=False``: a base table's rows as read, equal
         rows not summed (the engine's input sums them anyway).  ``checked``: ``name`` was
-        checked by :meth:`pin_inputs` in this read (not checked again).
+        checked by :meth:`pin_inputs` in this read (not checked again); ``opened``: the
+        table it opened then (catalog.changes ``read_changes``).
         """
         entry = self.store.lookup(name) if checked else self.check_input(name)
         if isinstance(entry, ViewEntry):
@@ -342,6 +349,7 @@ class Catalog:
             table_id=table_id,
             on_rows=on_rows,
             consolidated=consolidated,
+            opened=opened,
         )
 
     def read(self, name: str | Identifier, version: int | None = None) -> pa.Table:
@@ -367,15 +375,29 @@ class Catalog:
         ``pins``: ``{input: (version, table id)}`` from :meth:`pin_inputs`, which checked
         each input (not checked again: a table dropped or replaced since is found by the
         read itself, catalog.changes, and a pinned version's schema was checked with it).
+        The tables the pins were read from are read again, not opened again.
         """
         try:
             return {
-                t: self.read_changes(t, versions.get(t), v, table_id=ids.get(t, i), checked=True)
+                t: self.read_changes(
+                    t,
+                    versions.get(t),
+                    v,
+                    table_id=ids.get(t, i),
+                    checked=True,
+                    opened=self._opened_at(t, v),
+                )
                 for t, (v, i) in pins.items()
             }
         except ChangesUnavailableError as exc:
             log.warning("group %s: %s; recomputing from the inputs' snapshots", group, exc)
             return None
+
+    def _opened_at(self, name: str, version: int) -> DeltaTable | None:
+        """The table :meth:`pin_inputs` opened for ``name`` if it stands at ``version`` or
+        later (a kept table is brought forward in place, catalog.delta_cache)."""
+        dt = self._pinned.get(name)
+        return dt if dt is not None and int(dt.version()) >= version else None
 
     def input_changes(
         self, pinned: Mapping[str, int], previous: Mapping[str, int]

@@ -1,8 +1,8 @@
 """Per-group refresh status: the last success, the last failure and its error.
 
 One small JSON file per refresh group, ``<warehouse>/_ivm/status/<database>/<group>.json``,
-written atomically (not fsynced: after a crash it may show the attempt before last) after
-every refresh attempt (see :func:`record`)::
+rewritten in place with a checksum that readers verify (not fsynced: after a crash it may
+show the attempt before last, or none) after every refresh attempt (see :func:`record`)::
 
     {"group": "v", "views": ["v"], "last_success": "2026-11-23T20:01:02Z", "epoch": 7,
      "last_failure": null, "error": null}
@@ -23,13 +23,12 @@ import json
 import logging
 import os
 import time
-import uuid
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from catalog import Catalog, delta
-from catalog.file_stamp import Stamp, stamp, stamp_of
 
 log = logging.getLogger("ivm.session")
 
@@ -47,53 +46,94 @@ def read(catalog: Catalog, group: str) -> dict[str, Any]:
     return _read_path(status_path(catalog, group))
 
 
-#: the record this process last wrote per local status file, with the file's stamp then
-#: (catalog.file_stamp): :func:`record` answers from it after one ``stat`` instead of reading and
-#: parsing the file again (another writer's record has another inode)
-_written: dict[str, tuple[Stamp, dict[str, Any]]] = {}
+#: a local record is rewritten in place, padded with spaces (JSON allows them) to this many
+#: bytes: a new file renamed over the old record was flushed by ext4 at the rename
+#: (``auto_da_alloc``: 0.16 ms wall and 0.11 ms CPU a refresh, measured)
+RECORD_BYTES = 4096
+
+#: the bytes this process last wrote per local status file and their record: an unchanged
+#: file is not parsed again
+_written: dict[str, tuple[bytes, dict[str, Any]]] = {}
+
+_READ_TRIES = 5
+
+
+def _encode(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True)
+
+
+def _decode(text: str) -> dict[str, Any] | None:
+    """The record in ``text`` (``{}``: none), or ``None`` when it is not whole: a record
+    read while another process rewrote it in place fails its checksum (``check``, the
+    CRC-32 of the record without it).  A record without ``check`` (written whole by
+    ``os.replace``, e.g. by an older version) is taken as it is."""
+    if not text.strip():
+        return {}
+    try:
+        out = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(out, dict):
+        return {}
+    check = out.pop("check", None)
+    if check is not None and check != zlib.crc32(_encode(out).encode("utf-8")):
+        return None
+    return out
 
 
 def _read_path(p: Path) -> dict[str, Any]:
-    try:
-        out = json.loads(p.read_text(encoding="utf-8"))
-        return out if isinstance(out, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    for _ in range(_READ_TRIES):
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            return {}
+        out = _decode(text)
+        if out is not None:
+            return out
+        time.sleep(0.001)  # a writer is rewriting it: read again
+    return {}
 
 
 def _read_local(p: Path) -> dict[str, Any]:
-    """The record at local ``p``: the one this process wrote if the file is still it."""
+    """The record at local ``p``: the one this process wrote if the file still holds it."""
     key = str(p)
     kept = _written.get(key)
-    if kept is not None:
-        if stamp(key) == kept[0]:
-            return dict(kept[1])
-        del _written[key]
+    if kept is None:
+        return _read_path(p)
+    try:
+        with open(key, "rb") as f:
+            data = f.read()
+    except OSError:
+        data = b""
+    if data == kept[0]:
+        return dict(kept[1])
+    del _written[key]
     return _read_path(p)
 
 
 def _write_local(p: Path, doc: dict[str, Any]) -> None:
-    """Replace the record at local ``p`` atomically (a reader sees the old or the new one),
-    not fsynced: advisory only.  The directory is made when the first write finds none."""
-    data = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
+    """Rewrite the record at local ``p`` in place (readers check its checksum and read
+    again if they caught it half-written, :func:`_decode`), not fsynced: advisory only.
+    The directory is made when the first write finds none."""
+    body = _encode(doc)
+    text = f'{body[:-1]}{"," if doc else ""}"check":{zlib.crc32(body.encode("utf-8"))}}}'
+    data = text.encode("utf-8").ljust(RECORD_BYTES)
+    flags = os.O_WRONLY | os.O_CREAT
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        fd = os.open(p, flags, 0o666)
     except FileNotFoundError:
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        fd = os.open(p, flags, 0o666)
     try:
-        try:
-            os.write(fd, data)
-            st = os.fstat(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, p)
+        if os.fstat(fd).st_size > len(data):
+            os.ftruncate(fd, len(data))
+        os.pwrite(fd, data, 0)
     except BaseException:
         _written.pop(str(p), None)
-        tmp.unlink(missing_ok=True)
         raise
-    _written[str(p)] = (stamp_of(st), dict(doc))
+    finally:
+        os.close(fd)
+    _written[str(p)] = (data, dict(doc))
 
 
 def record(

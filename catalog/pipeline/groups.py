@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -76,9 +79,37 @@ def _sort_key(i: Identifier) -> tuple[str, str]:
     return (i.db or "", i.name)
 
 
+_planned: weakref.WeakKeyDictionary[Catalog, tuple[tuple[ViewEntry, ...], list[GroupSpec]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""The last plan of each catalog's stored views, and the entries it was made from."""
+
+
 def plan_groups(catalog: Catalog, extra: Sequence[ViewEntry] = ()) -> list[GroupSpec]:
-    """The refresh groups of the catalog's views (plus ``extra`` views not yet stored)."""
-    stored = {v.ident: v for v in catalog.views()}
+    """The refresh groups of the catalog's views (plus ``extra`` views not yet stored).
+
+    The plan of the stored views is kept while the catalog hands out the same entries
+    (catalog.store decodes every entry anew when its file changed), so a refresh does not
+    plan the catalog and hash its groups' fingerprints again."""
+    entries = catalog.views()
+    if not extra:
+        kept = _planned.get(catalog)
+        if kept is not None and _same_entries(kept[0], entries):
+            return list(kept[1])
+    out = _plan(catalog, entries, extra)
+    if not extra:
+        _planned[catalog] = (entries, out)
+    return list(out)
+
+
+def _same_entries(a: Sequence[ViewEntry], b: Sequence[ViewEntry]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _plan(
+    catalog: Catalog, entries: Sequence[ViewEntry], extra: Sequence[ViewEntry]
+) -> list[GroupSpec]:
+    stored = {v.ident: v for v in entries}
     views = {**stored, **{v.ident: v for v in extra}}
     parent = {i: i for i in views}
 
@@ -195,11 +226,46 @@ def stale_checkpoint_groups(catalog: Catalog, live: Sequence[str]) -> list[str]:
 
     The catalog is planned again here (another process may have added a view since ``live``
     was computed), so a group created meanwhile is not reported — only when a group on disk
-    is not in ``live`` (the common case, none, costs one listing and no planning).
+    is not in ``live`` (the common case, none, costs one listing and no planning).  Locally,
+    a listing that found none is not repeated while the checkpoint directories stand as
+    they were (:func:`_directory_stamps`: a directory made or removed in one changes its
+    parent's link count).
     """
     known = set(live)
-    candidates = [g for g in catalog.warehouse.checkpoint_groups() if g not in known]
+    wh = catalog.warehouse
+    memo_key = (wh.root.as_posix(), frozenset(known))
+    if not wh.remote:
+        kept = _none_stale.get(memo_key)
+        if kept is not None and kept == _directory_stamps(wh.internal_dir / "checkpoints", kept):
+            return []
+    candidates = [g for g in wh.checkpoint_groups() if g not in known]
     if not candidates:
+        if not wh.remote:
+            root = wh.internal_dir / "checkpoints"
+            if len(_none_stale) >= 64:
+                _none_stale.clear()
+            _none_stale[memo_key] = _directory_stamps(root, None)
         return []
     current = {s.name for s in plan_groups(catalog)}
     return [g for g in candidates if g not in current]
+
+
+_DirStamps = dict[str, tuple[int, int, int]]
+_none_stale: dict[tuple[str, frozenset[str]], _DirStamps] = {}
+"""Per warehouse and live groups: the checkpoint directories' stamps when none was stale."""
+
+
+def _directory_stamps(root: Path, kept: _DirStamps | None) -> _DirStamps:
+    """(inode, link count, mtime) of the checkpoint root and of its database directories
+    (those of ``kept`` when given, else those listed now)."""
+    names = list(kept) if kept is not None else [root.as_posix()]
+    if kept is None and root.is_dir():
+        names += [d.as_posix() for d in root.iterdir() if d.is_dir()]
+    out: _DirStamps = {}
+    for n in names:
+        try:
+            st = os.stat(n)
+        except OSError:
+            continue
+        out[n] = (st.st_ino, st.st_nlink, st.st_mtime_ns)
+    return out

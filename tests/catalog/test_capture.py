@@ -216,3 +216,35 @@ def test_change_data_files_read_directly_equal_the_snapshot_diff(
     for v in range(1, latest + 1):
         assert bag(read_changes(p, v - 1, v)) == truth(p, v - 1, v), v
     assert direct and all(d != partitioned for d in direct)
+
+
+@pytest.mark.parametrize("row_groups", [1, 3])
+def test_a_small_file_parsed_whole_reads_what_parquet_file_reads(
+    tmp_path: Path, row_groups: int
+) -> None:
+    """``_parse_whole`` (Arrow's reader on the file's bytes) returns the same columns as
+    ``ParquetFile.read``: nested columns with all their leaves, asked-for columns the file
+    lacks left out, the order asked for."""
+    import pyarrow.parquet as pq
+
+    from catalog import capture
+
+    rng = np.random.default_rng(row_groups)
+    n = 12
+    t = pa.table(
+        {
+            "id": pa.array(rng.integers(0, 100, n)),
+            "s": pa.array([None if i % 4 == 0 else f"v{i}" for i in range(n)]),
+            "st": pa.array([{"a": i, "b": [i, i + 1]} for i in range(n)]),
+            "l": pa.array([[float(i)] * (i % 3) for i in range(n)]),
+            "_change_type": pa.array(["insert", "delete"] * (n // 2)),
+        }
+    )
+    path = tmp_path / "f.parquet"
+    pq.write_table(t, path, row_group_size=max(1, n // row_groups))
+    for columns in (["id", "s", "st", "l"], ["l", "missing", "id"], ["st"], ["missing"], []):
+        pf = pq.ParquetFile(path)
+        have = set(pf.schema_arrow.names)
+        want = pf.read(columns=[c for c in columns if c in have])
+        got = capture._parse_whole(path.read_bytes(), columns)
+        assert got.equals(want), columns

@@ -210,13 +210,102 @@ def test_errors(table: str, tmp_path: Path) -> None:
 
 def test_change_types_sign_the_rows_and_unknown_ones_are_refused() -> None:
     from catalog import changes
-    from catalog.capture import KIND
+    from catalog.capture import Part
 
     schema = pa.schema([("id", pa.int64())])
-    kinds = ["insert", "delete", "update_preimage", "update_postimage"]
-    raw = pa.table({"id": [1, 2, 3, 4], KIND: kinds})
-    out = changes._signed(raw, "p", "t", schema, None, False)
-    assert out.column(DIFF).to_pylist() == [1, -1, -1, 1]
-    bad = pa.table({"id": [1, 2, 3], KIND: ["insert", "bogus", None]})
+    kinds = pa.chunked_array([["insert", "delete", "update_preimage", "update_postimage"]])
+    feed = Part(pa.table({"id": [1, 2, 3, 4]}), kinds, 3)
+    diff = Part(pa.table({"id": [5, 6]}), "delete", 4)
+    out = changes._signed([feed, diff], "p", "t", schema, None, True)
+    assert out.column(DIFF).to_pylist() == [1, -1, -1, 1, -1, -1]
+    assert out.column(VERSION).to_pylist() == [3, 3, 3, 3, 4, 4]
+    assert out.column("id").to_pylist() == [1, 2, 3, 4, 5, 6]
+    bad = Part(pa.table({"id": [1, 2, 3]}), pa.chunked_array([["insert", "bogus", None]]), 1)
     with pytest.raises(DeltaOperationError, match="bogus"):
-        changes._signed(bad, "p", "t", schema, None, False)
+        changes._signed([bad], "p", "t", schema, None, False)
+    with pytest.raises(DeltaOperationError, match="bogus"):
+        changes._signed([Part(pa.table({"id": [1]}), "bogus", 1)], "p", "t", schema, None, False)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_small_consolidation_of_distinct_rows(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distinct rows with nonzero diffs (a small change's usual shape) are returned as they
+    are; a NULL or zero diff among them, or one repeated row, still goes through the sums —
+    the same rows as Arrow's grouping either way."""
+    import numpy as np
+
+    from catalog import changes
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, changes.SMALL_ROWS + 1))
+    ids = rng.permutation(1000)[:n].tolist()
+    diffs: list[int | None] = [int(d) for d in rng.choice([-2, -1, 1, 3], n)]
+    if seed % 3 == 1:
+        diffs[int(rng.integers(0, n))] = None if seed % 2 else 0
+    if seed % 3 == 2 and n > 1:
+        ids[-1] = ids[0]
+    t = pa.table(
+        {"s": [f"r{i % 7}" for i in ids], "id": pa.array(ids, pa.int64()), DIFF: diffs},
+        schema=pa.schema([("s", pa.string()), ("id", pa.int64()), (DIFF, pa.int64())]),
+    )
+    small = consolidate(t)
+    monkeypatch.setattr(changes, "SMALL_ROWS", 0)
+    arrow = consolidate(t.filter(pa.array([d is not None for d in diffs])))  # NULL: no change
+    assert small.schema.equals(arrow.schema)
+    assert sorted(map(repr, small.to_pylist())) == sorted(map(repr, arrow.to_pylist()))
+    if seed % 3 == 0:
+        assert small.to_pylist() == t.to_pylist()  # the table itself, in its order
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_distinct_rows_are_their_own_consolidation(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows past the small path: distinct rows with nonzero diffs (integers, strings,
+    binaries, booleans, dates) are returned as they are; a repeated row, a zero diff, a NULL
+    key, a float column, or rows distinct only in a column not compared go through Arrow's
+    grouping — the same rows as Arrow's grouping every time."""
+    import datetime as dt
+
+    import numpy as np
+
+    from catalog import changes
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(changes.SMALL_ROWS + 1, 1500))
+    a = rng.permutation(5 * n)[:n]  # distinct: every row is
+    b = rng.integers(-3, 3, n)
+    d = rng.choice([-1, 1, 2], n)
+    case = seed % 6
+    if case == 1:  # one repeated row
+        a[n - 1] = a[0]
+        b[n - 1] = b[0]
+    if case == 2:
+        d[n // 2] = 0
+    days = [dt.date(2020, 1, 1) + dt.timedelta(days=int(x % 9)) for x in b]
+    region = [f"region {x % 20}" for x in a]  # repeats across rows, distinct with a
+    cols: dict[str, pa.Array] = {
+        "a": pa.array(a, pa.int64()),
+        "s": pa.array(region, pa.large_string() if seed % 2 else pa.string()),
+        "b": pa.array(b, pa.int32()),
+        "y": pa.array([r.encode() for r in region], pa.binary()),
+        "t": pa.array(b > 0, pa.bool_()),
+        "day": pa.array(days, pa.date32()),
+        DIFF: pa.array(d, pa.int64()),
+    }
+    if case == 3:
+        cols["s"] = pa.array([None, *region[1:]], pa.string())
+    if case == 4:
+        cols["b"] = pa.array(b.astype(float), pa.float64())
+    t = pa.table(cols)
+    if case == 5:  # two chunks, the same strings encoded in each
+        t = pa.concat_tables([t.slice(0, n // 2), t.slice(n // 2)])
+    keys = ["s", "b", "day"] if seed % 4 == 3 else None  # a subset of the columns
+    if keys is None:
+        names = [c for c in t.column_names if c != DIFF]
+        assert changes._distinct_rows(t, names, DIFF) == (case in (0, 5))
+    got = consolidate(t, keys=keys)
+    monkeypatch.setattr(changes, "_distinct_rows", lambda *_: False)
+    want = consolidate(t, keys=keys)
+    assert got.schema.equals(want.schema)
+    assert sorted(map(repr, got.to_pylist())) == sorted(map(repr, want.to_pylist()))

@@ -245,3 +245,44 @@ def test_small_update_pairs_equal_arrow_grouping(
     arrow = cf.change_feed(removed, added, key=key)
     assert small[1] == arrow[1]
     assert small[0].equals(arrow[0])
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_sorted_update_pairs_equal_arrow_grouping(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Larger changes pair updates by sorting both sides' keys: the same pairs, in the same
+    order, as Arrow's grouping — keys repeated on one side or both, in several chunks, of
+    strings, integers and dates; a NULL key is left to Arrow's grouping."""
+    import datetime as dt
+
+    from catalog import change_feed as cf
+
+    rng = np.random.default_rng(seed)
+    kinds = 300 if seed % 3 else 30  # few kinds: many repeated keys
+
+    def side(n: int) -> pa.Table:
+        k = rng.integers(0, kinds, n)
+        t = pa.table(
+            {
+                "k": pa.array([f"key {i}" for i in k], pa.string()),
+                "j": pa.array(k % 7, pa.int64()),
+                "d": pa.array([dt.date(2021, 1, 1 + int(i % 28)) for i in k], pa.date32()),
+                "v": pa.array(rng.integers(0, 100, n), pa.int64()),
+            }
+        )
+        return pa.concat_tables([t.slice(0, n // 3), t.slice(n // 3)]) if seed % 2 else t
+
+    removed, added = side(int(rng.integers(65, 700))), side(int(rng.integers(65, 700)))
+    if seed % 8 == 7:
+        removed = removed.set_column(0, "k", pa.array([None, *removed["k"].to_pylist()[1:]]))
+    key = (("k",), ("k", "j"), ("d", "j"))[seed % 3]
+    names = list(key)
+    assert (cf._pairs_sorted(removed, added, names) is None) == (seed % 8 == 7 and "k" in key)
+    got = cf.change_feed(removed, added, key=key)
+    monkeypatch.setattr(cf, "_pairs_sorted", lambda *_: None)
+    arrow = cf.change_feed(removed, added, key=key)
+    assert got[1] == arrow[1]
+    assert got[0].equals(arrow[0])
+    if key == ("k",) and kinds == 300:
+        assert got[1].updated > 0  # updates exercised

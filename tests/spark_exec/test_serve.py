@@ -256,3 +256,13 @@ def test_checkpoints_of_former_groups_go_and_current_ones_stay(tmp_path: Path) -
     assert stale_checkpoint_groups(s.catalog, ["m"]) == ["former"]  # solo: planned again
     s.refresh()
     assert set(on_disk()) == {"m", solo}
+    live = ["m", solo]
+    assert stale_checkpoint_groups(s.catalog, live) == []  # remembered: directories as they were
+    assert stale_checkpoint_groups(s.catalog, live) == []
+    elsewhere = s.catalog.warehouse.checkpoint_dir("other_db.gone")  # a new database directory
+    elsewhere.mkdir(parents=True)
+    assert stale_checkpoint_groups(s.catalog, live) == ["other_db.gone"]
+    shutil.rmtree(elsewhere)
+    assert stale_checkpoint_groups(s.catalog, live) == []
+    s.catalog.warehouse.checkpoint_dir("late").mkdir()  # one more in a known directory
+    assert stale_checkpoint_groups(s.catalog, live) == ["late"]

@@ -95,3 +95,51 @@ def test_unwritable_status_is_logged_not_raised(tmp_path: Path) -> None:
     path.parent.unlink()
     status.record(cat, "g", ("v",), epoch=3)
     assert status.read(cat, "g")["epoch"] == 3
+
+
+def test_a_record_caught_half_written_is_read_again(tmp_path: Path) -> None:
+    """Records are rewritten in place: a reader that finds one whose checksum fails (a torn
+    read) reads again; one that never heals reads as no record."""
+    cat = Catalog(tmp_path / "wh")
+    path = status.status_path(cat, "g")
+    status.record(cat, "g", ("v",), epoch=1)
+    whole = path.read_bytes()
+    status.record(cat, "g", ("v", "w"), epoch=22)
+    newer = path.read_bytes()
+    cut = len(newer.rstrip()) // 2
+    path.write_bytes(newer[:cut] + whole[cut:])  # the first half of one, the rest of the other
+    assert status.read(cat, "g") == {}
+    path.write_bytes(newer)
+    assert status.read(cat, "g")["epoch"] == 22
+    bad = json.loads(newer)
+    bad["epoch"] = 23  # valid JSON, wrong checksum
+    path.write_text(json.dumps(bad))
+    assert status.read(cat, "g") == {}
+
+
+def test_readers_see_whole_records_while_a_writer_rewrites(tmp_path: Path) -> None:
+    """A reader thread while another rewrites the record in place, shorter and longer
+    records alternating: every read is one of the records written (never a mix)."""
+    import threading
+
+    cat = Catalog(tmp_path / "wh")
+    status.record(cat, "g", ("v",), epoch=0)
+    stop = threading.Event()
+    views = [("v",), tuple(f"view_{i}" for i in range(40))]
+
+    def write() -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            status.record(cat, "g", views[i % 2], epoch=i)
+
+    t = threading.Thread(target=write)
+    t.start()
+    try:
+        seen = [status.read(cat, "g") for _ in range(3000)]
+    finally:
+        stop.set()
+        t.join()
+    for doc in seen:
+        assert doc == {} or tuple(doc["views"]) == views[doc["epoch"] % 2], doc
+    assert sum(1 for d in seen if d) > 2900
