@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ivm import kernel_entries as entries
 from ivm.batch import (
     Batch,
     Columns,
@@ -320,9 +321,11 @@ class Reduce(KeepsTrace):
             # loops directly (no hash collision to reject, no probe order to sort)
             up = -1 if upto is None else upto
             count = np.zeros(n, dtype=np.int64)
-            self.source.trace.add_key_sums(probe_h, up, count, nxt)
             old = np.zeros(n, dtype=np.int64)
-            self.out.add_key_sums(probe_h, up, old, nxt)
+            # one check for both reads: ``old`` is made as ``count`` is
+            plain = entries.plain(probe_h, count, nxt)
+            self.source.trace.add_key_sums(probe_h, up, count, nxt, plain)
+            self.out.add_key_sums(probe_h, up, old, nxt, plain)
         else:
             want = nxt if self.depth else None
             count = self.source.trace.key_sums(probe_h, probe_cols, upto, want)
