@@ -160,12 +160,12 @@ class Reduce(KeepsTrace):
         self.by_multiplicity = (
             self.depth <= 1 and self.whole_row and isinstance(kernel, DistinctKernel)
         )
-        #: the key is one integer column (whose hashes cannot collide) of a trace whose
-        #: sort keys hold the loop counter exactly when this reduce is in a loop
         #: the key's hashes cannot collide (one integer column)
         self.injective_key = hash_is_injective(
             tuple(np.empty(0, source.dtypes[i]) for i in self.key_idx)
         )
+        #: the key is one integer column (whose hashes cannot collide) of a trace whose
+        #: sort keys hold the loop counter exactly when this reduce is in a loop
         self.int_key = source.trace.by_time == (self.depth == 1) and self.injective_key
 
     def pending_times(self) -> Collection[Time]:
