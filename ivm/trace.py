@@ -630,16 +630,24 @@ class Trace:
         return sums
 
     def add_key_sums(
-        self, probe_hash: np.ndarray, upto: int, sums: np.ndarray, next_time: np.ndarray
+        self,
+        probe_hash: np.ndarray,
+        upto: int,
+        sums: np.ndarray,
+        next_time: np.ndarray,
+        plain: bool | None = None,
     ) -> None:
         """:meth:`key_sums`' compiled part alone, for a caller that has checked its
         conditions once (keys that cannot collide, ``upto`` a counter below the sort key's
         range or -1 for none): add each probe's sum to ``sums``, lower ``next_time`` (empty:
-        not asked for).  The probes' order is the caller's."""
+        not asked for).  The probes' order is the caller's.  ``plain``: what
+        :func:`ivm.kernel_entries.plain` says of the three arrays (None: asked here)."""
         want_next = next_time.shape[0] > 0
         by_time = self.by_time
         # runs' arrays are the engine's own: the entry point, if the caller's are plain
-        summed = entries.sum_run if entries.plain(probe_hash, sums, next_time) else sum_run
+        if plain is None:
+            plain = entries.plain(probe_hash, sums, next_time)
+        summed = entries.sum_run if plain else sum_run
         for run in self.runs:
             if run.diff.shape[0]:
                 summed(

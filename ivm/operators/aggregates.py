@@ -226,10 +226,6 @@ class DistinctKernel(Kernel):
         # rows are consolidated, so each group (= row) appears once
         return group[pos], (), np.ones(len(pos), dtype=np.int64)
 
-    def of_counts(self, counts: np.ndarray) -> np.ndarray:
-        """The output multiplicity of each row given its accumulated count."""
-        return (counts > 0).astype(np.int64)
-
 
 def _sort_key(value: Any, descending: bool) -> tuple:
     # Spark: NULLS FIRST for ascending, NULLS LAST for descending.  A descending key is

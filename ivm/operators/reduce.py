@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ivm import kernel_entries as entries
 from ivm.batch import (
     Batch,
     Columns,
@@ -159,12 +160,12 @@ class Reduce(KeepsTrace):
         self.by_multiplicity = (
             self.depth <= 1 and self.whole_row and isinstance(kernel, DistinctKernel)
         )
-        #: the key is one integer column (whose hashes cannot collide) of a trace whose
-        #: sort keys hold the loop counter exactly when this reduce is in a loop
         #: the key's hashes cannot collide (one integer column)
         self.injective_key = hash_is_injective(
             tuple(np.empty(0, source.dtypes[i]) for i in self.key_idx)
         )
+        #: the key is one integer column (whose hashes cannot collide) of a trace whose
+        #: sort keys hold the loop counter exactly when this reduce is in a loop
         self.int_key = source.trace.by_time == (self.depth == 1) and self.injective_key
 
     def pending_times(self) -> Collection[Time]:
@@ -320,9 +321,11 @@ class Reduce(KeepsTrace):
             # loops directly (no hash collision to reject, no probe order to sort)
             up = -1 if upto is None else upto
             count = np.zeros(n, dtype=np.int64)
-            self.source.trace.add_key_sums(probe_h, up, count, nxt)
             old = np.zeros(n, dtype=np.int64)
-            self.out.add_key_sums(probe_h, up, old, nxt)
+            # one check for both reads: ``old`` is made as ``count`` is
+            plain = entries.plain(probe_h, count, nxt)
+            self.source.trace.add_key_sums(probe_h, up, count, nxt, plain)
+            self.out.add_key_sums(probe_h, up, old, nxt, plain)
         else:
             want = nxt if self.depth else None
             count = self.source.trace.key_sums(probe_h, probe_cols, upto, want)
