@@ -154,6 +154,8 @@ def publish(
     where it was staged).
     """
     commits: dict[str, WriteResult | None] = {}
+    # the staging done before this reads the view tables (their kept log replays are shared)
+    ready = {} if staged is None else staged.result()
     counter = RowsWritten.of(ckpt.pending, rows_written) if rows_written is not None else None
     if counter is not None:
         counter.report(0, counter.total)
@@ -190,7 +192,7 @@ def publish(
                 sync_entry=False,  # made durable by the next checkpoint's barrier (below)
                 durable=durable,
                 consolidated=consolidated,
-                staged=None if staged is None else staged.result().get(t.name),
+                staged=ready.get(t.name),
             )
         except ConcurrentCommitError:
             if fence is not None:
