@@ -46,7 +46,10 @@ def entry_point(name: str) -> Callable[..., Any]:
     kernel = getattr(kernels, name)
     sig = SIGNATURES[name]
     kernel.compile(sig)
-    return kernel.overloads[sig].entry_point
+    # ``entry_point`` is an attribute of numba's compile result, not a documented API: a
+    # numba without it gets the dispatcher, which is slower but types its arguments
+    entry: Callable[..., Any] | None = getattr(kernel.overloads.get(sig), "entry_point", None)
+    return entry if entry is not None else kernel
 
 
 def __getattr__(name: str) -> Callable[..., Any]:
