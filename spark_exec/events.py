@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from catalog.object_path import is_object_path
 from catalog.pipeline.progress import Progress
+from catalog.small_files import open_making_directory
 from catalog.sql_types import arrow_to_sql, columns_schema
 
 #: one field of an event: text, a count, a time, a flag, a list of names (views), or NULL
@@ -129,13 +130,8 @@ class EventLog:
                 (self.directory / name).write_text(data)
             return
         path = self.directory / f"events-{day}-{os.getpid()}.json"
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         try:  # one append by one write; the directory is made when the first finds none
-            try:
-                fd = os.open(path, flags, 0o666)
-            except FileNotFoundError:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, flags, 0o666)
+            fd = open_making_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 os.write(fd, data.encode("utf-8"))
             finally:

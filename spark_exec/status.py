@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog import Catalog, delta
+from catalog.small_files import open_making_directory, overwrite
 
 log = logging.getLogger("ivm.session")
 
@@ -118,16 +119,9 @@ def _write_local(p: Path, doc: dict[str, Any]) -> None:
     body = _encode(doc)
     text = f'{body[:-1]}{"," if doc else ""}"check":{zlib.crc32(body.encode("utf-8"))}}}'
     data = text.encode("utf-8").ljust(RECORD_BYTES)
-    flags = os.O_WRONLY | os.O_CREAT
+    fd = open_making_directory(p, os.O_WRONLY | os.O_CREAT)
     try:
-        fd = os.open(p, flags, 0o666)
-    except FileNotFoundError:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(p, flags, 0o666)
-    try:
-        if os.fstat(fd).st_size > len(data):
-            os.ftruncate(fd, len(data))
-        os.pwrite(fd, data, 0)
+        overwrite(fd, data)
     except BaseException:
         _written.pop(str(p), None)
         raise
