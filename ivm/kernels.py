@@ -598,6 +598,174 @@ def merge_key_runs(
     return sk, kh, times, dif, take_concat(c_a, c_b, src), big
 
 
+#: the most pairs of rows one block of equal sort keys may compare in
+#: :func:`_merge_key_into` (beyond: it gives up, and the caller merges the general way)
+_PAIRS = 64
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _copy_key_row(
+    src: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    x: int,
+    d: np.int64,
+    out: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    k: int,
+) -> None:
+    """Row ``x`` of one side ``(sortkey, keyhash, times, column)`` with diff ``d`` as output
+    row ``k``."""
+    sk, kh, t, c = src
+    o_sk, o_kh, o_t, o_d, o_c = out
+    o_sk[k] = sk[x]
+    o_kh[k] = kh[x]
+    for q in range(t.shape[1]):
+        o_t[k, q] = t[x, q]
+    o_d[k] = d
+    o_c[k] = c[x]
+
+
+# Kept whole: one linear pass with its two cursors, like :func:`_merge_positions`.
+@njit(cache=True, nogil=True, inline="always")
+def _merge_key_into(
+    a: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    d_a: np.ndarray,
+    b: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    d_b: np.ndarray,
+    order: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`merge_key_runs` of run ``a`` and run ``b`` read in the order ``order`` (each
+    side ``(sortkey, keyhash, times, column)``), written straight to the output arrays: the
+    same rows in the same order, without the positions, the pairs and the gathers in
+    between.  Blocks of equal sort keys are matched pairwise; a block of more than
+    :data:`_PAIRS` pairs (a row at thousands of capped iterations) gives up: the largest
+    ``|diff|`` returned is then -1 and the arrays are empty."""
+    sk_a, kh_a, t_a, _ = a
+    sk_b, kh_b, t_b, _ = b
+    na = sk_a.shape[0]
+    nb = order.shape[0]
+    depth = t_a.shape[1]
+    n = na + nb
+    out = (
+        np.empty(n, dtype=np.uint64),
+        np.empty(n, dtype=np.uint64),
+        np.empty((n, depth), dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=a[3].dtype),
+    )
+    used = np.zeros(_PAIRS, dtype=np.bool_)
+    big = 0
+    i = 0
+    j = 0
+    k = 0
+    while i < na or j < nb:
+        if j >= nb or (i < na and sk_a[i] < sk_b[order[j]]):
+            _copy_key_row(a, i, d_a[i], out, k)
+            k += 1
+            i += 1
+        elif i >= na or sk_b[order[j]] < sk_a[i]:
+            y = order[j]
+            _copy_key_row(b, y, d_b[y], out, k)
+            k += 1
+            j += 1
+        else:
+            s = sk_a[i]
+            i1 = i
+            while i1 < na and sk_a[i1] == s:
+                i1 += 1
+            j1 = j
+            while j1 < nb and sk_b[order[j1]] == s:
+                j1 += 1
+            if (i1 - i) * (j1 - j) > _PAIRS:
+                return out[0][:0], out[1][:0], out[2][:0], out[3][:0], out[4][:0], -1
+            used[: j1 - j] = False
+            for x in range(i, i1):
+                d = d_a[x]
+                for u in range(j1 - j):
+                    y = order[j + u]
+                    if used[u] or kh_b[y] != kh_a[x]:
+                        continue
+                    same = True
+                    for q in range(depth):
+                        if t_a[x, q] != t_b[y, q]:
+                            same = False
+                            break
+                    if same:
+                        used[u] = True
+                        d = add(d, d_b[y])
+                        break
+                if d != 0:
+                    _copy_key_row(a, x, d, out, k)
+                    k += 1
+            for u in range(j1 - j):
+                if not used[u]:
+                    y = order[j + u]
+                    _copy_key_row(b, y, d_b[y], out, k)
+                    k += 1
+            i = i1
+            j = j1
+    o_d = out[3]
+    for r in range(k):
+        d = o_d[r]
+        if d < 0:
+            d = -d
+        if d > big:
+            big = d
+    return out[0][:k], out[1][:k], out[2][:k], o_d[:k], out[4][:k], big
+
+
+@njit(cache=True, nogil=True)
+def push_key_run(
+    sk_a: np.ndarray,
+    kh_a: np.ndarray,
+    t_a: np.ndarray,
+    d_a: np.ndarray,
+    c_a: np.ndarray,
+    kh_b: np.ndarray,
+    t_b: np.ndarray,
+    d_b: np.ndarray,
+    c_b: np.ndarray,
+    by_time: bool,
+    iter_bits: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """A trace's last run ``a`` merged with new consolidated, unsorted updates ``b`` of one
+    integer column (key hash = row hash), in one call: what :func:`sort_key_run` of ``b``
+    and then :func:`merge_key_runs` give — the same rows in the same order — without
+    handing the sorted run to Python in between.  ``(sortkey, keyhash, times, diff,
+    column, largest |diff|)``; that last is -1 when a block of equal sort keys is too large
+    to match pairwise (see :func:`_merge_key_into`): the caller then takes the two calls."""
+    n = kh_b.shape[0]
+    low = np.uint64((1 << iter_bits) - 1)
+    sk_b = np.empty(n, dtype=np.uint64)
+    for r in range(n):
+        if by_time:
+            it = t_b[r, 0]
+            c = low if it >= np.int64(low) else np.uint64(it)
+            sk_b[r] = (kh_b[r] & ~low) | c
+        else:
+            sk_b[r] = kh_b[r]
+    order = np.argsort(sk_b)
+    return _merge_key_into((sk_a, kh_a, t_a, c_a), d_a, (sk_b, kh_b, t_b, c_b), d_b, order)
+
+
+@njit(cache=True, nogil=True)
+def merge_small_key_runs(
+    sk_a: np.ndarray,
+    kh_a: np.ndarray,
+    t_a: np.ndarray,
+    d_a: np.ndarray,
+    c_a: np.ndarray,
+    sk_b: np.ndarray,
+    kh_b: np.ndarray,
+    t_b: np.ndarray,
+    d_b: np.ndarray,
+    c_b: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`merge_key_runs` of two small sorted runs written straight to its outputs
+    (:func:`_merge_key_into`; largest ``|diff|`` -1: a block too large, merge them with
+    :func:`merge_key_runs`)."""
+    order = np.arange(sk_b.shape[0])
+    return _merge_key_into((sk_a, kh_a, t_a, c_a), d_a, (sk_b, kh_b, t_b, c_b), d_b, order)
+
+
 # Kept whole: the one linear pass of a spine's merge, compiled by numba; its two cursors
 # and outputs are shared by every branch, and the block matching is a kernel of its own.
 @njit(cache=True, nogil=True, inline="always")

@@ -47,7 +47,9 @@ from ivm.difference import DIFF_MAX, abs_max, add_at
 from ivm.kernels import (
     consolidate_sorted,
     merge_key_runs,
+    merge_small_key_runs,
     probe_run,
+    push_key_run,
     sort_key_run,
     sort_run,
     sum_run,
@@ -329,8 +331,22 @@ class Trace:
     ) -> None:
         """Add updates already consolidated (no row twice at one time) whose row hashes
         are known: no hashing or grouping, only sorting."""
-        if len(diff):
-            self._push(self.make_run(cols, times, diff, rowhash))
+        n = diff.shape[0]
+        if n == 0:
+            return
+        runs = self.runs
+        if self.int_row and runs and runs[-1].diff.shape[0] + n <= SMALL_RUN:
+            # sorted and merged into the last small run by one compiled call (what
+            # make_run and _push do in two)
+            last = runs[-1]
+            sk, kh, t, d, col, big = push_key_run(
+                last.sortkey, last.keyhash, last.times, last.diff, last.cols[0],
+                rowhash, times, diff, cols[0], self.by_time, ITER_BITS,
+            )  # fmt: skip
+            if big >= 0:
+                self._settle([*runs[:-1], Run(sk, kh, kh, (col,), t, d, big)])
+                return
+        self._push(self.make_run(cols, times, diff, rowhash))
 
     def commit(self) -> None:
         if self.staged is not None:
@@ -339,8 +355,12 @@ class Trace:
             self.staged_time = None
 
     def _push(self, run: Run) -> None:
+        self._settle([*self.runs, run])
+
+    def _settle(self, runs: list[Run]) -> None:
+        """Merge the last of ``runs`` with the ones before it while they are not much
+        larger, and keep the result as the trace's runs."""
         # built aside and swapped in: a merge that raises (an overflow) changes nothing
-        runs = [*self.runs, run]
         while len(runs) >= 2:
             # sizes read from the arrays (``len(run)`` is a Python call, on every push)
             ra, rb = runs[-2], runs[-1]
@@ -395,6 +415,15 @@ class Trace:
         with its column by one compiled call (:func:`ivm.kernels.merge_key_runs`)."""
         if not self.int_row:
             return _merged(a, b, share=share)
+        if a.diff.shape[0] + b.diff.shape[0] <= SMALL_RUN:
+            sk, kh, times, diff, col, big = merge_small_key_runs(
+                a.sortkey, a.keyhash, a.times, a.diff, a.cols[0],
+                b.sortkey, b.keyhash, b.times, b.diff, b.cols[0],
+            )  # fmt: skip
+            if big >= 0:
+                if share and a.keyhash is a.sortkey and b.keyhash is b.sortkey:
+                    kh = sk
+                return Run(sk, kh, kh, (col,), times, diff, big)
         sk, kh, times, diff, col, big = merge_key_runs(
             a.sortkey, a.keyhash, a.times, a.diff, a.cols[0],
             b.sortkey, b.keyhash, b.times, b.diff, b.cols[0],

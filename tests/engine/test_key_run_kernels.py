@@ -1,0 +1,145 @@
+"""The one-call kernels for runs whose whole row is one integer column
+(:func:`ivm.kernels.push_key_run`, :func:`ivm.kernels.merge_small_key_runs`) against the
+two-call path they replace (:func:`ivm.kernels.sort_key_run`, then
+:func:`ivm.kernels.merge_key_runs`): the same arrays, row for row, on random runs with
+cancellations, sort keys that collide in their iteration bits, and empty runs; and traces
+written through them against a plain multiset of updates."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from engine_helpers import examples
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ivm.batch import Batch, hash_rows
+from ivm.kernels import merge_key_runs, merge_small_key_runs, push_key_run, sort_key_run
+from ivm.trace import SMALL_RUN, Trace
+
+#: few iteration bits, so capped iterations and keys differing in their low bits share a
+#: sort key
+BITS = 2
+
+
+def updates(max_size: int) -> st.SearchStrategy:
+    """Consolidated updates ``{(value, iteration): diff}`` (values 0-9, so that their key
+    hashes, the values themselves, collide in the high bits; iterations 0-6, past the
+    2-bit cap)."""
+    return st.dictionaries(
+        st.tuples(st.integers(0, 9), st.integers(0, 6)),
+        st.integers(-3, 3).filter(bool),
+        max_size=max_size,
+    )
+
+
+def arrays(upd: dict, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(keyhash, times, diff, column)`` of ``upd`` in a shuffled order; the key hash of
+    a value is the value (an injective "hash" whose high bits collide)."""
+    items = list(upd.items())
+    col = np.array([v for (v, _), _ in items], dtype=np.int64)
+    times = np.array([t for (_, t), _ in items], dtype=np.int64).reshape(len(items), 1)
+    diff = np.array([d for _, d in items], dtype=np.int64)
+    return col.astype(np.uint64), np.ascontiguousarray(times[:, :depth]), diff, col
+
+
+def with_cancellations(old: dict, new: dict, cancel: list[bool]) -> dict:
+    """``new`` plus the negation of some of ``old``'s updates (and doubling others)."""
+    out = dict(new)
+    for (key, d), c in zip(old.items(), cancel, strict=False):
+        out[key] = -d if c else out.get(key, d)
+    return {k: v for k, v in out.items() if v}
+
+
+def same(x: tuple, y: tuple) -> None:
+    assert len(x) == len(y)
+    for p, q in zip(x, y, strict=True):
+        if isinstance(p, np.ndarray):
+            assert p.dtype == q.dtype and p.shape == q.shape
+            assert (p == q).all()
+        else:
+            assert p == q
+
+
+@given(updates(12), updates(12), st.lists(st.booleans(), max_size=12), st.booleans())
+@examples(300)
+def test_push_key_run_is_sort_then_merge(old: dict, new: dict, cancel: list, by_time: bool) -> None:
+    depth = 1 if by_time else 0
+    if not by_time:  # one update per value: a trace without times
+        old = {(v, 0): d for (v, _), d in old.items()}
+        new = {(v, 0): d for (v, _), d in new.items()}
+    new = with_cancellations(old, new, cancel)
+    a = sort_key_run(*arrays(old, depth), by_time, BITS)
+    kh, times, diff, col = arrays(new, depth)
+    fused = push_key_run(*a[:5], kh, times, diff, col, by_time, BITS)
+    b = sort_key_run(kh, times, diff, col, by_time, BITS)
+    if fused[5] == -1:
+        # gives up only on a block of equal sort keys of more than 64 pairs
+        blocks_a = Counter(a[0].tolist())
+        assert any(blocks_a[s] * c > 64 for s, c in Counter(b[0].tolist()).items())
+        return
+    same(fused, merge_key_runs(*a[:5], *b[:5]))
+    same(merge_small_key_runs(*a[:5], *b[:5]), fused)
+
+
+def test_push_key_run_gives_up_on_a_large_block() -> None:
+    # one value at 9 and at 12 capped iterations: 108 pairs in one block of the sort key
+    old = {(1, t): 1 for t in range(3, 12)}
+    new = {(1, t): -1 for t in range(3, 15)}
+    a = sort_key_run(*arrays(old, 1), True, BITS)
+    kh, times, diff, col = arrays(new, 1)
+    assert push_key_run(*a[:5], kh, times, diff, col, True, BITS)[5] == -1
+    b = sort_key_run(kh, times, diff, col, True, BITS)
+    assert merge_small_key_runs(*a[:5], *b[:5])[5] == -1
+    # the trace then merges the general way: 3 updates left, at iterations 12-14
+    tr = Trace((np.dtype(np.int64),), (0,), ("iter",))
+    for upd in (old, new):
+        kh, times, diff, col = arrays(upd, 1)
+        tr.insert_consolidated((col,), times, diff, hash_rows((col,), len(col)))
+    cols, times, diff = tr.all_updates()
+    assert sorted(zip(cols[0].tolist(), times[:, 0].tolist(), diff.tolist())) == [
+        (1, 12, -1),
+        (1, 13, -1),
+        (1, 14, -1),
+    ]
+
+
+@given(st.lists(updates(40), max_size=12), st.booleans(), st.booleans())
+@examples(80)
+def test_trace_of_one_integer_column_holds_the_multiset(
+    batches: list, by_time: bool, staged: bool
+) -> None:
+    """Updates inserted (the one-call push) or staged and committed (the small merge)
+    into a trace of one int64 column: its contents are the summed updates, its runs sorted
+    with no zero diffs, and its runs' sizes the same as the general merge gives."""
+    depth = 1 if by_time else 0
+    tr = Trace((np.dtype(np.int64),), (0,), ("iter",) if by_time else ())
+    want: Counter = Counter()
+    for k, upd in enumerate(batches):
+        if not by_time:
+            upd = {(v, 0): d for (v, _), d in upd.items()}
+        _, times, diff, col = arrays(upd, depth)
+        h = hash_rows((col,), len(col))
+        if staged and by_time:
+            # staged at one time (one iteration for the whole batch, consolidated first)
+            tr.stage_batch(Batch((col,), diff), (0, k % 5), h)
+            pairs = [((int(v), k % 5), int(d)) for v, d in zip(col, diff, strict=True)]
+        else:
+            tr.insert_consolidated((col,), times, diff, h)
+            pairs = list(upd.items())
+        for key, d in pairs:
+            want[key if by_time else (key[0], None)] += d
+        want = Counter({key: v for key, v in want.items() if v})
+        got: Counter = Counter()
+        for run in [*tr.runs, *([tr.staged] if tr.staged is not None else [])]:
+            assert (run.sortkey[1:] >= run.sortkey[:-1]).all()
+            assert (run.diff != 0).all()
+            for i in range(len(run)):
+                t = int(run.times[i, 0]) if by_time else None
+                got[int(run.cols[0][i]), t] += int(run.diff[i])
+        assert Counter({key: v for key, v in got.items() if v}) == want
+        # merged as _push merges: no two neighbouring runs with the smaller half the larger
+        sizes = [len(r) for r in tr.runs]
+        for x, y in zip(sizes, sizes[1:], strict=False):
+            assert x > 2 * y or x + y > SMALL_RUN
