@@ -30,6 +30,8 @@ Columns = tuple[np.ndarray, ...]
 
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: the offset :func:`hash_rows` adds to a one-integer-column row's bits before mixing
+HASH_OFFSET = _GOLDEN
 _INT64 = np.dtype(np.int64)
 #: ``_GOLDEN * _M2`` (mod 2**64): the first link of a row hash's chain, folded
 _GOLDEN_M2 = np.uint64((0x9E3779B97F4A7C15 * 0x94D049BB133111EB) % (1 << 64))

@@ -766,6 +766,63 @@ def merge_small_key_runs(
     return _merge_key_into((sk_a, kh_a, t_a, c_a), d_a, (sk_b, kh_b, t_b, c_b), d_b, order)
 
 
+@njit(cache=True, nogil=True)
+def stage_key_batch(
+    col: np.ndarray,
+    diff: np.ndarray,
+    offset: np.uint64,
+    iteration: int,
+    depth: int,
+    by_time: bool,
+    iter_bits: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """A batch of one integer column made a trace's run in one call: each row hashed
+    (:func:`mix_int_offset` with ``offset``: the row hash, which cannot collide, is the
+    key hash), sorted by it, equal rows summed (checked) and zero sums dropped.  All rows
+    are at one time (inner coordinates: ``depth`` of them, 0 or 1, that one
+    ``iteration``), so sorting by key hash sorts by sort key too.  Returns ``(sortkey,
+    keyhash, times, diff, column, largest |diff|)``: the run, and — column, diff, key hash
+    — the consolidated batch."""
+    n = col.shape[0]
+    kh = np.empty(n, dtype=np.uint64)
+    for r in range(n):
+        kh[r] = _finalize(np.uint64(col[r]) + offset)
+    order = np.argsort(kh)
+    low = np.uint64((1 << iter_bits) - 1)
+    c = np.uint64(0)
+    if by_time:
+        c = low if iteration >= np.int64(low) else np.uint64(iteration)
+    o_sk = np.empty(n, dtype=np.uint64)
+    o_kh = np.empty(n, dtype=np.uint64)
+    o_d = np.empty(n, dtype=np.int64)
+    o_c = np.empty(n, dtype=col.dtype)
+    big = 0
+    k = 0
+    r = 0
+    while r < n:
+        x = order[r]
+        h = kh[x]
+        d = diff[x]
+        r += 1
+        while r < n and kh[order[r]] == h:
+            d = add(d, diff[order[r]])
+            r += 1
+        if d != 0:
+            o_sk[k] = ((h & ~low) | c) if by_time else h
+            o_kh[k] = h
+            o_d[k] = d
+            o_c[k] = col[x]
+            if d < 0:
+                d = -d
+            if d > big:
+                big = d
+            k += 1
+    times = np.empty((k, depth), dtype=np.int64)
+    if depth:
+        times[:, 0] = iteration
+    return o_sk[:k], o_kh[:k], times, o_d[:k], o_c[:k], big
+
+
 # Kept whole: the one linear pass of a spine's merge, compiled by numba; its two cursors
 # and outputs are shared by every branch, and the block matching is a kernel of its own.
 @njit(cache=True, nogil=True, inline="always")

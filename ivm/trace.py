@@ -33,6 +33,7 @@ import numpy as np
 
 from ivm import kernel_entries as entries
 from ivm.batch import (
+    HASH_OFFSET,
     Batch,
     Columns,
     argsort_u64,
@@ -50,6 +51,7 @@ from ivm.kernels import (
     merge_small_key_runs,
     probe_run,
     push_key_run,
+    stage_key_batch,
     sort_key_run,
     sort_run,
     sum_run,
@@ -71,6 +73,7 @@ _HIGH = ~_LOW
 NO_TIME = np.iinfo(np.int64).max
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+_INT64 = np.dtype(np.int64)
 #: runs up to this size are sorted by one compiled call (fewer numpy calls); larger ones
 #: by numpy, whose vectorized sort beats numba's, and whose stable sort (timsort) merges
 #: the already-sorted pieces of a merged run in near linear time
@@ -282,6 +285,25 @@ class Trace:
         out = Batch(take(batch.cols, keep), sums, h)
         self.stage(out, time, h)
         return out
+
+    def stage_key_batch(self, batch: Batch, time: tuple[int, ...]) -> Batch:
+        """:meth:`stage_batch` of a batch of one int64 column in a trace of such rows (its
+        row hashes not computed yet): hashed, consolidated and sorted by one compiled call
+        (:func:`ivm.kernels.stage_key_batch`).  The consolidated batch returned holds its
+        rows in the run's order (by key hash), not in their first occurrence's."""
+        n = batch.diff.shape[0]
+        col = batch.cols[0]
+        if not 0 < n <= _KERNEL_SORT or len(time) > 2 or col.dtype != _INT64:
+            return self.stage_batch(batch, time, hash_rows(batch.cols, n))
+        self.commit()
+        it = time[1] if len(time) == 2 else 0
+        sk, kh, times, diff, col, big = stage_key_batch(
+            col, batch.diff, HASH_OFFSET, it, len(time) - 1, self.by_time, ITER_BITS
+        )
+        if diff.shape[0]:
+            self.staged = Run(sk, kh, kh, (col,), times, diff, big)
+            self.staged_time = time
+        return Batch((col,), diff, kh)
 
     def _stage_sorted(
         self, batch: Batch, time: tuple[int, ...], rowhash: np.ndarray

@@ -38,6 +38,10 @@ class Arrange(KeepsTrace):
             self.trace.stage(b, time, b.rowhash)
             self.emit(time, b)
             return
+        if self.trace.int_row:
+            # one int64 column: hashed, consolidated and sorted by one compiled call
+            self.emit(time, self.trace.stage_key_batch(b, time))
+            return
         self.emit(time, self.trace.stage_batch(b, time, hash_rows(b.cols, b.diff.shape[0])))
 
     def describe(self) -> str:

@@ -143,3 +143,41 @@ def test_trace_of_one_integer_column_holds_the_multiset(
         sizes = [len(r) for r in tr.runs]
         for x, y in zip(sizes, sizes[1:], strict=False):
             assert x > 2 * y or x + y > SMALL_RUN
+
+
+def rows_of(cols: tuple, diff: np.ndarray, rowhash: np.ndarray | None) -> Counter:
+    return Counter(
+        {(int(v), int(h) if rowhash is not None else None): int(d)
+         for v, d, h in zip(cols[0], diff, rowhash if rowhash is not None else diff, strict=True)}
+    )  # fmt: skip
+
+
+@given(
+    st.lists(st.tuples(st.integers(-3, 3), st.integers(-2, 2)), max_size=60),
+    st.sampled_from([(0,), (0, 0), (0, 3), (0, (1 << 20) + 5)]),
+    st.booleans(),
+)
+@examples(200)
+def test_stage_key_batch_is_stage_batch(rows: list, time: tuple, extreme: bool) -> None:
+    """One compiled call stages what hashing, consolidating and sorting stage: the same
+    consolidated batch (as a multiset, with its row hashes) and the same staged run."""
+    base = np.iinfo(np.int64).max - 3 if extreme else 0
+    col = np.array([base + v for v, _ in rows], dtype=np.int64)
+    diff = np.array([d for _, d in rows], dtype=np.int64)
+    kinds = ("iter",) * (len(time) - 1)
+    new, old = (Trace((np.dtype(np.int64),), (0,), kinds) for _ in range(2))
+    got = new.stage_key_batch(Batch((col,), diff), time)
+    want = old.stage_batch(Batch((col,), diff), time, hash_rows((col,), len(col)))
+    assert got.rowhash is not None and want.rowhash is not None
+    assert (got.rowhash == hash_rows(got.cols, len(got.diff))).all()
+    assert rows_of(got.cols, got.diff, got.rowhash) == rows_of(want.cols, want.diff, want.rowhash)
+    assert (new.staged is None) == (old.staged is None)
+    if new.staged is not None and old.staged is not None:
+        a, b = new.staged, old.staged
+        assert new.staged_time == old.staged_time == time
+        for x, y in ((a.sortkey, b.sortkey), (a.times, b.times), (a.diff, b.diff)):
+            assert x.dtype == y.dtype and x.shape == y.shape
+        assert (a.sortkey == b.sortkey).all() and (a.times == b.times).all()
+        assert a.bound == b.bound
+        assert rows_of(a.cols, a.diff, a.keyhash) == rows_of(b.cols, b.diff, b.keyhash)
+        assert a.keyhash is a.rowhash
