@@ -4,7 +4,8 @@ A trace holds updates ``(row, inner time, diff)`` in immutable *runs*, each sort
 hash, so "every update for these keys" is a vectorized binary search per run
 (``np.searchsorted``) whose cost follows the size of the answer, not of the state.  Runs
 are merged geometrically, as differential dataflow's spines are: a new run is merged with
-the previous one while that one is not much larger, so there are O(log n) runs.  Merging
+the previous one while that one is not much larger (at most twice; eight times inside a
+loop, whose traces are read far more often than written), so there are O(log n) runs.  Merging
 consolidates: equal ``(row, time)`` updates are summed and cancelled ones dropped.
 
 In a trace inside one loop (one inner coordinate) the sort key is the key hash with its
@@ -61,6 +62,15 @@ from ivm.lattice import ALTNEU, Kinds, advance_rows
 
 #: runs smaller than this are merged eagerly, so lookups visit few runs
 SMALL_RUN = 256
+
+#: a new run is merged with the one before it while that one is at most this many times
+#: larger: O(log n) runs, each update merged O(log n) times
+MERGE_RATIO = 2
+#: the same in single-loop traces, which every iteration of a small change reads run by run
+#: (a reduce's key sums, a join's probes) many times for each run it writes: fewer, larger
+#: runs — ~3 where ``MERGE_RATIO`` keeps ~5 — cost more merging and less reading (W2's step:
+#: −5%, W1's −7%, ``bench/README.md``, tenth pass)
+LOOP_MERGE_RATIO = 8
 
 #: batches from this size on are consolidated by sorting them (:meth:`Trace.stage_batch`)
 BULK_ROWS = 4096
@@ -383,11 +393,12 @@ class Trace:
         """Merge the last of ``runs`` with the ones before it while they are not much
         larger, and keep the result as the trace's runs."""
         # built aside and swapped in: a merge that raises (an overflow) changes nothing
+        ratio = LOOP_MERGE_RATIO if self.by_time else MERGE_RATIO
         while len(runs) >= 2:
             # sizes read from the arrays (``len(run)`` is a Python call, on every push)
             ra, rb = runs[-2], runs[-1]
             a, b = ra.diff.shape[0], rb.diff.shape[0]
-            if a > 2 * b and a + b > SMALL_RUN:
+            if a > ratio * b and a + b > SMALL_RUN:
                 break
             # two small runs: one compiled pass (what :meth:`_merge` does first)
             merged = self._merged(ra, rb, share=False) if a + b <= SMALL_RUN else None

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ivm.batch import Batch, hash_rows
 from ivm.kernels import merge_key_runs, merge_small_key_runs, push_key_run, sort_key_run
-from ivm.trace import SMALL_RUN, Trace
+from ivm.trace import LOOP_MERGE_RATIO, MERGE_RATIO, SMALL_RUN, Trace
 
 #: few iteration bits, so capped iterations and keys differing in their low bits share a
 #: sort key
@@ -139,10 +139,11 @@ def test_trace_of_one_integer_column_holds_the_multiset(
                 t = int(run.times[i, 0]) if by_time else None
                 got[int(run.cols[0][i]), t] += int(run.diff[i])
         assert Counter({key: v for key, v in got.items() if v}) == want
-        # merged as _push merges: no two neighbouring runs with the smaller half the larger
+        # merged as _push merges: no two neighbouring runs of similar sizes
+        ratio = LOOP_MERGE_RATIO if by_time else MERGE_RATIO
         sizes = [len(r) for r in tr.runs]
         for x, y in zip(sizes, sizes[1:], strict=False):
-            assert x > 2 * y or x + y > SMALL_RUN
+            assert x > ratio * y or x + y > SMALL_RUN
 
 
 def rows_of(cols: tuple, diff: np.ndarray, rowhash: np.ndarray | None) -> Counter:
