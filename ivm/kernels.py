@@ -823,6 +823,49 @@ def stage_key_batch(
     return o_sk[:k], o_kh[:k], times, o_d[:k], o_c[:k], big
 
 
+@njit(cache=True, nogil=True)
+def merge_int_runs(
+    sk_a: np.ndarray,
+    kh_a: np.ndarray,
+    rh_a: np.ndarray,
+    t_a: np.ndarray,
+    d_a: np.ndarray,
+    cols_a: tuple,
+    sk_b: np.ndarray,
+    kh_b: np.ndarray,
+    rh_b: np.ndarray,
+    t_b: np.ndarray,
+    d_b: np.ndarray,
+    cols_b: tuple,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`merge_runs` of two runs whose rows are several int64 columns (a tuple of
+    equally typed arrays each), with the summed pairs' columns compared and the columns
+    gathered here: ``(sortkey, keyhash, rowhash, times, diff, columns, largest |diff|)``,
+    the columns as the rows of one 2-D array.  Largest ``|diff|`` -1: two summed updates
+    are different rows (a hash collision; the arrays are then empty), for the caller to
+    consolidate by comparing rows."""
+    src, dif, ia, ib = _merge_positions(sk_a, rh_a, t_a, d_a, sk_b, rh_b, t_b, d_b)
+    k = len(cols_a)
+    for p in range(ia.shape[0]):
+        for c in range(k):
+            if cols_a[c][ia[p]] != cols_b[c][ib[p]]:
+                e = np.empty(0, dtype=np.uint64)
+                return e, e, e, t_a[:0], d_a[:0], np.empty((k, 0), dtype=np.int64), -1
+    sk, kh, rh, times, big = _gather_merged(
+        (sk_a, kh_a, rh_a, t_a), (sk_b, kh_b, rh_b, t_b), src, dif
+    )
+    na = sk_a.shape[0]
+    cols = np.empty((k, src.shape[0]), dtype=np.int64)
+    for c in range(k):
+        x = cols_a[c]
+        y = cols_b[c]
+        row = cols[c]
+        for r in range(src.shape[0]):
+            q = src[r]
+            row[r] = x[q] if q < na else y[q - na]
+    return sk, kh, rh, times, dif, cols, big
+
+
 # Kept whole: the one linear pass of a spine's merge, compiled by numba; its two cursors
 # and outputs are shared by every branch, and the block matching is a kernel of its own.
 @njit(cache=True, nogil=True, inline="always")

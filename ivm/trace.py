@@ -48,6 +48,7 @@ from ivm.batch import (
 from ivm.difference import DIFF_MAX, abs_max, add_at
 from ivm.kernels import (
     consolidate_sorted,
+    merge_int_runs,
     merge_key_runs,
     merge_small_key_runs,
     probe_run,
@@ -175,6 +176,8 @@ class Trace:
         self.whole_key = key_idx == tuple(range(len(dtypes)))
         #: the whole row is one int64 column (its hash is the key hash, and cannot collide)
         self.int_row = self.whole_key and len(dtypes) == 1 and dtypes[0] == np.dtype(np.int64)
+        #: rows of several int64 columns (merged with their columns in one compiled call)
+        self.int_cols = len(dtypes) > 1 and all(d == _INT64 for d in dtypes)
         self.runs: list[Run] = []
         self.staged: Run | None = None
         self.staged_time: tuple[int, ...] | None = None
@@ -446,6 +449,8 @@ class Trace:
     def _merged(self, a: Run, b: Run, *, share: bool) -> Run | None:
         """:func:`_merged` of two runs of this trace; a row of one integer column is merged
         with its column by one compiled call (:func:`ivm.kernels.merge_key_runs`)."""
+        if self.int_cols:
+            return _merged_int(a, b, share=share)
         if not self.int_row:
             return _merged(a, b, share=share)
         if a.diff.shape[0] + b.diff.shape[0] <= SMALL_RUN:
@@ -760,6 +765,25 @@ def _merged(a: Run, b: Run, *, share: bool) -> Run | None:
     else:
         cols = tuple([_take_concat(x, y, src) for x, y in zip(a.cols, b.cols, strict=True)])
     return Run(sk, kh, rh, cols, times, diff, big)
+
+
+def _merged_int(a: Run, b: Run, *, share: bool) -> Run | None:
+    """:func:`_merged` of runs of several int64 columns: the summed pairs' rows compared
+    and the columns gathered by the same compiled call (:func:`ivm.kernels.merge_int_runs`),
+    when every column is contiguous (a tuple of one array type)."""
+    if not all([c.flags.c_contiguous for c in (*a.cols, *b.cols)]):
+        return _merged(a, b, share=share)
+    sk, kh, rh, times, diff, cols, big = merge_int_runs(
+        a.sortkey, a.keyhash, a.rowhash, a.times, a.diff, a.cols,
+        b.sortkey, b.keyhash, b.rowhash, b.times, b.diff, b.cols,
+    )  # fmt: skip
+    if big < 0:
+        return None
+    if share and a.keyhash is a.sortkey and b.keyhash is b.sortkey:
+        kh = sk
+    if share and a.rowhash is a.keyhash and b.rowhash is b.keyhash:
+        rh = kh
+    return Run(sk, kh, rh, tuple(cols), times, diff, big)
 
 
 def _take_concat(x: np.ndarray, y: np.ndarray, src: np.ndarray) -> np.ndarray:

@@ -15,8 +15,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ivm.batch import Batch, hash_rows
-from ivm.kernels import merge_key_runs, merge_small_key_runs, push_key_run, sort_key_run
-from ivm.trace import LOOP_MERGE_RATIO, MERGE_RATIO, SMALL_RUN, Trace
+from ivm.kernels import (
+    merge_int_runs,
+    merge_key_runs,
+    merge_runs,
+    merge_small_key_runs,
+    push_key_run,
+    sort_key_run,
+)
+from ivm.trace import LOOP_MERGE_RATIO, MERGE_RATIO, SMALL_RUN, Run, Trace
 
 #: few iteration bits, so capped iterations and keys differing in their low bits share a
 #: sort key
@@ -182,3 +189,71 @@ def test_stage_key_batch_is_stage_batch(rows: list, time: tuple, extreme: bool) 
         assert a.bound == b.bound
         assert rows_of(a.cols, a.diff, a.keyhash) == rows_of(b.cols, b.diff, b.keyhash)
         assert a.keyhash is a.rowhash
+
+
+def int_run(upd: dict, collide: bool) -> Run:
+    """A sorted run of rows ``(src, dst)`` keyed by ``src``; with ``collide`` every row's
+    "row hash" is its key's (different rows sharing one), as a hash collision would."""
+    items = sorted(upd.items())
+    src = np.array([s for (s, _), _ in items], dtype=np.int64)
+    dst = np.array([d for (_, d), _ in items], dtype=np.int64)
+    diff = np.array([x for _, x in items], dtype=np.int64)
+    kh = src.astype(np.uint64)  # keys collide in no bits: the order is the key's
+    rh = kh.copy() if collide else hash_rows((src, dst), len(src))
+    order = np.lexsort((rh, kh))
+    return Run(
+        kh[order], kh[order], rh[order], (src[order], dst[order]),
+        np.zeros((len(src), 0), dtype=np.int64), diff[order], int(abs(diff).max(initial=0)),
+    )  # fmt: skip
+
+
+@given(
+    st.dictionaries(
+        st.tuples(st.integers(0, 4), st.integers(0, 5)), st.integers(-2, 2).filter(bool)
+    ),
+    st.dictionaries(
+        st.tuples(st.integers(0, 4), st.integers(0, 5)), st.integers(-2, 2).filter(bool)
+    ),
+    st.booleans(),
+)
+@examples(300)
+def test_merge_int_runs_is_merge_runs_and_gather(x: dict, y: dict, collide: bool) -> None:
+    """Runs of two int64 columns merged in one call: :func:`merge_runs` and the columns
+    gathered from its positions; on a collision (a summed pair of different rows) it
+    declines, as :func:`merge_runs`' caller does after comparing the pair's rows."""
+    y = {**y, **{k: -v for k, v in list(x.items())[::2]}}  # cancellations
+    a, b = int_run(x, collide), int_run(y, collide)
+    got = merge_int_runs(
+        a.sortkey, a.keyhash, a.rowhash, a.times, a.diff, a.cols,
+        b.sortkey, b.keyhash, b.rowhash, b.times, b.diff, b.cols,
+    )  # fmt: skip
+    src, sk, kh, rh, times, diff, ia, ib, big = merge_runs(
+        a.sortkey, a.keyhash, a.rowhash, a.times, a.diff,
+        b.sortkey, b.keyhash, b.rowhash, b.times, b.diff,
+    )  # fmt: skip
+    pairs_equal = all(
+        (c[i] == e[j]) for p, q in zip(ia, ib, strict=True)
+        for c, e, i, j in ((a.cols[0], b.cols[0], p, q), (a.cols[1], b.cols[1], p, q))
+    )  # fmt: skip
+    if not pairs_equal:
+        assert got[6] == -1
+        return
+    cols = tuple(np.concatenate([u, v])[src] for u, v in zip(a.cols, b.cols, strict=True))
+    same(got, (sk, kh, rh, times, diff, np.array(cols).reshape(2, len(src)), big))
+    # and a trace of such rows holds their sum, whichever way it merged
+    tr = Trace((np.dtype(np.int64),) * 2, (0,), ())
+    for upd in (x, y):
+        cols_u = (
+            np.array([s for s, _ in upd], dtype=np.int64),
+            np.array([d for _, d in upd], dtype=np.int64),
+        )
+        tr.insert(
+            cols_u,
+            np.zeros((len(upd), 0), dtype=np.int64),
+            np.array(list(upd.values()), dtype=np.int64),
+        )
+    want = Counter(x)
+    want.update(y)
+    cols_t, _, diff_t = tr.all_updates()
+    got_t = Counter({(int(s), int(d)): int(v) for s, d, v in zip(*cols_t, diff_t, strict=True)})
+    assert got_t == Counter({k: v for k, v in want.items() if v})
