@@ -1,5 +1,5 @@
 """The one-call kernels for runs whose whole row is one integer column
-(:func:`ivm.kernels.push_key_run`, :func:`ivm.kernels.merge_small_key_runs`) against the
+(:func:`ivm.kernels.push_key_run`, :func:`ivm.kernels.merge_key_runs_direct`) against the
 two-call path they replace (:func:`ivm.kernels.sort_key_run`, then
 :func:`ivm.kernels.merge_key_runs`): the same arrays, row for row, on random runs with
 cancellations, sort keys that collide in their iteration bits, and empty runs; and traces
@@ -8,6 +8,7 @@ written through them against a plain multiset of updates."""
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 from engine_helpers import examples
@@ -18,8 +19,8 @@ from ivm.batch import Batch, hash_rows
 from ivm.kernels import (
     merge_int_runs,
     merge_key_runs,
+    merge_key_runs_direct,
     merge_runs,
-    merge_small_key_runs,
     push_key_run,
     sort_key_run,
 )
@@ -87,7 +88,7 @@ def test_push_key_run_is_sort_then_merge(old: dict, new: dict, cancel: list, by_
         assert any(blocks_a[s] * c > 64 for s, c in Counter(b[0].tolist()).items())
         return
     same(fused, merge_key_runs(*a[:5], *b[:5]))
-    same(merge_small_key_runs(*a[:5], *b[:5]), fused)
+    same(merge_key_runs_direct(*a[:5], *b[:5]), fused)
 
 
 def test_push_key_run_gives_up_on_a_large_block() -> None:
@@ -98,14 +99,14 @@ def test_push_key_run_gives_up_on_a_large_block() -> None:
     kh, times, diff, col = arrays(new, 1)
     assert push_key_run(*a[:5], kh, times, diff, col, True, BITS)[5] == -1
     b = sort_key_run(kh, times, diff, col, True, BITS)
-    assert merge_small_key_runs(*a[:5], *b[:5])[5] == -1
+    assert merge_key_runs_direct(*a[:5], *b[:5])[5] == -1
     # the trace then merges the general way: 3 updates left, at iterations 12-14
     tr = Trace((np.dtype(np.int64),), (0,), ("iter",))
     for upd in (old, new):
         kh, times, diff, col = arrays(upd, 1)
         tr.insert_consolidated((col,), times, diff, hash_rows((col,), len(col)))
     cols, times, diff = tr.all_updates()
-    assert sorted(zip(cols[0].tolist(), times[:, 0].tolist(), diff.tolist())) == [
+    assert sorted(zip(cols[0].tolist(), times[:, 0].tolist(), diff.tolist(), strict=True)) == [
         (1, 12, -1),
         (1, 13, -1),
         (1, 14, -1),
@@ -149,7 +150,7 @@ def test_trace_of_one_integer_column_holds_the_multiset(
         # merged as _push merges: no two neighbouring runs of similar sizes
         ratio = LOOP_MERGE_RATIO if by_time else MERGE_RATIO
         sizes = [len(r) for r in tr.runs]
-        for x, y in zip(sizes, sizes[1:], strict=False):
+        for x, y in pairwise(sizes):
             assert x > ratio * y or x + y > SMALL_RUN
 
 
