@@ -67,10 +67,12 @@ SMALL_RUN = 256
 #: a new run is merged with the one before it while that one is at most this many times
 #: larger: O(log n) runs, each update merged O(log n) times
 MERGE_RATIO = 2
-#: the same in single-loop traces, which every iteration of a small change reads run by run
-#: (a reduce's key sums, a join's probes) many times for each run it writes: fewer, larger
-#: runs — ~3 where ``MERGE_RATIO`` keeps ~5 — cost more merging and less reading (W2's step:
-#: −5%, W1's −7%, ``bench/README.md``, tenth pass)
+#: the same in traces read more often than written: single-loop traces, which every
+#: iteration of a small change reads run by run (a reduce's key sums, a join's probes), and
+#: traces read more than once between two pushes (an arrangement outside a loop that a join
+#: inside it probes at every iteration).  Fewer, larger runs — ~3 where ``MERGE_RATIO``
+#: keeps ~5 — cost more merging and less reading (W2's step −5 to −7%, W1's −7%;
+#: ``bench/README.md``, tenth pass)
 LOOP_MERGE_RATIO = 8
 
 #: batches from this size on are consolidated by sorting them (:meth:`Trace.stage_batch`)
@@ -181,6 +183,8 @@ class Trace:
         self.runs: list[Run] = []
         self.staged: Run | None = None
         self.staged_time: tuple[int, ...] | None = None
+        #: reads since the last run was pushed (see :meth:`_settle`)
+        self.reads = 0
 
     # -- building runs -------------------------------------------------------------------
     def _sortkey(self, keyhash: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -396,7 +400,8 @@ class Trace:
         """Merge the last of ``runs`` with the ones before it while they are not much
         larger, and keep the result as the trace's runs."""
         # built aside and swapped in: a merge that raises (an overflow) changes nothing
-        ratio = LOOP_MERGE_RATIO if self.by_time else MERGE_RATIO
+        ratio = LOOP_MERGE_RATIO if self.by_time or self.reads > 1 else MERGE_RATIO
+        self.reads = 0
         while len(runs) >= 2:
             # sizes read from the arrays (``len(run)`` is a Python call, on every push)
             ra, rb = runs[-2], runs[-1]
@@ -568,6 +573,7 @@ class Trace:
                     later = t[:, 0] > upto
                     np.minimum.at(next_time, o[later], t[later, 0])
             return found
+        self.reads += 1
         owners, runs_hit, positions = [], [], []
         # binary searches with sorted needles reuse each search's bounds for the next
         # one and walk the run in memory order: ~3x fewer cache misses on large runs
@@ -705,6 +711,7 @@ class Trace:
         range or -1 for none): add each probe's sum to ``sums``, lower ``next_time`` (empty:
         not asked for).  The probes' order is the caller's.  ``plain``: what
         :func:`ivm.kernel_entries.plain` says of the three arrays (None: asked here)."""
+        self.reads += 1
         want_next = next_time.shape[0] > 0
         by_time = self.by_time
         # runs' arrays are the engine's own: the entry point, if the caller's are plain
