@@ -866,6 +866,85 @@ def merge_int_runs(
     return sk, kh, rh, times, dif, cols, big
 
 
+@njit(cache=True, nogil=True)
+def stage_int_rows(
+    kh: np.ndarray,
+    rh: np.ndarray,
+    cols: tuple,
+    diff: np.ndarray,
+    iteration: int,
+    depth: int,
+    by_time: bool,
+    iter_bits: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """A batch of rows of int64 columns (``cols``, a tuple of equally typed arrays; key
+    hashes ``kh``, row hashes ``rh``) made a trace's run in one call: sorted by sort key
+    and row hash, equal rows summed (checked; rows of one row hash are compared column by
+    column) and zero sums dropped.  All rows are at one time (``depth`` inner coordinates,
+    0 or 1, that one ``iteration``).  Returns ``(sortkey, keyhash, rowhash, times, diff,
+    columns, largest |diff|)``, the columns as the rows of one 2-D array; largest
+    ``|diff|`` -1 (and empty arrays) when two different rows share a row hash, for the
+    caller to consolidate by comparing rows."""
+    n = kh.shape[0]
+    k = len(cols)
+    low = np.uint64((1 << iter_bits) - 1)
+    c = np.uint64(0)
+    if by_time:
+        c = low if iteration >= np.int64(low) else np.uint64(iteration)
+    sk = np.empty(n, dtype=np.uint64)
+    for r in range(n):
+        sk[r] = ((kh[r] & ~low) | c) if by_time else kh[r]
+    order = np.argsort(sk)
+    # within each block of equal sort keys, by row hash (so equal rows are neighbours)
+    s0 = 0
+    while s0 < n:
+        s1 = s0 + 1
+        while s1 < n and sk[order[s1]] == sk[order[s0]]:
+            s1 += 1
+        if s1 - s0 > 1:
+            block = order[s0:s1].copy()
+            sub = np.argsort(rh[block])
+            for u in range(s1 - s0):
+                order[s0 + u] = block[sub[u]]
+        s0 = s1
+    o_sk = np.empty(n, dtype=np.uint64)
+    o_kh = np.empty(n, dtype=np.uint64)
+    o_rh = np.empty(n, dtype=np.uint64)
+    o_d = np.empty(n, dtype=np.int64)
+    o_c = np.empty((k, n), dtype=np.int64)
+    big = 0
+    m = 0
+    r = 0
+    while r < n:
+        x = order[r]
+        d = diff[x]
+        r += 1
+        while r < n and rh[order[r]] == rh[x] and sk[order[r]] == sk[x]:
+            y = order[r]
+            for q in range(k):
+                if cols[q][y] != cols[q][x]:
+                    e = np.empty(0, dtype=np.uint64)
+                    return e, e, e, np.empty((0, depth), dtype=np.int64), diff[:0], o_c[:, :0], -1
+            d = add(d, diff[y])
+            r += 1
+        if d != 0:
+            o_sk[m] = sk[x]
+            o_kh[m] = kh[x]
+            o_rh[m] = rh[x]
+            o_d[m] = d
+            for q in range(k):
+                o_c[q, m] = cols[q][x]
+            if d < 0:
+                d = -d
+            if d > big:
+                big = d
+            m += 1
+    times = np.empty((m, depth), dtype=np.int64)
+    if depth:
+        times[:, 0] = iteration
+    return o_sk[:m], o_kh[:m], o_rh[:m], times, o_d[:m], o_c[:, :m], big
+
+
 # Kept whole: the one linear pass of a spine's merge, compiled by numba; its two cursors
 # and outputs are shared by every branch, and the block matching is a kernel of its own.
 @njit(cache=True, nogil=True, inline="always")

@@ -55,6 +55,7 @@ from ivm.kernels import (
     push_key_run,
     sort_key_run,
     sort_run,
+    stage_int_rows,
     stage_key_batch,
     sum_run,
     take_concat,
@@ -321,6 +322,33 @@ class Trace:
             self.staged = Run(sk, kh, kh, (col,), times, diff, big)
             self.staged_time = time
         return Batch((col,), diff, kh)
+
+    def stage_int_batch(self, batch: Batch, time: tuple[int, ...], rowhash: np.ndarray) -> Batch:
+        """:meth:`stage_batch` of a batch of rows of several int64 columns: sorted,
+        consolidated and gathered by one compiled call (:func:`ivm.kernels.stage_int_rows`;
+        the general way on a row-hash collision).  The consolidated batch returned holds its
+        rows in the run's order, not in their first occurrence's."""
+        n = batch.diff.shape[0]
+        cols = batch.cols
+        if (
+            not 0 < n <= _KERNEL_SORT
+            or len(time) > 2
+            or not all([c.dtype == _INT64 and c.flags.c_contiguous for c in cols])
+        ):
+            return self.stage_batch(batch, time, rowhash)
+        kh = rowhash if self.whole_key else hash_rows([cols[i] for i in self.key_idx], n)
+        it = time[1] if len(time) == 2 else 0
+        sk, kh, rh, times, diff, mat, big = stage_int_rows(
+            kh, rowhash, cols, batch.diff, it, len(time) - 1, self.by_time, ITER_BITS
+        )
+        if big < 0:
+            return self.stage_batch(batch, time, rowhash)
+        self.commit()
+        out_cols = tuple(mat)
+        if diff.shape[0]:
+            self.staged = Run(sk, kh, rh, out_cols, times, diff, big)
+            self.staged_time = time
+        return Batch(out_cols, diff, rh)
 
     def _stage_sorted(
         self, batch: Batch, time: tuple[int, ...], rowhash: np.ndarray

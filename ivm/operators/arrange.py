@@ -42,7 +42,12 @@ class Arrange(KeepsTrace):
             # one int64 column: hashed, consolidated and sorted by one compiled call
             self.emit(time, self.trace.stage_key_batch(b, time))
             return
-        self.emit(time, self.trace.stage_batch(b, time, hash_rows(b.cols, b.diff.shape[0])))
+        h = hash_rows(b.cols, b.diff.shape[0])
+        if self.trace.int_cols:
+            # several int64 columns: sorted, consolidated and gathered by one compiled call
+            self.emit(time, self.trace.stage_int_batch(b, time, h))
+            return
+        self.emit(time, self.trace.stage_batch(b, time, h))
 
     def describe(self) -> str:
         keys = [self.schema.names[i] for i in self.key_idx]

@@ -258,3 +258,46 @@ def test_merge_int_runs_is_merge_runs_and_gather(x: dict, y: dict, collide: bool
     cols_t, _, diff_t = tr.all_updates()
     got_t = Counter({(int(s), int(d)): int(v) for s, d, v in zip(*cols_t, diff_t, strict=True)})
     assert got_t == Counter({k: v for k, v in want.items() if v})
+
+
+def run_rows(run: Run) -> Counter:
+    return Counter(
+        {(tuple(int(c[i]) for c in run.cols), tuple(run.times[i].tolist()), int(run.rowhash[i])): int(run.diff[i])
+         for i in range(len(run))}
+    )  # fmt: skip
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(-2, 2)), max_size=60),
+    st.sampled_from([(0,), (0, 2), (0, (1 << 20) + 5)]),
+    st.sampled_from(["rows", "key", "collide"]),
+)
+@examples(200)
+def test_stage_int_batch_is_stage_batch(rows: list, time: tuple, hashes: str) -> None:
+    """Rows of two int64 columns staged by one compiled call: the same consolidated batch
+    and staged run as consolidating and sorting them (as multisets of rows with their
+    hashes; the sort keys in order).  ``collide``: every row hash made its key's, so
+    different rows share one — consolidated the general way."""
+    src = np.array([s for s, _, _ in rows], dtype=np.int64)
+    dst = np.array([d for _, d, _ in rows], dtype=np.int64)
+    diff = np.array([x for _, _, x in rows], dtype=np.int64)
+    key = (0,) if hashes != "rows" else (0, 1)
+    kinds = ("iter",) * (len(time) - 1)
+    h = hash_rows((src,), len(src)) if hashes == "collide" else hash_rows((src, dst), len(src))
+    new, old = (Trace((np.dtype(np.int64),) * 2, key, kinds) for _ in range(2))
+    got = new.stage_int_batch(Batch((src, dst), diff), time, h)
+    want = old.stage_batch(Batch((src, dst), diff), time, h)
+
+    def batch_rows(b: Batch) -> Counter:
+        assert b.rowhash is not None
+        return Counter({(int(s), int(d), int(r)): int(x) for s, d, x, r in zip(*b.cols, b.diff, b.rowhash, strict=True)})  # fmt: skip
+
+    assert batch_rows(got) == batch_rows(want)
+    assert (new.staged is None) == (old.staged is None)
+    if new.staged is not None and old.staged is not None:
+        assert (new.staged.sortkey == old.staged.sortkey).all()
+        assert run_rows(new.staged) == run_rows(old.staged)
+        assert new.staged.bound == old.staged.bound
+        assert (
+            new.staged.keyhash == hash_rows([new.staged.cols[i] for i in key], len(new.staged))
+        ).all()
