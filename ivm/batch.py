@@ -128,7 +128,9 @@ def hash_rows(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     """Hash of each row of ``cols`` (``n`` rows; zero columns hash to a constant)."""
     if len(cols) == 1:
         c = cols[0]
-        if c.dtype is _INT64:  # the common key: hashed from its bits in one call
+        # the common key: hashed from its bits in one call (``==`` too: arrays a compiled
+        # kernel returns carry an equal dtype object, not numpy's own)
+        if c.dtype is _INT64 or c.dtype == _INT64:
             return mix_int_offset(c, _GOLDEN)
         return mix_offset(hash_column(c), _GOLDEN)
     if cols and _all_int64(cols):
@@ -144,7 +146,7 @@ def hash_rows(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
 
 
 def _all_int64(cols: Sequence[np.ndarray]) -> bool:
-    return all([c.dtype is _INT64 for c in cols])
+    return all([c.dtype is _INT64 or c.dtype == _INT64 for c in cols])
 
 
 def hash_rows_after(
