@@ -901,11 +901,19 @@ def stage_int_rows(
         s1 = s0 + 1
         while s1 < n and sk[order[s1]] == sk[order[s0]]:
             s1 += 1
-        if s1 - s0 > 1:
+        if s1 - s0 > 16:
             block = order[s0:s1].copy()
             sub = np.argsort(rh[block])
             for u in range(s1 - s0):
                 order[s0 + u] = block[sub[u]]
+        else:  # a few rows: sorted in place
+            for u in range(s0 + 1, s1):
+                x = order[u]
+                v = u
+                while v > s0 and rh[order[v - 1]] > rh[x]:
+                    order[v] = order[v - 1]
+                    v -= 1
+                order[v] = x
         s0 = s1
     o_sk = np.empty(n, dtype=np.uint64)
     o_kh = np.empty(n, dtype=np.uint64)

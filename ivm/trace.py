@@ -92,6 +92,10 @@ _INT64 = np.dtype(np.int64)
 #: by numpy, whose vectorized sort beats numba's, and whose stable sort (timsort) merges
 #: the already-sorted pieces of a merged run in near linear time
 _KERNEL_SORT = 4096
+#: batches of several int64 columns up to this size are staged by one compiled call
+#: (:meth:`Trace.stage_int_batch`); larger ones, whose rows repeat keys, are consolidated
+#: by hash and sorted by numpy faster (1,000 rows of 20 keys: 35 against 32 µs)
+_INT_STAGE = 512
 
 
 class RunHints(TypedDict, total=False):
@@ -331,7 +335,7 @@ class Trace:
         n = batch.diff.shape[0]
         cols = batch.cols
         if (
-            not 0 < n <= _KERNEL_SORT
+            not 0 < n <= _INT_STAGE
             or len(time) > 2
             or not all([c.dtype == _INT64 and c.flags.c_contiguous for c in cols])
         ):
