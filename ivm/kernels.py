@@ -456,6 +456,29 @@ Out = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _end_of(sk: np.ndarray, i: int, s: np.uint64) -> int:
+    """The first position from ``i`` on whose sort key is not ``s``."""
+    n = sk.shape[0]
+    while i < n and sk[i] == s:
+        i += 1
+    return i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same_update(
+    rh_a: np.ndarray, t_a: np.ndarray, x: int, rh_b: np.ndarray, t_b: np.ndarray, y: int
+) -> bool:
+    """Whether row ``x`` of one run and row ``y`` of another are the same update: equal row
+    hashes and equal times."""
+    same = rh_a[x] == rh_b[y]
+    c = 0
+    while same and c < t_a.shape[1]:
+        same = t_a[x, c] == t_b[y, c]
+        c += 1
+    return same
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _match_pairwise(
     a: Side, b: Side, oa: np.ndarray, ob: np.ndarray, na: int, out: Out, k: int, m: int
 ) -> tuple[int, int]:
@@ -464,18 +487,10 @@ def _match_pairwise(
     rh_a, t_a, d_a = a
     rh_b, t_b, d_b = b
     src, dif, ia, ib, used = out
-    depth = t_a.shape[1]
     for x in oa:
         d = d_a[x]
         for y in ob:
-            if used[y] or rh_b[y] != rh_a[x]:
-                continue
-            same = True
-            for c in range(depth):
-                if t_a[x, c] != t_b[y, c]:
-                    same = False
-                    break
-            if same:
+            if not used[y] and _same_update(rh_a, t_a, x, rh_b, t_b, y):
                 used[y] = True
                 d = add(d, d_b[y])
                 ia[m] = x
@@ -590,7 +605,16 @@ def merge_key_runs(
     hash is the row hash and cannot collide, so no summed pairs are returned for checking,
     and the column is gathered here.  Returns ``(sortkey, keyhash, times, diff, column,
     largest |diff|)`` — five arrays where :func:`merge_runs` returns eight and its caller
-    gathers the column (each array a kernel returns costs ~0.35 µs to hand to Python)."""
+    gathers the column (each array a kernel returns costs ~0.35 µs to hand to Python).
+
+    Written straight to its outputs by one pass (:func:`_merge_key_into`: no positions,
+    pairs and gathers in between; ~40% less time on a 54k-row merge), unless a block of
+    equal sort keys is too large to match pairwise."""
+    direct = _merge_key_into(
+        (sk_a, kh_a, t_a, c_a), d_a, (sk_b, kh_b, t_b, c_b), d_b, np.arange(sk_b.shape[0])
+    )
+    if direct[5] >= 0:
+        return direct
     src, dif, _, _ = _merge_positions(sk_a, kh_a, t_a, d_a, sk_b, kh_b, t_b, d_b)
     sk, kh, _, times, big = _gather_merged(
         (sk_a, kh_a, kh_a, t_a), (sk_b, kh_b, kh_b, t_b), src, dif
@@ -668,9 +692,7 @@ def _merge_key_into(
             j += 1
         else:
             s = sk_a[i]
-            i1 = i
-            while i1 < na and sk_a[i1] == s:
-                i1 += 1
+            i1 = _end_of(sk_a, i, s)
             j1 = j
             while j1 < nb and sk_b[order[j1]] == s:
                 j1 += 1
@@ -681,14 +703,7 @@ def _merge_key_into(
                 d = d_a[x]
                 for u in range(j1 - j):
                     y = order[j + u]
-                    if used[u] or kh_b[y] != kh_a[x]:
-                        continue
-                    same = True
-                    for q in range(depth):
-                        if t_a[x, q] != t_b[y, q]:
-                            same = False
-                            break
-                    if same:
+                    if not used[u] and _same_update(kh_a, t_a, x, kh_b, t_b, y):
                         used[u] = True
                         d = add(d, d_b[y])
                         break
@@ -746,24 +761,19 @@ def push_key_run(
     return _merge_key_into((sk_a, kh_a, t_a, c_a), d_a, (sk_b, kh_b, t_b, c_b), d_b, order)
 
 
-@njit(cache=True, nogil=True)
-def merge_key_runs_direct(
-    sk_a: np.ndarray,
-    kh_a: np.ndarray,
-    t_a: np.ndarray,
-    d_a: np.ndarray,
-    c_a: np.ndarray,
-    sk_b: np.ndarray,
-    kh_b: np.ndarray,
-    t_b: np.ndarray,
-    d_b: np.ndarray,
-    c_b: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """:func:`merge_key_runs` of two sorted runs written straight to its outputs
-    (:func:`_merge_key_into`: one pass, no positions in between; ~40% less time on a 54k-row
-    merge).  Largest ``|diff|`` -1: a block too large, merge them with :func:`merge_key_runs`."""
-    order = np.arange(sk_b.shape[0])
-    return _merge_key_into((sk_a, kh_a, t_a, c_a), d_a, (sk_b, kh_b, t_b, c_b), d_b, order)
+@njit(cache=True, nogil=True, inline="always")
+def _abs_max(big: int, d: np.int64) -> int:
+    """The larger of ``big`` and ``|d|``."""
+    return max(big, -d if d < 0 else d)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _times_at(n: int, depth: int, iteration: int) -> np.ndarray:
+    """``n`` copies of one time of ``depth`` (0 or 1) inner coordinates, ``iteration``."""
+    times = np.empty((n, depth), dtype=np.int64)
+    if depth:
+        times[:, 0] = iteration
+    return times
 
 
 @njit(cache=True, nogil=True)
@@ -812,15 +822,9 @@ def stage_key_batch(
             o_kh[k] = h
             o_d[k] = d
             o_c[k] = col[x]
-            if d < 0:
-                d = -d
-            if d > big:
-                big = d
+            big = _abs_max(big, d)
             k += 1
-    times = np.empty((k, depth), dtype=np.int64)
-    if depth:
-        times[:, 0] = iteration
-    return o_sk[:k], o_kh[:k], times, o_d[:k], o_c[:k], big
+    return o_sk[:k], o_kh[:k], _times_at(k, depth, iteration), o_d[:k], o_c[:k], big
 
 
 @njit(cache=True, nogil=True)
@@ -942,14 +946,9 @@ def stage_int_rows(
             o_d[m] = d
             for q in range(k):
                 o_c[q, m] = cols[q][x]
-            if d < 0:
-                d = -d
-            if d > big:
-                big = d
+            big = _abs_max(big, d)
             m += 1
-    times = np.empty((m, depth), dtype=np.int64)
-    if depth:
-        times[:, 0] = iteration
+    times = _times_at(m, depth, iteration)
     return o_sk[:m], o_kh[:m], o_rh[:m], times, o_d[:m], o_c[:, :m], big
 
 
@@ -1000,12 +999,8 @@ def _merge_positions(
                 j += 1
         else:
             s = sk_a[i]
-            i1 = i
-            while i1 < na and sk_a[i1] == s:
-                i1 += 1
-            j1 = j
-            while j1 < nb and sk_b[j1] == s:
-                j1 += 1
+            i1 = _end_of(sk_a, i, s)
+            j1 = _end_of(sk_b, j, s)
             if (i1 - i) * (j1 - j) <= 64:
                 # a small block: match pairwise, no sorting
                 oa = small_a[: i1 - i]

@@ -50,7 +50,6 @@ from ivm.kernels import (
     consolidate_sorted,
     merge_int_runs,
     merge_key_runs,
-    merge_key_runs_direct,
     probe_run,
     push_key_run,
     sort_key_run,
@@ -485,20 +484,16 @@ class Trace:
 
     def _merged(self, a: Run, b: Run, *, share: bool) -> Run | None:
         """:func:`_merged` of two runs of this trace; rows of int64 columns are merged with
-        their columns by one compiled call: one column by :func:`ivm.kernels.merge_key_runs_direct`
-        (written straight to its outputs; :func:`ivm.kernels.merge_key_runs` when a block
-        of equal sort keys is too large for it), several by :func:`_merged_int`."""
+        their columns by one compiled call: one column by :func:`ivm.kernels.merge_key_runs`,
+        several by :func:`_merged_int`."""
         if self.int_cols:
             return _merged_int(a, b, share=share)
         if not self.int_row:
             return _merged(a, b, share=share)
-        args = (
+        sk, kh, times, diff, col, big = merge_key_runs(
             a.sortkey, a.keyhash, a.times, a.diff, a.cols[0],
             b.sortkey, b.keyhash, b.times, b.diff, b.cols[0],
         )  # fmt: skip
-        sk, kh, times, diff, col, big = merge_key_runs_direct(*args)
-        if big < 0:
-            sk, kh, times, diff, col, big = merge_key_runs(*args)
         if share and a.keyhash is a.sortkey and b.keyhash is b.sortkey:
             kh = sk
         return Run(sk, kh, kh, (col,), times, diff, big)

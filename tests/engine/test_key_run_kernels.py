@@ -1,8 +1,9 @@
-"""The one-call kernels for runs whose whole row is one integer column
-(:func:`ivm.kernels.push_key_run`, :func:`ivm.kernels.merge_key_runs_direct`) against the
-two-call path they replace (:func:`ivm.kernels.sort_key_run`, then
-:func:`ivm.kernels.merge_key_runs`): the same arrays, row for row, on random runs with
-cancellations, sort keys that collide in their iteration bits, and empty runs; and traces
+"""The one-call kernels for runs of int64 columns against the general path they replace:
+:func:`ivm.kernels.push_key_run` (sort and merge) and :func:`ivm.kernels.merge_key_runs`
+(merged straight to its outputs) against :func:`ivm.kernels.sort_key_run` and the general
+:func:`ivm.kernels.merge_runs` with the column gathered from its positions — the same
+arrays, row for row, on random runs with cancellations, sort keys that collide in their
+iteration bits, and empty runs; the staging and two-column kernels likewise; and traces
 written through them against a plain multiset of updates."""
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from ivm.batch import Batch, hash_rows
 from ivm.kernels import (
     merge_int_runs,
     merge_key_runs,
-    merge_key_runs_direct,
     merge_runs,
     push_key_run,
     sort_key_run,
@@ -87,8 +87,17 @@ def test_push_key_run_is_sort_then_merge(old: dict, new: dict, cancel: list, by_
         blocks_a = Counter(a[0].tolist())
         assert any(blocks_a[s] * c > 64 for s, c in Counter(b[0].tolist()).items())
         return
-    same(fused, merge_key_runs(*a[:5], *b[:5]))
-    same(merge_key_runs_direct(*a[:5], *b[:5]), fused)
+    same(fused, general_merge(a, b))
+    same(merge_key_runs(*a[:5], *b[:5]), fused)
+
+
+def general_merge(a: tuple, b: tuple) -> tuple:
+    """Two sorted one-column runs merged by :func:`merge_runs` (row hash = key hash) and
+    their column gathered from its positions."""
+    src, sk, kh, _, times, diff, _, _, big = merge_runs(
+        a[0], a[1], a[1], a[2], a[3], b[0], b[1], b[1], b[2], b[3]
+    )
+    return sk, kh, times, diff, np.concatenate([a[4], b[4]])[src], big
 
 
 def test_push_key_run_gives_up_on_a_large_block() -> None:
@@ -99,7 +108,7 @@ def test_push_key_run_gives_up_on_a_large_block() -> None:
     kh, times, diff, col = arrays(new, 1)
     assert push_key_run(*a[:5], kh, times, diff, col, True, BITS)[5] == -1
     b = sort_key_run(kh, times, diff, col, True, BITS)
-    assert merge_key_runs_direct(*a[:5], *b[:5])[5] == -1
+    same(merge_key_runs(*a[:5], *b[:5]), general_merge(a, b))
     # the trace then merges the general way: 3 updates left, at iterations 12-14
     tr = Trace((np.dtype(np.int64),), (0,), ("iter",))
     for upd in (old, new):
