@@ -800,8 +800,8 @@ def _merged(a: Run, b: Run, *, share: bool) -> Run | None:
 def _merged_int(a: Run, b: Run, *, share: bool) -> Run | None:
     """:func:`_merged` of runs of several int64 columns: the summed pairs' rows compared
     and the columns gathered by the same compiled call (:func:`ivm.kernels.merge_int_runs`),
-    when every column is contiguous (a tuple of one array type)."""
-    if not all([c.flags.c_contiguous for c in (*a.cols, *b.cols)]):
+    when every column is a contiguous int64 array (a tuple of one array type)."""
+    if not all([c.flags.c_contiguous and c.dtype == _INT64 for c in (*a.cols, *b.cols)]):
         return _merged(a, b, share=share)
     sk, kh, rh, times, diff, cols, big = merge_int_runs(
         a.sortkey, a.keyhash, a.rowhash, a.times, a.diff, a.cols,
