@@ -762,9 +762,10 @@ def push_key_run(
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _abs_max(big: int, d: np.int64) -> int:
+def _abs_max(big: int, d: int) -> int:
     """The larger of ``big`` and ``|d|``."""
-    return max(big, -d if d < 0 else d)
+    a = -d if d < 0 else d
+    return a if a > big else big
 
 
 @njit(cache=True, nogil=True, inline="always")
