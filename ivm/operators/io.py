@@ -267,9 +267,12 @@ class Output(Operator):
         if fixed is not None:
             # numeric columns only: their Arrow types follow from the dtypes, so the table
             # is built against a schema made once (a step reads its changes every time)
-            arrays = [pa.array(c) for c in b.cols]
+            arrays = [
+                _numeric_array(c, d, f.type)
+                for c, d, f in zip(b.cols, self.dtypes, fixed, strict=False)
+            ]
             if diff_col:
-                arrays.append(pa.array(b.diff))
+                arrays.append(_numeric_array(b.diff, _NP_INT64, _INT64))
             return pa.Table.from_arrays(arrays, schema=fixed)
         cols = {
             n: _arrow_column(c, d)
@@ -323,6 +326,19 @@ class Output(Operator):
         b = self.last_changes
         rows = zip(*(c.tolist() for c in b.cols), strict=True) if b.cols else [()] * len(b)
         return {tuple(r): int(d) for r, d in zip(rows, b.diff.tolist(), strict=True)}
+
+
+_INT64 = pa.int64()
+_NP_INT64 = np.dtype(np.int64)
+
+
+def _numeric_array(c: np.ndarray, dtype: np.dtype, typ: pa.DataType) -> pa.Array:
+    """A column declared ``dtype`` as an Arrow array of type ``typ`` (``dtype``'s): a
+    contiguous native int64/float64 column is wrapped as Arrow's data buffer, with no copy
+    or type inference (a step's changes are read every step, mostly a few rows)."""
+    if c.dtype == dtype and dtype.kind in "if" and dtype.isnative and c.flags.c_contiguous:
+        return pa.Array.from_buffers(typ, len(c), [None, pa.py_buffer(c)])
+    return pa.array(c, type=typ)
 
 
 def _arrow_column(c: np.ndarray, dtype: str) -> pa.Array:
