@@ -35,6 +35,24 @@ def rows_to_columns(op: Operator, rows: Rows) -> tuple[np.ndarray, ...]:
             coerce_column(data[n], d, n) for n, d in zip(schema.names, schema.dtypes, strict=True)
         )
     if isinstance(rows, dict):
+        if len(rows) == len(schema.names):
+            # the common case: exactly the schema's columns, checked by one lookup each
+            try:
+                cols = [rows[n] for n in schema.names]
+            except KeyError:
+                pass
+            else:
+                out = tuple(
+                    [
+                        coerce_column(c, d, n)
+                        for c, n, d in zip(cols, schema.names, schema.dtypes, strict=True)
+                    ]
+                )
+                if len(out) > 1 and len({len(c) for c in out}) > 1:
+                    raise SchemaError(
+                        f"{op.name}: columns of different lengths {sorted({len(c) for c in out})}"
+                    )
+                return out
         extra = set(rows) - set(schema.names)
         missing = [n for n in schema.names if n not in rows]
         if extra or missing:
@@ -75,6 +93,11 @@ def rows_to_columns(op: Operator, rows: Rows) -> tuple[np.ndarray, ...]:
 def coerce_diffs(op: Operator, diffs: Diffs, n: int) -> np.ndarray:
     """User diffs as int64, each within ``±(2**63 - 1)`` (the symmetric range of
     :mod:`ivm.difference`, so a retraction can always be negated)."""
+    if type(diffs) is int and -DIFF_MAX <= diffs <= DIFF_MAX:
+        # the common case (insert, delete): one diff for every row
+        out = np.empty(n, dtype=np.int64)
+        out.fill(diffs)
+        return out
     if isinstance(diffs, int | np.integer) and not isinstance(diffs, bool):
         if not -DIFF_MAX <= int(diffs) <= DIFF_MAX:
             raise DiffError(
