@@ -34,6 +34,8 @@ def pad_times(times: np.ndarray, depth: int) -> np.ndarray:
 
 
 def probe(trace: Trace, batch: Batch, key_idx: tuple[int, ...], before: Time | None) -> Gathered:
+    """The updates of ``trace`` matching each row of ``batch`` on its key columns
+    ``key_idx`` (before time ``before``), without their row hashes (pairs need none)."""
     cols = batch.cols
     keys = tuple([cols[i] for i in key_idx])
     if (
@@ -41,8 +43,8 @@ def probe(trace: Trace, batch: Batch, key_idx: tuple[int, ...], before: Time | N
         and len(key_idx) == len(cols)
         and key_idx == tuple(range(len(cols)))
     ):
-        return trace.lookup(batch.rowhash, keys, before)
-    return trace.lookup(hash_rows(keys, batch.diff.shape[0]), keys, before)
+        return trace.lookup(batch.rowhash, keys, before, with_hashes=False)
+    return trace.lookup(hash_rows(keys, batch.diff.shape[0]), keys, before, with_hashes=False)
 
 
 def batch_trace(batch: Batch, key_idx: tuple[int, ...], depth: int) -> Trace:
