@@ -155,7 +155,7 @@ class Input(Operator):
         self.pending = list(snap) if isinstance(snap, list) else []
 
     def pending_rows(self) -> int:
-        return sum(len(b) for b in self.pending)
+        return sum([b.diff.shape[0] for b in self.pending])
 
     def start_epoch(self, time: Time) -> None:
         for b in self.pending:
