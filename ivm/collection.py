@@ -135,11 +135,20 @@ class Collection:
             self.graph._arrangements[cache_key] = arr
         return arr
 
-    def join(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]) -> Collection:
+    def join(
+        self,
+        other: Collection,
+        on: Sequence[tuple[ColumnRef, ColumnRef]],
+        select: Sequence[ColumnRef] | None = None,
+        names: Sequence[str] | None = None,
+    ) -> Collection:
         """Equi-join: all columns of ``self`` then all of ``other`` (clashes get ``_r``).
 
         ``on=[]`` is the cross product.  Keys compare as in grouping: NULL matches NULL
         (SQL front ends drop NULL keys first where SQL says they never match).
+        ``select`` keeps only these columns of that result (and ``names`` renames them),
+        as ``join(...).project(*select, names=names)`` does, but the pairs' other columns
+        are never gathered and no projection runs after the join.
         """
         other = self._other(other)
         pairs = list(on)
@@ -151,7 +160,18 @@ class Collection:
         la, ra = self.arrange(lk), other.arrange(rk)
         scope = self._deeper(other)
         ls, rs = self.graph._enter(la, scope), self.graph._enter(ra, scope)
-        op = Join(self.graph, scope, [ls, rs], self.schema.concat(other.schema), left=la, right=ra)
+        schema = self.schema.concat(other.schema)
+        keep: tuple[int, ...] | None = None
+        if select is not None:
+            keep = schema.indices(list(select))
+            if names is None:
+                names = distinct_names([schema.names[i] for i in keep])
+            elif len(names) != len(keep):
+                raise PlanError(f"join: {len(keep)} columns selected, {len(names)} names given")
+            schema = Schema(tuple(names), tuple(schema.dtypes[i] for i in keep))
+        elif names is not None:
+            raise PlanError("join: names= renames the columns of select=; give both")
+        op = Join(self.graph, scope, [ls, rs], schema, left=la, right=ra, select=keep)
         return Collection(self.graph, op)
 
     def semijoin(self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]) -> Collection:

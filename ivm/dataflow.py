@@ -89,9 +89,16 @@ class Scope:
 
     def next_coordinate(self, t: Time, after: int) -> int | None:
         """Smallest coordinate > ``after`` at which something in the scope has work."""
+        maps = self.pending_maps()
+        # the next round nearly always has work at once (a loop's feedback): one lookup per
+        # map instead of a scan of every pending time
+        nxt = (*t, after + 1)
+        for pending in maps:
+            if nxt in pending:
+                return after + 1
         n = len(t)
         best: int | None = None
-        for pending in self.pending_maps():
+        for pending in maps:
             if not pending:
                 continue
             for pt in pending:
@@ -134,6 +141,17 @@ class StepReport:
     input_rows: int
     differences: int
     seconds: float
+
+
+@dataclass
+class EpochRoles:
+    """The operators an epoch's start and end call (:meth:`Dataflow.epoch_roles`): the
+    inputs, those that keep a snapshot to roll back to, and those with an end-of-epoch step
+    (compaction); in the order they were built."""
+
+    inputs: list[Input]
+    keeping: list[Operator]
+    ending: list[Operator]
 
 
 @dataclass
@@ -188,6 +206,7 @@ class Dataflow:
         self._entered: dict[tuple[int, int], Operator] = {}
         self._constants: list[Input] = []
         self._running = False
+        self._epoch_roles: EpochRoles | None = None
 
     def _register(self, op: Operator) -> int:
         self.ops.append(op)
@@ -195,6 +214,7 @@ class Dataflow:
         return len(self.ops) - 1
 
     def _invalidate(self) -> None:
+        self._epoch_roles = None
         s: list[Scope] = [self.root]
         while s:
             sc = s.pop()
@@ -368,23 +388,33 @@ class Dataflow:
         if e <= self.epoch:
             raise EpochError(f"epoch {e} does not advance past the last epoch {self.epoch}")
         started = _clock.perf_counter()
-        n_in = sum(op.pending_rows() for op in self.inputs.values()) + sum(
-            op.pending_rows() for op in self._constants
-        )
+        # every input: the named ones and the constants
+        n_in = sum([op.pending_rows() for op in self.epoch_roles().inputs])
         start = EpochStart(e, n_in, self.metrics.total(epoch=e), started, [])
         self._running = True
-        start.saved.extend(op.snapshot() for op in self.ops)
+        start.saved.extend(op.snapshot() for op in self.epoch_roles().keeping)
         return start
+
+    def epoch_roles(self) -> EpochRoles:
+        """Which operators take part in an epoch's start and end (computed once per graph
+        shape: a small step would otherwise call every operator's no-op hooks)."""
+        if self._epoch_roles is None:
+            base = Operator
+            self._epoch_roles = EpochRoles(
+                [op for op in self.ops if isinstance(op, Input)],
+                [op for op in self.ops if type(op).snapshot is not base.snapshot],
+                [op for op in self.ops if type(op).end_epoch is not base.end_epoch],
+            )
+        return self._epoch_roles
 
     def start_inputs(self, start: EpochStart) -> None:
         """Open the epoch at every input (inside the caller's roll-back guard)."""
-        for op in self.ops:
-            if isinstance(op, Input):
-                op.start_epoch(start.time)
+        for op in self.epoch_roles().inputs:
+            op.start_epoch(start.time)
 
     def end_operators(self) -> None:
         """End the epoch at every operator; an overflow names the operator that raised it."""
-        for op in self.ops:
+        for op in self.epoch_roles().ending:
             try:
                 op.end_epoch()
             except ArithmeticOverflowError as exc:
@@ -393,9 +423,10 @@ class Dataflow:
 
     def roll_back(self, start: EpochStart, exc: BaseException) -> None:
         """Put every operator back as it was before the epoch ``start`` opened."""
-        for op, snap in zip(self.ops, start.saved, strict=True):
+        saved = dict(zip(map(id, self.epoch_roles().keeping), start.saved, strict=True))
+        for op in self.ops:
             op.inbox.clear()
-            op.restore(snap)
+            op.restore(saved.get(id(op)))
         self.metrics.forget_epoch(start.epoch)
         if isinstance(exc, ArithmeticOverflowError):
             exc.outputs = self.outputs_fed_by(exc.operator_id)
@@ -403,8 +434,9 @@ class Dataflow:
 
     def check_drained(self, e: int) -> None:
         """Raise if any operator still holds work after epoch ``e``."""
-        leftover = [op.name for op in self.ops if op.pending_times()]
-        if leftover:
+        # the pending maps of every operator that can hold work (forwarding ones never do)
+        if any(self.root.pending_maps()):
+            leftover = [op.name for op in self.ops if op.pending_times()]
             raise IvmError(f"internal: work left after epoch {e} at {leftover}")
 
     def _run_items(self, scope: Scope, t: Time) -> None:

@@ -87,6 +87,7 @@ NO_TIME = np.iinfo(np.int64).max
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _INT64 = np.dtype(np.int64)
+_EMPTY_HASHES = np.zeros(0, dtype=np.uint64)
 #: runs up to this size are sorted by one compiled call (fewer numpy calls); larger ones
 #: by numpy, whose vectorized sort beats numba's, and whose stable sort (timsort) merges
 #: the already-sorted pieces of a merged run in near linear time
@@ -573,6 +574,7 @@ class Trace:
         upto: int | None = None,
         next_time: np.ndarray | None = None,
         after: np.ndarray | None = None,
+        with_hashes: bool = True,
     ) -> Gathered:
         """Every update whose key equals a probe's key.
 
@@ -586,6 +588,8 @@ class Trace:
         iteration found (a hash-bucket neighbour may make it early: that only costs a
         re-evaluation that changes nothing).  ``after`` (one iteration per probe, -1 for
         none) further keeps only the updates at iterations after it.
+        ``with_hashes=False``: the updates' row hashes are not gathered (a join pairs rows
+        and never reads them; ``Gathered.rowhash`` is then empty).
         """
         if upto is not None and not self.by_time:
             raise ValueError("upto= needs a single-loop trace")
@@ -641,7 +645,7 @@ class Trace:
             positions.append(pos)
         if perm is not None and next_time is not None:
             caller_next[perm] = next_time
-        return self._gathered(owners, runs_hit, positions, probe_cols)
+        return self._gathered(owners, runs_hit, positions, probe_cols, with_hashes)
 
     def _gathered(
         self,
@@ -649,9 +653,12 @@ class Trace:
         runs_hit: list[Run],
         positions: list[np.ndarray],
         probe_cols: Columns,
+        with_hashes: bool = True,
     ) -> Gathered:
         """The updates at ``positions`` of ``runs_hit`` (matched by key hash for probes
-        ``owners``), gathered, with hash collisions rejected."""
+        ``owners``), gathered, with hash collisions rejected; their row hashes only
+        ``with_hashes`` (else an empty array).  Times outside loops have no coordinates,
+        so they are made, not gathered."""
         if not owners:
             return Gathered(
                 _EMPTY,
@@ -660,19 +667,28 @@ class Trace:
                 _EMPTY,
                 np.zeros(0, dtype=np.uint64),
             )
+        timed = self.depth > 0
+        rowh = _EMPTY_HASHES
         if len(owners) == 1:
             run, pos, owner = runs_hit[0], positions[0], owners[0]
             cols = take(run.cols, pos)
-            times, diff, rowh = run.times[pos], run.diff[pos], run.rowhash[pos]
+            diff = run.diff[pos]
+            if with_hashes:
+                rowh = run.rowhash[pos]
+            times = run.times[pos] if timed else np.empty((len(pos), 0), dtype=np.int64)
         else:
             pairs = list(zip(runs_hit, positions, strict=True))
             owner = np.concatenate(owners)
             cols = tuple(
-                np.concatenate([r.cols[i][p] for r, p in pairs]) for i in range(len(self.dtypes))
+                [np.concatenate([r.cols[i][p] for r, p in pairs]) for i in range(len(self.dtypes))]
             )
-            times = np.concatenate([r.times[p] for r, p in pairs])
             diff = np.concatenate([r.diff[p] for r, p in pairs])
-            rowh = np.concatenate([r.rowhash[p] for r, p in pairs])
+            if with_hashes:
+                rowh = np.concatenate([r.rowhash[p] for r, p in pairs])
+            if timed:
+                times = np.concatenate([r.times[p] for r, p in pairs])
+            else:
+                times = np.empty((len(owner), 0), dtype=np.int64)
         # reject hash collisions: the key columns must really be equal (the kernel has
         # already matched the whole 64-bit key hash)
         key_cols = tuple([cols[i] for i in self.key_idx])
@@ -680,13 +696,9 @@ class Trace:
             return Gathered(owner, cols, times, diff, rowh)
         ok = rows_equal(key_cols, None, probe_cols, owner)
         if not ok.all():
-            owner, cols, times, diff, rowh = (
-                owner[ok],
-                take(cols, ok),
-                times[ok],
-                diff[ok],
-                rowh[ok],
-            )
+            owner, cols, times, diff = owner[ok], take(cols, ok), times[ok], diff[ok]
+            if with_hashes:
+                rowh = rowh[ok]
         return Gathered(owner, cols, times, diff, rowh)
 
     def key_sums(

@@ -78,7 +78,7 @@ def reachable(edges: Collection, roots: Collection) -> Collection:
     roots = roots.enter_scope(roots._deeper(edges))
 
     def body(reach: Collection) -> Collection:
-        step = reach.join(edges, on=[("node", "src")]).project("dst", names=["node"])
+        step = reach.join(edges, on=[("node", "src")], select=["dst"], names=["node"])
         return step.concat(roots).distinct()
 
     return roots.iterate(body)

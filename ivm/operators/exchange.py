@@ -126,6 +126,14 @@ def partitioning(op: Operator, memo: dict[int, tuple[int, ...] | None]) -> tuple
         got = tuple(range(len(op.key_idx)))
     elif isinstance(op, Join):
         got = op.left.key_idx
+        if op.select is not None:
+            # where the kept columns hold either side's key (equal values, equal hashes)
+            width = len(op.left.dtypes)
+            got = None
+            for key in (op.left.key_idx, tuple(width + k for k in op.right.key_idx)):
+                if all(k in op.select for k in key):
+                    got = tuple(op.select.index(k) for k in key)
+                    break
     elif isinstance(op, HalfJoin):
         got = op.stream_key
     elif isinstance(op, Arrange | Filter | Negate | Consolidate | Enter | Leave):

@@ -35,6 +35,24 @@ def rows_to_columns(op: Operator, rows: Rows) -> tuple[np.ndarray, ...]:
             coerce_column(data[n], d, n) for n, d in zip(schema.names, schema.dtypes, strict=True)
         )
     if isinstance(rows, dict):
+        if len(rows) == len(schema.names):
+            # the common case: exactly the schema's columns, checked by one lookup each
+            try:
+                cols = [rows[n] for n in schema.names]
+            except KeyError:
+                pass
+            else:
+                out = tuple(
+                    [
+                        coerce_column(c, d, n)
+                        for c, n, d in zip(cols, schema.names, schema.dtypes, strict=True)
+                    ]
+                )
+                if len(out) > 1 and len({len(c) for c in out}) > 1:
+                    raise SchemaError(
+                        f"{op.name}: columns of different lengths {sorted({len(c) for c in out})}"
+                    )
+                return out
         extra = set(rows) - set(schema.names)
         missing = [n for n in schema.names if n not in rows]
         if extra or missing:
@@ -75,6 +93,11 @@ def rows_to_columns(op: Operator, rows: Rows) -> tuple[np.ndarray, ...]:
 def coerce_diffs(op: Operator, diffs: Diffs, n: int) -> np.ndarray:
     """User diffs as int64, each within ``±(2**63 - 1)`` (the symmetric range of
     :mod:`ivm.difference`, so a retraction can always be negated)."""
+    if type(diffs) is int and -DIFF_MAX <= diffs <= DIFF_MAX:
+        # the common case (insert, delete): one diff for every row
+        out = np.empty(n, dtype=np.int64)
+        out.fill(diffs)
+        return out
     if isinstance(diffs, int | np.integer) and not isinstance(diffs, bool):
         if not -DIFF_MAX <= int(diffs) <= DIFF_MAX:
             raise DiffError(
@@ -132,7 +155,7 @@ class Input(Operator):
         self.pending = list(snap) if isinstance(snap, list) else []
 
     def pending_rows(self) -> int:
-        return sum(len(b) for b in self.pending)
+        return sum([b.diff.shape[0] for b in self.pending])
 
     def start_epoch(self, time: Time) -> None:
         for b in self.pending:
@@ -267,9 +290,12 @@ class Output(Operator):
         if fixed is not None:
             # numeric columns only: their Arrow types follow from the dtypes, so the table
             # is built against a schema made once (a step reads its changes every time)
-            arrays = [pa.array(c) for c in b.cols]
+            arrays = [
+                _numeric_array(c, d, f.type)
+                for c, d, f in zip(b.cols, self.dtypes, fixed, strict=False)
+            ]
             if diff_col:
-                arrays.append(pa.array(b.diff))
+                arrays.append(_numeric_array(b.diff, _NP_INT64, _INT64))
             return pa.Table.from_arrays(arrays, schema=fixed)
         cols = {
             n: _arrow_column(c, d)
@@ -323,6 +349,19 @@ class Output(Operator):
         b = self.last_changes
         rows = zip(*(c.tolist() for c in b.cols), strict=True) if b.cols else [()] * len(b)
         return {tuple(r): int(d) for r, d in zip(rows, b.diff.tolist(), strict=True)}
+
+
+_INT64 = pa.int64()
+_NP_INT64 = np.dtype(np.int64)
+
+
+def _numeric_array(c: np.ndarray, dtype: np.dtype, typ: pa.DataType) -> pa.Array:
+    """A column declared ``dtype`` as an Arrow array of type ``typ`` (``dtype``'s): a
+    contiguous native int64/float64 column is wrapped as Arrow's data buffer, with no copy
+    or type inference (a step's changes are read every step, mostly a few rows)."""
+    if c.dtype == dtype and dtype.kind in "if" and dtype.isnative and c.flags.c_contiguous:
+        return pa.Array.from_buffers(typ, len(c), [None, pa.py_buffer(c)])
+    return pa.array(c, type=typ)
 
 
 def _arrow_column(c: np.ndarray, dtype: str) -> pa.Array:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ivm.batch import Batch, hash_rows, take, unique_int_rows
+from ivm.batch import Batch, Columns, hash_rows, take, unique_int_rows
 from ivm.difference import mul_gathered
 from ivm.lattice import ITERATE, Time, join_rows
 from ivm.operators.arrange import Arrange
@@ -34,6 +34,8 @@ def pad_times(times: np.ndarray, depth: int) -> np.ndarray:
 
 
 def probe(trace: Trace, batch: Batch, key_idx: tuple[int, ...], before: Time | None) -> Gathered:
+    """The updates of ``trace`` matching each row of ``batch`` on its key columns
+    ``key_idx`` (before time ``before``), without their row hashes (pairs need none)."""
     cols = batch.cols
     keys = tuple([cols[i] for i in key_idx])
     if (
@@ -41,8 +43,8 @@ def probe(trace: Trace, batch: Batch, key_idx: tuple[int, ...], before: Time | N
         and len(key_idx) == len(cols)
         and key_idx == tuple(range(len(cols)))
     ):
-        return trace.lookup(batch.rowhash, keys, before)
-    return trace.lookup(hash_rows(keys, batch.diff.shape[0]), keys, before)
+        return trace.lookup(batch.rowhash, keys, before, with_hashes=False)
+    return trace.lookup(hash_rows(keys, batch.diff.shape[0]), keys, before, with_hashes=False)
 
 
 def batch_trace(batch: Batch, key_idx: tuple[int, ...], depth: int) -> Trace:
@@ -60,7 +62,16 @@ _SMALL = 32
 class Join(Operator):
     kind = "join"
 
-    def __init__(self, *args: Any, left: Arrange, right: Arrange, **kw: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        left: Arrange,
+        right: Arrange,
+        select: tuple[int, ...] | None = None,
+        **kw: Any,
+    ) -> None:
+        """``select``: the output columns, as positions in the left's columns followed by
+        the right's (None: all of them); a pair's other columns are never gathered."""
         super().__init__(*args, **kw)
         self.left = left
         self.right = right
@@ -68,12 +79,30 @@ class Join(Operator):
         right.users += 1
         self.kinds = self.scope.kinds
         self.depth = len(self.kinds)
+        self.select = select
+        width = len(left.dtypes)
+        #: per output column: (from the left side?, its position on that side)
+        self._picks = (
+            None if select is None else [(k < width, k if k < width else k - width) for k in select]
+        )
+
+    def _pair_columns(self, new: Batch, new_is_left: bool, found: Gathered) -> Columns:
+        """The output columns of the pairs ``found`` for the rows of ``new``."""
+        if self._picks is None:
+            newcols = take(new.cols, found.owner)
+            return newcols + found.cols if new_is_left else found.cols + newcols
+        owner = found.owner
+        return tuple(
+            [
+                new.cols[j][owner] if from_left == new_is_left else found.cols[j]
+                for from_left, j in self._picks
+            ]
+        )
 
     def _emit_pairs(self, time: Time, new: Batch, new_is_left: bool, found: Gathered) -> None:
         if len(found.owner) == 0:
             return
-        newcols = take(new.cols, found.owner)
-        cols = newcols + found.cols if new_is_left else found.cols + newcols
+        cols = self._pair_columns(new, new_is_left, found)
         diff = mul_gathered(new.diff, found.owner, found.diff)
         out = Batch(cols, diff)
         if self.depth == 0:
@@ -134,8 +163,9 @@ class Join(Operator):
             self._emit_pairs(time, da, True, probe(batch_trace(db, rk, self.depth), da, lk, None))
 
     def describe(self) -> str:
+        kept = "" if self.select is None else f" keeping {list(self.schema.names)}"
         return (
             f"{self.name} {self.left.name} ⋈ {self.right.name} on "
             f"{[self.left.schema.names[i] for i in self.left.key_idx]} = "
-            f"{[self.right.schema.names[i] for i in self.right.key_idx]}"
+            f"{[self.right.schema.names[i] for i in self.right.key_idx]}{kept}"
         )
