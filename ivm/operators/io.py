@@ -35,27 +35,10 @@ def rows_to_columns(op: Operator, rows: Rows) -> tuple[np.ndarray, ...]:
             coerce_column(data[n], d, n) for n, d in zip(schema.names, schema.dtypes, strict=True)
         )
     if isinstance(rows, dict):
-        if len(rows) == len(schema.names):
-            # the common case: exactly the schema's columns, checked by one lookup each
-            try:
-                cols = [rows[n] for n in schema.names]
-            except KeyError:
-                pass
-            else:
-                out = tuple(
-                    [
-                        coerce_column(c, d, n)
-                        for c, n, d in zip(cols, schema.names, schema.dtypes, strict=True)
-                    ]
-                )
-                if len(out) > 1 and len({len(c) for c in out}) > 1:
-                    raise SchemaError(
-                        f"{op.name}: columns of different lengths {sorted({len(c) for c in out})}"
-                    )
-                return out
-        extra = set(rows) - set(schema.names)
-        missing = [n for n in schema.names if n not in rows]
-        if extra or missing:
+        # exactly the schema's columns (the common case) pass one C-level comparison
+        if rows.keys() != set(schema.names):
+            extra = set(rows) - set(schema.names)
+            missing = [n for n in schema.names if n not in rows]
             raise SchemaError(
                 f"{op.name}: columns must be {list(schema.names)}; "
                 f"missing {missing}, unexpected {sorted(extra)}"
