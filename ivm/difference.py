@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ivm import aot as _aot
 from ivm.errors import MultiplicityOverflowError
 
 #: the largest magnitude of a diff
@@ -117,3 +118,7 @@ def abs_max(values: np.ndarray) -> int:
         if v > m:
             m = v
     return m
+
+
+# the ahead-of-time compiled versions of these kernels, when built for this machine (ivm.aot)
+_aot.install(__name__, globals())

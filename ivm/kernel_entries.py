@@ -11,7 +11,8 @@ would be read as if it had the declared one.  So it is only for call sites whose
 are known: a trace's runs (every run's arrays are built by the engine — sorted, gathered
 or merged — C-contiguous, ``uint64`` hashes, ``int64`` times and diffs) and the caller's
 arrays checked once per read (:func:`plain`), falling back to the dispatcher otherwise.
-Each entry point is compiled (or loaded from numba's cache) on first use.
+Each entry point is the ahead-of-time compiled function when :mod:`ivm.aot` has one,
+otherwise compiled (or loaded from numba's cache) on first use.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 from numba import types
 
-from ivm import kernels
+from ivm import aot, kernels
 
 _U64 = types.Array(types.uint64, 1, "C")
 _I64 = types.Array(types.int64, 1, "C")
@@ -43,8 +44,11 @@ SIGNATURES: dict[str, tuple[Any, ...]] = {
 
 def entry_point(name: str) -> Callable[..., Any]:
     """The compiled entry point of kernel ``name`` for its :data:`SIGNATURES` types."""
-    kernel = getattr(kernels, name)
     sig = SIGNATURES[name]
+    built = aot.compiled("ivm.kernels", name, sig)
+    if built is not None:  # compiled ahead of time: no checks either, same contract
+        return built
+    kernel = getattr(kernels, name)
     kernel.compile(sig)
     # ``entry_point`` is an attribute of numba's compile result, not a documented API: a
     # numba without it gets the dispatcher, which is slower but types its arguments

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ivm import aot as _aot
 from ivm.difference import add
 
 
@@ -615,8 +616,8 @@ def merge_key_runs(
     )
     if direct[5] >= 0:
         return direct
-    src, dif, _, _ = _merge_positions(sk_a, kh_a, t_a, d_a, sk_b, kh_b, t_b, d_b)
-    sk, kh, _, times, big = _gather_merged(
+    src, dif, _n, _big = _merge_positions(sk_a, kh_a, t_a, d_a, sk_b, kh_b, t_b, d_b)
+    sk, kh, _rh, times, big = _gather_merged(
         (sk_a, kh_a, kh_a, t_a), (sk_b, kh_b, kh_b, t_b), src, dif
     )
     return sk, kh, times, dif, take_concat(c_a, c_b, src), big
@@ -1233,3 +1234,7 @@ def take_concat(x: np.ndarray, y: np.ndarray, src: np.ndarray) -> np.ndarray:
         s = src[r]
         out[r] = x[s] if s < nx else y[s - nx]
     return out
+
+
+# the ahead-of-time compiled versions of these kernels, when built for this machine (ivm.aot)
+_aot.install(__name__, globals())
