@@ -14,6 +14,7 @@ from __future__ import annotations
 import cProfile
 import json
 import pstats
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,14 +105,20 @@ def main(argv: list[str]) -> int:
 
 def _kernel(key: tuple[str, int, str]) -> str | None:
     """The compiled kernel a profiler entry is a call of (through numba's dispatcher, or
-    straight to its entry point, :mod:`ivm.kernel_entries`), else None."""
+    straight to its entry point, :mod:`ivm.kernel_entries`: the JIT's or the ahead-of-time
+    compiled one, :mod:`ivm.aot`), else None."""
     path, _, name = key
     if path.endswith(("ivm/kernels.py", "difference.py")):
         return name
+    if path != "~":
+        return None
     entry = "<built-in method ivm.kernels."
-    if path == "~" and name.startswith(entry):
+    if name.startswith(entry):
         return name[len(entry) : -1]
-    return None
+    compiled = re.fullmatch(
+        r"<built-in method ivm_kernels_aot\.(?:kernels|difference)__(\w+?)__\d+>", name
+    )
+    return compiled.group(1) if compiled else None
 
 
 def _cpu_times(e: EngineSetup, warm: int, steps: int, replay: int = 0) -> int:
