@@ -330,6 +330,18 @@ class Collection:
         """
         return Collection(self.graph, self.graph._enter(self.op, scope))
 
+    def enter_prioritized(self, loop: Collection, entry: RowFn) -> Collection:
+        """This collection inside the loop of ``loop`` (a collection of a loop directly
+        inside this collection's scope), each record entering at the iteration
+        ``entry(*columns)`` gives it and present from then on (Foundations §5) — what
+        ``iterate(entry=...)`` does for a loop variable's initial collection, for a
+        collection the body reads."""
+        scope = loop.scope
+        if scope.parent is not self.scope:
+            raise PlanError("enter_prioritized: the loop must be directly inside this scope")
+        op = Enter(self.graph, scope, [self.op], self.schema, entry=entry, label="ingress")
+        return Collection(self.graph, op)
+
     # -- as-of joins ------------------------------------------------------------------------
     def join_at_arrival(
         self, other: Collection, on: Sequence[tuple[ColumnRef, ColumnRef]]

@@ -47,6 +47,7 @@ from ivm.batch import (
 )
 from ivm.difference import DIFF_MAX, abs_max, add_at
 from ivm.kernels import (
+    RADIX_ROWS,
     consolidate_sorted,
     merge_int_runs,
     merge_key_runs,
@@ -94,7 +95,10 @@ _EMPTY_HASHES = np.zeros(0, dtype=np.uint64)
 _KERNEL_SORT = 4096
 #: batches of several int64 columns up to this size are staged by one compiled call
 #: (:meth:`Trace.stage_int_batch`); larger ones, whose rows repeat keys, are consolidated
-#: by hash and sorted by numpy faster (1,000 rows of 20 keys: 35 against 32 µs)
+#: by hash and sorted by numpy faster (1,000 rows of 20 keys: 35 against 32 µs); from
+#: ``RADIX_ROWS`` on (an initial load's batches) the call sorts by a radix sort and is
+#: again the faster way: one compiled pass instead of sorting, gathering the hashes and
+#: diffs, consolidating, checking the pairs summed and gathering the columns apart
 _INT_STAGE = 512
 
 
@@ -335,7 +339,7 @@ class Trace:
         n = batch.diff.shape[0]
         cols = batch.cols
         if (
-            not 0 < n <= _INT_STAGE
+            not (0 < n <= _INT_STAGE or n >= RADIX_ROWS)
             or len(time) > 2
             or not all([c.dtype == _INT64 and c.flags.c_contiguous for c in cols])
         ):

@@ -273,3 +273,39 @@ def test_consolidate_sorted_sums_equal_hashes_per_block(items: list[tuple]) -> N
     assert (np.diff(sk[keep].astype(np.int64)) >= 0).all()  # still in sort-key order
     assert (sk[pa] == sk[pb]).all() and (rh[pa] == rh[pb]).all()
     assert len(pa) == len(items) - len(want)  # every row summed into another is reported
+
+
+@pytest.mark.parametrize("depth", [0, 1])
+@pytest.mark.parametrize("by_key", [True, False])
+def test_large_int_batches_stage_as_by_hash(depth: int, by_key: bool) -> None:
+    """A batch of int64 rows of at least ``RADIX_ROWS`` (an initial load's) is staged by
+    :func:`ivm.kernels.stage_int_rows` on its radix-sort branch: the same updates, sorted,
+    as consolidating it by hash, and the same batch passed on."""
+    rng = np.random.default_rng(depth * 2 + by_key)
+    n = trace_mod.RADIX_ROWS + 1000
+    cols = (rng.integers(0, 3000, n), rng.integers(0, 40, n))
+    diff = rng.integers(-2, 3, n)
+    key = (0,) if by_key else (0, 1)
+    time = (1, *([3] * depth))
+    got = Trace((np.dtype("int64"),) * 2, key, KINDS[depth])
+    b = Batch(cols, diff)
+    out = got.stage_int_batch(b, time, hash_rows(cols, n))
+    want = Trace((np.dtype("int64"),) * 2, key, KINDS[depth])
+    ref = want.stage_batch(b, time, hash_rows(cols, n))
+
+    def counted(c: tuple, d: np.ndarray) -> Counter:
+        return Counter({(int(x), int(y)): int(v) for x, y, v in zip(*c, d, strict=True)})
+
+    expect: Counter = Counter()
+    for x, y, v in zip(*cols, diff, strict=True):
+        expect[int(x), int(y)] += int(v)
+    expect = nonzero(expect)
+    assert counted(out.cols, out.diff) == counted(ref.cols, ref.diff) == expect
+    assert out.rowhash is not None and (out.rowhash == hash_rows(out.cols, len(out))).all()
+    run, ref_run = got.staged, want.staged
+    assert run is not None and ref_run is not None
+    assert (run.sortkey[1:] >= run.sortkey[:-1]).all()
+    assert (run.sortkey == ref_run.sortkey).all() and (run.keyhash == ref_run.keyhash).all()
+    assert (run.rowhash == hash_rows(run.cols, len(run))).all()
+    assert counted(run.cols, run.diff) == expect
+    assert (run.times == ref_run.times).all()
