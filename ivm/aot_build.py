@@ -37,6 +37,13 @@ def _memoized_unserialize(unserialize: Any) -> Any:
     from numba.core import cgutils
 
     def memoized(self: Any, structptr: Any) -> Any:
+        # serialize_object's constants only (a global per pickled object); anything else
+        # is unpickled as before
+        if not (
+            isinstance(structptr, ir.GlobalVariable)
+            and structptr.name.startswith(".const.picklebuf.")
+        ):
+            return unserialize(self, structptr)
         builder = self.builder
         name = f"{structptr.name}.unpickled"
         try:

@@ -155,3 +155,54 @@ def test_a_module_whose_stamp_differs_is_not_used(
         assert not aot.is_current(), key
     path.write_text("{not json")
     assert not aot.is_current()
+
+
+#: calls compiled kernels that return arrays many times; prints how often ``pickle.loads``
+#: ran during those calls (after each kernel's first call) and what they returned
+UNPICKLES = r"""
+import json, pickle
+import numpy as np
+calls = [0]
+loads = pickle.loads
+def counting(data, *a, **k):
+    calls[0] += 1
+    return loads(data, *a, **k)
+pickle.loads = counting  # before the compiled module looks it up
+from ivm import aot, kernels
+h = np.array([5, 3, 5, 9], dtype=np.uint64)
+c = np.array([1, 0, 2], dtype=np.int64)
+first = kernels.first_of_hashes(h)
+changes = kernels.distinct_changes(c, np.zeros(3, dtype=np.int64), np.full(3, 7, dtype=np.int64), 7)
+before = calls[0]
+for _ in range(200):
+    again = kernels.first_of_hashes(h)
+    more = kernels.distinct_changes(c, np.zeros(3, dtype=np.int64), np.full(3, 7, dtype=np.int64), 7)
+print(json.dumps({
+    "compiled": aot.module() is not None,
+    "loads": calls[0] - before,
+    "types": sorted({type(a).__name__ for a in (again, *more[:3])}),
+    "same": again.tolist() == first.tolist()
+    and all(x.tolist() == y.tolist() for x, y in zip(more[:3], changes[:3])),
+    "first": again.tolist(),
+}))
+"""
+
+
+def test_compiled_kernels_unpickle_the_array_type_once(built: None) -> None:
+    """A returned array's Python type is a pickled constant of the compiled module: it is
+    unpickled on a kernel's first call only (``ivm.aot_build._memoized_unserialize``), not on
+    every array returned."""
+    proc = subprocess.run(
+        [sys.executable, "-c", UNPICKLES],
+        cwd=ROOT,
+        env={**os.environ, "IVM_AOT": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["compiled"]
+    assert got["loads"] == 0
+    assert got["types"] == ["ndarray"]
+    assert got["same"] and got["first"] == [0, 1, 3]
