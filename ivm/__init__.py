@@ -8,6 +8,7 @@ The engine imports neither Spark, nor sqlglot, nor Delta: the Spark/Delta facade
 
 from __future__ import annotations
 
+from ivm import numba_typeof
 from ivm.collection import Collection, InputCollection, iterate
 from ivm.dataflow import Dataflow, LoopLimitError, StepReport
 from ivm.errors import (
@@ -20,6 +21,9 @@ from ivm.errors import (
 )
 from ivm.operators.io import Output
 from ivm.schema import Schema
+
+# numba types plain arrays without importing numpy.ma (~25 ms at a process's first kernel call)
+numba_typeof.install()
 
 __all__ = [
     "Collection",

@@ -140,7 +140,7 @@ def probe_run(
                 total += 1
             i += 1
         hi[j] = i
-        if want_next:
+        if want_next and i < m and sortkey[i] <= top:
             _lower_next(sortkey, keyhash, times, i, top, ph, next_time, j)
     owner = np.empty(total, dtype=np.int64)
     pos = np.empty(total, dtype=np.int64)
@@ -188,7 +188,7 @@ def sum_run(
                 s = add(s, diff[i])
             i += 1
         sums[j] = add(sums[j], s)
-        if want_next:
+        if want_next and i < m and sortkey[i] <= top:
             _lower_next(sortkey, keyhash, times, i, top, ph, next_time, j)
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from ivm.arrow_arrays import column_array, numeric_array
 from ivm.batch import Batch, concat_columns
 from ivm.difference import DIFF_MAX, abs_max
 from ivm.errors import DiffError, SchemaError
@@ -274,18 +275,18 @@ class Output(Operator):
             # numeric columns only: their Arrow types follow from the dtypes, so the table
             # is built against a schema made once (a step reads its changes every time)
             arrays = [
-                _numeric_array(c, d, f.type)
+                numeric_array(c, d, f.type)
                 for c, d, f in zip(b.cols, self.dtypes, fixed, strict=False)
             ]
             if diff_col:
-                arrays.append(_numeric_array(b.diff, _NP_INT64, _INT64))
+                arrays.append(numeric_array(b.diff, _NP_INT64, _INT64))
             return pa.Table.from_arrays(arrays, schema=fixed)
         cols = {
-            n: _arrow_column(c, d)
+            n: column_array(c, d)
             for n, d, c in zip(self.schema.names, self.schema.dtypes, b.cols, strict=True)
         }
         if diff_col:
-            cols[diff_col] = pa.array(b.diff, type=pa.int64())
+            cols[diff_col] = numeric_array(b.diff, _NP_INT64, _INT64)
         return pa.table(cols)
 
     def _arrow_schema(self, diff_col: str | None) -> pa.Schema | None:
@@ -336,25 +337,3 @@ class Output(Operator):
 
 _INT64 = pa.int64()
 _NP_INT64 = np.dtype(np.int64)
-
-
-def _numeric_array(c: np.ndarray, dtype: np.dtype, typ: pa.DataType) -> pa.Array:
-    """A column declared ``dtype`` as an Arrow array of type ``typ`` (``dtype``'s): a
-    contiguous native int64/float64 column is wrapped as Arrow's data buffer, with no copy
-    or type inference (a step's changes are read every step, mostly a few rows)."""
-    if c.dtype == dtype and dtype.kind in "if" and dtype.isnative and c.flags.c_contiguous:
-        return pa.Array.from_buffers(typ, len(c), [None, pa.py_buffer(c)])
-    return pa.array(c, type=typ)
-
-
-def _arrow_column(c: np.ndarray, dtype: str) -> pa.Array:
-    """An output column as Arrow: a ``str`` column converted as strings in one call (the
-    engine checked its values on input), others by Arrow's inference from Python values.
-    A column without a single string keeps the inferred (null) type."""
-    if c.dtype != object:
-        return pa.array(c)
-    if dtype == "str":
-        arr = pa.array(c, type=pa.string(), from_pandas=False)
-        if arr.null_count < len(arr):
-            return arr
-    return pa.array(c.tolist())
