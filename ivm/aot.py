@@ -23,6 +23,7 @@ runs its shards on threads).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -47,10 +48,12 @@ _loaded: list[Any] = []  # [module or None] once looked for
 INSTALLED: dict[tuple[str, str, tuple[Any, ...]], Callable[..., Any]] = {}
 
 
+@functools.cache
 def signatures() -> dict[str, dict[str, list[tuple[Any, ...]]]]:
     """Kernel module -> kernel name -> the argument types compiled ahead of time: the types
     the engine's own arrays have (``uint64`` hashes, ``int64`` times, diffs and integer
-    columns, C-contiguous), as its call sites pass them."""
+    columns, C-contiguous), as its call sites pass them.  Built once (not to be changed:
+    :func:`install` and :mod:`ivm.kernel_entries` read it)."""
     from numba import types
 
     u64 = types.Array(types.uint64, 1, "C")

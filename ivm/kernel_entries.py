@@ -21,30 +21,25 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import types
 
 from ivm import aot, kernels
 
-_U64 = types.Array(types.uint64, 1, "C")
-_I64 = types.Array(types.int64, 1, "C")
-_TIMES = types.Array(types.int64, 2, "C")
-_B = types.boolean
-_INT = types.int64
+#: the kernels called through their entry points; each one's signature is the first that
+#: :func:`ivm.aot.signatures` lists for it (the types the engine's own arrays have):
+#: sum_run (sortkey, keyhash, times, diff, probe_hash, by_time, upto, iter_bits, sums,
+#: next, want), probe_run (sortkey, keyhash, times, probe_hash, after, by_time, upto,
+#: iter_bits, next, want), merge_runs ((sortkey, keyhash, rowhash, times, diff) of each run)
+NAMES = ("sum_run", "probe_run", "merge_runs")
 
-#: kernel name -> its argument types, as the engine's own arrays type
-SIGNATURES: dict[str, tuple[Any, ...]] = {
-    # sortkey, keyhash, times, diff, probe_hash, by_time, upto, iter_bits, sums, next, want
-    "sum_run": (_U64, _U64, _TIMES, _I64, _U64, _B, _INT, _INT, _I64, _I64, _B),
-    # sortkey, keyhash, times, probe_hash, after, by_time, upto, iter_bits, next, want
-    "probe_run": (_U64, _U64, _TIMES, _U64, _I64, _B, _INT, _INT, _I64, _B),
-    # (sortkey, keyhash, rowhash, times, diff) of each run
-    "merge_runs": (_U64, _U64, _U64, _TIMES, _I64) * 2,
-}
+
+def signature(name: str) -> tuple[Any, ...]:
+    """The argument types of kernel ``name``'s entry point."""
+    return aot.signatures()["ivm.kernels"][name][0]
 
 
 def entry_point(name: str) -> Callable[..., Any]:
-    """The compiled entry point of kernel ``name`` for its :data:`SIGNATURES` types."""
-    sig = SIGNATURES[name]
+    """The compiled entry point of kernel ``name`` for its :func:`signature` types."""
+    sig = signature(name)
     built = aot.compiled("ivm.kernels", name, sig)
     if built is not None:  # compiled ahead of time: no checks either, same contract
         return built
@@ -58,7 +53,7 @@ def entry_point(name: str) -> Callable[..., Any]:
 
 def __getattr__(name: str) -> Callable[..., Any]:
     # first use of a kernel: compile (or load) it, and keep it as a module attribute
-    if name not in SIGNATURES:
+    if name not in NAMES:
         raise AttributeError(name)
     f = entry_point(name)
     globals()[name] = f
