@@ -40,10 +40,12 @@ def test_string_columns_equal_arrow_conversion(values: list) -> None:
     expected = pa.array(c, type=pa.string(), from_pandas=False)
     if expected.null_count == len(expected):  # no string: the inferred (null) type
         expected = pa.array(values)
-    got = column_array(c, "str")
-    got.validate(full=True)
-    assert got.type == expected.type
-    assert got.to_pylist() == expected.to_pylist() == values
+    built = string_array(c)  # what a process without pandas gets
+    assert built is not None
+    for got in (built, column_array(c, "str")):
+        got.validate(full=True)
+        assert got.type == expected.type
+        assert got.to_pylist() == expected.to_pylist() == values
 
 
 @settings(max_examples=60, deadline=None)
