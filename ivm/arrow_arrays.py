@@ -12,13 +12,14 @@ go through ``pa.array``.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pyarrow as pa
 
 #: the largest offset of a ``pa.string()`` array (32-bit offsets)
 _MAX_STRING_BYTES = (1 << 31) - 1
+#: the separator :func:`string_array` joins values with, and its one UTF-8 byte
+_SEP = "\x00"
+_SEP_BYTE = b"\x00"
 
 
 def numeric_array(c: np.ndarray, dtype: np.dtype, typ: pa.DataType) -> pa.Array:
@@ -42,31 +43,46 @@ def string_array(c: np.ndarray) -> pa.Array | None:
     (a column without a single string: a null array, the type Arrow infers for it), or
     None when it cannot be built here (a value that is not a string, text that is not
     valid UTF-8, or more than 2 GiB of it): the caller then converts it with ``pa.array``,
-    which decides (and raises) as before."""
+    which decides (and raises) as before.
+
+    The values are joined with NUL separators and encoded once; the separators' byte
+    positions give the offsets (UTF-8 has no zero byte but U+0000's), so no Python call is
+    made per value unless a value holds U+0000 or is NULL."""
     values = c.tolist()
     n = len(values)
     if n == 0:
         return pa.nulls(0)
     valid: np.ndarray | None = None
-    if None in values:
+    try:
+        joined = _SEP.join(values)
+    except TypeError:  # a NULL (or a value that is not a string)
         valid = np.fromiter((v is not None for v in values), dtype=np.bool_, count=n)
         if not valid.any():
             return pa.nulls(n)
         values = [v if v is not None else "" for v in values]
+        try:
+            joined = _SEP.join(values)
+        except TypeError:
+            return None
     try:
-        text = "".join(values)
-        data = text.encode("utf-8")
-    except (TypeError, UnicodeEncodeError):
+        raw = joined.encode("utf-8")
+    except UnicodeEncodeError:
         return None
-    if len(data) == len(text):  # every character one byte: lengths in bytes are in chars
-        lengths = np.fromiter(map(len, values), dtype=np.int64, count=n)
-    else:
+    if len(raw) - (n - 1) > _MAX_STRING_BYTES:
+        return None
+    if joined.count(_SEP) == n - 1:
+        # string i ends at the i-th separator; less the i separators before it
+        ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 0)
+        offsets = np.empty(n + 1, dtype=np.int32)
+        offsets[0] = 0
+        offsets[1:n] = ends - np.arange(n - 1)
+        offsets[n] = len(raw) - (n - 1)
+        data = raw.replace(_SEP_BYTE, b"")
+    else:  # a value holds U+0000: lengths value by value
         encoded = [v.encode("utf-8") for v in values]
-        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
-    if len(data) > _MAX_STRING_BYTES:
-        return None
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n), out=offsets[1:])
+        data = b"".join(encoded)
     buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     if valid is None:
         return pa.Array.from_buffers(pa.string(), n, buffers, null_count=0)
@@ -85,9 +101,7 @@ def column_array(c: np.ndarray, dtype: str) -> pa.Array:
             return bool_array(c)
         return pa.array(c)
     if dtype == "str":
-        # once pandas is imported (by anything), ``pa.array`` is the faster of the two
-        # (~2x on 10-500 strings); the buffers are for a process without pandas
-        built = string_array(c) if "pandas" not in sys.modules else None
+        built = string_array(c)
         if built is not None:
             return built
         arr = pa.array(c, type=pa.string(), from_pandas=False)

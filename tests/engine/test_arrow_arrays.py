@@ -48,6 +48,26 @@ def test_string_columns_equal_arrow_conversion(values: list) -> None:
         assert got.to_pylist() == expected.to_pylist() == values
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["a", "", "bc"],
+        ["", ""],
+        ["x\x00y", "z"],  # a value holding U+0000: lengths value by value
+        [None, "\x00", None, "ä€😀"],
+        ["ä€😀", "plain", ""],
+        [None, None],
+    ],
+)
+def test_string_columns_at_the_edges(values: list) -> None:
+    c = _objects(values)
+    got = string_array(c)
+    assert got is not None
+    got.validate(full=True)
+    assert got.to_pylist() == values
+    assert got.type == (pa.null() if all(v is None for v in values) else pa.string())
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.booleans(), max_size=70))
 def test_bool_columns_equal_arrow_conversion(values: list) -> None:
