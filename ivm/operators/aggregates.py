@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ivm.aggregate_spec import Agg, AggFunction
-from ivm.batch import Columns, hash_rows, sort_groups
+from ivm.batch import Columns, distinct_int_counts, hash_rows, sort_groups
 from ivm.difference import DIFF_MAX, mul_arrays, segment_sums
 from ivm.errors import MultiplicityOverflowError, PlanError, SchemaError, SumOverflowError
 from ivm.schema import DTYPES
@@ -213,7 +213,7 @@ class AggregateKernel(Kernel):
         h = hash_rows((g, v), len(sel))
         order, firsts = sort_groups(h, (g, v))
         distinct_groups = g[order][firsts]
-        uniq, cnt = np.unique(distinct_groups, return_counts=True)
+        uniq, cnt = distinct_int_counts(distinct_groups)
         res[np.searchsorted(gids, uniq)] = cnt
         return res
 

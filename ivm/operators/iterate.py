@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ivm import limits
-from ivm.batch import Batch
+from ivm.batch import Batch, distinct_ints
 from ivm.errors import PlanError
 from ivm.lattice import Time
 from ivm.operators.base import Operator
@@ -45,7 +45,7 @@ class Enter(Operator):
         at = np.asarray(self.entry(*batch.cols), dtype=np.int64).reshape(-1)
         if len(at) != len(batch) or (len(at) and at.min() < 0):
             raise PlanError(f"{self.name}: entry must give a non-negative iteration per record")
-        for it in np.unique(at):
+        for it in distinct_ints(at):
             super().push(port, (*time, int(it)), batch.take(np.flatnonzero(at == it)))
 
     def forward(self, port: int, time: Time, batch: Batch) -> None:

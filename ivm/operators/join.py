@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ivm.batch import Batch, Columns, hash_rows, take, unique_int_rows
+from ivm.batch import Batch, Columns, distinct_ints, hash_rows, take, unique_int_rows
 from ivm.difference import mul_gathered
 from ivm.lattice import ITERATE, Time, join_rows
 from ivm.operators.arrange import Arrange
@@ -149,7 +149,7 @@ class Join(Operator):
         self.emit(time, out.take((~later).nonzero()[0]))
         rest = later.nonzero()[0]
         its = found_it[rest]
-        for it in np.unique(its):
+        for it in distinct_ints(its):
             self.emit((time[0], int(it)), out.take(rest[its == it]))
 
     def process(self, time: Time, inputs: list[Batch | None]) -> None:

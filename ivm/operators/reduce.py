@@ -29,6 +29,7 @@ from ivm.batch import (
     combine_hash,
     concat_columns,
     consolidate_hashed,
+    distinct_ints,
     hash_is_injective,
     hash_rows,
     rows_equal,
@@ -409,7 +410,7 @@ class Reduce(KeepsTrace):
             if len(groups) == 1:
                 groups = [(groups[0][0], probes)]
         else:
-            groups = [(int(it), probes[when == it]) for it in np.unique(when)]
+            groups = [(int(it), probes[when == it]) for it in distinct_ints(when)]
         for it, sel in groups:
             self._add_schedule((time[0], it), probe_h, probe_cols, sel)
 
@@ -448,7 +449,7 @@ class Reduce(KeepsTrace):
             first = np.ones(len(o), dtype=bool)
             first[1:] = o[1:] != o[:-1]
             o, it = o[first], it[first]
-            for when_it in np.unique(it):
+            for when_it in distinct_ints(it):
                 self._add_schedule((time[0], int(when_it)), probe_h, probe_cols, o[it == when_it])
             return
         joined = join_rows(times, t_inner, self.kinds)

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numba import errors, njit
 from numba.core import types
 from numba.core.typing import typeof as numba_typeof
 
+from ivm.batch import distinct_int_counts, distinct_ints
 from ivm.numba_typeof import typeof_plain_ndarray
 
 ARRAYS = [
@@ -53,3 +56,14 @@ def test_what_numba_rejects_is_still_rejected() -> None:
     with pytest.raises((ValueError, errors.NumbaError)):
         numba_typeof.typeof(np.zeros(2, dtype=np.longdouble))
     assert numba_typeof.typeof(np.arange(3)) == types.Array(types.int64, 1, "C")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=60))
+def test_distinct_ints_are_np_unique(values: list) -> None:
+    a = np.array(values, dtype=np.int64)
+    got, counts = distinct_int_counts(a)
+    assert distinct_ints(a).tolist() == got.tolist()
+    want, want_counts = np.unique(a, return_counts=True)
+    assert got.tolist() == want.tolist()
+    assert counts.tolist() == want_counts.tolist()
