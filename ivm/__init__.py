@@ -22,7 +22,7 @@ from ivm.errors import (
 from ivm.operators.io import Output
 from ivm.schema import Schema
 
-# numba types plain arrays without importing numpy.ma (~25 ms at a process's first kernel call)
+# numba types plain arrays without importing numpy.ma (~15-25 ms of CPU at a process's first kernel call)
 numba_typeof.install()
 
 __all__ = [

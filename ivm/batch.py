@@ -250,10 +250,7 @@ def sort_groups(
     n = len(h)
     if n == 0:
         return order, np.zeros(0, dtype=np.int64)
-    hs = h[order]
-    boundary = np.empty(n, dtype=bool)
-    boundary[0] = True
-    np.not_equal(hs[1:], hs[:-1], out=boundary[1:])
+    boundary = _run_starts(h[order])
     same = np.flatnonzero(~boundary[1:])
     if len(same) == 0:
         return order, np.flatnonzero(boundary)

@@ -3,8 +3,8 @@
 The first time a numba kernel receives an array of a new (dtype, ndim, layout), its
 dispatcher falls back to :func:`numba.core.typing.typeof.typeof`, whose ndarray rule first
 asks ``isinstance(val, np.ma.MaskedArray)``.  Since numpy 2, ``np.ma`` is imported on first
-attribute access, and that import (its docstrings parsed by ``inspect``) costs ~25 ms: a
-quarter of a W2 initial load (150k edges, ~0.1 s) in a new process.  An exact
+attribute access, and that import (its docstrings parsed by ``inspect``) costs ~15-25 ms: a
+sixth to a quarter of a W2 initial load (150k edges, ~0.1 s) in a new process.  An exact
 ``np.ndarray`` is never a masked array, so :func:`install` gives exact ndarrays a rule that
 skips the question and types them as numba's rule does; subclasses (a masked array among
 them) still go to numba's own rule, which rejects masked arrays as before.
